@@ -1,0 +1,132 @@
+/* sql.c — queuefs-sql: run statements against a store without mounting.
+ *
+ *     queuefs-sql [-o sync=full|none] STORE [STATEMENT…]
+ *
+ * Each STATEMENT argument (or, when there are none, all of standard input)
+ * is run in order; every statement that ran prints its result line on
+ * standard output.  The first error prints {"error":…,"message":…} on
+ * standard error and the exit status is 1.  Works while the store is
+ * mounted: a claim is atomic across processes. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lang/lang.h"
+
+static void
+usage(FILE *to)
+{
+    fputs("usage: queuefs-sql [-o sync=full|none] STORE [STATEMENT...]\n"
+          "Runs queuefs statements against the store in directory STORE, one result\n"
+          "line (JSON) per statement on standard output.  With no STATEMENT, reads\n"
+          "statements from standard input.  On an error, prints the error line on\n"
+          "standard error and exits with status 1.\n"
+          "\n"
+          "  -o sync=full   a statement's effects are on disk when it returns (default)\n"
+          "  -o sync=none   faster; a machine crash may lose the last statements\n"
+          "  -h, --help     this text\n"
+          "  -V, --version  the version\n",
+          to);
+}
+
+static void
+print_line(void *ctx, const char *line, size_t len)
+{
+    (void)ctx;
+    fwrite(line, 1, len, stdout);
+    fputc('\n', stdout);
+}
+
+/* Reads all of standard input into "b". */
+static int
+read_stdin(Buf *b)
+{
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
+        buf_append(b, chunk, n);
+    return ferror(stdin) ? -1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    StoreOptions opts = {.sync = true};
+    int c;
+    while ((c = getopt_long(argc, argv, "+ho:V", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            puts("queuefs-sql " PACKAGE_VERSION);
+            return 0;
+        case 'o':
+            if (strcmp(optarg, "sync=full") == 0)
+                opts.sync = true;
+            else if (strcmp(optarg, "sync=none") == 0)
+                opts.sync = false;
+            else {
+                fprintf(stderr, "queuefs-sql: unknown option -o %s (sync=full or sync=none)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    const char *location = argv[optind++];
+    char msg[256] = "";
+    Store *store;
+    int rc = store_open(location, &opts, &store, msg, sizeof msg);
+    if (rc) {
+        fprintf(stderr, "queuefs-sql: cannot open store %s: %s\n", location,
+                msg[0] ? msg : store_strerror(rc));
+        return 1;
+    }
+    LangSession *session = lang_session_new(store, NULL);
+    LangError err = {0};
+    int status = 0;
+    if (optind == argc) {
+        Buf in = {0};
+        if (read_stdin(&in) < 0) {
+            fprintf(stderr, "queuefs-sql: reading standard input: %s\n", strerror(errno));
+            status = 1;
+        } else {
+            lang_session_exec(session, in.data ? in.data : "", in.len, print_line, NULL, &err);
+        }
+        buf_free(&in);
+    }
+    for (; optind < argc && !err.code; optind++)
+        lang_session_exec(session, argv[optind], strlen(argv[optind]), print_line, NULL, &err);
+    if (!err.code && lang_session_in_transaction(session))
+        lang_error_set(&err, LANG_PARSE_ERROR,
+                       "the input ended inside BEGIN: its statements were cancelled");
+    if (err.code) {
+        Buf line = {0};
+        lang_error_to_json(&err, &line);
+        fflush(stdout);
+        fprintf(stderr, "%s\n", line.data);
+        buf_free(&line);
+        status = 1;
+    }
+    lang_session_free(session);
+    store_close(store);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        status = 1;
+    return status;
+}

@@ -1,0 +1,174 @@
+/* ast.h — the syntax tree the parser builds and the evaluator walks.
+ *
+ * Every node is heap-allocated and owned by its parent; stmt_free() and
+ * expr_free() release a whole tree.  Strings are NUL-terminated copies. */
+#ifndef QUEUEFS_AST_H
+#define QUEUEFS_AST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "value.h"
+
+/* ---- expressions ---- */
+
+typedef enum ExprKind {
+    EX_LITERAL,   /* a constant: numbers, strings, d'…', durations, record ids, true/false/null/NONE */
+    EX_FIELD,     /* a field path: a.b.c (also `id`) */
+    EX_OBJECT,    /* { key: expr, … } */
+    EX_ARRAY,     /* [ expr, … ] */
+    EX_UNARY,     /* NOT x, !x, -x */
+    EX_BINARY,    /* x op y */
+    EX_CALL,      /* name::space(args) */
+} ExprKind;
+
+typedef enum ExprOp {
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,   /* = == != < <= > >= */
+    OP_AND, OP_OR,                              /* AND && OR || */
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV,             /* + - * / */
+    OP_NOT, OP_NEG,                             /* unary NOT / !, unary - */
+} ExprOp;
+
+typedef struct Expr Expr;
+struct Expr {
+    ExprKind kind;
+    union {
+        Value literal;                                     /* EX_LITERAL */
+        struct { char **parts; size_t len; } path;         /* EX_FIELD */
+        struct { char **keys; Expr **vals; size_t len; } object; /* EX_OBJECT, keys in source order */
+        struct { Expr **items; size_t len; } array;        /* EX_ARRAY */
+        struct { ExprOp op; Expr *arg; } unary;            /* EX_UNARY */
+        struct { ExprOp op; Expr *lhs, *rhs; } binary;     /* EX_BINARY */
+        struct { char *name; Expr **args; size_t len; } call; /* EX_CALL, name like "time::now" */
+    } u;
+};
+
+void expr_free(Expr *e);
+
+/* ---- statements ---- */
+
+typedef enum StmtKind {
+    ST_DEFINE_QUEUE,
+    ST_DEFINE_COLLECTION,
+    ST_DEFINE_FIELD,
+    ST_DEFINE_INDEX,
+    ST_CREATE,
+    ST_UPDATE,
+    ST_DELETE,
+    ST_SELECT,
+    ST_CLAIM,
+    ST_RELEASE,
+    ST_RELEASE_ALL,
+    ST_USE_CONSUMER,
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_CANCEL,
+    ST_INFO_TABLE,
+    ST_DROP,
+} StmtKind;
+
+typedef enum SchemaMode {
+    SCHEMA_UNSPECIFIED = 0,  /* neither word given: lenient */
+    SCHEMA_FULL,
+    SCHEMA_LESS,
+} SchemaMode;
+
+/* What DEFINE QUEUE / DEFINE COLLECTION declares. */
+typedef struct TableDecl {
+    char      *name;
+    bool       if_not_exists;      /* DEFINE … IF NOT EXISTS name */
+    /* queue only: */
+    int64_t    timeout_ns;         /* TIMEOUT d (required for a queue) */
+    int64_t    attempts;           /* ATTEMPTS n; 0 = not given (unlimited) */
+    char      *priority_by;        /* PRIORITY BY f, or NULL */
+    char      *not_before;         /* NOT BEFORE f, or NULL */
+    int64_t    deduplicate_ns;     /* DEDUPLICATE d; 0 = not given */
+    /* both kinds: */
+    SchemaMode schema;             /* SCHEMAFULL | SCHEMALESS | neither */
+    char      *graph;              /* IN g, or NULL */
+} TableDecl;
+
+/* A statement target: a whole table, or one record of it. */
+typedef struct Target {
+    char  *table;
+    Value  id;      /* VAL_RECORD for `table:key`, VAL_NONE for the whole table */
+} Target;
+
+typedef enum WriteMode {
+    WRITE_CONTENT,  /* = expr  or  CONTENT expr: the whole record */
+    WRITE_MERGE,    /* MERGE expr */
+    WRITE_NONE,     /* CREATE t with no content: an empty record */
+} WriteMode;
+
+typedef struct SelectField {
+    Expr *expr;     /* EX_FIELD mostly */
+    char *alias;    /* AS name, or NULL: then the path's text names it */
+} SelectField;
+
+typedef struct OrderTerm {
+    char **parts;   /* field path */
+    size_t len;
+    bool   descending;
+} OrderTerm;
+
+typedef struct Stmt Stmt;
+struct Stmt {
+    StmtKind kind;
+    int      line;          /* 1-based line where the statement starts */
+    union {
+        TableDecl define_table;   /* ST_DEFINE_QUEUE, ST_DEFINE_COLLECTION */
+        struct {                  /* ST_DEFINE_FIELD */
+            char *name;           /* field name (a path like a.b allowed, kept as text) */
+            char *table;
+            char *type;           /* NULL, or: any bool int float number string datetime duration object array record */
+            bool  required;
+        } define_field;
+        struct {                  /* ST_DEFINE_INDEX */
+            char  *name;
+            char  *table;
+            char **fields;
+            size_t nfields;
+        } define_index;
+        struct {                  /* ST_CREATE, ST_UPDATE */
+            Target    target;
+            WriteMode mode;
+            Expr     *content;    /* NULL with WRITE_NONE */
+            Expr     *where;      /* UPDATE … WHERE, or NULL */
+        } write;
+        struct {                  /* ST_DELETE */
+            Target target;
+            Expr  *where;         /* or NULL */
+        } del;
+        struct {                  /* ST_SELECT */
+            bool         star;    /* SELECT * */
+            SelectField *fields;
+            size_t       nfields;
+            Target       from;
+            Expr        *where;
+            OrderTerm   *order;
+            size_t       norder;
+            int64_t      limit;   /* -1 = none */
+        } select;
+        struct {                  /* ST_CLAIM */
+            int64_t count;        /* CLAIM n FROM t; 1 by default; parser refuses 0 */
+            Target  target;       /* FROM table, or the record named */
+            bool    explain;      /* … EXPLAIN */
+        } claim;
+        struct {                  /* ST_RELEASE, ST_RELEASE_ALL */
+            Target target;        /* the record (RELEASE) or the table (RELEASE ALL FROM) */
+            Expr  *not_before;    /* NOT BEFORE expr, or NULL */
+            char  *for_consumer;  /* FOR CONSUMER 'name', or NULL */
+        } release;
+        struct {                  /* ST_USE_CONSUMER */
+            char *name;
+        } use_consumer;
+        struct {                  /* ST_INFO_TABLE, ST_DROP */
+            char *table;
+            int   kind;           /* ST_DROP: 1 = DROP QUEUE, 2 = DROP COLLECTION */
+        } table_op;
+    } u;
+};
+
+void stmt_free(Stmt *s);
+
+#endif

@@ -1,0 +1,142 @@
+/* buf.c — growable byte buffer and aborting allocators (see buf.h). */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+out_of_memory(void)
+{
+    fputs("queuefs: out of memory\n", stderr);
+    abort();
+}
+
+void *
+xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        out_of_memory();
+    return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        out_of_memory();
+    return p;
+}
+
+void *
+xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        out_of_memory();
+    return p;
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+    char *d = xmalloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *
+xstrdup(const char *s)
+{
+    return xstrndup(s, strlen(s));
+}
+
+static void
+buf_reserve(Buf *b, size_t extra)
+{
+    if (b->len + extra + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
+    b->data = xrealloc(b->data, cap);
+    b->cap = cap;
+}
+
+void
+buf_append(Buf *b, const void *p, size_t len)
+{
+    buf_reserve(b, len);
+    if (len)
+        memcpy(b->data + b->len, p, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+}
+
+void
+buf_puts(Buf *b, const char *s)
+{
+    buf_append(b, s, strlen(s));
+}
+
+void
+buf_putc(Buf *b, char c)
+{
+    buf_append(b, &c, 1);
+}
+
+void
+buf_printf(Buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void
+buf_put_u64be(Buf *b, uint64_t v)
+{
+    unsigned char bytes[8];
+    for (int i = 7; i >= 0; i--) {
+        bytes[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+    buf_append(b, bytes, 8);
+}
+
+void
+buf_reset(Buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+void
+buf_free(Buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+char *
+buf_steal(Buf *b)
+{
+    char *s = b->data ? b->data : xstrdup("");
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return s;
+}

@@ -1,0 +1,52 @@
+/* buf.h — a growable byte buffer.
+ *
+ * Buf is the one way lang/ builds text and bytes: JSON renderings, binary
+ * encodings, result lines.  A zeroed Buf is empty and ready to use; every
+ * append keeps the contents NUL-terminated (the NUL is not counted in "len"),
+ * so buf.data can be handed to printf-style consumers directly.
+ *
+ *     Buf b = {0};
+ *     buf_puts(&b, "hello");
+ *     buf_printf(&b, " %d", 42);      // b.data is "hello 42", b.len is 8
+ *     buf_free(&b);
+ *
+ * Allocation failure aborts the process: queuefs treats out-of-memory as
+ * fatal rather than threading ENOMEM through every renderer. */
+#ifndef QUEUEFS_BUF_H
+#define QUEUEFS_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Buf {
+    char  *data;   /* NULL while empty and never grown */
+    size_t len;    /* bytes in use, not counting the trailing NUL */
+    size_t cap;    /* bytes allocated */
+} Buf;
+
+/* Appends "len" bytes from "p". */
+void buf_append(Buf *b, const void *p, size_t len);
+/* Appends the NUL-terminated string "s". */
+void buf_puts(Buf *b, const char *s);
+/* Appends one byte. */
+void buf_putc(Buf *b, char c);
+/* Appends printf-formatted text. */
+void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends "v" as 8 big-endian bytes (so byte order equals numeric order). */
+void buf_put_u64be(Buf *b, uint64_t v);
+/* Empties the buffer, keeping its allocation. */
+void buf_reset(Buf *b);
+/* Releases the allocation; the Buf is empty and reusable afterwards. */
+void buf_free(Buf *b);
+/* Hands the NUL-terminated contents to the caller (free() them) and
+ * leaves the Buf empty.  Never returns NULL. */
+char *buf_steal(Buf *b);
+
+/* Memory helpers that abort on exhaustion. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,318 @@
+/* catalog.c — table definitions: their stored form, the statement that
+ * recreates them, and what INFO FOR TABLE answers. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* Adds string "s" under "key" when it is not NULL. */
+static void
+set_str(Value *o, const char *key, const char *s)
+{
+    if (s)
+        value_object_set(o, key, value_cstring(s));
+}
+
+/* A heap copy of the string at "key" of "o", or NULL when absent. */
+static char *
+get_str(const Value *o, const char *key)
+{
+    const Value *v = value_object_get(o, key);
+    return v && v->kind == VAL_STRING ? xstrdup(v->u.str.s) : NULL;
+}
+
+static int64_t
+get_int(const Value *o, const char *key)
+{
+    const Value *v = value_object_get(o, key);
+    return v && (v->kind == VAL_INT || v->kind == VAL_DURATION) ? v->u.i : 0;
+}
+
+void
+table_def_encode(const TableDef *def, Buf *out)
+{
+    const TableDecl *d = &def->decl;
+    Value o = value_object();
+    value_object_set(&o, "kind", value_cstring(def->is_queue ? "queue" : "collection"));
+    set_str(&o, "name", d->name);
+    if (def->is_queue)
+        value_object_set(&o, "timeout", value_duration(d->timeout_ns));
+    if (d->attempts)
+        value_object_set(&o, "attempts", value_int(d->attempts));
+    set_str(&o, "priority_by", d->priority_by);
+    set_str(&o, "not_before", d->not_before);
+    if (d->deduplicate_ns)
+        value_object_set(&o, "deduplicate", value_duration(d->deduplicate_ns));
+    if (d->schema != SCHEMA_UNSPECIFIED)
+        value_object_set(&o, "schema", value_int(d->schema));
+    set_str(&o, "graph", d->graph);
+
+    Value fields = value_array();
+    for (size_t i = 0; i < def->nfields; i++) {
+        Value f = value_object();
+        set_str(&f, "name", def->fields[i].name);
+        set_str(&f, "type", def->fields[i].type);
+        value_object_set(&f, "required", value_bool(def->fields[i].required));
+        value_array_push(&fields, f);
+    }
+    value_object_set(&o, "fields", fields);
+
+    Value indexes = value_array();
+    for (size_t i = 0; i < def->nindexes; i++) {
+        Value ix = value_object();
+        set_str(&ix, "name", def->indexes[i].name);
+        Value cols = value_array();
+        for (size_t j = 0; j < def->indexes[i].nfields; j++)
+            value_array_push(&cols, value_cstring(def->indexes[i].fields[j]));
+        value_object_set(&ix, "fields", cols);
+        value_array_push(&indexes, ix);
+    }
+    value_object_set(&o, "indexes", indexes);
+
+    value_encode(&o, out);
+    value_free(&o);
+}
+
+/* Fills "def" from its decoded stored form "o". */
+static void
+table_def_from_value(const Value *o, TableDef *def)
+{
+    const Value *kind = value_object_get(o, "kind");
+    def->is_queue = kind && kind->kind == VAL_STRING && strcmp(kind->u.str.s, "queue") == 0;
+    TableDecl *d = &def->decl;
+    d->name = get_str(o, "name");
+    d->timeout_ns = get_int(o, "timeout");
+    d->attempts = get_int(o, "attempts");
+    d->priority_by = get_str(o, "priority_by");
+    d->not_before = get_str(o, "not_before");
+    d->deduplicate_ns = get_int(o, "deduplicate");
+    d->schema = (SchemaMode)get_int(o, "schema");
+    d->graph = get_str(o, "graph");
+
+    const Value *fields = value_object_get(o, "fields");
+    if (fields && fields->kind == VAL_ARRAY && fields->u.arr.len) {
+        def->fields = xcalloc(fields->u.arr.len, sizeof *def->fields);
+        for (size_t i = 0; i < fields->u.arr.len; i++) {
+            const Value *f = &fields->u.arr.items[i];
+            def->fields[i].name = get_str(f, "name");
+            def->fields[i].type = get_str(f, "type");
+            const Value *req = value_object_get(f, "required");
+            def->fields[i].required = req && req->kind == VAL_BOOL && req->u.b;
+        }
+        def->nfields = fields->u.arr.len;
+    }
+    const Value *indexes = value_object_get(o, "indexes");
+    if (indexes && indexes->kind == VAL_ARRAY && indexes->u.arr.len) {
+        def->indexes = xcalloc(indexes->u.arr.len, sizeof *def->indexes);
+        for (size_t i = 0; i < indexes->u.arr.len; i++) {
+            const Value *ix = &indexes->u.arr.items[i];
+            IndexDef *id = &def->indexes[i];
+            id->name = get_str(ix, "name");
+            const Value *cols = value_object_get(ix, "fields");
+            if (cols && cols->kind == VAL_ARRAY && cols->u.arr.len) {
+                id->fields = xcalloc(cols->u.arr.len, sizeof *id->fields);
+                for (size_t j = 0; j < cols->u.arr.len; j++)
+                    id->fields[j] = xstrdup(cols->u.arr.items[j].kind == VAL_STRING
+                                                ? cols->u.arr.items[j].u.str.s
+                                                : "");
+                id->nfields = cols->u.arr.len;
+            }
+        }
+        def->nindexes = indexes->u.arr.len;
+    }
+}
+
+LangErrorCode
+table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
+{
+    memset(def, 0, sizeof *def);
+    StoreBytes bytes;
+    int rc = store_table_get(txn, name, &def->id, &bytes);
+    if (rc == STORE_NOTFOUND)
+        return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
+    if (rc)
+        return store_error(rc, "reading the catalog", err);
+    Value o;
+    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
+        value_free(&o);
+        return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
+                              name);
+    }
+    table_def_from_value(&o, def);
+    value_free(&o);
+    if (!def->decl.name)
+        def->decl.name = xstrdup(name);
+    return LANG_OK;
+}
+
+void
+table_def_free(TableDef *def)
+{
+    TableDecl *d = &def->decl;
+    free(d->name);
+    free(d->priority_by);
+    free(d->not_before);
+    free(d->graph);
+    for (size_t i = 0; i < def->nfields; i++) {
+        free(def->fields[i].name);
+        free(def->fields[i].type);
+    }
+    free(def->fields);
+    for (size_t i = 0; i < def->nindexes; i++) {
+        free(def->indexes[i].name);
+        for (size_t j = 0; j < def->indexes[i].nfields; j++)
+            free(def->indexes[i].fields[j]);
+        free(def->indexes[i].fields);
+    }
+    free(def->indexes);
+    memset(def, 0, sizeof *def);
+}
+
+/* True when "s" can be written bare: [A-Za-z_][A-Za-z0-9_]*. */
+static bool
+is_plain_ident(const char *s)
+{
+    if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return false;
+    return true;
+}
+
+void
+ident_format(const char *name, Buf *out)
+{
+    if (is_plain_ident(name)) {
+        buf_puts(out, name);
+        return;
+    }
+    buf_putc(out, '`');
+    for (const char *p = name; *p; p++) {
+        if (*p == '`' || *p == '\\')
+            buf_putc(out, '\\');
+        buf_putc(out, *p);
+    }
+    buf_putc(out, '`');
+}
+
+/* Appends a field path "a.b", each part spelled as an identifier. */
+static void
+path_format(const char *path, Buf *out)
+{
+    const char *dot;
+    while ((dot = strchr(path, '.'))) {
+        char *part = xstrndup(path, (size_t)(dot - path));
+        ident_format(part, out);
+        free(part);
+        buf_putc(out, '.');
+        path = dot + 1;
+    }
+    ident_format(path, out);
+}
+
+void
+table_def_statement(const TableDef *def, Buf *out)
+{
+    const TableDecl *d = &def->decl;
+    buf_puts(out, def->is_queue ? "DEFINE QUEUE " : "DEFINE COLLECTION ");
+    ident_format(d->name, out);
+    if (def->is_queue) {
+        buf_puts(out, " TIMEOUT ");
+        duration_format(d->timeout_ns, out);
+        if (d->attempts)
+            buf_printf(out, " ATTEMPTS %lld", (long long)d->attempts);
+        if (d->priority_by) {
+            buf_puts(out, " PRIORITY BY ");
+            path_format(d->priority_by, out);
+        }
+        if (d->not_before) {
+            buf_puts(out, " NOT BEFORE ");
+            path_format(d->not_before, out);
+        }
+        if (d->deduplicate_ns) {
+            buf_puts(out, " DEDUPLICATE ");
+            duration_format(d->deduplicate_ns, out);
+        }
+    }
+    if (d->schema == SCHEMA_FULL)
+        buf_puts(out, " SCHEMAFULL");
+    else if (d->schema == SCHEMA_LESS)
+        buf_puts(out, " SCHEMALESS");
+    if (d->graph) {
+        buf_puts(out, " IN ");
+        ident_format(d->graph, out);
+    }
+}
+
+/* "DEFINE FIELD url ON jobs TYPE string REQUIRED" */
+static void
+field_statement(const TableDef *def, const FieldDef *f, Buf *out)
+{
+    buf_puts(out, "DEFINE FIELD ");
+    path_format(f->name, out);
+    buf_puts(out, " ON ");
+    ident_format(def->decl.name, out);
+    if (f->type)
+        buf_printf(out, " TYPE %s", f->type);
+    if (f->required)
+        buf_puts(out, " REQUIRED");
+}
+
+/* "DEFINE INDEX by_severity ON alerts FIELDS severity" */
+static void
+index_statement(const TableDef *def, const IndexDef *ix, Buf *out)
+{
+    buf_puts(out, "DEFINE INDEX ");
+    ident_format(ix->name, out);
+    buf_puts(out, " ON ");
+    ident_format(def->decl.name, out);
+    buf_puts(out, " FIELDS ");
+    for (size_t i = 0; i < ix->nfields; i++) {
+        if (i)
+            buf_puts(out, ", ");
+        path_format(ix->fields[i], out);
+    }
+}
+
+Value
+table_def_info(const TableDef *def)
+{
+    const TableDecl *d = &def->decl;
+    Buf b = {0};
+    Value o = value_object();
+    table_def_statement(def, &b);
+    value_object_set(&o, "definition", value_string(b.data, b.len));
+    value_object_set(&o, "kind", value_cstring(def->is_queue ? "queue" : "collection"));
+    value_object_set(&o, "name", value_cstring(d->name));
+    if (def->is_queue) {
+        value_object_set(&o, "timeout", value_duration(d->timeout_ns));
+        value_object_set(&o, "attempts", d->attempts ? value_int(d->attempts) : value_null());
+        value_object_set(&o, "priority_by",
+                         d->priority_by ? value_cstring(d->priority_by) : value_null());
+        value_object_set(&o, "not_before",
+                         d->not_before ? value_cstring(d->not_before) : value_null());
+        value_object_set(&o, "deduplicate",
+                         d->deduplicate_ns ? value_duration(d->deduplicate_ns) : value_null());
+    }
+    value_object_set(&o, "schemafull", value_bool(d->schema == SCHEMA_FULL));
+    value_object_set(&o, "graph", d->graph ? value_cstring(d->graph) : value_null());
+
+    Value fields = value_object();
+    for (size_t i = 0; i < def->nfields; i++) {
+        buf_reset(&b);
+        field_statement(def, &def->fields[i], &b);
+        value_object_set(&fields, def->fields[i].name, value_string(b.data, b.len));
+    }
+    value_object_set(&o, "fields", fields);
+    Value indexes = value_object();
+    for (size_t i = 0; i < def->nindexes; i++) {
+        buf_reset(&b);
+        index_statement(def, &def->indexes[i], &b);
+        value_object_set(&indexes, def->indexes[i].name, value_string(b.data, b.len));
+    }
+    value_object_set(&o, "indexes", indexes);
+    buf_free(&b);
+    return o;
+}

@@ -1,0 +1,119 @@
+/* engine.h — what the pieces of lang/ share behind lang.h: table
+ * definitions (catalog.c), the stored form of a record and the queue rules
+ * that decide where it waits (record.c), and expression evaluation (expr.c).
+ * Not a public interface. */
+#ifndef QUEUEFS_ENGINE_H
+#define QUEUEFS_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "ast.h"
+#include "buf.h"
+#include "error.h"
+#include "value.h"
+
+/* The engine's three fields on a queue record. */
+#define FIELD_ATTEMPTS      "attempts"
+#define FIELD_CLAIMED_UNTIL "claimed_until"
+#define FIELD_CLAIMED_BY    "claimed_by"
+
+/* ---- table definitions (catalog.c) ---- */
+
+typedef struct FieldDef {
+    char *name;       /* "url", or a path "a.b" */
+    char *type;       /* NULL = any type */
+    bool  required;
+} FieldDef;
+
+typedef struct IndexDef {
+    char  *name;
+    char **fields;
+    size_t nfields;
+} IndexDef;
+
+typedef struct TableDef {
+    uint32_t  id;         /* the store's id for the table */
+    bool      is_queue;
+    TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
+    FieldDef *fields;
+    size_t    nfields;
+    IndexDef *indexes;
+    size_t    nindexes;
+} TableDef;
+
+/* Loads table "name" into "def" (free with table_def_free).  NoSuchTable
+ * when it does not exist; StoreError when the catalog entry is unreadable. */
+LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
+/* Encodes "def" (without its id) for the store's catalog. */
+void table_def_encode(const TableDef *def, Buf *out);
+void table_def_free(TableDef *def);
+/* The statement that recreates the table: "DEFINE QUEUE jobs TIMEOUT 30s …". */
+void table_def_statement(const TableDef *def, Buf *out);
+/* The object INFO FOR TABLE answers. */
+Value table_def_info(const TableDef *def);
+/* Appends "name" as a statement would spell it: bare, or `backticked`. */
+void ident_format(const char *name, Buf *out);
+
+/* ---- stored records (record.c) ----
+ * A stored record is the record's fields (the engine's included, `id`
+ * excluded) plus, for a held queue record, the instance of the session that
+ * holds it, which is never shown: it is how RELEASE ALL finds a session's
+ * own unsigned holds. */
+
+typedef struct Record {
+    Value  key;       /* VAL_INT or VAL_STRING */
+    Value  fields;    /* VAL_OBJECT */
+    char  *holder;    /* instance that took the live hold, or NULL */
+} Record;
+
+void record_free(Record *r);
+/* Encodes the stored form of "r" (fields and holder). */
+void record_encode(const Record *r, Buf *out);
+/* Decodes a stored form into r->key, r->fields and r->holder. */
+LangErrorCode record_decode(StoreBytes bytes, Record *r, LangError *err);
+/* The record as users see it: its fields plus `id`. */
+Value record_view(const Record *r, const TableDef *def);
+/* The store key of identity "key" (VAL_INT or VAL_STRING). */
+void record_key_encode(const Value *key, Buf *out);
+
+/* True when "r" is held at "now": claimed_until is a datetime after now. */
+bool record_is_held(const Record *r, int64_t now);
+/* The instant the queue's NOT BEFORE field delays "r" to, or 0 when it is
+ * not delayed (no field declared, or its value is not a datetime). */
+int64_t record_not_before(const Record *r, const TableDef *def);
+/* True when "r" has reached the queue's ATTEMPTS ceiling. */
+bool record_is_dead(const Record *r, const TableDef *def);
+
+/* Writes "r" to the store under its key, filing it in the queue indexes by
+ * the queue rules: a dead record is in none; otherwise it waits until the
+ * later of its hold's end and its NOT BEFORE instant, or is ready now. */
+LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now,
+                           LangError *err);
+/* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
+ * NoSuchRecord when absent. */
+LangErrorCode record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
+                          LangError *err);
+
+/* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
+ * coercing datetime strings in place.  SchemaViolation when refused. */
+LangErrorCode record_validate(const TableDef *def, Value *fields, LangError *err);
+
+/* Maps a store status to a named error with "what" in the message. */
+LangErrorCode store_error(int status, const char *what, LangError *err);
+
+/* ---- expressions (expr.c) ---- */
+
+typedef struct EvalContext {
+    const Value *record;  /* the record paths read from, or NULL */
+    int64_t      now;     /* the statement's instant */
+} EvalContext;
+
+/* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
+ * failure, with "*out" VAL_NONE. */
+LangErrorCode expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
+/* The value at "parts" inside object "v" (NULL when absent). */
+const Value *value_path_get(const Value *v, char *const *parts, size_t len);
+
+#endif

@@ -1,0 +1,71 @@
+/* error.c — the one table from error code to name and errno. */
+#include "error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "value.h"
+
+static const struct {
+    const char *name;
+    int errnum;
+} error_table[] = {
+    [LANG_OK] = {"OK", 0},
+    [LANG_PARSE_ERROR] = {"ParseError", EINVAL},
+    [LANG_RECORD_EXISTS] = {"RecordExists", EEXIST},
+    [LANG_NO_SUCH_TABLE] = {"NoSuchTable", ENOENT},
+    [LANG_NO_SUCH_RECORD] = {"NoSuchRecord", ENOENT},
+    [LANG_ENGINE_FIELD] = {"QueueFieldIsTheEngines", EPERM},
+    [LANG_HELD_BY_OTHER] = {"HeldByAnotherConsumer", EBUSY},
+    [LANG_CLAIM_CEILING] = {"ClaimAboveCeiling", ERANGE},
+    [LANG_NO_DELAY_FIELD] = {"NoDelayField", EOPNOTSUPP},
+    [LANG_WRONG_KIND] = {"WrongKind", EINVAL},
+    [LANG_SCHEMA_VIOLATION] = {"SchemaViolation", EINVAL},
+    [LANG_STORE_FULL] = {"StoreFull", ENOSPC},
+    [LANG_TABLE_EXISTS] = {"TableExists", EEXIST},
+    [LANG_TYPE_ERROR] = {"TypeError", EINVAL},
+    [LANG_TOO_LARGE] = {"TooLarge", EFBIG},
+    [LANG_STORE_ERROR] = {"StoreError", EIO},
+};
+
+const char *
+lang_error_name(LangErrorCode code)
+{
+    if ((unsigned)code >= sizeof error_table / sizeof error_table[0])
+        return "StoreError";
+    return error_table[code].name;
+}
+
+int
+lang_error_errno(LangErrorCode code)
+{
+    if ((unsigned)code >= sizeof error_table / sizeof error_table[0])
+        return EIO;
+    return error_table[code].errnum;
+}
+
+LangErrorCode
+lang_error_set(LangError *err, LangErrorCode code, const char *fmt, ...)
+{
+    if (!err || err->code != LANG_OK)
+        return err ? err->code : code;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void
+lang_error_to_json(const LangError *err, Buf *out)
+{
+    buf_puts(out, "{\"error\":\"");
+    buf_puts(out, lang_error_name(err->code));
+    buf_puts(out, "\",\"message\":");
+    Value msg = value_cstring(err->message);
+    value_to_json(&msg, out);
+    value_free(&msg);
+    buf_putc(out, '}');
+}

@@ -1,0 +1,1151 @@
+/* eval.c — sessions and statements: each statement of seed 000 as
+ * store calls, inside one store transaction per statement (or per BEGIN …
+ * COMMIT). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "engine.h"
+#include "lang.h"
+#include "parse.h"
+
+struct LangSession {
+    Store *store;
+    char  *consumer;       /* USE CONSUMER name, or NULL */
+    char   instance[33];   /* minted per session and per USE CONSUMER */
+    bool   in_txn;         /* between BEGIN and COMMIT / CANCEL */
+    Stmt **pending;        /* statements queued since BEGIN */
+    size_t npending, cap;
+};
+
+/* What one statement runs with. */
+typedef struct Exec {
+    LangSession *s;
+    StoreTxn    *txn;
+    int64_t      now;
+    Buf         *out;      /* the result line */
+    LangError   *err;
+} Exec;
+
+/* Gives the session a fresh, unique instance name. */
+static void
+mint_instance(LangSession *s)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        for (size_t i = 0; i < sizeof raw; i++)
+            raw[i] = (unsigned char)((ts.tv_nsec >> (i % 4 * 8)) ^ (uintptr_t)s >> (i % 8));
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(s->instance + 2 * i, 3, "%02x", raw[i]);
+}
+
+LangSession *
+lang_session_new(Store *store, const char *consumer)
+{
+    LangSession *s = xcalloc(1, sizeof *s);
+    s->store = store;
+    s->consumer = consumer ? xstrdup(consumer) : NULL;
+    mint_instance(s);
+    return s;
+}
+
+static void
+drop_pending(LangSession *s)
+{
+    for (size_t i = 0; i < s->npending; i++)
+        stmt_free(s->pending[i]);
+    s->npending = 0;
+    s->in_txn = false;
+}
+
+void
+lang_session_free(LangSession *s)
+{
+    if (!s)
+        return;
+    drop_pending(s);
+    free(s->pending);
+    free(s->consumer);
+    free(s);
+}
+
+bool
+lang_session_in_transaction(const LangSession *s)
+{
+    return s->in_txn;
+}
+
+/* ---- helpers shared by the statements ---- */
+
+/* Appends "records" (an array) as the result line and frees it. */
+static void
+answer(Exec *x, Value *v)
+{
+    value_to_json(v, x->out);
+    value_free(v);
+}
+
+static LangErrorCode
+load_queue(Exec *x, const char *table, TableDef *def)
+{
+    if (table_def_load(x->txn, table, def, x->err))
+        return x->err->code;
+    if (!def->is_queue) {
+        table_def_free(def);
+        return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a collection, not a queue",
+                              table);
+    }
+    return LANG_OK;
+}
+
+/* A table name must also be a directory name in the mount. */
+static LangErrorCode
+check_table_name(const char *name, LangError *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 200 || strchr(name, '/') || strcmp(name, ".") == 0 ||
+        strcmp(name, "..") == 0 || strcmp(name, "ctl") == 0 || strcmp(name, "metrics") == 0)
+        return lang_error_set(err, LANG_PARSE_ERROR,
+                              "'%s' cannot name a table: 1 to 200 bytes, no '/', and not "
+                              "'.', '..', 'ctl' or 'metrics'",
+                              name);
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return lang_error_set(err, LANG_PARSE_ERROR,
+                                  "a table name cannot hold control characters");
+    return LANG_OK;
+}
+
+/* Evaluates record content: it must be an object. */
+static LangErrorCode
+eval_content(Exec *x, const Expr *e, const Value *record, Value *out)
+{
+    EvalContext cx = {record, x->now};
+    if (!e) {
+        *out = value_object();
+        return LANG_OK;
+    }
+    if (expr_eval(e, &cx, out, x->err))
+        return x->err->code;
+    if (out->kind != VAL_OBJECT) {
+        lang_error_set(x->err, LANG_TYPE_ERROR, "record content must be an object, not %s",
+                       value_kind_name(out->kind));
+        value_free(out);
+        return LANG_TYPE_ERROR;
+    }
+    return LANG_OK;
+}
+
+/* True when an `id` given in content names record "key" of "table". */
+static bool
+id_matches(const Value *id, const char *table, const Value *key)
+{
+    if (id->kind == VAL_RECORD)
+        return strcmp(id->u.rec.table, table) == 0 && value_equal(id->u.rec.key, key);
+    if (id->kind == VAL_STRING) {
+        RecordId rid = {(char *)table, (Value *)key};
+        Buf b = {0};
+        record_id_format(&rid, &b);
+        bool same = b.len == id->u.str.len && memcmp(b.data, id->u.str.s, b.len) == 0;
+        buf_free(&b);
+        return same;
+    }
+    return value_equal(id, key);
+}
+
+/* Takes `id` out of "content"; refuses one that names another record
+ * ("key" NULL: the store names the record, so no id may be given). */
+static LangErrorCode
+strip_id(Exec *x, Value *content, const char *table, const Value *key)
+{
+    const Value *id = value_object_get(content, "id");
+    if (!id)
+        return LANG_OK;
+    if (!key || !id_matches(id, table, key))
+        return lang_error_set(x->err, LANG_SCHEMA_VIOLATION,
+                              "the content's id does not name the record written");
+    value_object_remove(content, "id");
+    return LANG_OK;
+}
+
+static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
+                                            FIELD_CLAIMED_BY};
+
+/* On a queue, "incoming" may not introduce, change or remove the engine's
+ * fields of "old" (NULL for a new record).  With "carry", fields that
+ * "incoming" leaves out are copied from "old" (a whole-record write). */
+static LangErrorCode
+guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incoming,
+                    bool carry)
+{
+    if (!def->is_queue)
+        return LANG_OK;
+    for (size_t i = 0; i < 3; i++) {
+        const char *f = engine_fields[i];
+        const Value *was = old ? value_object_get(old, f) : NULL;
+        const Value *now = value_object_get(incoming, f);
+        if (now && !(was && value_equal(was, now)))
+            return lang_error_set(x->err, LANG_ENGINE_FIELD,
+                                  "'%s' on queue '%s' belongs to the engine: a write may not "
+                                  "set or change it",
+                                  f, def->decl.name);
+        if (!now && was && carry)
+            value_object_set(incoming, f, value_clone(was));
+    }
+    return LANG_OK;
+}
+
+/* Reads an 8-byte big-endian meta counter; 0 when absent. */
+static LangErrorCode
+meta_get_i64(Exec *x, uint32_t table, const char *name, size_t nlen, int64_t *out)
+{
+    StoreBytes v;
+    int rc = store_meta_get(x->txn, table, (StoreBytes){name, nlen}, &v);
+    *out = 0;
+    if (rc == STORE_NOTFOUND)
+        return LANG_OK;
+    if (rc)
+        return store_error(rc, "reading table meta", x->err);
+    if (v.len == 8) {
+        uint64_t u = 0;
+        for (int i = 0; i < 8; i++)
+            u = u << 8 | ((const unsigned char *)v.data)[i];
+        *out = (int64_t)u;
+    }
+    return LANG_OK;
+}
+
+static LangErrorCode
+meta_put_i64(Exec *x, uint32_t table, const char *name, size_t nlen, int64_t value)
+{
+    Buf b = {0};
+    buf_put_u64be(&b, (uint64_t)value);
+    int rc = store_meta_put(x->txn, table, (StoreBytes){name, nlen}, (StoreBytes){b.data, 8});
+    buf_free(&b);
+    return rc ? store_error(rc, "writing table meta", x->err) : LANG_OK;
+}
+
+#define META_NEXT_ID "next_id"
+
+/* The identity the store assigns: 1 + the greatest integer ever held. */
+static LangErrorCode
+next_identity(Exec *x, const TableDef *def, Value *key)
+{
+    int64_t next;
+    if (meta_get_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next))
+        return x->err->code;
+    if (next < 1)
+        next = 1;
+    *key = value_int(next);
+    return LANG_OK;
+}
+
+/* Remembers that integer identity "key" has been held. */
+static LangErrorCode
+note_identity(Exec *x, const TableDef *def, const Value *key)
+{
+    if (key->kind != VAL_INT)
+        return LANG_OK;
+    int64_t next;
+    if (meta_get_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next))
+        return x->err->code;
+    if (key->u.i >= next && key->u.i < INT64_MAX)
+        return meta_put_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), key->u.i + 1);
+    return LANG_OK;
+}
+
+/* DEDUPLICATE: true in "*repeat" when "key" was first written less than
+ * the window ago; otherwise starts a new window at now. */
+static LangErrorCode
+deduplicate(Exec *x, const TableDef *def, const Value *key, bool *repeat)
+{
+    Buf name = {0};
+    buf_puts(&name, "dedup:");
+    record_key_encode(key, &name);
+    int64_t first;
+    *repeat = false;
+    LangErrorCode rc = meta_get_i64(x, def->id, name.data, name.len, &first);
+    if (!rc && first && x->now - first < def->decl.deduplicate_ns)
+        *repeat = true;
+    else if (!rc)
+        rc = meta_put_i64(x, def->id, name.data, name.len, x->now);
+    buf_free(&name);
+    return rc;
+}
+
+static bool
+record_exists(Exec *x, const TableDef *def, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    StoreBytes v;
+    int rc = store_record_get(x->txn, def->id, (StoreBytes){kb.data, kb.len}, &v, NULL);
+    buf_free(&kb);
+    return rc == STORE_OK;
+}
+
+/* Collects the identities of every record of a table (so statements can
+ * change records while walking them). */
+static int
+collect_key(void *ctx, StoreBytes key, StoreBytes value)
+{
+    (void)key;
+    Record r = {0};
+    LangError ignored = {0};
+    if (record_decode(value, &r, &ignored) == LANG_OK)
+        value_array_push(ctx, value_clone(&r.key));
+    record_free(&r);
+    return 0;
+}
+
+/* The identities a target names: one record, or all of a table's. */
+static LangErrorCode
+target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys)
+{
+    *keys = value_array();
+    if (t->id.kind == VAL_RECORD) {
+        value_array_push(keys, value_clone(t->id.u.rec.key));
+        return LANG_OK;
+    }
+    int rc = store_record_each(x->txn, def->id, (StoreBytes){NULL, 0}, collect_key, keys);
+    return rc ? store_error(rc, "reading records", x->err) : LANG_OK;
+}
+
+/* True when "where" (NULL: always) holds for record view "view". */
+static LangErrorCode
+matches(Exec *x, const Expr *where, const Value *view, bool *yes)
+{
+    *yes = true;
+    if (!where)
+        return LANG_OK;
+    EvalContext cx = {view, x->now};
+    Value v;
+    if (expr_eval(where, &cx, &v, x->err))
+        return x->err->code;
+    *yes = value_truthy(&v);
+    value_free(&v);
+    return LANG_OK;
+}
+
+/* ---- DEFINE ---- */
+
+static TableDecl
+decl_copy(const TableDecl *d)
+{
+    TableDecl c = *d;
+    c.name = xstrdup(d->name);
+    c.priority_by = d->priority_by ? xstrdup(d->priority_by) : NULL;
+    c.not_before = d->not_before ? xstrdup(d->not_before) : NULL;
+    c.graph = d->graph ? xstrdup(d->graph) : NULL;
+    return c;
+}
+
+/* define_table -> DEFINE (QUEUE | COLLECTION) … */
+static LangErrorCode
+exec_define_table(Exec *x, const Stmt *st)
+{
+    const TableDecl *d = &st->u.define_table;
+    if (check_table_name(d->name, x->err))
+        return x->err->code;
+    TableDef def = {0};
+    def.is_queue = st->kind == ST_DEFINE_QUEUE;
+    def.decl = decl_copy(d);
+    Buf b = {0};
+    table_def_encode(&def, &b);
+    int rc = store_table_create(x->txn, d->name, (StoreBytes){b.data, b.len}, &def.id);
+    buf_free(&b);
+    table_def_free(&def);
+    if (rc == STORE_EXISTS && !d->if_not_exists)
+        return lang_error_set(x->err, LANG_TABLE_EXISTS, "a table named '%s' already exists",
+                              d->name);
+    if (rc && rc != STORE_EXISTS)
+        return store_error(rc, "defining a table", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+static LangErrorCode
+save_def(Exec *x, const TableDef *def)
+{
+    Buf b = {0};
+    table_def_encode(def, &b);
+    int rc = store_table_redefine(x->txn, def->decl.name, (StoreBytes){b.data, b.len});
+    buf_free(&b);
+    if (rc)
+        return store_error(rc, "updating a definition", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+/* define_field -> DEFINE FIELD name ON table [TYPE t] [REQUIRED] */
+static LangErrorCode
+exec_define_field(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (table_def_load(x->txn, st->u.define_field.table, &def, x->err))
+        return x->err->code;
+    size_t i;
+    for (i = 0; i < def.nfields; i++)
+        if (strcmp(def.fields[i].name, st->u.define_field.name) == 0)
+            break;
+    if (i == def.nfields) {
+        def.fields = xrealloc(def.fields, (def.nfields + 1) * sizeof *def.fields);
+        def.fields[def.nfields++] = (FieldDef){xstrdup(st->u.define_field.name), NULL, false};
+    }
+    free(def.fields[i].type);
+    def.fields[i].type = st->u.define_field.type ? xstrdup(st->u.define_field.type) : NULL;
+    def.fields[i].required = st->u.define_field.required;
+    LangErrorCode rc = save_def(x, &def);
+    table_def_free(&def);
+    return rc;
+}
+
+/* define_index -> DEFINE INDEX name ON table FIELDS f {, f} */
+static LangErrorCode
+exec_define_index(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (table_def_load(x->txn, st->u.define_index.table, &def, x->err))
+        return x->err->code;
+    size_t i;
+    for (i = 0; i < def.nindexes; i++)
+        if (strcmp(def.indexes[i].name, st->u.define_index.name) == 0)
+            break;
+    if (i == def.nindexes) {
+        def.indexes = xrealloc(def.indexes, (def.nindexes + 1) * sizeof *def.indexes);
+        def.indexes[def.nindexes++] = (IndexDef){xstrdup(st->u.define_index.name), NULL, 0};
+    }
+    IndexDef *ix = &def.indexes[i];
+    for (size_t j = 0; j < ix->nfields; j++)
+        free(ix->fields[j]);
+    free(ix->fields);
+    ix->nfields = st->u.define_index.nfields;
+    ix->fields = xcalloc(ix->nfields, sizeof *ix->fields);
+    for (size_t j = 0; j < ix->nfields; j++)
+        ix->fields[j] = xstrdup(st->u.define_index.fields[j]);
+    LangErrorCode rc = save_def(x, &def);
+    table_def_free(&def);
+    return rc;
+}
+
+/* ---- CREATE, UPDATE, DELETE, SELECT ---- */
+
+/* create -> CREATE target [(= | CONTENT) expr] */
+static LangErrorCode
+exec_create(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (table_def_load(x->txn, t->table, &def, x->err))
+        return x->err->code;
+    Record r = {0};
+    Value results = value_array();
+    const Value *named = t->id.kind == VAL_RECORD ? t->id.u.rec.key : NULL;
+    bool repeat = false;
+    if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
+        strip_id(x, &r.fields, t->table, named) ||
+        guard_engine_fields(x, &def, NULL, &r.fields, false) ||
+        record_validate(&def, &r.fields, x->err))
+        goto done;
+    if (named) {
+        r.key = value_clone(named);
+        if (def.is_queue && def.decl.deduplicate_ns && deduplicate(x, &def, named, &repeat))
+            goto done;
+        if (repeat)
+            goto done;
+        if (record_exists(x, &def, named)) {
+            Buf name = {0};
+            record_id_format(&t->id.u.rec, &name);
+            lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+            buf_free(&name);
+            goto done;
+        }
+    } else if (next_identity(x, &def, &r.key)) {
+        goto done;
+    }
+    if (note_identity(x, &def, &r.key) || record_store(x->txn, &def, &r, x->now, x->err))
+        goto done;
+    value_array_push(&results, record_view(&r, &def));
+done:
+    record_free(&r);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
+/* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
+static LangErrorCode
+exec_update(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (table_def_load(x->txn, t->table, &def, x->err))
+        return x->err->code;
+    Value keys, results = value_array();
+    if (target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        Value view = {0}, content = {0};
+        bool yes;
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+            break;
+        view = record_view(&r, &def);
+        if (matches(x, st->u.write.where, &view, &yes) || !yes ||
+            eval_content(x, st->u.write.content, &view, &content) ||
+            strip_id(x, &content, t->table, &r.key))
+            goto next;
+        if (st->u.write.mode == WRITE_MERGE) {
+            if (guard_engine_fields(x, &def, &r.fields, &content, false))
+                goto next;
+            for (size_t j = 0; j < content.u.obj.len; j++)
+                value_object_set(&r.fields, content.u.obj.keys[j],
+                                 value_clone(&content.u.obj.vals[j]));
+        } else {
+            if (guard_engine_fields(x, &def, &r.fields, &content, true))
+                goto next;
+            value_free(&r.fields);
+            r.fields = content;
+            content = value_none();
+        }
+        if (record_validate(&def, &r.fields, x->err) ||
+            record_store(x->txn, &def, &r, x->now, x->err))
+            goto next;
+        value_array_push(&results, record_view(&r, &def));
+    next:
+        value_free(&view);
+        value_free(&content);
+        record_free(&r);
+    }
+    value_free(&keys);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
+/* delete -> DELETE [FROM] target [WHERE expr] */
+static LangErrorCode
+exec_delete(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.del.target;
+    TableDef def;
+    if (table_def_load(x->txn, t->table, &def, x->err))
+        return x->err->code;
+    Value keys;
+    if (target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        bool yes = true;
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+            break;
+        if (st->u.del.where) {
+            Value view = record_view(&r, &def);
+            matches(x, st->u.del.where, &view, &yes);
+            value_free(&view);
+        }
+        if (!x->err->code && yes) {
+            Buf kb = {0};
+            record_key_encode(&r.key, &kb);
+            int rc = store_record_delete(x->txn, def.id, (StoreBytes){kb.data, kb.len});
+            buf_free(&kb);
+            if (rc)
+                store_error(rc, "deleting a record", x->err);
+        }
+        record_free(&r);
+    }
+    value_free(&keys);
+    table_def_free(&def);
+    if (x->err->code)
+        return x->err->code;
+    buf_puts(x->out, "[]");
+    return LANG_OK;
+}
+
+/* Sets "v" at path "parts" inside object "o", making objects on the way. */
+static void
+object_set_path(Value *o, char *const *parts, size_t len, Value v)
+{
+    for (size_t i = 0; i + 1 < len; i++) {
+        Value *next = (Value *)value_object_get(o, parts[i]);
+        if (!next || next->kind != VAL_OBJECT) {
+            value_object_set(o, parts[i], value_object());
+            next = (Value *)value_object_get(o, parts[i]);
+        }
+        o = next;
+    }
+    value_object_set(o, parts[len - 1], v);
+}
+
+/* One SELECT row: the whole record, or the fields asked for. */
+static LangErrorCode
+project(Exec *x, const Stmt *st, const Value *view, Value *row)
+{
+    if (st->u.select.star) {
+        *row = value_clone(view);
+        return LANG_OK;
+    }
+    *row = value_object();
+    EvalContext cx = {view, x->now};
+    for (size_t i = 0; i < st->u.select.nfields; i++) {
+        const SelectField *f = &st->u.select.fields[i];
+        Value v;
+        if (expr_eval(f->expr, &cx, &v, x->err)) {
+            value_free(row);
+            return x->err->code;
+        }
+        if (f->alias) {
+            value_object_set(row, f->alias, v);
+        } else if (f->expr->kind == EX_FIELD) {
+            object_set_path(row, f->expr->u.path.parts, f->expr->u.path.len, v);
+        } else {
+            char name[32];
+            snprintf(name, sizeof name, "expr%zu", i + 1);
+            value_object_set(row, name, v);
+        }
+    }
+    return LANG_OK;
+}
+
+/* The ORDER BY terms qsort compares by (qsort has no context argument). */
+static __thread const Stmt *sort_stmt;
+
+static int
+compare_rows(const void *pa, const void *pb)
+{
+    const Value *a = pa, *b = pb;
+    for (size_t i = 0; i < sort_stmt->u.select.norder; i++) {
+        const OrderTerm *o = &sort_stmt->u.select.order[i];
+        const Value *va = value_path_get(a, o->parts, o->len);
+        const Value *vb = value_path_get(b, o->parts, o->len);
+        Value none = value_none();
+        int c = value_compare(va ? va : &none, vb ? vb : &none);
+        if (c)
+            return o->descending ? -c : c;
+    }
+    return 0;
+}
+
+/* select -> SELECT fields FROM target [WHERE] [ORDER BY] [LIMIT] */
+static LangErrorCode
+exec_select(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.select.from;
+    TableDef def;
+    if (table_def_load(x->txn, t->table, &def, x->err))
+        return x->err->code;
+    Value keys, views = value_array(), rows = value_array();
+    if (target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        LangError missing = {0};
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, &missing)) {
+            if (missing.code != LANG_NO_SUCH_RECORD)
+                *x->err = missing;
+            record_free(&r);
+            continue;   /* SELECT of a record that does not exist answers [] */
+        }
+        Value view = record_view(&r, &def);
+        bool yes;
+        if (!matches(x, st->u.select.where, &view, &yes) && yes)
+            value_array_push(&views, view);
+        else
+            value_free(&view);
+        record_free(&r);
+    }
+    if (!x->err->code && st->u.select.norder) {
+        sort_stmt = st;
+        qsort(views.u.arr.items, views.u.arr.len, sizeof(Value), compare_rows);
+    }
+    size_t n = views.u.arr.len;
+    if (st->u.select.limit >= 0 && (uint64_t)st->u.select.limit < n)
+        n = (size_t)st->u.select.limit;
+    for (size_t i = 0; i < n && !x->err->code; i++) {
+        Value row;
+        if (!project(x, st, &views.u.arr.items[i], &row))
+            value_array_push(&rows, row);
+    }
+    value_free(&keys);
+    value_free(&views);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&rows);
+        return x->err->code;
+    }
+    answer(x, &rows);
+    return LANG_OK;
+}
+
+/* ---- CLAIM and RELEASE ---- */
+
+/* Takes the hold on "r" for the session: counts the attempt, sets the
+ * deadline and signs it when the session has a consumer. */
+static LangErrorCode
+take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
+{
+    const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
+    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0;
+    value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
+    int64_t until = x->now + def->decl.timeout_ns;
+    if (until < x->now)
+        until = INT64_MAX;
+    value_object_set(&r->fields, FIELD_CLAIMED_UNTIL, value_datetime(until));
+    if (x->s->consumer) {
+        Value by = value_object();
+        value_object_set(&by, "consumer", value_cstring(x->s->consumer));
+        value_object_set(&by, "instance", value_cstring(x->s->instance));
+        value_object_set(&r->fields, FIELD_CLAIMED_BY, by);
+    } else {
+        value_object_remove(&r->fields, FIELD_CLAIMED_BY);
+    }
+    free(r->holder);
+    r->holder = xstrdup(x->s->instance);
+    if (record_store(x->txn, def, r, x->now, x->err))
+        return x->err->code;
+    value_array_push(results, record_view(r, def));
+    return LANG_OK;
+}
+
+/* The plan a claim reports: the declared index that matches the claim
+ * order, or a scan. */
+static Value
+claim_plan(const TableDef *def)
+{
+    Value plan = value_object();
+    const char *index = NULL;
+    if (!def->decl.priority_by) {
+        index = "id";
+    } else {
+        for (size_t i = 0; i < def->nindexes && !index; i++)
+            if (def->indexes[i].nfields &&
+                strcmp(def->indexes[i].fields[0], def->decl.priority_by) == 0)
+                index = def->indexes[i].name;
+    }
+    value_object_set(&plan, "plan", value_cstring(index ? "ordered" : "scan"));
+    if (index)
+        value_object_set(&plan, "index", value_cstring(index));
+    Value rows = value_array();
+    value_array_push(&rows, plan);
+    return rows;
+}
+
+/* claim -> CLAIM [n] FROM table [EXPLAIN] | CLAIM record [EXPLAIN] */
+static LangErrorCode
+exec_claim(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.claim.target;
+    if (st->u.claim.count > CLAIM_CEILING)
+        return lang_error_set(x->err, LANG_CLAIM_CEILING,
+                              "CLAIM %lld is above the ceiling of %d records per claim",
+                              (long long)st->u.claim.count, CLAIM_CEILING);
+    TableDef def;
+    if (load_queue(x, t->table, &def))
+        return x->err->code;
+    Value results = value_array();
+    if (st->u.claim.explain) {
+        value_free(&results);
+        results = claim_plan(&def);
+    } else if (t->id.kind == VAL_RECORD) {
+        Record r = {0};
+        if (!record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) &&
+            !record_is_held(&r, x->now) && !record_is_dead(&r, &def) &&
+            record_not_before(&r, &def) <= x->now)
+            take_hold(x, &def, &r, &results);
+        record_free(&r);
+    } else {
+        for (int64_t n = 0; n < st->u.claim.count && !x->err->code;) {
+            StoreBytes key, val;
+            int rc = store_queue_head(x->txn, def.id, x->now, &key, &val);
+            if (rc == STORE_NOTFOUND)
+                break;
+            if (rc) {
+                store_error(rc, "finding the head of the queue", x->err);
+                break;
+            }
+            Record r = {0};
+            if (!record_decode(val, &r, x->err)) {
+                if (record_is_dead(&r, &def) || record_not_before(&r, &def) > x->now)
+                    record_store(x->txn, &def, &r, x->now, x->err);  /* refile it */
+                else if (!take_hold(x, &def, &r, &results))
+                    n++;
+            }
+            record_free(&r);
+        }
+    }
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
+/* The instant a NOT BEFORE clause names: a datetime, or now + a duration. */
+static LangErrorCode
+eval_not_before(Exec *x, const Expr *e, int64_t *at)
+{
+    EvalContext cx = {NULL, x->now};
+    Value v;
+    if (expr_eval(e, &cx, &v, x->err))
+        return x->err->code;
+    LangErrorCode rc = LANG_OK;
+    if (v.kind == VAL_DATETIME)
+        *at = v.u.ns;
+    else if (v.kind == VAL_DURATION && !__builtin_add_overflow(x->now, v.u.ns, at))
+        ;
+    else
+        rc = lang_error_set(x->err, LANG_TYPE_ERROR,
+                            "NOT BEFORE takes a datetime or a duration, not %s",
+                            value_kind_name(v.kind));
+    value_free(&v);
+    return rc;
+}
+
+/* Ends the hold on "r", setting the delay field when "delay_to" is non-zero. */
+static LangErrorCode
+end_hold(Exec *x, const TableDef *def, Record *r, int64_t delay_to, Value *results)
+{
+    value_object_remove(&r->fields, FIELD_CLAIMED_UNTIL);
+    value_object_remove(&r->fields, FIELD_CLAIMED_BY);
+    free(r->holder);
+    r->holder = NULL;
+    if (delay_to) {
+        char *path = xstrdup(def->decl.not_before), *parts[64], *save = NULL;
+        size_t n = 0;
+        for (char *tok = strtok_r(path, ".", &save); tok && n < 64;
+             tok = strtok_r(NULL, ".", &save))
+            parts[n++] = tok;
+        object_set_path(&r->fields, parts, n, value_datetime(delay_to));
+        free(path);
+    }
+    if (record_store(x->txn, def, r, x->now, x->err))
+        return x->err->code;
+    value_array_push(results, record_view(r, def));
+    return LANG_OK;
+}
+
+/* The consumer that signed the hold on "r", or NULL when unsigned. */
+static const char *
+hold_consumer(const Record *r, const char **instance)
+{
+    const Value *by = value_object_get(&r->fields, FIELD_CLAIMED_BY);
+    const Value *c = by && by->kind == VAL_OBJECT ? value_object_get(by, "consumer") : NULL;
+    const Value *i = by && by->kind == VAL_OBJECT ? value_object_get(by, "instance") : NULL;
+    *instance = i && i->kind == VAL_STRING ? i->u.str.s : NULL;
+    return c && c->kind == VAL_STRING ? c->u.str.s : NULL;
+}
+
+/* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] */
+static LangErrorCode
+exec_release(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.release.target;
+    TableDef def;
+    if (load_queue(x, t->table, &def))
+        return x->err->code;
+    Value results = value_array();
+    Record r = {0};
+    int64_t delay_to = 0;
+    if (st->u.release.not_before && !def.decl.not_before) {
+        lang_error_set(x->err, LANG_NO_DELAY_FIELD,
+                       "queue '%s' declares no NOT BEFORE field", def.decl.name);
+        goto done;
+    }
+    if ((st->u.release.not_before && eval_not_before(x, st->u.release.not_before, &delay_to)) ||
+        record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) || !record_is_held(&r, x->now))
+        goto done;
+    const char *instance, *consumer = hold_consumer(&r, &instance);
+    const char *group = st->u.release.for_consumer;
+    if (group ? consumer && strcmp(consumer, group) == 0
+              : !consumer || (instance && strcmp(instance, x->s->instance) == 0)) {
+        end_hold(x, &def, &r, delay_to, &results);
+    } else if (consumer) {
+        Buf name = {0};
+        record_id_format(&t->id.u.rec, &name);
+        lang_error_set(x->err, LANG_HELD_BY_OTHER, "%s is held by consumer '%s'%s", name.data,
+                       consumer,
+                       x->s->consumer && strcmp(consumer, x->s->consumer) == 0
+                           ? " (another instance: name the group with FOR CONSUMER)"
+                           : "");
+        buf_free(&name);
+    }
+done:
+    record_free(&r);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
+static int
+collect_waiting(void *ctx, StoreBytes key, int64_t wake_ns)
+{
+    (void)wake_ns;
+    Buf *keys = ctx;
+    uint32_t len = (uint32_t)key.len;
+    buf_append(keys, &len, sizeof len);
+    buf_append(keys, key.data, key.len);
+    return 0;
+}
+
+/* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr] */
+static LangErrorCode
+exec_release_all(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (load_queue(x, st->u.release.target.table, &def))
+        return x->err->code;
+    Value results = value_array();
+    int64_t delay_to = 0;
+    Buf keys = {0};
+    if (st->u.release.not_before && !def.decl.not_before) {
+        lang_error_set(x->err, LANG_NO_DELAY_FIELD,
+                       "queue '%s' declares no NOT BEFORE field", def.decl.name);
+        goto done;
+    }
+    if (st->u.release.not_before && eval_not_before(x, st->u.release.not_before, &delay_to))
+        goto done;
+    int rc = store_queue_each_waiting(x->txn, def.id, collect_waiting, &keys);
+    if (rc) {
+        store_error(rc, "walking the holds", x->err);
+        goto done;
+    }
+    const char *group = st->u.release.for_consumer;
+    for (size_t off = 0; off < keys.len && !x->err->code;) {
+        uint32_t len;
+        memcpy(&len, keys.data + off, sizeof len);
+        StoreBytes kb = {keys.data + off + sizeof len, len}, val;
+        off += sizeof len + len;
+        Record r = {0};
+        if ((rc = store_record_get(x->txn, def.id, kb, &val, NULL))) {
+            store_error(rc, "reading a hold", x->err);
+        } else if (!record_decode(val, &r, x->err) && record_is_held(&r, x->now)) {
+            const char *instance, *consumer = hold_consumer(&r, &instance);
+            bool mine = group ? consumer && strcmp(consumer, group) == 0
+                              : r.holder && strcmp(r.holder, x->s->instance) == 0;
+            if (mine)
+                end_hold(x, &def, &r, delay_to, &results);
+        }
+        record_free(&r);
+    }
+done:
+    buf_free(&keys);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
+/* ---- the rest ---- */
+
+/* info -> INFO FOR TABLE name */
+static LangErrorCode
+exec_info(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (table_def_load(x->txn, st->u.table_op.table, &def, x->err))
+        return x->err->code;
+    Value info = table_def_info(&def);
+    table_def_free(&def);
+    answer(x, &info);
+    return LANG_OK;
+}
+
+/* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
+static LangErrorCode
+exec_drop(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    const char *name = st->u.table_op.table;
+    if (table_def_load(x->txn, name, &def, x->err))
+        return x->err->code;
+    bool is_queue = def.is_queue;
+    table_def_free(&def);
+    int want = st->u.table_op.kind;
+    if ((want == 1 && !is_queue) || (want == 2 && is_queue))
+        return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a %s: DROP %s refuses it", name,
+                              is_queue ? "queue" : "collection",
+                              want == 1 ? "QUEUE" : "COLLECTION");
+    int rc = store_table_drop(x->txn, name);
+    if (rc)
+        return store_error(rc, "dropping a table", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+/* use -> USE CONSUMER name */
+static LangErrorCode
+exec_use_consumer(Exec *x, const Stmt *st)
+{
+    free(x->s->consumer);
+    x->s->consumer = xstrdup(st->u.use_consumer.name);
+    mint_instance(x->s);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+static LangErrorCode
+exec_stmt(Exec *x, const Stmt *st)
+{
+    switch (st->kind) {
+    case ST_DEFINE_QUEUE:
+    case ST_DEFINE_COLLECTION: return exec_define_table(x, st);
+    case ST_DEFINE_FIELD: return exec_define_field(x, st);
+    case ST_DEFINE_INDEX: return exec_define_index(x, st);
+    case ST_CREATE: return exec_create(x, st);
+    case ST_UPDATE: return exec_update(x, st);
+    case ST_DELETE: return exec_delete(x, st);
+    case ST_SELECT: return exec_select(x, st);
+    case ST_CLAIM: return exec_claim(x, st);
+    case ST_RELEASE: return exec_release(x, st);
+    case ST_RELEASE_ALL: return exec_release_all(x, st);
+    case ST_USE_CONSUMER: return exec_use_consumer(x, st);
+    case ST_INFO_TABLE: return exec_info(x, st);
+    case ST_DROP: return exec_drop(x, st);
+    case ST_BEGIN:
+    case ST_COMMIT:
+    case ST_CANCEL: break;
+    }
+    return lang_error_set(x->err, LANG_PARSE_ERROR, "unexpected statement");
+}
+
+/* True for statements that never change the store. */
+static bool
+read_only(const Stmt *st)
+{
+    return st->kind == ST_SELECT || st->kind == ST_INFO_TABLE ||
+           (st->kind == ST_CLAIM && st->u.claim.explain);
+}
+
+/* Runs "stmts" in one store transaction, emitting each result only once
+ * the transaction has committed.  On failure nothing is kept, not even a
+ * USE CONSUMER among them. */
+static LangErrorCode
+run_transaction(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
+                LangError *err)
+{
+    bool writes = false;
+    for (size_t i = 0; i < n; i++)
+        writes |= !read_only(stmts[i]);
+    char *saved_consumer = s->consumer ? xstrdup(s->consumer) : NULL;
+    char saved_instance[sizeof s->instance];
+    memcpy(saved_instance, s->instance, sizeof saved_instance);
+
+    Buf lines = {0};
+    size_t *ends = xcalloc(n, sizeof *ends);
+    Exec x = {s, NULL, 0, &lines, err};
+    int rc = store_txn_begin(s->store, writes, &x.txn);
+    if (rc) {
+        store_error(rc, "beginning a transaction", err);
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        x.now = store_now(s->store);
+        if (exec_stmt(&x, stmts[i]))
+            goto fail;
+        ends[i] = lines.len;
+    }
+    rc = store_txn_commit(x.txn);
+    x.txn = NULL;
+    if (rc) {
+        store_error(rc, "committing", err);
+        goto fail;
+    }
+    for (size_t i = 0, start = 0; i < n; start = ends[i], i++)
+        if (emit)
+            emit(ctx, lines.data + start, ends[i] - start);
+    free(saved_consumer);
+    free(ends);
+    buf_free(&lines);
+    return LANG_OK;
+fail:
+    store_txn_abort(x.txn);
+    free(s->consumer);
+    s->consumer = saved_consumer;
+    memcpy(s->instance, saved_instance, sizeof saved_instance);
+    free(ends);
+    buf_free(&lines);
+    return err->code;
+}
+
+/* Runs or queues one parsed statement; takes ownership of "st". */
+static LangErrorCode
+session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
+{
+    LangErrorCode rc = LANG_OK;
+    switch (st->kind) {
+    case ST_BEGIN:
+        if (s->in_txn)
+            rc = lang_error_set(err, LANG_PARSE_ERROR,
+                                "BEGIN inside a transaction (COMMIT or CANCEL it first)");
+        else
+            s->in_txn = true;
+        break;
+    case ST_COMMIT:
+    case ST_CANCEL:
+        if (!s->in_txn) {
+            rc = lang_error_set(err, LANG_PARSE_ERROR, "%s without BEGIN",
+                                st->kind == ST_COMMIT ? "COMMIT" : "CANCEL");
+            break;
+        }
+        if (st->kind == ST_COMMIT)
+            rc = run_transaction(s, s->pending, s->npending, emit, ctx, err);
+        drop_pending(s);
+        break;
+    default:
+        if (s->in_txn) {
+            if (s->npending == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 8;
+                s->pending = xrealloc(s->pending, s->cap * sizeof *s->pending);
+            }
+            s->pending[s->npending++] = st;
+            return LANG_OK;
+        }
+        rc = run_transaction(s, &st, 1, emit, ctx, err);
+    }
+    if (!rc && emit && (st->kind == ST_BEGIN || st->kind == ST_COMMIT || st->kind == ST_CANCEL))
+        emit(ctx, "null", 4);
+    stmt_free(st);
+    return rc;
+}
+
+LangErrorCode
+lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, void *ctx,
+                  LangError *err)
+{
+    Parser *p = parser_new(text, len);
+    Stmt *st;
+    int got;
+    LangErrorCode rc = LANG_OK;
+    while (!rc && (got = parser_next(p, &st, err)) == 1)
+        rc = session_statement(s, st, emit, ctx, err);
+    parser_free(p);
+    return rc ? rc : err->code;
+}

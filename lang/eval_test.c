@@ -1,0 +1,191 @@
+/* eval_test.c — the statement engine on a real store: each case is a
+ * script, the lines it must answer, and the error it must end with. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lang.h"
+#include "unit_test.h"
+
+static void
+collect(void *ctx, const char *line, size_t len)
+{
+    Buf *b = ctx;
+    buf_append(b, line, len);
+    buf_putc(b, '\n');
+}
+
+/* Replaces every RFC 3339 datetime string and 32-hex instance with a
+ * placeholder, so answers that carry the clock compare stably. */
+static void
+mask(char *s)
+{
+    for (char *p = s; *p; p++) {
+        if (p[0] == '"' && strlen(p) > 21 && p[5] == '-' && p[8] == '-' && p[11] == 'T') {
+            char *end = strchr(p + 1, '"');
+            if (end) {
+                memmove(p + 2, end, strlen(end) + 1);
+                memcpy(p, "\"T", 2);
+                p += 2;
+            }
+        } else if (strncmp(p, "\"instance\":\"", 12) == 0 && strlen(p) >= 12 + 33) {
+            memmove(p + 13, p + 12 + 32, strlen(p + 12 + 32) + 1);
+            p[12] = 'I';
+        }
+    }
+}
+
+typedef struct Case {
+    const char   *script;
+    const char   *want;      /* the answered lines, masked */
+    LangErrorCode error;     /* the error it ends with, or LANG_OK */
+} Case;
+
+static const Case cases[] = {
+    /* the seed's queue, claims in identity order, passing over holds */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = { url: 'a' }; CREATE jobs:2 = { url: 'b' };"
+     "CLAIM FROM jobs; CLAIM FROM jobs; CLAIM FROM jobs;",
+     "null\n[{\"id\":\"jobs:1\",\"url\":\"a\"}]\n[{\"id\":\"jobs:2\",\"url\":\"b\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:2\",\"url\":\"b\"}]\n[]\n",
+     LANG_OK},
+    /* engine fields: refused on a queue, ordinary on a collection */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { url: 'd', claimed_until: 1 };",
+     "null\n", LANG_ENGINE_FIELD},
+    {"DEFINE COLLECTION notes; CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };",
+     "null\n[{\"attempts\":3,\"claimed_until\":\"whenever\",\"id\":\"notes:2\"}]\n", LANG_OK},
+    /* a whole-record write carries the engine's fields forward */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {url:'a'}; CLAIM FROM jobs;"
+     "UPDATE jobs:7 = {url:'b'}; CLAIM FROM jobs;",
+     "null\n[{\"id\":\"jobs:7\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:7\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:7\",\"url\":\"b\"}]\n[]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {url:'a'}; UPDATE jobs:7 MERGE {attempts: 9};",
+     "null\n[{\"id\":\"jobs:7\",\"url\":\"a\"}]\n", LANG_ENGINE_FIELD},
+    /* the lapse, watched directly, and the ceiling */
+    {"DEFINE QUEUE fast TIMEOUT 1ns ATTEMPTS 2; CREATE fast:1 = {url:'a'}; CREATE fast:2 = {url:'b'};"
+     "CLAIM FROM fast; CLAIM FROM fast; CLAIM FROM fast; SELECT url FROM fast WHERE attempts >= 2;",
+     "null\n[{\"id\":\"fast:1\",\"url\":\"a\"}]\n[{\"id\":\"fast:2\",\"url\":\"b\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"fast:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"id\":\"fast:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"fast:2\",\"url\":\"b\"}]\n"
+     "[{\"url\":\"a\"}]\n",
+     LANG_OK},
+    /* priority: greatest first; the claim plan names the index */
+    {"DEFINE QUEUE alerts TIMEOUT 1m PRIORITY BY severity; CLAIM FROM alerts EXPLAIN;"
+     "DEFINE INDEX by_severity ON alerts FIELDS severity; CLAIM FROM alerts EXPLAIN;"
+     "CREATE alerts = { severity: 2, text: 'disk at 80%' };"
+     "CREATE alerts = { severity: 9, text: 'disk full' }; CLAIM FROM alerts;",
+     "null\n[{\"plan\":\"scan\"}]\nnull\n[{\"index\":\"by_severity\",\"plan\":\"ordered\"}]\n"
+     "[{\"id\":\"alerts:1\",\"severity\":2,\"text\":\"disk at 80%\"}]\n"
+     "[{\"id\":\"alerts:2\",\"severity\":9,\"text\":\"disk full\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"alerts:2\",\"severity\":9,\"text\":\"disk full\"}]\n",
+     LANG_OK},
+    /* NOT BEFORE: a delayed record is not handed out; RELEASE … NOT BEFORE */
+    {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due; CREATE later:1 = { job: 'resize' };"
+     "CLAIM FROM later; RELEASE later:1 NOT BEFORE 10m; CLAIM FROM later;",
+     "null\n[{\"id\":\"later:1\",\"job\":\"resize\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"later:1\",\"job\":\"resize\"}]\n"
+     "[{\"attempts\":1,\"due\":\"T\",\"id\":\"later:1\",\"job\":\"resize\"}]\n[]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; RELEASE jobs:1 NOT BEFORE 1m;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     LANG_NO_DELAY_FIELD},
+    /* a NOT BEFORE value that is not a datetime is no delay */
+    {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due; CREATE later:1 = { due: 'soon' }; CLAIM FROM later;",
+     "null\n[{\"due\":\"soon\",\"id\":\"later:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"due\":\"soon\",\"id\":\"later:1\"}]\n",
+     LANG_OK},
+    /* deduplicate */
+    {"DEFINE QUEUE reclaim TIMEOUT 1m DEDUPLICATE 10m;"
+     "CREATE reclaim:'bucket/key' = { reason: 'overwritten' };"
+     "CREATE reclaim:'bucket/key' = { reason: 'overwritten' }; DELETE reclaim:'bucket/key';"
+     "CREATE reclaim:'bucket/key' = { reason: 'again' }; SELECT * FROM reclaim;",
+     "null\n[{\"id\":\"reclaim:'bucket/key'\",\"reason\":\"overwritten\"}]\n[]\n[]\n[]\n[]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 1m; CREATE jobs:1 = {}; CREATE jobs:1 = {};",
+     "null\n[{\"id\":\"jobs:1\"}]\n", LANG_RECORD_EXISTS},
+    /* consumers */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {}; USE CONSUMER 'billing'; CLAIM FROM jobs;"
+     "USE CONSUMER 'other'; RELEASE jobs:7;",
+     "null\n[{\"id\":\"jobs:7\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"billing\","
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:7\"}]\nnull\n",
+     LANG_HELD_BY_OTHER},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {}; USE CONSUMER 'billing'; CLAIM FROM jobs;"
+     "USE CONSUMER 'billing'; RELEASE ALL FROM jobs; RELEASE ALL FROM jobs FOR CONSUMER 'billing';",
+     "null\n[{\"id\":\"jobs:7\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"billing\","
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:7\"}]\nnull\n[]\n"
+     "[{\"attempts\":1,\"id\":\"jobs:7\"}]\n",
+     LANG_OK},
+    /* transactions: the second claim sees the first hold */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CREATE jobs:2 = {};"
+     "BEGIN; CLAIM FROM jobs; CLAIM FROM jobs; COMMIT;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"id\":\"jobs:2\"}]\nnull\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:2\"}]\nnull\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs:1 = {}; CREATE jobs:1 = {}; COMMIT;",
+     "null\nnull\n", LANG_RECORD_EXISTS},
+    /* ceilings and kinds */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM 1000 FROM jobs; CLAIM 1001 FROM jobs;",
+     "null\n[]\n", LANG_CLAIM_CEILING},
+    {"CLAIM 0 FROM jobs;", "", LANG_PARSE_ERROR},
+    {"DEFINE QUEUE jobs;", "", LANG_PARSE_ERROR},
+    {"DEFINE COLLECTION notes; DROP QUEUE notes;", "null\n", LANG_WRONG_KIND},
+    {"CLAIM FROM nothing;", "", LANG_NO_SUCH_TABLE},
+    {"DEFINE QUEUE jobs TIMEOUT 1s; CLAIM jobs:4;", "null\n", LANG_NO_SUCH_RECORD},
+    {"DEFINE QUEUE jobs TIMEOUT 1s; DEFINE COLLECTION jobs;", "null\n", LANG_TABLE_EXISTS},
+    /* schema */
+    {"DEFINE QUEUE jobs TIMEOUT 30s SCHEMAFULL; DEFINE FIELD url ON jobs TYPE string REQUIRED;"
+     "CREATE jobs = { url: 'a' }; CLAIM FROM jobs; CREATE jobs = { url: 'b', x: 1 };",
+     "null\nnull\n[{\"id\":\"jobs:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\",\"url\":\"a\"}]\n",
+     LANG_SCHEMA_VIOLATION},
+    {"DEFINE QUEUE q TIMEOUT 5m ATTEMPTS 3 IN work SCHEMAFULL DEDUPLICATE 1m NOT BEFORE at;"
+     "INFO FOR TABLE q;",
+     "null\n{\"attempts\":3,\"deduplicate\":\"1m\",\"definition\":\"DEFINE QUEUE q TIMEOUT 5m "
+     "ATTEMPTS 3 NOT BEFORE at DEDUPLICATE 1m SCHEMAFULL IN work\",\"fields\":{},\"graph\":\"work\","
+     "\"indexes\":{},\"kind\":\"queue\",\"name\":\"q\",\"not_before\":\"at\",\"priority_by\":null,"
+     "\"schemafull\":true,\"timeout\":\"5m\"}\n",
+     LANG_OK},
+    /* store-assigned identities follow the greatest integer ever held */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:10 = {}; DELETE jobs:10; CREATE jobs;",
+     "null\n[{\"id\":\"jobs:10\"}]\n[]\n[{\"id\":\"jobs:11\"}]\n", LANG_OK},
+    /* expressions */
+    {"DEFINE COLLECTION t; CREATE t:1 = { a: time::from_unix(0) + 1h30m, b: 7 / 2, c: 1 + 2 * 3 };",
+     "null\n[{\"a\":\"T\",\"b\":3.5,\"c\":7,\"id\":\"t:1\"}]\n", LANG_OK},
+};
+
+int
+main(void)
+{
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[] = "/tmp/queuefs-eval-XXXXXX";
+        CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+        StoreOptions opts = {.sync = false};
+        Store *st;
+        char msg[256];
+        if (store_open(dir, &opts, &st, msg, sizeof msg)) {
+            CHECK(0, "store_open: %s", msg);
+            continue;
+        }
+        LangSession *s = lang_session_new(st, NULL);
+        Buf out = {0};
+        LangError err = {0};
+        lang_session_exec(s, cases[i].script, strlen(cases[i].script), collect, &out, &err);
+        if (out.data)
+            mask(out.data);
+        CHECK_STR(out.data ? out.data : "", cases[i].want);
+        CHECK(err.code == cases[i].error, "case %zu: error %s (%s), want %s", i,
+              lang_error_name(err.code), err.message, lang_error_name(cases[i].error));
+        buf_free(&out);
+        lang_session_free(s);
+        store_close(st);
+        char cmd[64];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        CHECK(system(cmd) == 0, "rm");
+    }
+    return unit_test_summary();
+}

@@ -1,0 +1,256 @@
+/* expr.c — evaluating expressions: comparisons, AND / OR / NOT,
+ * arithmetic, datetime ± duration, field paths and the time:: functions. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+#define NS_PER_SEC 1000000000LL
+
+const Value *
+value_path_get(const Value *v, char *const *parts, size_t len)
+{
+    for (size_t i = 0; i < len && v; i++)
+        v = v->kind == VAL_OBJECT ? value_object_get(v, parts[i]) : NULL;
+    return v;
+}
+
+static bool
+is_number(const Value *v)
+{
+    return v->kind == VAL_INT || v->kind == VAL_FLOAT;
+}
+
+static double
+as_double(const Value *v)
+{
+    return v->kind == VAL_INT ? (double)v->u.i : v->u.f;
+}
+
+/* "what" between two kinds cannot be done: a TypeError. */
+static LangErrorCode
+type_error(LangError *err, const char *what, const Value *a, const Value *b)
+{
+    return lang_error_set(err, LANG_TYPE_ERROR, "cannot %s %s and %s", what,
+                          value_kind_name(a->kind), value_kind_name(b->kind));
+}
+
+/* Arithmetic: numbers, string concatenation, datetime ± duration,
+ * datetime - datetime, duration ± duration. */
+static LangErrorCode
+arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
+{
+    static const char *names[] = {[OP_ADD] = "add", [OP_SUB] = "subtract",
+                                  [OP_MUL] = "multiply", [OP_DIV] = "divide"};
+    const char *what = names[op];
+    if (a->kind == VAL_INT && b->kind == VAL_INT) {
+        int64_t r;
+        bool overflow = false;
+        switch (op) {
+        case OP_ADD: overflow = __builtin_add_overflow(a->u.i, b->u.i, &r); break;
+        case OP_SUB: overflow = __builtin_sub_overflow(a->u.i, b->u.i, &r); break;
+        case OP_MUL: overflow = __builtin_mul_overflow(a->u.i, b->u.i, &r); break;
+        default:
+            if (b->u.i == 0)
+                return lang_error_set(err, LANG_TYPE_ERROR, "division by zero");
+            if (a->u.i % b->u.i == 0 && !(a->u.i == INT64_MIN && b->u.i == -1)) {
+                r = a->u.i / b->u.i;
+                break;
+            }
+            *out = value_float((double)a->u.i / (double)b->u.i);
+            return LANG_OK;
+        }
+        if (overflow)
+            return lang_error_set(err, LANG_TYPE_ERROR, "integer overflow");
+        *out = value_int(r);
+        return LANG_OK;
+    }
+    if (is_number(a) && is_number(b)) {
+        double x = as_double(a), y = as_double(b), r;
+        switch (op) {
+        case OP_ADD: r = x + y; break;
+        case OP_SUB: r = x - y; break;
+        case OP_MUL: r = x * y; break;
+        default:
+            if (y == 0)
+                return lang_error_set(err, LANG_TYPE_ERROR, "division by zero");
+            r = x / y;
+        }
+        *out = value_float(r);
+        return LANG_OK;
+    }
+    if (op == OP_ADD && a->kind == VAL_STRING && b->kind == VAL_STRING) {
+        Buf s = {0};
+        buf_append(&s, a->u.str.s, a->u.str.len);
+        buf_append(&s, b->u.str.s, b->u.str.len);
+        *out = value_string(s.data, s.len);
+        buf_free(&s);
+        return LANG_OK;
+    }
+    int64_t r;
+    bool overflow;
+    if ((op == OP_ADD || op == OP_SUB) && a->kind == VAL_DATETIME && b->kind == VAL_DURATION) {
+        overflow = op == OP_ADD ? __builtin_add_overflow(a->u.ns, b->u.ns, &r)
+                                : __builtin_sub_overflow(a->u.ns, b->u.ns, &r);
+        if (overflow)
+            return lang_error_set(err, LANG_TYPE_ERROR, "datetime out of range");
+        *out = value_datetime(r);
+        return LANG_OK;
+    }
+    if (op == OP_ADD && a->kind == VAL_DURATION && b->kind == VAL_DATETIME)
+        return arith(op, b, a, out, err);
+    if ((op == OP_ADD || op == OP_SUB) && a->kind == b->kind &&
+        (a->kind == VAL_DURATION || (op == OP_SUB && a->kind == VAL_DATETIME))) {
+        overflow = op == OP_ADD ? __builtin_add_overflow(a->u.ns, b->u.ns, &r)
+                                : __builtin_sub_overflow(a->u.ns, b->u.ns, &r);
+        if (overflow)
+            return lang_error_set(err, LANG_TYPE_ERROR, "duration out of range");
+        *out = value_duration(r);
+        return LANG_OK;
+    }
+    return type_error(err, what, a, b);
+}
+
+static LangErrorCode
+call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
+{
+    const char *name = e->u.call.name;
+    size_t n = e->u.call.len;
+    Value args[2] = {{0}};
+    if (n > 2)
+        return lang_error_set(err, LANG_TYPE_ERROR, "%s takes at most 2 arguments", name);
+    for (size_t i = 0; i < n; i++)
+        if (expr_eval(e->u.call.args[i], cx, &args[i], err)) {
+            value_free(&args[0]);
+            return err->code;
+        }
+    LangErrorCode rc = LANG_OK;
+    if (strcmp(name, "time::now") == 0 && n == 0) {
+        *out = value_datetime(cx->now);
+    } else if (strcmp(name, "time::unix") == 0 && n <= 1) {
+        int64_t ns = n == 0 ? cx->now : args[0].u.ns;
+        if (n == 1 && args[0].kind != VAL_DATETIME)
+            rc = lang_error_set(err, LANG_TYPE_ERROR, "time::unix takes a datetime, not %s",
+                                value_kind_name(args[0].kind));
+        else
+            *out = value_int(ns >= 0 ? ns / NS_PER_SEC : -((-ns + NS_PER_SEC - 1) / NS_PER_SEC));
+    } else if (strcmp(name, "time::from_unix") == 0 && n == 1) {
+        if (args[0].kind == VAL_INT && args[0].u.i <= INT64_MAX / NS_PER_SEC &&
+            args[0].u.i >= INT64_MIN / NS_PER_SEC)
+            *out = value_datetime(args[0].u.i * NS_PER_SEC);
+        else if (args[0].kind == VAL_FLOAT && fabs(args[0].u.f) < 9.2e9)
+            *out = value_datetime((int64_t)(args[0].u.f * 1e9));
+        else
+            rc = lang_error_set(err, LANG_TYPE_ERROR,
+                                "time::from_unix takes seconds as a number in range");
+    } else {
+        rc = lang_error_set(err, LANG_PARSE_ERROR,
+                            "unknown function %s() with %zu arguments (known: time::now(), "
+                            "time::unix([datetime]), time::from_unix(seconds))",
+                            name, n);
+    }
+    for (size_t i = 0; i < n; i++)
+        value_free(&args[i]);
+    return rc;
+}
+
+LangErrorCode
+expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
+{
+    *out = value_none();
+    switch (e->kind) {
+    case EX_LITERAL:
+        *out = value_clone(&e->u.literal);
+        return LANG_OK;
+    case EX_FIELD: {
+        const Value *v = cx->record ? value_path_get(cx->record, e->u.path.parts, e->u.path.len)
+                                    : NULL;
+        if (v)
+            *out = value_clone(v);
+        return LANG_OK;
+    }
+    case EX_OBJECT: {
+        Value o = value_object();
+        for (size_t i = 0; i < e->u.object.len; i++) {
+            Value v;
+            if (expr_eval(e->u.object.vals[i], cx, &v, err)) {
+                value_free(&o);
+                return err->code;
+            }
+            value_object_set(&o, e->u.object.keys[i], v);
+        }
+        *out = o;
+        return LANG_OK;
+    }
+    case EX_ARRAY: {
+        Value a = value_array();
+        for (size_t i = 0; i < e->u.array.len; i++) {
+            Value v;
+            if (expr_eval(e->u.array.items[i], cx, &v, err)) {
+                value_free(&a);
+                return err->code;
+            }
+            value_array_push(&a, v);
+        }
+        *out = a;
+        return LANG_OK;
+    }
+    case EX_UNARY: {
+        Value v;
+        if (expr_eval(e->u.unary.arg, cx, &v, err))
+            return err->code;
+        LangErrorCode rc = LANG_OK;
+        if (e->u.unary.op == OP_NOT)
+            *out = value_bool(!value_truthy(&v));
+        else if (v.kind == VAL_INT && v.u.i != INT64_MIN)
+            *out = value_int(-v.u.i);
+        else if (v.kind == VAL_FLOAT)
+            *out = value_float(-v.u.f);
+        else
+            rc = lang_error_set(err, LANG_TYPE_ERROR, "cannot negate %s",
+                                value_kind_name(v.kind));
+        value_free(&v);
+        return rc;
+    }
+    case EX_BINARY: {
+        ExprOp op = e->u.binary.op;
+        Value a, b;
+        if (expr_eval(e->u.binary.lhs, cx, &a, err))
+            return err->code;
+        if (op == OP_AND || op == OP_OR) {
+            bool t = value_truthy(&a);
+            value_free(&a);
+            if ((op == OP_AND && !t) || (op == OP_OR && t)) {
+                *out = value_bool(t);
+                return LANG_OK;
+            }
+            if (expr_eval(e->u.binary.rhs, cx, &b, err))
+                return err->code;
+            *out = value_bool(value_truthy(&b));
+            value_free(&b);
+            return LANG_OK;
+        }
+        if (expr_eval(e->u.binary.rhs, cx, &b, err)) {
+            value_free(&a);
+            return err->code;
+        }
+        LangErrorCode rc = LANG_OK;
+        switch (op) {
+        case OP_EQ: *out = value_bool(value_compare(&a, &b) == 0); break;
+        case OP_NE: *out = value_bool(value_compare(&a, &b) != 0); break;
+        case OP_LT: *out = value_bool(value_compare(&a, &b) < 0); break;
+        case OP_LE: *out = value_bool(value_compare(&a, &b) <= 0); break;
+        case OP_GT: *out = value_bool(value_compare(&a, &b) > 0); break;
+        case OP_GE: *out = value_bool(value_compare(&a, &b) >= 0); break;
+        default: rc = arith(op, &a, &b, out, err);
+        }
+        value_free(&a);
+        value_free(&b);
+        return rc;
+    }
+    case EX_CALL:
+        return call(e, cx, out, err);
+    }
+    return lang_error_set(err, LANG_TYPE_ERROR, "unknown expression");
+}

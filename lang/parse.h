@@ -1,0 +1,56 @@
+/* parse.h — statements and literals from text.
+ *
+ * The grammar is SurrealQL-shaped (see the man page and seed 000).  A
+ * Parser walks a text one statement at a time so that a caller can run each
+ * statement before parsing the next: at the first error everything after it
+ * is left unparsed.
+ *
+ *     Parser *p = parser_new(text, len);
+ *     Stmt *s; LangError err = {0};
+ *     while (parser_next(p, &s, &err) == 1) { run(s); stmt_free(s); }
+ *     parser_free(p);
+ *
+ * Errors are LANG_PARSE_ERROR with a message that says what was expected,
+ * what was found and where: "expected TIMEOUT after queue name, found ';'
+ * at line 1, column 20".  Nesting deeper than PARSE_MAX_DEPTH, invalid UTF-8
+ * and NUL bytes are parse errors too. */
+#ifndef QUEUEFS_PARSE_H
+#define QUEUEFS_PARSE_H
+
+#include <stddef.h>
+
+#include "ast.h"
+#include "error.h"
+
+/* The deepest nesting of brackets and parentheses a text may have. */
+#define PARSE_MAX_DEPTH 256
+/* The most records one CLAIM may ask for; above it is ClaimAboveCeiling
+ * (raised by the evaluator; the parser accepts any positive count). */
+#define CLAIM_CEILING 1000
+
+typedef struct Parser Parser;
+
+/* A parser over "len" bytes of "text" (not copied: keep it alive). */
+Parser *parser_new(const char *text, size_t len);
+void parser_free(Parser *p);
+
+/* Parses the next statement.  Returns 1 and sets "*out" (caller frees with
+ * stmt_free) when one was parsed; 0 at the end of the text (only blanks,
+ * comments and stray ';' left); -1 on error, with "err" filled.  Each
+ * statement ends with ';' or the end of the text.  Comments: "-- …" and
+ * "# …" to end of line, and C-style block comments. */
+int parser_next(Parser *p, Stmt **out, LangError *err);
+
+/* Parses a whole text as one constant value: JSON, or a SurrealQL literal
+ * (unquoted keys, single-quoted strings, d'…' datetimes, durations such as
+ * 1h30m, record ids jobs:1 / jobs:'bucket/key', NONE, trailing commas).
+ * Leading and trailing white space is allowed; anything else after the
+ * value is an error.  Returns 0 and sets "*out" (caller frees), or -1 with
+ * "err" filled (LANG_PARSE_ERROR). */
+int lang_literal_parse(const char *text, size_t len, Value *out, LangError *err);
+
+/* Parses "text" as a record key as written after "table:" in a statement
+ * (`1`, `abc`, `'bucket/key'`).  Same return convention. */
+int lang_record_key_parse(const char *text, size_t len, Value *out, LangError *err);
+
+#endif

@@ -1,0 +1,755 @@
+/* parse_test.c — the lexer and parser, case by case.
+ *
+ * Statements are rendered back as a compact canonical text (dump_stmt) and
+ * compared with the expected rendering; literals are compared as JSON;
+ * errors by a fragment of their message. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "parse.h"
+#include "unit_test.h"
+
+/* ---- rendering ---- */
+
+static void dump_expr(const Expr *e, Buf *b);
+
+static void
+dump_value(const Value *v, Buf *b)
+{
+    switch (v->kind) {
+    case VAL_NONE: buf_puts(b, "NONE"); break;
+    case VAL_RECORD: record_id_format(&v->u.rec, b); break;
+    case VAL_DURATION: duration_format(v->u.ns, b); break;
+    case VAL_DATETIME:
+        buf_puts(b, "d'");
+        datetime_format(v->u.ns, b);
+        buf_putc(b, '\'');
+        break;
+    default: value_to_json(v, b); break;
+    }
+}
+
+static const char *const op_names[] = {
+    [OP_EQ] = "=", [OP_NE] = "!=", [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">",
+    [OP_GE] = ">=", [OP_AND] = "and", [OP_OR] = "or", [OP_ADD] = "+", [OP_SUB] = "-",
+    [OP_MUL] = "*", [OP_DIV] = "/", [OP_NOT] = "not", [OP_NEG] = "neg",
+};
+
+static void
+dump_path(char **parts, size_t len, Buf *b)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (i)
+            buf_putc(b, '.');
+        buf_puts(b, parts[i]);
+    }
+}
+
+static void
+dump_expr(const Expr *e, Buf *b)
+{
+    switch (e->kind) {
+    case EX_LITERAL: dump_value(&e->u.literal, b); break;
+    case EX_FIELD: dump_path(e->u.path.parts, e->u.path.len, b); break;
+    case EX_OBJECT:
+        buf_putc(b, '{');
+        for (size_t i = 0; i < e->u.object.len; i++) {
+            buf_printf(b, "%s%s:", i ? "," : "", e->u.object.keys[i]);
+            dump_expr(e->u.object.vals[i], b);
+        }
+        buf_putc(b, '}');
+        break;
+    case EX_ARRAY:
+        buf_putc(b, '[');
+        for (size_t i = 0; i < e->u.array.len; i++) {
+            if (i)
+                buf_putc(b, ',');
+            dump_expr(e->u.array.items[i], b);
+        }
+        buf_putc(b, ']');
+        break;
+    case EX_UNARY:
+        buf_printf(b, "(%s ", op_names[e->u.unary.op]);
+        dump_expr(e->u.unary.arg, b);
+        buf_putc(b, ')');
+        break;
+    case EX_BINARY:
+        buf_printf(b, "(%s ", op_names[e->u.binary.op]);
+        dump_expr(e->u.binary.lhs, b);
+        buf_putc(b, ' ');
+        dump_expr(e->u.binary.rhs, b);
+        buf_putc(b, ')');
+        break;
+    case EX_CALL:
+        buf_printf(b, "%s(", e->u.call.name);
+        for (size_t i = 0; i < e->u.call.len; i++) {
+            if (i)
+                buf_putc(b, ',');
+            dump_expr(e->u.call.args[i], b);
+        }
+        buf_putc(b, ')');
+        break;
+    }
+}
+
+static void
+dump_target(const Target *t, Buf *b)
+{
+    if (t->id.kind == VAL_RECORD) {
+        CHECK(strcmp(t->id.u.rec.table, t->table) == 0, "record table %s vs %s",
+              t->id.u.rec.table, t->table);
+        record_id_format(&t->id.u.rec, b);
+    } else {
+        CHECK(t->id.kind == VAL_NONE, "table target id kind %d", t->id.kind);
+        buf_puts(b, t->table);
+    }
+}
+
+static void
+dump_stmt(const Stmt *s, Buf *b)
+{
+    const TableDecl *d = &s->u.define_table;
+    switch (s->kind) {
+    case ST_DEFINE_QUEUE:
+    case ST_DEFINE_COLLECTION:
+        buf_printf(b, "%s %s", s->kind == ST_DEFINE_QUEUE ? "queue" : "collection", d->name);
+        if (d->if_not_exists) buf_puts(b, " ine");
+        if (s->kind == ST_DEFINE_QUEUE) {
+            buf_puts(b, " timeout=");
+            duration_format(d->timeout_ns, b);
+        } else {
+            CHECK(d->timeout_ns == 0, "collection timeout %" PRId64, d->timeout_ns);
+        }
+        if (d->attempts) buf_printf(b, " attempts=%" PRId64, d->attempts);
+        if (d->priority_by) buf_printf(b, " priority=%s", d->priority_by);
+        if (d->not_before) buf_printf(b, " notbefore=%s", d->not_before);
+        if (d->deduplicate_ns) {
+            buf_puts(b, " dedup=");
+            duration_format(d->deduplicate_ns, b);
+        }
+        if (d->schema == SCHEMA_FULL) buf_puts(b, " full");
+        if (d->schema == SCHEMA_LESS) buf_puts(b, " less");
+        if (d->graph) buf_printf(b, " in=%s", d->graph);
+        break;
+    case ST_DEFINE_FIELD:
+        buf_printf(b, "field %s on %s", s->u.define_field.name, s->u.define_field.table);
+        if (s->u.define_field.type) buf_printf(b, " type=%s", s->u.define_field.type);
+        if (s->u.define_field.required) buf_puts(b, " required");
+        break;
+    case ST_DEFINE_INDEX:
+        buf_printf(b, "index %s on %s fields=", s->u.define_index.name, s->u.define_index.table);
+        for (size_t i = 0; i < s->u.define_index.nfields; i++)
+            buf_printf(b, "%s%s", i ? "," : "", s->u.define_index.fields[i]);
+        break;
+    case ST_CREATE:
+    case ST_UPDATE:
+        buf_puts(b, s->kind == ST_CREATE ? "create " : "update ");
+        dump_target(&s->u.write.target, b);
+        if (s->u.write.mode == WRITE_NONE) {
+            CHECK(s->u.write.content == NULL, "WRITE_NONE with content");
+        } else {
+            buf_puts(b, s->u.write.mode == WRITE_MERGE ? " merge " : " content ");
+            dump_expr(s->u.write.content, b);
+        }
+        if (s->u.write.where) {
+            buf_puts(b, " where ");
+            dump_expr(s->u.write.where, b);
+        }
+        break;
+    case ST_DELETE:
+        buf_puts(b, "delete ");
+        dump_target(&s->u.del.target, b);
+        if (s->u.del.where) {
+            buf_puts(b, " where ");
+            dump_expr(s->u.del.where, b);
+        }
+        break;
+    case ST_SELECT:
+        buf_puts(b, "select ");
+        if (s->u.select.star)
+            buf_puts(b, "*");
+        for (size_t i = 0; i < s->u.select.nfields; i++) {
+            if (i)
+                buf_putc(b, ',');
+            dump_expr(s->u.select.fields[i].expr, b);
+            if (s->u.select.fields[i].alias)
+                buf_printf(b, " as %s", s->u.select.fields[i].alias);
+        }
+        buf_puts(b, " from ");
+        dump_target(&s->u.select.from, b);
+        if (s->u.select.where) {
+            buf_puts(b, " where ");
+            dump_expr(s->u.select.where, b);
+        }
+        if (s->u.select.norder)
+            buf_puts(b, " order ");
+        for (size_t i = 0; i < s->u.select.norder; i++) {
+            if (i)
+                buf_putc(b, ',');
+            dump_path(s->u.select.order[i].parts, s->u.select.order[i].len, b);
+            if (s->u.select.order[i].descending)
+                buf_puts(b, " desc");
+        }
+        if (s->u.select.limit >= 0)
+            buf_printf(b, " limit %" PRId64, s->u.select.limit);
+        break;
+    case ST_CLAIM:
+        buf_printf(b, "claim %" PRId64 " ", s->u.claim.count);
+        if (s->u.claim.target.id.kind == VAL_NONE)
+            buf_puts(b, "from ");
+        dump_target(&s->u.claim.target, b);
+        if (s->u.claim.explain)
+            buf_puts(b, " explain");
+        break;
+    case ST_RELEASE:
+    case ST_RELEASE_ALL:
+        buf_puts(b, s->kind == ST_RELEASE ? "release " : "release all ");
+        dump_target(&s->u.release.target, b);
+        if (s->u.release.not_before) {
+            buf_puts(b, " notbefore ");
+            dump_expr(s->u.release.not_before, b);
+        }
+        if (s->u.release.for_consumer)
+            buf_printf(b, " for %s", s->u.release.for_consumer);
+        break;
+    case ST_USE_CONSUMER: buf_printf(b, "use %s", s->u.use_consumer.name); break;
+    case ST_BEGIN: buf_puts(b, "begin"); break;
+    case ST_COMMIT: buf_puts(b, "commit"); break;
+    case ST_CANCEL: buf_puts(b, "cancel"); break;
+    case ST_INFO_TABLE: buf_printf(b, "info %s", s->u.table_op.table); break;
+    case ST_DROP: buf_printf(b, "drop%d %s", s->u.table_op.kind, s->u.table_op.table); break;
+    }
+}
+
+/* Parses all of "sql"; the statements rendered and joined by " | ", or
+ * "ERROR: message" at the first error. */
+static char *
+parse_all(const char *sql, size_t len)
+{
+    Buf b = {0};
+    Parser *p = parser_new(sql, len);
+    Stmt *s;
+    LangError err = {0};
+    int rc, n = 0;
+    while ((rc = parser_next(p, &s, &err)) == 1) {
+        if (n++)
+            buf_puts(&b, " | ");
+        dump_stmt(s, &b);
+        stmt_free(s);
+    }
+    if (rc < 0) {
+        CHECK(err.code == LANG_PARSE_ERROR, "code %d", err.code);
+        buf_reset(&b);
+        buf_printf(&b, "ERROR: %s", err.message);
+        /* the error sticks */
+        LangError again = {0};
+        CHECK(parser_next(p, &s, &again) == -1 && s == NULL, "error not sticky: %s", sql);
+    }
+    parser_free(p);
+    return buf_steal(&b);
+}
+
+/* ---- statements ---- */
+
+static const struct {
+    const char *sql, *want;
+} stmt_cases[] = {
+    /* every statement of seed 000 */
+    {"DEFINE QUEUE jobs TIMEOUT 30s;", "queue jobs timeout=30s"},
+    {"DEFINE COLLECTION notes;", "collection notes"},
+    {"CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };",
+     "create notes:2 content {attempts:3,claimed_until:\"whenever\"}"},
+    {"CREATE jobs:9 = { url: 'd', claimed_until: 1 };",
+     "create jobs:9 content {url:\"d\",claimed_until:1}"},
+    {"CREATE jobs:1 = { url: 'a' };", "create jobs:1 content {url:\"a\"}"},
+    {"CREATE jobs:2 = { url: 'b' };", "create jobs:2 content {url:\"b\"}"},
+    {"CREATE jobs:3 = { url: 'c' };", "create jobs:3 content {url:\"c\"}"},
+    {"CLAIM FROM jobs;", "claim 1 from jobs"},
+    {"CLAIM FROM jobs;   -- rows 0, once everything is held", "claim 1 from jobs"},
+    {"CLAIM 5 FROM jobs;", "claim 5 from jobs"},
+    {"RELEASE jobs:1;", "release jobs:1"},
+    {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due;", "queue later timeout=30s notbefore=due"},
+    {"CREATE later:1 = { job: 'resize' };", "create later:1 content {job:\"resize\"}"},
+    {"CLAIM FROM later;", "claim 1 from later"},
+    {"RELEASE later:1 NOT BEFORE 10m;", "release later:1 notbefore 10m"},
+    {"RELEASE ALL FROM later NOT BEFORE 10m", "release all later notbefore 10m"},
+    {"DEFINE QUEUE fast TIMEOUT 1ns ATTEMPTS 2;", "queue fast timeout=1ns attempts=2"},
+    {"DEFINE QUEUE retries TIMEOUT 30s ATTEMPTS 5;", "queue retries timeout=30s attempts=5"},
+    {"SELECT url FROM fast WHERE attempts >= 2;", "select url from fast where (>= attempts 2)"},
+    {"DEFINE QUEUE alerts TIMEOUT 1m PRIORITY BY severity;",
+     "queue alerts timeout=1m priority=severity"},
+    {"DEFINE INDEX by_severity ON alerts FIELDS severity;",
+     "index by_severity on alerts fields=severity"},
+    {"DEFINE QUEUE mail TIMEOUT 5m ATTEMPTS 3 NOT BEFORE send_at;",
+     "queue mail timeout=5m attempts=3 notbefore=send_at"},
+    {"CREATE alerts = { severity: 2, text: 'disk at 80%' };",
+     "create alerts content {severity:2,text:\"disk at 80%\"}"},
+    {"CREATE alerts = { severity: 9, text: 'disk full' };",
+     "create alerts content {severity:9,text:\"disk full\"}"},
+    {"CREATE mail = { to: 'ada@example.test', send_at: time::from_unix(time::unix(time::now()) + 600) };",
+     "create mail content {to:\"ada@example.test\",send_at:time::from_unix((+ time::unix(time::now()) 600))}"},
+    {"CLAIM FROM alerts;", "claim 1 from alerts"},
+    {"CLAIM FROM mail;", "claim 1 from mail"},
+    {"DEFINE QUEUE ticks TIMEOUT 5m NOT BEFORE next;", "queue ticks timeout=5m notbefore=next"},
+    {"CREATE ticks:1 = { job: 'cleanup', next: time::now() };",
+     "create ticks:1 content {job:\"cleanup\",next:time::now()}"},
+    {"CLAIM FROM ticks;", "claim 1 from ticks"},
+    {"RELEASE ticks:1 NOT BEFORE 1h;", "release ticks:1 notbefore 1h"},
+    {"DEFINE QUEUE reclaim TIMEOUT 1m DEDUPLICATE 10m;", "queue reclaim timeout=1m dedup=10m"},
+    {"CREATE reclaim:'bucket/key' = { reason: 'overwritten' };",
+     "create reclaim:'bucket/key' content {reason:\"overwritten\"}"},
+    {"SELECT * FROM reclaim;", "select * from reclaim"},
+    {"INFO FOR TABLE reclaim;", "info reclaim"},
+    {"CLAIM jobs:1;", "claim 1 jobs:1"},
+    {"USE CONSUMER 'billing';", "use billing"},
+    {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
+    {"RELEASE ALL FROM jobs;", "release all jobs"},
+    {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
+    {"DEFINE QUEUE jobs  TIMEOUT 30s SCHEMAFULL;", "queue jobs timeout=30s full"},
+    {"DEFINE QUEUE tasks TIMEOUT 10m SCHEMAFULL IN work;", "queue tasks timeout=10m full in=work"},
+    {"DEFINE FIELD url ON jobs TYPE string REQUIRED;", "field url on jobs type=string required"},
+    {"UPDATE jobs:7 = { url: 'b' }", "update jobs:7 content {url:\"b\"}"},
+    {"DROP QUEUE fast;", "drop1 fast"},
+
+    /* DEFINE QUEUE clause order */
+    {"DEFINE QUEUE q TIMEOUT 1s IN g SCHEMAFULL", "queue q timeout=1s full in=g"},
+    {"DEFINE QUEUE q TIMEOUT 1s SCHEMALESS PRIORITY BY a.b DEDUPLICATE 1h NOT BEFORE at IN g",
+     "queue q timeout=1s priority=a.b notbefore=at dedup=1h less in=g"},
+    {"define queue if not exists q timeout 1h30m attempts 9 priority by p",
+     "queue q ine timeout=1h30m attempts=9 priority=p"},
+    {"DEFINE QUEUE `my-queue` TIMEOUT 500ms", "queue my-queue timeout=500ms"},
+    {"DEFINE QUEUE q TIMEOUT 2µs", "queue q timeout=2us"},
+    /* collections, fields, indexes */
+    {"DEFINE TABLE t SCHEMAFULL IN g", "collection t full in=g"},
+    {"DEFINE COLLECTION IF NOT EXISTS `my-notes` SCHEMALESS", "collection my-notes ine less"},
+    {"DEFINE COLLECTION if", "collection if"},
+    {"DEFINE FIELD a.b ON TABLE t TYPE option<int>", "field a.b on t type=option<int>"},
+    {"DEFINE FIELD n ON t REQUIRED TYPE Datetime", "field n on t type=datetime required"},
+    {"DEFINE FIELD n ON table", "field n on table"},
+    {"DEFINE INDEX i ON TABLE t COLUMNS a, b.c", "index i on t fields=a,b.c"},
+    /* writes */
+    {"CREATE t", "create t"},
+    {"CREATE t:abc CONTENT {}", "create t:abc content {}"},
+    {"create t:\"x y\" content [1, -2, 3.5, -0.5, null, none, TRUE, false,]",
+     "create t:'x y' content [1,-2,3.5,-0.5,null,NONE,true,false]"},
+    {"UPDATE t MERGE { a: 1 } WHERE a = 2 AND NOT b OR !c",
+     "update t merge {a:1} where (or (and (= a 2) (not b)) (not c))"},
+    {"UPDATE t:1 CONTENT { ref: jobs:1, at: d'2026-12-01T08:00:00Z', r: r'jobs:x', k: r\"q:'a b'\" }",
+     "update t:1 content {ref:jobs:1,at:d'2026-12-01T08:00:00Z',r:jobs:x,k:q:'a b'}"},
+    {"DELETE FROM t WHERE x IS NOT NONE", "delete t where (!= x NONE)"},
+    {"DELETE t:5", "delete t:5"},
+    {"DELETE from", "delete from"},
+    {"DELETE FROM from:1", "delete from:1"},
+    {"SELECT from FROM t", "select from from t"},
+    /* select */
+    {"SELECT a.b AS x, c, 1 + 2 * -d FROM t:1", "select a.b as x,c,(+ 1 (* 2 (neg d))) from t:1"},
+    {"SELECT * FROM t WHERE (a || b) && c != 'x' ORDER BY a DESC, b.c ASC, d LIMIT 10",
+     "select * from t where (and (or a b) (!= c \"x\")) order a desc,b.c,d limit 10"},
+    {"SELECT value, type, url FROM t ORDER x", "select value,type,url from t order x"},
+    {"SELECT * FROM t WHERE a == 1 OR a < 2 OR a <= 3 OR a > 4 OR a / 2 - 1 = 0",
+     "select * from t where (or (or (or (or (= a 1) (< a 2)) (<= a 3)) (> a 4)) (= (- (/ a 2) 1) 0))"},
+    {"SELECT * FROM t WHERE x = -9223372036854775808", "select * from t where (= x -9223372036854775808)"},
+    /* claim, release, consumer, transactions */
+    {"CLAIM 5000 FROM jobs EXPLAIN", "claim 5000 from jobs explain"},
+    {"CLAIM jobs:'a/b' EXPLAIN", "claim 1 jobs:'a/b'"" explain"},
+    {"claim from:1", "claim 1 from:1"},
+    {"RELEASE jobs:1 FOR CONSUMER billing NOT BEFORE time::now() + 1h",
+     "release jobs:1 notbefore (+ time::now() 1h) for billing"},
+    {"RELEASE ALL FROM q FOR CONSUMER 'b' NOT BEFORE d'2026-01-01'",
+     "release all q notbefore d'2026-01-01T00:00:00Z' for b"},
+    {"RELEASE all:1", "release all:1"},
+    {"USE CONSUMER billing", "use billing"},
+    {"BEGIN; BEGIN TRANSACTION; COMMIT; commit transaction; CANCEL; Cancel Transaction",
+     "begin | begin | commit | commit | cancel | cancel"},
+    {"DROP TABLE a; DROP COLLECTION b; drop queue c", "drop0 a | drop2 b | drop1 c"},
+    /* blanks, comments, stray semicolons */
+    {"", ""},
+    {" ;; -- nothing\n # nor this\n /* nor \n this */ ;", ""},
+    {";;CLAIM FROM a;;; CLAIM FROM b /* x */ ; -- end", "claim 1 from a | claim 1 from b"},
+    {"SELECT * FROM t WHERE a = 5--3", "select * from t where (= a 5)"},
+};
+
+/* Statements that fail, with a fragment the message must contain. */
+static const struct {
+    const char *sql, *want;
+} stmt_errors[] = {
+    {"DEFINE QUEUE q TIMEOUT 1s PRIORITY BY p ATTEMPTS 3",
+     "ATTEMPTS must follow TIMEOUT, found it after PRIORITY BY at line 1, column 41"},
+    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMAFULL", "SCHEMAFULL repeats the schema clause"},
+    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMALESS",
+     "SCHEMALESS repeats the schema clause (SCHEMAFULL was given already) at line 1, column 38"},
+    {"DEFINE QUEUE q TIMEOUT 1s IN a IN b", "IN given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s NOT BEFORE a NOT BEFORE b", "NOT BEFORE given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s DEDUPLICATE 1s DEDUPLICATE 2s", "DEDUPLICATE given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s TIMEOUT 2s", "TIMEOUT given twice"},
+    {"DEFINE QUEUE jobs;",
+     "expected TIMEOUT after the queue name (a queue needs TIMEOUT), found ';' at line 1, column 18"},
+    {"DEFINE QUEUE jobs ATTEMPTS 3 TIMEOUT 1s", "a queue needs TIMEOUT"},
+    {"DEFINE QUEUE jobs TIMEOUT 30", "expected a duration (such as 30s or 5m) after TIMEOUT, found '30'"},
+    {"DEFINE QUEUE jobs TIMEOUT 0s", "TIMEOUT must be a positive duration"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 0", "expected a positive integer after ATTEMPTS, found '0'"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS -1", "expected a positive integer after ATTEMPTS"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s WIBBLE", "expected a queue clause"},
+    {"DEFINE QUEUE jobs TIMEOUT 5x", "invalid number or duration '5x'"},
+    {"DEFINE QUEUE IF NOT q TIMEOUT 1s", "expected EXISTS after IF NOT, found 'q'"},
+    {"DEFINE COLLECTION c TIMEOUT 1s", "expected SCHEMAFULL, SCHEMALESS, IN or ';'"},
+    {"DEFINE FIELD f ON t TYPE thing", "expected a type (any, bool, int"},
+    {"DEFINE FIELD f ON t TYPE option<int", "expected '>' to close option<"},
+    {"DEFINE FIELD f t", "expected ON after the field name, found 't'"},
+    {"DEFINE INDEX i ON t", "expected FIELDS after the table name, found end of text at line 1, column 20"},
+    {"DEFINE VIEW v", "expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
+    {"CLAIM 0 FROM jobs", "CLAIM 0 is not a claim"},
+    {"CLAIM -3 FROM jobs", "CLAIM -3 is not a claim"},
+    {"CLAIM jobs", "expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
+    {"CLAIM 2 jobs", "expected FROM after the CLAIM count"},
+    {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
+    {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
+    {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},
+    {"RELEASE jobs:1 FOR CONSUMER 'a' FOR CONSUMER 'b'", "FOR CONSUMER given twice"},
+    {"RELEASE jobs:1 FOR CONSUMER 'a\\u0000b'", "a consumer name cannot contain a NUL character"},
+    {"RELEASE jobs:1 LATER", "expected NOT BEFORE, FOR CONSUMER or ';'"},
+    {"USE CONSUMER", "expected a consumer name after USE CONSUMER, found end of text"},
+    {"USE jobs", "expected CONSUMER after USE"},
+    {"UPDATE t", "expected '=', CONTENT or MERGE after the target"},
+    {"CREATE t = ", "expected an expression, found end of text"},
+    {"CREATE t:1 = {a: 1 b: 2}", "expected ',' or '}' in the object, found 'b'"},
+    {"CREATE t:1 = {a 1}", "expected ':' after the field name, found '1'"},
+    {"CREATE t:1 = [1 2]", "expected ',' or ']' in the array, found '2'"},
+    {"CREATE t:1 = [,]", "expected an expression, found ','"},
+    {"CREATE t:1 = f(1)", "expected ';' or end of text after the statement, found '('"},
+    {"CREATE t:1 = time::now(1,", "expected an expression, found end of text"},
+    {"CREATE t:1 = (1", "expected ')' to close '('"},
+    {"CREATE t:", "expected a record key (integer, name or quoted string) after ':'"},
+    {"CREATE t:1 = 9223372036854775808", "integer 9223372036854775808 is out of range"},
+    {"CREATE t:1 = 99999999999999999999", "integer '99999999999999999999' is out of range"},
+    {"CREATE t:1 = r'nope'", "expected a record id such as r'jobs:1', found r'nope'"},
+    {"CREATE t:1 = d'yesterday'", "invalid datetime d'yesterday' at line 1, column 14"},
+    {"SELECT FROM t", "expected '*' or a field list after SELECT, found 'FROM'"},
+    {"SELECT * t", "expected FROM after the selected fields, found 't'"},
+    {"SELECT * FROM t LIMIT -1", "expected a non-negative integer after LIMIT"},
+    {"SELECT * FROM t ORDER BY", "expected a field name after ORDER BY, found end of text"},
+    {"SELECT a AS FROM t", "expected FROM after the selected fields, found 't'"},
+    {"SELECT * FROM t WHERE a & b", "unexpected character '&' at line 1, column 25"},
+    {"INFO FOR t", "expected TABLE after INFO FOR"},
+    {"DROP INDEX i", "expected QUEUE, COLLECTION or TABLE after DROP"},
+    {"FROB jobs", "expected a statement (DEFINE"},
+    {"`CLAIM` FROM jobs", "expected a statement, found `CLAIM`"},
+    {"CLAIM FROM a CLAIM FROM b", "expected ';' or end of text after the statement, found 'CLAIM' at line 1, column 14"},
+    /* lexical errors */
+    {"CREATE t:1 = 'abc", "unterminated string starting at line 1, column 14"},
+    {"CLAIM FROM a;\n\n  CREATE t:1 = {a: \"abc\n", "unterminated string starting at line 3, column 20"},
+    {"CREATE t:1 = 'a\tb'", "control character (byte 0x09) in a string"},
+    {"CREATE t:1 = 'a\\qb'", "invalid escape '\\q' in a string at line 1, column 16"},
+    {"CREATE t:1 = 'a\\0'", "invalid escape '\\0'"},
+    {"CREATE t:1 = '\\ud800'", "unpaired surrogate \\ud800"},
+    {"CREATE t:1 = '\\udc00'", "unpaired surrogate \\udc00"},
+    {"CREATE t:1 = '\\u12'", "expected four hex digits after \\u"},
+    {"CREATE t:1 = '\xff'", "invalid UTF-8 in a string at line 1, column 15"},
+    {"CREATE t:1 = 'a\xc0\x80'", "invalid UTF-8"},
+    {"CREATE t:1 = '\xed\xa0\x80'", "invalid UTF-8"},  /* an encoded surrogate */
+    {"CLAIM FROM a -- \xfe\n", "invalid UTF-8 in a comment at line 1, column 17"},
+    {"CLAIM FROM a /* é \xe9 */", "invalid UTF-8 in a comment at line 1, column 20"},
+    {"CLAIM FROM a /* open", "unterminated comment starting at line 1, column 14"},
+    {"CLAIM FROM `a", "unterminated `identifier` starting at line 1, column 12"},
+    {"CLAIM FROM ``", "empty `identifier`"},
+    {"CLAIM FROM é", "unexpected character 'é' at line 1, column 12"},
+    {"CLAIM FROM a\x01", "unexpected control character (byte 0x01)"},
+    {"SELECT * FROM t WHERE a = 1.5s", "invalid number or duration '1.5s'"},
+    {"SELECT * FROM t WHERE a = 1e999", "number '1e999' is out of range"},
+    {"SELECT * FROM t WHERE a = 99999999999999999999y", "invalid number or duration"},
+};
+
+static void
+test_statements(void)
+{
+    for (size_t i = 0; i < sizeof stmt_cases / sizeof stmt_cases[0]; i++) {
+        char *got = parse_all(stmt_cases[i].sql, strlen(stmt_cases[i].sql));
+        CHECK(strcmp(got, stmt_cases[i].want) == 0, "%s\n   got  %s\n   want %s",
+              stmt_cases[i].sql, got, stmt_cases[i].want);
+        free(got);
+    }
+    for (size_t i = 0; i < sizeof stmt_errors / sizeof stmt_errors[0]; i++) {
+        char *got = parse_all(stmt_errors[i].sql, strlen(stmt_errors[i].sql));
+        CHECK(strncmp(got, "ERROR: ", 7) == 0 && strstr(got, stmt_errors[i].want),
+              "%s\n   got  %s\n   want %s", stmt_errors[i].sql, got, stmt_errors[i].want);
+        free(got);
+    }
+}
+
+/* A text parsed one statement at a time: lines, and the statements before
+ * an error are handed out before it. */
+static void
+test_parser_walk(void)
+{
+    static const char text[] =
+        "DEFINE QUEUE jobs TIMEOUT 30s;\n"
+        "CREATE jobs:1 = { url: 'a' };\n"
+        "\n"
+        "  CLAIM FROM jobs; CLAIM 0 FROM jobs; CLAIM FROM jobs;\n";
+    Parser *p = parser_new(text, sizeof text - 1);
+    Stmt *s;
+    LangError err = {0};
+    int lines[3] = {0}, n = 0, rc;
+    while ((rc = parser_next(p, &s, &err)) == 1) {
+        if (n < 3)
+            lines[n] = s->line;
+        n++;
+        stmt_free(s);
+    }
+    CHECK(rc == -1 && n == 3, "rc %d n %d", rc, n);
+    CHECK(lines[0] == 1 && lines[1] == 2 && lines[2] == 4, "lines %d %d %d", lines[0], lines[1],
+          lines[2]);
+    CHECK(strstr(err.message, "CLAIM 0 is not a claim") &&
+              strstr(err.message, "line 4, column 26"),
+          "%s", err.message);
+    parser_free(p);
+
+    /* a NUL byte in the text, and a lexical error after a complete statement */
+    static const char nul[] = "CLAIM FROM a; CLAIM\0 FROM b";
+    char *got = parse_all(nul, sizeof nul - 1);
+    CHECK(strstr(got, "NUL byte at line 1, column 20"), "%s", got);
+    free(got);
+    p = parser_new("CLAIM FROM a; \xff", 15);
+    err = (LangError){0};
+    CHECK(parser_next(p, &s, &err) == 1, "first statement before the bad byte");
+    stmt_free(s);
+    CHECK(parser_next(p, &s, &err) == -1 && strstr(err.message, "invalid UTF-8 at line 1, column 15"),
+          "%s", err.message);
+    parser_free(p);
+
+    /* deep nesting is an error, not a stack overflow */
+    static const char *const opens[] = {"[", "(", "{a:", "- ", "NOT ", "!"};
+    for (size_t k = 0; k < sizeof opens / sizeof opens[0]; k++) {
+        Buf b = {0};
+        buf_puts(&b, "CREATE t:1 = ");
+        for (int i = 0; i < 100000; i++)
+            buf_puts(&b, opens[k]);
+        buf_puts(&b, "x");
+        got = parse_all(b.data, b.len);
+        CHECK(strstr(got, "nesting deeper than 256 levels"), "%s: %.200s", opens[k], got);
+        free(got);
+        buf_free(&b);
+    }
+    /* ... while 200 levels are fine */
+    Buf b = {0};
+    buf_puts(&b, "CREATE t:1 = ");
+    for (int i = 0; i < 200; i++)
+        buf_puts(&b, "[");
+    for (int i = 0; i < 200; i++)
+        buf_puts(&b, "]");
+    got = parse_all(b.data, b.len);
+    CHECK(strncmp(got, "create t:1 content [[[", 22) == 0, "%.100s", got);
+    free(got);
+    buf_free(&b);
+}
+
+/* ---- literals ---- */
+
+static const struct {
+    const char *text, *json;
+} literal_cases[] = {
+    {"{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": -2.5e3}, \"e\": \"x\\ny\"}",
+     "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":-2500.0},\"e\":\"x\\ny\"}"},
+    {"  { url: 'a', attempts: 3 }  \n", "{\"attempts\":3,\"url\":\"a\"}"},
+    {"{ due: d'2026-12-01T08:00:00Z', wait: 1h30m, ref: jobs:1, key: jobs:'bucket/key', }",
+     "{\"due\":\"2026-12-01T08:00:00Z\",\"key\":\"jobs:'bucket/key'\",\"ref\":\"jobs:1\",\"wait\":\"1h30m\"}"},
+    {"[1, [2, [3, {x: [4,]}]],]", "[1,[2,[3,{\"x\":[4]}]]]"},
+    {"{gone: NONE, kept: null}", "{\"kept\":null}"},
+    {"{'single': 'it\\'s', \"double\": \"say \\\"hi\\\"\", 7: 'seven'}",
+     "{\"7\":\"seven\",\"double\":\"say \\\"hi\\\"\",\"single\":\"it's\"}"},
+    {"'\\u00e9\\u20ac\\ud83d\\ude00\\/\\b\\f\\r\\t'", "\"é€😀/\\b\\f\\r\\t\""},
+    {"\"é 😀\"", "\"é 😀\""},
+    {"'a\\u0000b'", "\"a\\u0000b\""},
+    {"-9223372036854775808", "-9223372036854775808"},
+    {"9223372036854775807", "9223372036854775807"},
+    {"-0.5", "-0.5"},
+    {"1E2", "100.0"},
+    {"-0s", "\"0ns\""},
+    {"500ms", "\"500ms\""},
+    {"r'jobs:7'", "\"jobs:7\""},
+    {"{a: 1, a: 2}", "{\"a\":2}"},
+    {"TRUE", "true"},
+    {"None", "null"},
+    {"{}", "{}"},
+    {"[]", "[]"},
+    {"{`odd key`: 1}", "{\"odd key\":1}"},
+    {"/* c */ 5 -- trailing comment", "5"},
+};
+
+static const struct {
+    const char *text, *want;
+} literal_errors[] = {
+    {"{url: 'a}", "unterminated string starting at line 1, column 7"},
+    {"'\xc3'", "invalid UTF-8"},
+    {"{a: 'b\x01'}", "control character (byte 0x01) in a string"},
+    {"99999999999999999999", "integer '99999999999999999999' is out of range"},
+    {"9223372036854775808", "integer 9223372036854775808 is out of range"},
+    {"{a: 1} x", "record content must be a literal value, found 'x'"},
+    {"{a: 1} }", "expected end of text after the value, found '}'"},
+    {"1 2", "expected end of text after the value, found '2'"},
+    {"{a: b}", "record content must be a literal value, found 'b' at line 1, column 5"},
+    {"{a: 1 + 2}", "record content must be a literal value, found '+'"},
+    {"{a: time::now()}", "record content must be a literal value, found 'time'"},
+    {"[(1)]", "record content must be a literal value, found '('"},
+    {"[- x]", "record content must be a literal value, found 'x'"},
+    {"-5s", "a duration cannot be negative"},
+    {"1 + 2", "record content must be a literal value, found '+'"},
+    {"", "expected a value, found end of text"},
+    {"   ", "expected a value, found end of text at line 1, column 4"},
+    {"{a: 1,,}", "expected a field name or '}', found ','"},
+    {"{a 1}", "expected ':' after the field name"},
+    {"[1,", "expected a value, found end of text"},
+    {"{\"a\\u0000\": 1}", "a field name cannot contain a NUL character"},
+    {"d'2026-13-01'", "invalid datetime"},
+    {"5x", "invalid number or duration '5x'"},
+    {"`x`", "record content must be a literal value, found `x`"},
+};
+
+static void
+test_literals(void)
+{
+    for (size_t i = 0; i < sizeof literal_cases / sizeof literal_cases[0]; i++) {
+        Value v;
+        LangError err = {0};
+        int rc = lang_literal_parse(literal_cases[i].text, strlen(literal_cases[i].text), &v, &err);
+        Buf b = {0};
+        if (rc == 0)
+            value_to_json(&v, &b);
+        CHECK(rc == 0 && b.data && strcmp(b.data, literal_cases[i].json) == 0,
+              "%s\n   got  %s\n   want %s", literal_cases[i].text,
+              rc == 0 ? (b.data ? b.data : "") : err.message, literal_cases[i].json);
+        buf_free(&b);
+        value_free(&v);
+    }
+    for (size_t i = 0; i < sizeof literal_errors / sizeof literal_errors[0]; i++) {
+        Value v;
+        LangError err = {0};
+        int rc = lang_literal_parse(literal_errors[i].text, strlen(literal_errors[i].text), &v, &err);
+        CHECK(rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE &&
+                  strstr(err.message, literal_errors[i].want),
+              "%s\n   got  %s\n   want %s", literal_errors[i].text, rc ? err.message : "success",
+              literal_errors[i].want);
+        value_free(&v);
+    }
+
+    /* kinds that JSON cannot show */
+    Value v;
+    LangError err = {0};
+    const char *text = "[1h30m, d'2026-12-01', jobs:'bucket/key', 1.0, 7]";
+    CHECK(lang_literal_parse(text, strlen(text), &v, &err) == 0, "%s", err.message);
+    CHECK(v.kind == VAL_ARRAY && v.u.arr.len == 5, "array");
+    if (v.kind == VAL_ARRAY && v.u.arr.len == 5) {
+        Value *it = v.u.arr.items;
+        CHECK(it[0].kind == VAL_DURATION && it[0].u.ns == INT64_C(5400000000000), "duration");
+        CHECK(it[1].kind == VAL_DATETIME && it[1].u.ns == INT64_C(1796083200000000000), "datetime %" PRId64, it[1].u.ns);
+        CHECK(it[2].kind == VAL_RECORD && strcmp(it[2].u.rec.table, "jobs") == 0 &&
+                  it[2].u.rec.key->kind == VAL_STRING &&
+                  strcmp(it[2].u.rec.key->u.str.s, "bucket/key") == 0, "record");
+        CHECK(it[3].kind == VAL_FLOAT && it[4].kind == VAL_INT, "numbers");
+    }
+    value_free(&v);
+
+    /* a NUL byte in the text */
+    static const char nul[] = "{a: 1}\0";
+    CHECK(lang_literal_parse(nul, sizeof nul - 1, &v, &err) == -1 &&
+              strstr(err.message, "NUL byte at line 1, column 7"), "%s", err.message);
+    value_free(&v);
+
+    /* 100000 levels of nesting */
+    for (int k = 0; k < 2; k++) {
+        size_t n = 100000;
+        char *deep = malloc(n + 1);
+        memset(deep, k ? '{' : '[', n);
+        err = (LangError){0};
+        if (k) {  /* {a:{a:{a: … */
+            Buf b = {0};
+            for (size_t i = 0; i < n; i++)
+                buf_puts(&b, "{a:");
+            CHECK(lang_literal_parse(b.data, b.len, &v, &err) == -1 &&
+                      strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
+            buf_free(&b);
+        } else {
+            CHECK(lang_literal_parse(deep, n, &v, &err) == -1 &&
+                      strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
+        }
+        value_free(&v);
+        free(deep);
+    }
+}
+
+static const struct {
+    const char *text, *want;  /* want: rendered key, or NULL for an error */
+} key_cases[] = {
+    {"1", "1"},
+    {"abc", "\"abc\""},
+    {"'bucket/key'", "\"bucket/key\""},
+    {" \"x\" ", "\"x\""},
+    {"`my key`", "\"my key\""},
+    {"", NULL},
+    {"1 2", NULL},
+    {"-1", NULL},
+    {"a:b", NULL},
+    {"9223372036854775808", NULL},
+};
+
+static void
+test_record_keys(void)
+{
+    for (size_t i = 0; i < sizeof key_cases / sizeof key_cases[0]; i++) {
+        Value v;
+        LangError err = {0};
+        int rc = lang_record_key_parse(key_cases[i].text, strlen(key_cases[i].text), &v, &err);
+        if (key_cases[i].want) {
+            Buf b = {0};
+            if (rc == 0)
+                value_to_json(&v, &b);
+            CHECK(rc == 0 && (v.kind == VAL_INT || v.kind == VAL_STRING) &&
+                      strcmp(b.data, key_cases[i].want) == 0,
+                  "key %s: %s", key_cases[i].text, rc ? err.message : b.data);
+            buf_free(&b);
+        } else {
+            CHECK(rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE, "key %s accepted",
+                  key_cases[i].text);
+        }
+        value_free(&v);
+    }
+}
+
+/* lang_literal_parse runs for every line written to a queue's `new` file:
+ * print what a small record costs (the bound is loose for sanitizer builds). */
+static void
+test_literal_speed(void)
+{
+    const char *text = "{\"url\":\"https://example.test/a/b\",\"attempts\":3,\"tags\":[\"x\",\"y\"],"
+                       "\"due\":d'2026-12-01T08:00:00Z',\"ok\":true}";
+    size_t len = strlen(text);
+    int n = 20000;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < n; i++) {
+        Value v;
+        LangError err = {0};
+        if (lang_literal_parse(text, len, &v, &err) != 0) {
+            CHECK(0, "%s", err.message);
+            break;
+        }
+        value_free(&v);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;
+    fprintf(stderr, "lang_literal_parse: %.2f us per small record\n", us);
+    CHECK(us < 100.0, "%.2f us per record", us);
+}
+
+int
+main(void)
+{
+    test_statements();
+    test_parser_walk();
+    test_literals();
+    test_record_keys();
+    test_literal_speed();
+    return unit_test_summary();
+}

@@ -1,0 +1,33 @@
+# deps.sh — sourced by scripts/run and scripts/test: makes sure the Debian
+# packages queuefs builds and tests with are installed.  As root it installs
+# what is missing with apt-get; otherwise it prints the command and fails.
+
+QUEUEFS_DEBIAN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev lmdb-utils libfuse3-dev fuse3 bats bats-assert bats-support jq"
+
+queuefs_install_deps() {
+    local missing=() pkg
+    for pkg in $QUEUEFS_DEBIAN_PACKAGES "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
+            missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "queuefs needs these Debian packages; install them with:" >&2
+        echo "  sudo apt-get install -y ${missing[*]}" >&2
+        return 1
+    fi
+    echo "installing ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+}
+
+# Configures (once) and builds the tree at the current directory.
+queuefs_build() {
+    if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt configure ]; then
+        autoreconf -fi >/dev/null || return 1
+    fi
+    if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
+        ./configure ${QUEUEFS_CONFIGURE_FLAGS:-} >/dev/null || return 1
+    fi
+    make -j"$(nproc)" >/dev/null
+}

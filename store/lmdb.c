@@ -1,0 +1,1185 @@
+/* lmdb.c — the LMDB backend of the store (see store.h).
+ *
+ * The only file of queuefs that includes <lmdb.h>.
+ *
+ * Layout: one LMDB environment (a directory) with six named databases.
+ * Integers in keys are big-endian so that byte order is numeric order;
+ * "T" below is a table id as 4 big-endian bytes.
+ *
+ *   sys       "version"        → "queuefs-store" u32 format version
+ *             "next_table_id"  → u32: the id the next created table gets
+ *   catalog   table name       → [u32 id][definition bytes]
+ *   records   [T][record key]  → [u64 seq][i64 wake][u16 order_len]
+ *                                [order key][caller's value bytes]
+ *             wake is -1 when the record has no slot, 0 when it is in the
+ *             ready index, > 0 when it is in the deadline index; with the
+ *             order key it lets put and delete find the old index entry.
+ *   ready     [T][order key]   → [u64 seq][record key]   (MDB_DUPSORT)
+ *             LMDB compares keys by memcmp, shorter first on a tie, which
+ *             is exactly (table, order key) order; the duplicates of one
+ *             key sort by arrival sequence.  (A flat [T][order][seq] key
+ *             would misorder order keys that are prefixes of each other.)
+ *   deadline  [T][u64 wake][record key] → empty
+ *   meta      [T][0x01][name]  → caller's value
+ *             [T][0x00]"seq"   → u64: the table's last arrival sequence
+ *
+ * Dropping a table deletes every key with its [T] prefix in records,
+ * ready, deadline and meta.  Table ids are never reused.
+ *
+ * Concurrency: LMDB's lock file serialises writers across processes and
+ * threads.  The environment is opened with MDB_NOTLS so read transactions
+ * are not tied to threads.  A process-local rwlock is held shared by every
+ * open transaction and exclusively only to adopt a map another process grew
+ * (MDB_MAP_RESIZED), because mdb_env_set_mapsize() must not run while any
+ * transaction of this process is open.
+ *
+ * Open an environment at most once per process at a time: LMDB's fcntl
+ * locks on the lock file are per process, so closing a second handle to the
+ * same directory would release the first one's locks.  An environment must
+ * not cross fork(); the child opens its own.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define STORE_FORMAT_MAGIC "queuefs-store"
+#define STORE_FORMAT_VERSION 1u
+#define STORE_MAX_DBS 8
+#define STORE_MAX_READERS 1024
+#define STORE_RESIZE_WAIT_S 5
+#define STORE_BEGIN_TRIES 8
+
+#define RECORD_HEAD_LEN 18           /* u64 seq, i64 wake, u16 order_len */
+#define WAKE_NO_SLOT (-1)
+#define META_INTERNAL 0x00
+#define META_CALLER 0x01
+
+/* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
+#define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
+
+#if SIZE_MAX > 0xffffffffu
+#define STORE_DEFAULT_MAP_SIZE ((size_t)16 << 30)
+#else
+#define STORE_DEFAULT_MAP_SIZE ((size_t)1 << 30)
+#endif
+
+struct Store {
+    MDB_env *env;
+    MDB_dbi sys, catalog, records, ready, deadline, meta;
+    pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
+};
+
+struct StoreTxn {
+    Store *st;
+    MDB_txn *txn;
+    bool write;
+};
+
+/* A record's stored header, decoded; pointers are into the stored value. */
+typedef struct RecordHead {
+    uint64_t seq;
+    int64_t wake;                 /* WAKE_NO_SLOT, 0 (ready) or > 0 (waiting) */
+    const unsigned char *order;
+    size_t order_len;
+    const unsigned char *value;
+    size_t value_len;
+} RecordHead;
+
+/* A composite key built in local memory (never aliases LMDB's). */
+typedef struct KeyBuf {
+    unsigned char data[KEY_BUF_LEN];
+    size_t len;
+} KeyBuf;
+
+static const char *const store_messages[] = {
+    [STORE_OK] = "success",
+    [STORE_NOTFOUND] = "not found",
+    [STORE_EXISTS] = "already exists",
+    [STORE_FULL] = "store is full",
+    [STORE_TOOBIG] = "key too long",
+    [STORE_IO] = "store I/O error",
+    [STORE_BUSY] = "store busy",
+    [STORE_CORRUPT] = "not a queuefs store, or damaged",
+};
+
+/* ---- small helpers ---- */
+
+/* Returns n bytes of fresh memory; aborts the process when there is none
+ * (queuefs treats out-of-memory as fatal). */
+static void *
+store_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+/* Copies n bytes; n == 0 is allowed with NULL pointers. */
+static void
+bytes_copy(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
+
+/* Writes v as 2 big-endian bytes at p. */
+static void
+bytes_put_u16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+/* Reads 2 big-endian bytes at p. */
+static uint16_t
+bytes_get_u16(const unsigned char *p)
+{
+    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+}
+
+/* Writes v as 4 big-endian bytes at p. */
+static void
+bytes_put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+/* Reads 4 big-endian bytes at p. */
+static uint32_t
+bytes_get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Writes v as 8 big-endian bytes at p. */
+static void
+bytes_put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+/* Reads 8 big-endian bytes at p. */
+static uint64_t
+bytes_get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Maps an LMDB return code (or errno) to a StoreStatus. */
+static int
+store_status_of(int rc)
+{
+    switch (rc) {
+    case MDB_SUCCESS:
+        return STORE_OK;
+    case MDB_NOTFOUND:
+        return STORE_NOTFOUND;
+    case MDB_KEYEXIST:
+        return STORE_EXISTS;
+    case MDB_MAP_FULL:
+    case MDB_TXN_FULL:
+    case MDB_PAGE_FULL:
+    case MDB_CURSOR_FULL:
+    case ENOSPC:
+        return STORE_FULL;
+    case MDB_BAD_VALSIZE:
+        return STORE_TOOBIG;
+    case MDB_READERS_FULL:
+    case MDB_MAP_RESIZED:
+    case MDB_TLS_FULL:
+    case MDB_DBS_FULL:
+    case EAGAIN:
+    case EBUSY:
+        return STORE_BUSY;
+    case MDB_INVALID:
+    case MDB_CORRUPTED:
+    case MDB_VERSION_MISMATCH:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INCOMPATIBLE:
+    case MDB_BAD_RSLOT:
+    case MDB_BAD_DBI:
+        return STORE_CORRUPT;
+    default:                     /* EIO, MDB_PANIC, MDB_BAD_TXN, other errnos */
+        return STORE_IO;
+    }
+}
+
+/* Writes "location: what[: LMDB's message for rc]" into errbuf (when there
+ * is one); rc == 0 adds no LMDB message. */
+static void
+store_open_message(char *errbuf, size_t errlen, const char *location,
+                   const char *what, int rc)
+{
+    if (!errbuf || !errlen)
+        return;
+    if (rc)
+        snprintf(errbuf, errlen, "%s: %s: %s", location, what, mdb_strerror(rc));
+    else
+        snprintf(errbuf, errlen, "%s: %s", location, what);
+}
+
+/* Sets k to [T]. */
+static void
+key_set_table(KeyBuf *k, uint32_t table)
+{
+    bytes_put_u32(k->data, table);
+    k->len = 4;
+}
+
+/* Appends n bytes to k; the caller has checked they fit. */
+static void
+key_append(KeyBuf *k, const void *p, size_t n)
+{
+    bytes_copy(k->data + k->len, p, n);
+    k->len += n;
+}
+
+/* Appends v as 8 big-endian bytes to k. */
+static void
+key_append_u64(KeyBuf *k, uint64_t v)
+{
+    bytes_put_u64(k->data + k->len, v);
+    k->len += 8;
+}
+
+/* An MDB_val viewing k (valid while k lives). */
+static MDB_val
+key_val(KeyBuf *k)
+{
+    return (MDB_val){.mv_size = k->len, .mv_data = k->data};
+}
+
+/* True when the LMDB key "k" starts with table id "table". */
+static bool
+key_has_table(MDB_val k, uint32_t table)
+{
+    return k.mv_size >= 4 && bytes_get_u32(k.mv_data) == table;
+}
+
+/* Decodes a stored record value; STORE_CORRUPT when it is malformed. */
+static int
+record_head_parse(MDB_val v, RecordHead *h)
+{
+    const unsigned char *p = v.mv_data;
+    if (v.mv_size < RECORD_HEAD_LEN)
+        return STORE_CORRUPT;
+    h->seq = bytes_get_u64(p);
+    h->wake = (int64_t)bytes_get_u64(p + 8);
+    h->order_len = bytes_get_u16(p + 16);
+    if (h->order_len > STORE_MAX_KEY || v.mv_size < RECORD_HEAD_LEN + h->order_len)
+        return STORE_CORRUPT;
+    h->order = p + RECORD_HEAD_LEN;
+    h->value = h->order + h->order_len;
+    h->value_len = v.mv_size - RECORD_HEAD_LEN - h->order_len;
+    return STORE_OK;
+}
+
+/* Writes a record header at p (RECORD_HEAD_LEN bytes; the order key is
+ * copied by the caller). */
+static void
+record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len)
+{
+    bytes_put_u64(p, seq);
+    bytes_put_u64(p + 8, (uint64_t)wake);
+    bytes_put_u16(p + 16, (uint16_t)order_len);
+}
+
+/* Puts a private copy of "data" under "key", so that "data" may point into
+ * LMDB memory that the write itself moves. */
+static int
+db_put_copy(MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len)
+{
+    void *copy = store_alloc(len);
+    bytes_copy(copy, data, len);
+    MDB_val v = {.mv_size = len, .mv_data = copy};
+    int rc = mdb_put(txn, dbi, &key, &v, 0);
+    free(copy);
+    return store_status_of(rc);
+}
+
+/* Deletes every entry of "dbi" whose key starts with [T] (all duplicates
+ * too), at O(log n) per entry. */
+static int
+db_delete_table(MDB_txn *txn, MDB_dbi dbi, uint32_t table, unsigned del_flags)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn, dbi, &cur);
+    if (rc)
+        return store_status_of(rc);
+    KeyBuf prefix;
+    key_set_table(&prefix, table);
+    for (;;) {
+        MDB_val k = key_val(&prefix), v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = 0;
+            break;
+        }
+        if (rc)
+            break;
+        rc = mdb_cursor_del(cur, del_flags);
+        if (rc)
+            break;
+    }
+    mdb_cursor_close(cur);
+    return store_status_of(rc);
+}
+
+/* Builds the meta key [T][sub][name]; the caller has checked the length. */
+static void
+meta_key_build(KeyBuf *k, uint32_t table, unsigned char sub, const void *name, size_t len)
+{
+    key_set_table(k, table);
+    k->data[k->len++] = sub;
+    key_append(k, name, len);
+}
+
+/* Takes the next arrival sequence of "table" (1, 2, ...) into *seq. */
+static int
+table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq)
+{
+    KeyBuf k;
+    meta_key_build(&k, table, META_INTERNAL, "seq", 3);
+    MDB_val kv = key_val(&k), v;
+    uint64_t last = 0;
+    int rc = mdb_get(t->txn, t->st->meta, &kv, &v);
+    if (rc == 0 && v.mv_size == 8)
+        last = bytes_get_u64(v.mv_data);
+    else if (rc == 0)
+        return STORE_CORRUPT;
+    else if (rc != MDB_NOTFOUND)
+        return store_status_of(rc);
+    unsigned char buf[8];
+    bytes_put_u64(buf, last + 1);
+    v = (MDB_val){.mv_size = 8, .mv_data = buf};
+    rc = mdb_put(t->txn, t->st->meta, &kv, &v, 0);
+    if (rc)
+        return store_status_of(rc);
+    *seq = last + 1;
+    return STORE_OK;
+}
+
+/* ---- the queue indexes ---- */
+
+/* Builds the ready entry of a record: key [T][order], data [seq][rkey]. */
+static void
+ready_entry_build(KeyBuf *k, KeyBuf *d, uint32_t table, const void *order,
+                  size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len)
+{
+    key_set_table(k, table);
+    key_append(k, order, order_len);
+    d->len = 0;
+    key_append_u64(d, seq);
+    key_append(d, rkey, rkey_len);
+}
+
+/* Builds the deadline key of a record: [T][wake][rkey]. */
+static void
+deadline_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, size_t rkey_len)
+{
+    key_set_table(k, table);
+    key_append_u64(k, (uint64_t)wake);
+    key_append(k, rkey, rkey_len);
+}
+
+/* Adds the index entry a record with this slot state belongs in (none for
+ * WAKE_NO_SLOT).  All pointers are to local copies. */
+static int
+queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                const void *order, size_t order_len, uint64_t seq, int64_t wake)
+{
+    KeyBuf k, d;
+    MDB_val kv, dv = {0, NULL};
+    MDB_dbi dbi;
+    if (wake == WAKE_NO_SLOT)
+        return STORE_OK;
+    if (wake == 0) {
+        ready_entry_build(&k, &d, table, order, order_len, seq, rkey, rkey_len);
+        dv = key_val(&d);
+        dbi = t->st->ready;
+    } else {
+        deadline_key_build(&k, table, wake, rkey, rkey_len);
+        dbi = t->st->deadline;
+    }
+    kv = key_val(&k);
+    return store_status_of(mdb_put(t->txn, dbi, &kv, &dv, 0));
+}
+
+/* Removes the index entry described by a record's header (none for
+ * WAKE_NO_SLOT).  Copies what it needs from "h" before writing, so "h" may
+ * point into LMDB memory.  A missing entry is not an error. */
+static int
+queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                   const RecordHead *h)
+{
+    KeyBuf k, d;
+    MDB_val kv, dv;
+    int rc;
+    if (h->wake == WAKE_NO_SLOT)
+        return STORE_OK;
+    if (h->wake == 0) {
+        ready_entry_build(&k, &d, table, h->order, h->order_len, h->seq, rkey, rkey_len);
+        kv = key_val(&k);
+        dv = key_val(&d);
+        rc = mdb_del(t->txn, t->st->ready, &kv, &dv);
+    } else {
+        deadline_key_build(&k, table, h->wake, rkey, rkey_len);
+        kv = key_val(&k);
+        rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
+    }
+    return rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
+}
+
+/* Moves the waiting record under [T][rkey] into the ready index: its
+ * header's wake becomes 0 and it gets a ready entry.  The deadline entry is
+ * the caller's to delete.  A deadline entry without a record is ignored. */
+static int
+queue_record_wake(StoreTxn *t, uint32_t table, const KeyBuf *rk)
+{
+    KeyBuf key = *rk;
+    MDB_val kv = key_val(&key), v;
+    RecordHead h;
+    int rc = mdb_get(t->txn, t->st->records, &kv, &v);
+    if (rc == MDB_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return store_status_of(rc);
+    if ((rc = record_head_parse(v, &h)))
+        return rc;
+    size_t len = v.mv_size;
+    unsigned char *copy = store_alloc(len);
+    memcpy(copy, v.mv_data, len);
+    record_head_write(copy, h.seq, 0, h.order_len);
+    MDB_val nv = {.mv_size = len, .mv_data = copy};
+    rc = store_status_of(mdb_put(t->txn, t->st->records, &kv, &nv, 0));
+    if (rc == STORE_OK)
+        rc = queue_index_add(t, table, key.data + 4, key.len - 4,
+                             copy + RECORD_HEAD_LEN, h.order_len, h.seq, 0);
+    free(copy);
+    return rc;
+}
+
+/* Moves every waiting record of "table" whose wake is <= now into the
+ * ready index, at O(log n) per record moved; stops at the first entry still
+ * in the future. */
+static int
+queue_drain(StoreTxn *t, uint32_t table, int64_t now)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(t->txn, t->st->deadline, &cur);
+    if (rc)
+        return store_status_of(rc);
+    KeyBuf prefix, rk;
+    key_set_table(&prefix, table);
+    for (;;) {
+        MDB_val k = key_val(&prefix), v;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if (k.mv_size < 12 || k.mv_size > 12 + STORE_MAX_KEY) {
+            rc = STORE_CORRUPT;
+            break;
+        }
+        const unsigned char *p = k.mv_data;
+        if ((int64_t)bytes_get_u64(p + 4) > now) {
+            rc = STORE_OK;
+            break;
+        }
+        key_set_table(&rk, table);
+        key_append(&rk, p + 12, k.mv_size - 12);
+        if ((rc = mdb_cursor_del(cur, 0))) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if ((rc = queue_record_wake(t, table, &rk)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+/* ---- the environment ---- */
+
+/* Opens one named database of the store (creating it when "create"). */
+static int
+store_dbi_open(MDB_txn *txn, const char *name, unsigned flags, bool create, MDB_dbi *dbi)
+{
+    return mdb_dbi_open(txn, name, flags | (create ? MDB_CREATE : 0), dbi);
+}
+
+/* Writes the format marker and the first table id of a new store. */
+static int
+store_format_init(MDB_txn *txn, MDB_dbi sys)
+{
+    unsigned char ver[sizeof STORE_FORMAT_MAGIC - 1 + 4], next[4];
+    memcpy(ver, STORE_FORMAT_MAGIC, sizeof STORE_FORMAT_MAGIC - 1);
+    bytes_put_u32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
+    bytes_put_u32(next, 1);
+    MDB_val k = {7, "version"}, v = {sizeof ver, ver};
+    int rc = mdb_put(txn, sys, &k, &v, 0);
+    if (rc)
+        return rc;
+    k = (MDB_val){13, "next_table_id"};
+    v = (MDB_val){4, next};
+    return mdb_put(txn, sys, &k, &v, 0);
+}
+
+/* Checks the format marker: MDB_SUCCESS for this format, MDB_INVALID for
+ * anything else (a foreign store or a future version). */
+static int
+store_format_check(MDB_txn *txn, MDB_dbi sys)
+{
+    MDB_val k = {7, "version"}, v;
+    size_t mlen = sizeof STORE_FORMAT_MAGIC - 1;
+    int rc = mdb_get(txn, sys, &k, &v);
+    if (rc == MDB_NOTFOUND)
+        return MDB_INVALID;
+    if (rc)
+        return rc;
+    if (v.mv_size != mlen + 4 || memcmp(v.mv_data, STORE_FORMAT_MAGIC, mlen) != 0)
+        return MDB_INVALID;
+    if (bytes_get_u32((const unsigned char *)v.mv_data + mlen) != STORE_FORMAT_VERSION)
+        return MDB_INVALID;
+    return MDB_SUCCESS;
+}
+
+/* In one write transaction: recognises (or, in an empty environment,
+ * creates) the store's databases and format marker.  An environment with
+ * other contents yields MDB_INVALID or MDB_INCOMPATIBLE. */
+static int
+store_schema_open(Store *st)
+{
+    MDB_txn *txn;
+    MDB_dbi main_dbi;
+    MDB_stat ms;
+    bool fresh = false;
+    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    if (rc)
+        return rc;
+    if ((rc = mdb_dbi_open(txn, NULL, 0, &main_dbi)))
+        goto fail;
+    rc = store_dbi_open(txn, "sys", 0, false, &st->sys);
+    if (rc == MDB_NOTFOUND) {
+        if ((rc = mdb_stat(txn, main_dbi, &ms)))
+            goto fail;
+        if (ms.ms_entries != 0) {
+            rc = MDB_INVALID;
+            goto fail;
+        }
+        fresh = true;
+        rc = store_dbi_open(txn, "sys", 0, true, &st->sys);
+    }
+    if (rc)
+        goto fail;
+    if ((rc = fresh ? store_format_init(txn, st->sys) : store_format_check(txn, st->sys)))
+        goto fail;
+    if ((rc = store_dbi_open(txn, "catalog", 0, fresh, &st->catalog)) ||
+        (rc = store_dbi_open(txn, "records", 0, fresh, &st->records)) ||
+        (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, fresh, &st->ready)) ||
+        (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
+        (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
+        goto fail;
+    return mdb_txn_commit(txn);
+fail:
+    mdb_txn_abort(txn);
+    return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
+}
+
+/* Creates directory "location" (mode 0700) unless it exists. */
+static int
+store_dir_make(const char *location)
+{
+    if (mkdir(location, 0700) == 0 || errno == EEXIST)
+        return 0;
+    return errno;
+}
+
+int
+store_open(const char *location, const StoreOptions *opts, Store **out,
+           char *errbuf, size_t errlen)
+{
+    Store *st = NULL;
+    const char *what = "cannot create the directory";
+    unsigned flags = MDB_NOTLS | (opts && !opts->sync ? MDB_NOSYNC : 0);
+    size_t map_size = opts && opts->map_size ? opts->map_size : STORE_DEFAULT_MAP_SIZE;
+    int rc;
+
+    *out = NULL;
+    if (errbuf && errlen)
+        errbuf[0] = '\0';
+    if ((rc = store_dir_make(location)))
+        goto fail;
+    st = store_alloc(sizeof *st);
+    memset(st, 0, sizeof *st);
+    what = "cannot create the environment";
+    if ((rc = mdb_env_create(&st->env)))
+        goto fail;
+    if ((rc = mdb_env_set_maxdbs(st->env, STORE_MAX_DBS)) ||
+        (rc = mdb_env_set_maxreaders(st->env, STORE_MAX_READERS)) ||
+        (rc = mdb_env_set_mapsize(st->env, map_size)))
+        goto fail;
+    what = "cannot open the environment";
+    if ((rc = mdb_env_open(st->env, location, flags, 0600)))
+        goto fail;
+    what = "cannot clear stale readers";
+    if ((rc = mdb_reader_check(st->env, NULL)))
+        goto fail;
+    what = "cannot read the store's format";
+    if ((rc = store_schema_open(st))) {
+        if (rc == MDB_INVALID || rc == MDB_INCOMPATIBLE) {
+            store_open_message(errbuf, errlen, location,
+                               "not a queuefs store, or of a newer format", 0);
+            errbuf = NULL;
+        }
+        goto fail;
+    }
+    if ((rc = pthread_rwlock_init(&st->map_lock, NULL))) {
+        what = "cannot create a lock";
+        goto fail;
+    }
+    *out = st;
+    return STORE_OK;
+fail:
+    store_open_message(errbuf, errlen, location, what, rc);
+    if (st && st->env)
+        mdb_env_close(st->env);
+    free(st);
+    return store_status_of(rc);
+}
+
+void
+store_close(Store *st)
+{
+    if (!st)
+        return;
+    mdb_env_close(st->env);
+    pthread_rwlock_destroy(&st->map_lock);
+    free(st);
+}
+
+const char *
+store_strerror(int status)
+{
+    if (status < 0 || (size_t)status >= sizeof store_messages / sizeof store_messages[0])
+        return "unknown store error";
+    return store_messages[status];
+}
+
+int64_t
+store_now(Store *st)
+{
+    struct timespec ts;
+    (void)st;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- transactions ---- */
+
+/* Adopts the map size another process grew the environment to, once no
+ * transaction of this process is open (waits a few seconds at most). */
+static int
+store_map_adopt(Store *st)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += STORE_RESIZE_WAIT_S;
+    if (pthread_rwlock_timedwrlock(&st->map_lock, &until))
+        return EBUSY;
+    int rc = mdb_env_set_mapsize(st->env, 0);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+int
+store_txn_begin(Store *st, bool write, StoreTxn **out)
+{
+    MDB_txn *txn = NULL;
+    int rc = MDB_MAP_RESIZED;
+
+    *out = NULL;
+    for (int tries = 0; rc == MDB_MAP_RESIZED && tries < STORE_BEGIN_TRIES; tries++) {
+        pthread_rwlock_rdlock(&st->map_lock);
+        rc = mdb_txn_begin(st->env, NULL, write ? 0 : MDB_RDONLY, &txn);
+        if (rc == 0)
+            break;
+        pthread_rwlock_unlock(&st->map_lock);
+        if (rc == MDB_MAP_RESIZED && (rc = store_map_adopt(st)) == 0)
+            rc = MDB_MAP_RESIZED;    /* adopted: try again */
+    }
+    if (rc)
+        return store_status_of(rc);
+    StoreTxn *t = store_alloc(sizeof *t);
+    *t = (StoreTxn){.st = st, .txn = txn, .write = write};
+    *out = t;
+    return STORE_OK;
+}
+
+int
+store_txn_commit(StoreTxn *txn)
+{
+    int rc = mdb_txn_commit(txn->txn);
+    pthread_rwlock_unlock(&txn->st->map_lock);
+    free(txn);
+    return store_status_of(rc);
+}
+
+void
+store_txn_abort(StoreTxn *txn)
+{
+    if (!txn)
+        return;
+    mdb_txn_abort(txn->txn);
+    pthread_rwlock_unlock(&txn->st->map_lock);
+    free(txn);
+}
+
+/* ---- the catalog ---- */
+
+/* Builds the catalog key of "name": STORE_TOOBIG when it is longer than
+ * STORE_MAX_KEY, STORE_NOTFOUND when empty (LMDB keys are never empty, so
+ * no table has the empty name). */
+static int
+catalog_key_build(KeyBuf *k, const char *name)
+{
+    size_t len = strlen(name);
+    if (len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    if (len == 0)
+        return STORE_NOTFOUND;
+    k->len = 0;
+    key_append(k, name, len);
+    return STORE_OK;
+}
+
+/* Writes the catalog entry name → [id][def]. */
+static int
+catalog_entry_put(StoreTxn *t, KeyBuf *k, uint32_t id, StoreBytes def)
+{
+    unsigned char *buf = store_alloc(4 + def.len);
+    bytes_put_u32(buf, id);
+    bytes_copy(buf + 4, def.data, def.len);
+    MDB_val kv = key_val(k), v = {.mv_size = 4 + def.len, .mv_data = buf};
+    int rc = mdb_put(t->txn, t->st->catalog, &kv, &v, 0);
+    free(buf);
+    return store_status_of(rc);
+}
+
+/* Decodes a catalog value into id and definition. */
+static int
+catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out)
+{
+    if (v.mv_size < 4)
+        return STORE_CORRUPT;
+    if (id_out)
+        *id_out = bytes_get_u32(v.mv_data);
+    if (def_out)
+        *def_out = (StoreBytes){(const unsigned char *)v.mv_data + 4, v.mv_size - 4};
+    return STORE_OK;
+}
+
+/* Takes the next table id from sys "next_table_id". */
+static int
+catalog_id_next(StoreTxn *t, uint32_t *id)
+{
+    MDB_val k = {13, "next_table_id"}, v;
+    int rc = mdb_get(t->txn, t->st->sys, &k, &v);
+    if (rc)
+        return rc == MDB_NOTFOUND ? STORE_CORRUPT : store_status_of(rc);
+    if (v.mv_size != 4)
+        return STORE_CORRUPT;
+    uint32_t next = bytes_get_u32(v.mv_data);
+    if (next == UINT32_MAX)
+        return STORE_FULL;
+    unsigned char buf[4];
+    bytes_put_u32(buf, next + 1);
+    v = (MDB_val){4, buf};
+    if ((rc = mdb_put(t->txn, t->st->sys, &k, &v, 0)))
+        return store_status_of(rc);
+    *id = next;
+    return STORE_OK;
+}
+
+int
+store_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out)
+{
+    KeyBuf k;
+    uint32_t id = 0;
+    int rc = catalog_key_build(&k, name);
+    if (rc)
+        return STORE_TOOBIG;         /* too long, or empty */
+    MDB_val kv = key_val(&k), v;
+    rc = mdb_get(txn->txn, txn->st->catalog, &kv, &v);
+    if (rc == 0)
+        return STORE_EXISTS;
+    if (rc != MDB_NOTFOUND)
+        return store_status_of(rc);
+    /* def may point into LMDB memory: copy it before the first write. */
+    unsigned char *copy = store_alloc(def.len);
+    bytes_copy(copy, def.data, def.len);
+    rc = catalog_id_next(txn, &id);
+    if (rc == STORE_OK)
+        rc = catalog_entry_put(txn, &k, id, (StoreBytes){copy, def.len});
+    free(copy);
+    if (rc == STORE_OK && id_out)
+        *id_out = id;
+    return rc;
+}
+
+int
+store_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
+{
+    KeyBuf k;
+    uint32_t id;
+    int rc = catalog_key_build(&k, name);
+    if (rc)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    if ((rc = mdb_get(txn->txn, txn->st->catalog, &kv, &v)))
+        return store_status_of(rc);
+    if ((rc = catalog_entry_parse(v, &id, NULL)))
+        return rc;
+    return catalog_entry_put(txn, &k, id, def);
+}
+
+int
+store_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
+{
+    KeyBuf k;
+    int rc = catalog_key_build(&k, name);
+    if (rc)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    if ((rc = mdb_get(txn->txn, txn->st->catalog, &kv, &v)))
+        return store_status_of(rc);
+    return catalog_entry_parse(v, id_out, def_out);
+}
+
+int
+store_table_each(StoreTxn *txn,
+                 int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
+                 void *ctx)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    char name[STORE_MAX_KEY + 1];
+    uint32_t id;
+    StoreBytes def;
+    int rc = mdb_cursor_open(txn->txn, txn->st->catalog, &cur);
+    if (rc)
+        return store_status_of(rc);
+    for (MDB_cursor_op op = MDB_FIRST;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc) {
+            rc = rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
+            break;
+        }
+        if (k.mv_size > STORE_MAX_KEY) {
+            rc = STORE_CORRUPT;
+            break;
+        }
+        if ((rc = catalog_entry_parse(v, &id, &def)))
+            break;
+        memcpy(name, k.mv_data, k.mv_size);
+        name[k.mv_size] = '\0';
+        if ((rc = fn(ctx, name, id, def)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+int
+store_table_drop(StoreTxn *txn, const char *name)
+{
+    KeyBuf k;
+    uint32_t id;
+    int rc = catalog_key_build(&k, name);
+    if (rc)
+        return rc;
+    MDB_val kv = key_val(&k), v;
+    if ((rc = mdb_get(txn->txn, txn->st->catalog, &kv, &v)))
+        return store_status_of(rc);
+    if ((rc = catalog_entry_parse(v, &id, NULL)))
+        return rc;
+    if ((rc = mdb_del(txn->txn, txn->st->catalog, &kv, NULL)))
+        return store_status_of(rc);
+    if ((rc = db_delete_table(txn->txn, txn->st->records, id, 0)) ||
+        (rc = db_delete_table(txn->txn, txn->st->ready, id, MDB_NODUPDATA)) ||
+        (rc = db_delete_table(txn->txn, txn->st->deadline, id, 0)) ||
+        (rc = db_delete_table(txn->txn, txn->st->meta, id, 0)))
+        return rc;
+    return STORE_OK;
+}
+
+/* ---- records ---- */
+
+/* Builds the records key [T][key]; STORE_TOOBIG when key is too long. */
+static int
+record_key_build(KeyBuf *k, uint32_t table, StoreBytes key)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    key_set_table(k, table);
+    key_append(k, key.data, key.len);
+    return STORE_OK;
+}
+
+int
+store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value,
+                 const StoreSlot *slot)
+{
+    KeyBuf rk;
+    RecordHead old;
+    uint64_t seq = 0;
+    size_t order_len = slot ? slot->order_len : 0;
+    int64_t wake = !slot ? WAKE_NO_SLOT : slot->wake_ns > 0 ? slot->wake_ns : 0;
+    int rc = record_key_build(&rk, table, key);
+    if (rc)
+        return rc;
+    if (order_len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    /* Copy every caller byte first: they may point into LMDB memory. */
+    size_t len = RECORD_HEAD_LEN + order_len + value.len;
+    unsigned char *buf = store_alloc(len);
+    if (slot)
+        bytes_copy(buf + RECORD_HEAD_LEN, slot->order_key, order_len);
+    bytes_copy(buf + RECORD_HEAD_LEN + order_len, value.data, value.len);
+
+    MDB_val kv = key_val(&rk), v;
+    rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
+    if (rc == 0) {
+        if ((rc = record_head_parse(v, &old)))
+            goto done;
+        seq = old.seq;
+        rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old);
+    } else if (rc == MDB_NOTFOUND) {
+        rc = table_seq_next(txn, table, &seq);
+    } else {
+        rc = store_status_of(rc);
+    }
+    if (rc)
+        goto done;
+    record_head_write(buf, seq, wake, order_len);
+    v = (MDB_val){.mv_size = len, .mv_data = buf};
+    if ((rc = store_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0))))
+        goto done;
+    rc = queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
+                         order_len, seq, wake);
+done:
+    free(buf);
+    return rc;
+}
+
+int
+store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes *value_out,
+                 uint64_t *seq_out)
+{
+    KeyBuf rk;
+    RecordHead h;
+    int rc = record_key_build(&rk, table, key);
+    if (rc)
+        return rc;
+    MDB_val kv = key_val(&rk), v;
+    if ((rc = mdb_get(txn->txn, txn->st->records, &kv, &v)))
+        return store_status_of(rc);
+    if ((rc = record_head_parse(v, &h)))
+        return rc;
+    if (value_out)
+        *value_out = (StoreBytes){h.value, h.value_len};
+    if (seq_out)
+        *seq_out = h.seq;
+    return STORE_OK;
+}
+
+int
+store_record_delete(StoreTxn *txn, uint32_t table, StoreBytes key)
+{
+    KeyBuf rk;
+    RecordHead h;
+    int rc = record_key_build(&rk, table, key);
+    if (rc)
+        return rc;
+    MDB_val kv = key_val(&rk), v;
+    if ((rc = mdb_get(txn->txn, txn->st->records, &kv, &v)))
+        return store_status_of(rc);
+    if ((rc = record_head_parse(v, &h)))
+        return rc;
+    if ((rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h)))
+        return rc;
+    return store_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL));
+}
+
+int
+store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+                  int (*fn)(void *ctx, StoreBytes key, StoreBytes value), void *ctx)
+{
+    KeyBuf start;
+    MDB_cursor *cur;
+    RecordHead h;
+    int rc = record_key_build(&start, table, from);
+    if (rc)
+        return rc;
+    if ((rc = mdb_cursor_open(txn->txn, txn->st->records, &cur)))
+        return store_status_of(rc);
+    MDB_val k = key_val(&start), v;
+    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if ((rc = record_head_parse(v, &h)))
+            break;
+        StoreBytes kb = {(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
+        if ((rc = fn(ctx, kb, (StoreBytes){h.value, h.value_len})))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+/* ---- the queue primitives ---- */
+
+/* In a read-only transaction nothing is drained: the head is the first
+ * ready record as stored, which may miss a waiting record whose instant
+ * has come.  Claims always run in a write transaction. */
+int
+store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
+                 StoreBytes *key_out, StoreBytes *value_out)
+{
+    KeyBuf prefix, rk;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc;
+    if (txn->write && (rc = queue_drain(txn, table, now)))
+        return rc;
+    if ((rc = mdb_cursor_open(txn->txn, txn->st->ready, &cur)))
+        return store_status_of(rc);
+    key_set_table(&prefix, table);
+    k = key_val(&prefix);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    mdb_cursor_close(cur);
+    if (rc == 0 && !key_has_table(k, table))
+        rc = MDB_NOTFOUND;
+    if (rc)
+        return store_status_of(rc);
+    if (v.mv_size < 8 || v.mv_size > 8 + STORE_MAX_KEY)
+        return STORE_CORRUPT;
+    StoreBytes key = {(const unsigned char *)v.mv_data + 8, v.mv_size - 8};
+    StoreBytes value;
+    if ((rc = record_key_build(&rk, table, key)))
+        return rc;
+    MDB_val rv = key_val(&rk), dv;
+    if ((rc = mdb_get(txn->txn, txn->st->records, &rv, &dv)))
+        return rc == MDB_NOTFOUND ? STORE_CORRUPT : store_status_of(rc);
+    RecordHead h;
+    if ((rc = record_head_parse(dv, &h)))
+        return rc;
+    value = (StoreBytes){h.value, h.value_len};
+    if (key_out)
+        *key_out = key;
+    if (value_out)
+        *value_out = value;
+    return STORE_OK;
+}
+
+int
+store_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                         int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
+                         void *ctx)
+{
+    KeyBuf prefix;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn->txn, txn->st->deadline, &cur);
+    if (rc)
+        return store_status_of(rc);
+    key_set_table(&prefix, table);
+    MDB_val k = key_val(&prefix), v;
+    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if (k.mv_size < 12) {
+            rc = STORE_CORRUPT;
+            break;
+        }
+        const unsigned char *p = k.mv_data;
+        StoreBytes key = {p + 12, k.mv_size - 12};
+        if ((rc = fn(ctx, key, (int64_t)bytes_get_u64(p + 4))))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+/* ---- per-table meta values ---- */
+
+int
+store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out)
+{
+    KeyBuf k;
+    if (name.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    meta_key_build(&k, table, META_CALLER, name.data, name.len);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(txn->txn, txn->st->meta, &kv, &v);
+    if (rc)
+        return store_status_of(rc);
+    if (value_out)
+        *value_out = (StoreBytes){v.mv_data, v.mv_size};
+    return STORE_OK;
+}
+
+int
+store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
+{
+    KeyBuf k;
+    if (name.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    meta_key_build(&k, table, META_CALLER, name.data, name.len);
+    return db_put_copy(txn->txn, txn->st->meta, key_val(&k), value.data, value.len);
+}
+
+int
+store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name)
+{
+    KeyBuf k;
+    if (name.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    meta_key_build(&k, table, META_CALLER, name.data, name.len);
+    MDB_val kv = key_val(&k);
+    return store_status_of(mdb_del(txn->txn, txn->st->meta, &kv, NULL));
+}

@@ -1,0 +1,848 @@
+/* lmdb_test.c — unit tests of the LMDB store backend (store.h). */
+#include "store.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lang/unit_test.h"
+
+#define SEC 1000000000LL
+
+static char root[] = "/tmp/lmdb_test.XXXXXX";
+
+/* A StoreBytes viewing a NUL-terminated string (without the NUL). */
+static StoreBytes
+bytes_of(const char *s)
+{
+    return (StoreBytes){s, strlen(s)};
+}
+
+/* True when b holds exactly the string s. */
+static int
+bytes_eq(StoreBytes b, const char *s)
+{
+    return b.len == strlen(s) && (b.len == 0 || memcmp(b.data, s, b.len) == 0);
+}
+
+/* A path under the test root (static storage, one at a time per slot). */
+static const char *
+path_of(const char *name)
+{
+    static char buf[4][256];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, sizeof buf[0], "%s/%s", root, name);
+    return p;
+}
+
+/* Opens a store under the test root, checking success. */
+static Store *
+open_store(const char *name, bool sync, size_t map_size)
+{
+    StoreOptions opts = {.sync = sync, .map_size = map_size};
+    char err[256];
+    Store *st = NULL;
+    int rc = store_open(path_of(name), &opts, &st, err, sizeof err);
+    CHECK(rc == STORE_OK && st, "store_open %s: %s", name, err);
+    return st;
+}
+
+/* Begins a transaction, checking success. */
+static StoreTxn *
+begin(Store *st, bool write)
+{
+    StoreTxn *t = NULL;
+    int rc = store_txn_begin(st, write, &t);
+    CHECK(rc == STORE_OK, "begin: %s", store_strerror(rc));
+    return t;
+}
+
+/* Commits, checking success. */
+static void
+commit(StoreTxn *t)
+{
+    int rc = store_txn_commit(t);
+    CHECK(rc == STORE_OK, "commit: %s", store_strerror(rc));
+}
+
+/* Puts a record with an optional slot (order == NULL: no slot). */
+static int
+put(StoreTxn *t, uint32_t table, const char *key, const char *value,
+    const char *order, int64_t wake)
+{
+    StoreSlot slot = {order, order ? strlen(order) : 0, wake};
+    return store_record_put(t, table, bytes_of(key), bytes_of(value), order ? &slot : NULL);
+}
+
+/* The key of the queue head as a string ("" when none; rc in *rc_out). */
+static const char *
+head_key(StoreTxn *t, uint32_t table, int64_t now, int *rc_out)
+{
+    static char buf[STORE_MAX_KEY + 1];
+    StoreBytes k = {0}, v = {0};
+    int rc = store_queue_head(t, table, now, &k, &v);
+    if (rc_out)
+        *rc_out = rc;
+    if (rc != STORE_OK)
+        return "";
+    memcpy(buf, k.data, k.len);
+    buf[k.len] = '\0';
+    return buf;
+}
+
+/* ---- environment ---- */
+
+static void
+test_open_reopen(void)
+{
+    Store *st = open_store("env", true, 0);
+    struct stat sb;
+    CHECK(stat(path_of("env"), &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700,
+          "directory created 0700");
+    StoreTxn *t = begin(st, true);
+    uint32_t id = 0;
+    CHECK(store_table_create(t, "persist", bytes_of("def1"), &id) == STORE_OK, "create");
+    CHECK(put(t, id, "k", "v", NULL, 0) == STORE_OK, "put");
+    CHECK(store_meta_put(t, id, bytes_of("m"), bytes_of("mv")) == STORE_OK, "meta put");
+    commit(t);
+    store_close(st);
+
+    st = open_store("env", true, 0);
+    t = begin(st, false);
+    uint32_t id2 = 0;
+    StoreBytes def, v;
+    CHECK(store_table_get(t, "persist", &id2, &def) == STORE_OK && id2 == id, "table persisted");
+    CHECK(bytes_eq(def, "def1"), "definition persisted");
+    CHECK(store_record_get(t, id, bytes_of("k"), &v, NULL) == STORE_OK && bytes_eq(v, "v"),
+          "record persisted");
+    CHECK(store_meta_get(t, id, bytes_of("m"), &v) == STORE_OK && bytes_eq(v, "mv"),
+          "meta persisted");
+    store_txn_abort(t);
+    store_close(st);
+
+    /* An aborted write leaves nothing behind. */
+    st = open_store("env", true, 0);
+    t = begin(st, true);
+    CHECK(put(t, id, "gone", "x", NULL, 0) == STORE_OK, "put in aborted txn");
+    store_txn_abort(t);
+    store_txn_abort(NULL);
+    t = begin(st, false);
+    CHECK(store_record_get(t, id, bytes_of("gone"), &v, NULL) == STORE_NOTFOUND,
+          "aborted put not visible");
+    store_txn_abort(t);
+    store_close(st);
+}
+
+static void
+test_not_a_store(void)
+{
+    char err[256] = "";
+    Store *st = (Store *)1;
+    StoreOptions opts = {.sync = true};
+
+    mkdir(path_of("garbage"), 0700);
+    FILE *f = fopen(path_of("garbage/data.mdb"), "w");
+    CHECK(f != NULL, "create garbage file");
+    if (f) {
+        for (int i = 0; i < 8192; i++)
+            fputc('x', f);
+        fclose(f);
+    }
+    int rc = store_open(path_of("garbage"), &opts, &st, err, sizeof err);
+    CHECK(rc == STORE_CORRUPT, "garbage data.mdb: got %s", store_strerror(rc));
+    CHECK(st == NULL && err[0] != '\0', "failed open sets NULL and a message");
+
+    /* mdb_load comes with lmdb-utils, which the test command installs. */
+    CHECK(access("/usr/bin/mdb_load", X_OK) == 0, "mdb_load (lmdb-utils) is installed");
+    /* An LMDB environment of something else. */
+    char cmd[512];
+    mkdir(path_of("foreign"), 0700);
+    snprintf(cmd, sizeof cmd, "printf 'hello\\nworld\\n' | mdb_load -T '%s'", path_of("foreign"));
+    CHECK(system(cmd) == 0, "mdb_load foreign");
+    rc = store_open(path_of("foreign"), &opts, &st, err, sizeof err);
+    CHECK(rc == STORE_CORRUPT, "foreign env: got %s", store_strerror(rc));
+
+    /* A store of a future format version. */
+    st = open_store("future", true, 0);
+    store_close(st);
+    snprintf(cmd, sizeof cmd,
+             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\02\\n' | mdb_load -T -s sys '%s'",
+             path_of("future"));
+    CHECK(system(cmd) == 0, "mdb_load future version");
+    rc = store_open(path_of("future"), &opts, &st, err, sizeof err);
+    CHECK(rc == STORE_CORRUPT, "future version: got %s", store_strerror(rc));
+}
+
+static void
+test_strerror(void)
+{
+    for (int s = STORE_OK; s <= STORE_CORRUPT; s++)
+        CHECK(store_strerror(s) && store_strerror(s)[0], "message for %d", s);
+    CHECK(strcmp(store_strerror(999), store_strerror(STORE_OK)) != 0, "unknown status");
+    CHECK(strcmp(store_strerror(STORE_FULL), store_strerror(STORE_IO)) != 0, "distinct");
+}
+
+/* ---- catalog ---- */
+
+struct each_tables {
+    char names[8][32];
+    uint32_t ids[8];
+    int n;
+};
+
+static int
+collect_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
+{
+    struct each_tables *e = ctx;
+    (void)def;
+    if (e->n < 8) {
+        snprintf(e->names[e->n], sizeof e->names[0], "%s", name);
+        e->ids[e->n] = id;
+    }
+    e->n++;
+    return 0;
+}
+
+static int
+stop_at_second(void *ctx, const char *name, uint32_t id, StoreBytes def)
+{
+    (void)name, (void)id, (void)def;
+    return ++*(int *)ctx == 2 ? 42 : 0;
+}
+
+static void
+test_catalog(Store *st)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t a = 0, b = 0, c = 0, id = 0;
+    StoreBytes def;
+    CHECK(store_table_create(t, "beta", bytes_of("B"), &b) == STORE_OK, "create beta");
+    CHECK(store_table_create(t, "alpha", bytes_of("A"), &a) == STORE_OK, "create alpha");
+    CHECK(store_table_create(t, "gamma", (StoreBytes){NULL, 0}, &c) == STORE_OK, "create gamma");
+    CHECK(a != b && b != c && a != c, "distinct ids");
+    CHECK(store_table_create(t, "alpha", bytes_of("X"), &id) == STORE_EXISTS, "exists");
+    CHECK(store_table_get(t, "alpha", &id, &def) == STORE_OK && id == a && bytes_eq(def, "A"),
+          "get alpha");
+    CHECK(store_table_get(t, "gamma", NULL, &def) == STORE_OK && def.len == 0, "empty def");
+    CHECK(store_table_get(t, "delta", &id, &def) == STORE_NOTFOUND, "absent table");
+    CHECK(store_table_redefine(t, "alpha", bytes_of("A2")) == STORE_OK, "redefine");
+    CHECK(store_table_get(t, "alpha", &id, &def) == STORE_OK && id == a && bytes_eq(def, "A2"),
+          "redefined keeps id");
+    CHECK(store_table_redefine(t, "delta", bytes_of("D")) == STORE_NOTFOUND, "redefine absent");
+
+    struct each_tables e = {0};
+    CHECK(store_table_each(t, collect_table, &e) == 0, "each");
+    CHECK(e.n == 3, "3 tables, got %d", e.n);
+    CHECK_STR(e.names[0], "alpha");
+    CHECK_STR(e.names[1], "beta");
+    CHECK_STR(e.names[2], "gamma");
+    CHECK(e.ids[0] == a && e.ids[1] == b, "ids in each");
+    int n = 0;
+    CHECK(store_table_each(t, stop_at_second, &n) == 42 && n == 2, "each stops");
+
+    /* Drop removes records, indexes and meta; the name comes back empty. */
+    CHECK(put(t, a, "r1", "v1", "o", 0) == STORE_OK, "put r1");
+    CHECK(put(t, a, "r2", "v2", "o", store_now(st) + 100 * SEC) == STORE_OK, "put r2");
+    CHECK(put(t, a, "r3", "v3", NULL, 0) == STORE_OK, "put r3");
+    CHECK(put(t, b, "r1", "b1", "o", 0) == STORE_OK, "put beta r1");
+    CHECK(store_meta_put(t, a, bytes_of("m"), bytes_of("x")) == STORE_OK, "meta");
+    CHECK(store_table_drop(t, "alpha") == STORE_OK, "drop");
+    CHECK(store_table_drop(t, "alpha") == STORE_NOTFOUND, "drop again");
+    CHECK(store_table_get(t, "alpha", &id, &def) == STORE_NOTFOUND, "dropped");
+    StoreBytes v;
+    CHECK(store_record_get(t, a, bytes_of("r1"), &v, NULL) == STORE_NOTFOUND, "records gone");
+    CHECK(store_record_get(t, a, bytes_of("r3"), &v, NULL) == STORE_NOTFOUND, "records gone");
+    CHECK(store_meta_get(t, a, bytes_of("m"), &v) == STORE_NOTFOUND, "meta gone");
+    int rc;
+    head_key(t, a, store_now(st) + 1000 * SEC, &rc);
+    CHECK(rc == STORE_NOTFOUND, "ready and deadline entries gone: %s", store_strerror(rc));
+    CHECK(strcmp(head_key(t, b, store_now(st), &rc), "r1") == 0, "other table untouched");
+    CHECK(store_record_get(t, b, bytes_of("r1"), &v, NULL) == STORE_OK && bytes_eq(v, "b1"),
+          "other table record");
+
+    CHECK(store_table_create(t, "alpha", bytes_of("new"), &id) == STORE_OK, "recreate");
+    CHECK(id != a && id > c, "new id %u", (unsigned)id);
+    CHECK(store_record_get(t, id, bytes_of("r1"), &v, NULL) == STORE_NOTFOUND, "new is empty");
+    uint64_t seq = 0;
+    CHECK(put(t, id, "r1", "v", NULL, 0) == STORE_OK, "put in new");
+    CHECK(store_record_get(t, id, bytes_of("r1"), &v, &seq) == STORE_OK && seq == 1,
+          "arrival sequence restarts: %" PRIu64, seq);
+    CHECK(store_table_create(t, "", bytes_of("x"), &id) == STORE_TOOBIG, "empty name");
+    commit(t);
+}
+
+/* ---- records ---- */
+
+struct each_records {
+    char keys[16][16];
+    char vals[16][16];
+    int n;
+    int stop_after;
+};
+
+static int
+collect_record(void *ctx, StoreBytes key, StoreBytes value)
+{
+    struct each_records *e = ctx;
+    if (e->n < 16) {
+        snprintf(e->keys[e->n], 16, "%.*s", (int)key.len, (const char *)key.data);
+        snprintf(e->vals[e->n], 16, "%.*s", (int)value.len, (const char *)value.data);
+    }
+    e->n++;
+    return e->stop_after && e->n == e->stop_after ? 7 : 0;
+}
+
+static void
+test_records(Store *st)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t id, other;
+    CHECK(store_table_create(t, "recs", bytes_of(""), &id) == STORE_OK, "create");
+    CHECK(store_table_create(t, "recs2", bytes_of(""), &other) == STORE_OK, "create 2");
+    const char *keys[] = {"d", "b", "a", "c", "e"};
+    for (int i = 0; i < 5; i++)
+        CHECK(put(t, id, keys[i], keys[i], NULL, 0) == STORE_OK, "put %s", keys[i]);
+    CHECK(put(t, other, "0", "other", NULL, 0) == STORE_OK, "other table");
+    CHECK(put(t, id, "", "empty key", NULL, 0) == STORE_OK, "empty key");
+
+    StoreBytes v;
+    uint64_t seq = 0, seq2 = 0;
+    CHECK(store_record_get(t, id, bytes_of("d"), &v, &seq) == STORE_OK && bytes_eq(v, "d"), "get");
+    CHECK(seq == 1, "first arrival is 1, got %" PRIu64, seq);
+    CHECK(store_record_get(t, id, bytes_of("a"), NULL, &seq) == STORE_OK && seq == 3, "seq 3");
+    CHECK(put(t, id, "a", "A!", NULL, 0) == STORE_OK, "replace");
+    CHECK(store_record_get(t, id, bytes_of("a"), &v, &seq2) == STORE_OK && bytes_eq(v, "A!"),
+          "replaced value");
+    CHECK(seq2 == seq, "replace keeps seq");
+    CHECK(store_record_get(t, id, bytes_of("zz"), &v, NULL) == STORE_NOTFOUND, "absent");
+
+    struct each_records e = {0};
+    CHECK(store_record_each(t, id, (StoreBytes){NULL, 0}, collect_record, &e) == 0, "each");
+    CHECK(e.n == 6, "6 records, got %d", e.n);
+    CHECK_STR(e.keys[0], "");
+    CHECK_STR(e.keys[1], "a");
+    CHECK_STR(e.vals[1], "A!");
+    CHECK_STR(e.keys[5], "e");
+    memset(&e, 0, sizeof e);
+    CHECK(store_record_each(t, id, bytes_of("bb"), collect_record, &e) == 0, "each from");
+    CHECK(e.n == 3 && strcmp(e.keys[0], "c") == 0, "from bb starts at c");
+    memset(&e, 0, sizeof e);
+    e.stop_after = 2;
+    CHECK(store_record_each(t, id, bytes_of("b"), collect_record, &e) == 7, "each stops");
+    CHECK(e.n == 2 && strcmp(e.keys[0], "b") == 0, "from b inclusive");
+
+    CHECK(store_record_delete(t, id, bytes_of("c")) == STORE_OK, "delete");
+    CHECK(store_record_delete(t, id, bytes_of("c")) == STORE_NOTFOUND, "delete again");
+    CHECK(store_record_get(t, id, bytes_of("c"), &v, NULL) == STORE_NOTFOUND, "deleted");
+    CHECK(put(t, id, "c", "c2", NULL, 0) == STORE_OK, "re-create");
+    CHECK(store_record_get(t, id, bytes_of("c"), &v, &seq) == STORE_OK && seq == 7,
+          "re-created gets a new seq, got %" PRIu64, seq);
+
+    /* Binary keys and values with NUL bytes. */
+    const char bk[] = {'\0', 'x', '\0'}, bv[] = {'\0', '\1', '\0', '\2'};
+    CHECK(store_record_put(t, id, (StoreBytes){bk, 3}, (StoreBytes){bv, 4}, NULL) == STORE_OK,
+          "binary put");
+    CHECK(store_record_get(t, id, (StoreBytes){bk, 3}, &v, NULL) == STORE_OK && v.len == 4 &&
+          memcmp(v.data, bv, 4) == 0, "binary get");
+
+    /* Putting bytes that point into the store's own memory. */
+    CHECK(store_record_get(t, id, bytes_of("d"), &v, NULL) == STORE_OK, "get d");
+    CHECK(store_record_put(t, id, bytes_of("d"), v, NULL) == STORE_OK, "put own bytes");
+    CHECK(store_record_get(t, id, bytes_of("d"), &v, NULL) == STORE_OK && bytes_eq(v, "d"),
+          "own bytes kept");
+    commit(t);
+}
+
+static void
+test_toobig(Store *st)
+{
+    char big[STORE_MAX_KEY + 2];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = '\0';      /* 401 bytes */
+    StoreBytes k401 = {big, STORE_MAX_KEY + 1}, k400 = {big, STORE_MAX_KEY}, v;
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    CHECK(store_table_create(t, "big", bytes_of(""), &id) == STORE_OK, "create");
+    CHECK(store_record_put(t, id, k401, bytes_of("v"), NULL) == STORE_TOOBIG, "401-byte key");
+    CHECK(store_record_put(t, id, k400, bytes_of("v"), NULL) == STORE_OK, "400-byte key");
+    CHECK(store_record_get(t, id, k400, &v, NULL) == STORE_OK && bytes_eq(v, "v"), "get 400");
+    CHECK(store_record_get(t, id, k401, &v, NULL) == STORE_TOOBIG, "get 401");
+    StoreSlot slot = {big, STORE_MAX_KEY + 1, 0};
+    CHECK(store_record_put(t, id, bytes_of("r"), bytes_of("v"), &slot) == STORE_TOOBIG,
+          "401-byte order key");
+    slot.order_len = STORE_MAX_KEY;
+    CHECK(store_record_put(t, id, k400, bytes_of("v"), &slot) == STORE_OK, "400-byte order");
+    slot.wake_ns = store_now(st) + SEC;
+    CHECK(store_record_put(t, id, k400, bytes_of("v"), &slot) == STORE_OK, "400 waiting");
+    CHECK(store_meta_put(t, id, k401, bytes_of("v")) == STORE_TOOBIG, "401-byte meta name");
+    CHECK(store_meta_put(t, id, k400, bytes_of("v")) == STORE_OK, "400-byte meta name");
+    CHECK(store_table_create(t, big, bytes_of(""), &id) == STORE_TOOBIG, "401-byte table name");
+    big[STORE_MAX_KEY] = '\0';
+    CHECK(store_table_create(t, big, bytes_of(""), &id) == STORE_OK, "400-byte table name");
+    /* A big value is fine. */
+    size_t vlen = 1 << 20;
+    char *bigv = malloc(vlen);
+    memset(bigv, 'v', vlen);
+    CHECK(store_record_put(t, id, bytes_of("x"), (StoreBytes){bigv, vlen}, NULL) == STORE_OK,
+          "1 MiB value");
+    CHECK(store_record_get(t, id, bytes_of("x"), &v, NULL) == STORE_OK && v.len == vlen &&
+          memcmp(v.data, bigv, vlen) == 0, "1 MiB value back");
+    free(bigv);
+    commit(t);
+}
+
+/* ---- queues ---- */
+
+struct each_waiting {
+    char keys[8][16];
+    int64_t wakes[8];
+    int n;
+};
+
+static int
+collect_waiting(void *ctx, StoreBytes key, int64_t wake)
+{
+    struct each_waiting *e = ctx;
+    if (e->n < 8) {
+        snprintf(e->keys[e->n], 16, "%.*s", (int)key.len, (const char *)key.data);
+        e->wakes[e->n] = wake;
+    }
+    e->n++;
+    return 0;
+}
+
+static void
+test_queue(Store *st)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t q, q2;
+    int rc;
+    int64_t now = store_now(st);
+    StoreBytes k, v;
+    CHECK(store_table_create(t, "q", bytes_of(""), &q) == STORE_OK, "create q");
+    CHECK(store_table_create(t, "q2", bytes_of(""), &q2) == STORE_OK, "create q2");
+    CHECK(strcmp(head_key(t, q, now, &rc), "") == 0 && rc == STORE_NOTFOUND, "empty queue");
+
+    /* Five ready records; order keys not in key or arrival order. */
+    CHECK(put(t, q, "r1", "v1", "30", 0) == STORE_OK, "r1");
+    CHECK(put(t, q, "r2", "v2", "10", 0) == STORE_OK, "r2");
+    CHECK(put(t, q, "r3", "v3", "20", 0) == STORE_OK, "r3");
+    CHECK(put(t, q, "r4", "v4", "10", 0) == STORE_OK, "r4 (same order as r2, later)");
+    CHECK(put(t, q, "r5", "v5", "40", 0) == STORE_OK, "r5");
+    CHECK(put(t, q2, "x", "vx", "00", 0) == STORE_OK, "other queue");
+    CHECK(store_queue_head(t, q, now, &k, &v) == STORE_OK && bytes_eq(k, "r2") &&
+          bytes_eq(v, "v2"), "head is smallest order, earliest arrival");
+
+    /* Claim the head using the bytes the store returned. */
+    StoreSlot held = {"10", 2, now + SEC};
+    CHECK(store_record_put(t, q, k, v, &held) == STORE_OK, "claim r2 with own bytes");
+    CHECK(store_record_get(t, q, bytes_of("r2"), &v, NULL) == STORE_OK && bytes_eq(v, "v2"),
+          "claimed value intact");
+    CHECK(strcmp(head_key(t, q, now, &rc), "r4") == 0, "head moves to r4, got %s",
+          head_key(t, q, now, &rc));
+    CHECK(put(t, q, "r4", "v4", "10", now + 2 * SEC) == STORE_OK, "claim r4");
+    CHECK_STR(head_key(t, q, now, &rc), "r3");
+
+    struct each_waiting e = {0};
+    CHECK(store_queue_each_waiting(t, q, collect_waiting, &e) == 0, "each waiting");
+    CHECK(e.n == 2 && strcmp(e.keys[0], "r2") == 0 && strcmp(e.keys[1], "r4") == 0,
+          "waiting in wake order");
+    CHECK(e.wakes[0] == now + SEC && e.wakes[1] == now + 2 * SEC, "wake instants");
+
+    /* Read-only transactions look without draining. */
+    commit(t);
+    t = begin(st, false);
+    CHECK_STR(head_key(t, q, now + 10 * SEC, &rc), "r3");
+    store_txn_abort(t);
+    t = begin(st, true);
+
+    /* At now + 1.5 s r2 is due again: back in its original place, ahead of
+     * r3 (order 20); r4 (same order, later arrival) is still held. */
+    CHECK_STR(head_key(t, q, now + SEC + SEC / 2, &rc), "r2");
+    memset(&e, 0, sizeof e);
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 1 && strcmp(e.keys[0], "r4") == 0, "r2 drained, r4 waits");
+    /* Both due: r2 before r4 by arrival sequence. */
+    CHECK(put(t, q, "r2", "v2", "10", now + 3 * SEC) == STORE_OK, "hold r2 after r4");
+    CHECK_STR(head_key(t, q, now + 5 * SEC, &rc), "r2");
+    CHECK(put(t, q, "r2", "v2", NULL, 0) == STORE_OK, "r2 loses its slot");
+    CHECK_STR(head_key(t, q, now + 5 * SEC, &rc), "r4");
+    CHECK(store_record_get(t, q, bytes_of("r2"), &v, NULL) == STORE_OK, "slotless still there");
+    CHECK(store_record_delete(t, q, bytes_of("r4")) == STORE_OK, "delete r4");
+    CHECK_STR(head_key(t, q, now + 5 * SEC, &rc), "r3");
+    CHECK(put(t, q, "r1", "v1", "30", now + SEC) == STORE_OK, "hold r1");
+    CHECK(store_record_delete(t, q, bytes_of("r1")) == STORE_OK, "delete held r1");
+    memset(&e, 0, sizeof e);
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 0, "delete removes the deadline entry");
+    CHECK(put(t, q, "r3", "v3", "20", now + SEC) == STORE_OK, "hold r3");
+    CHECK(put(t, q, "r3", "v3", NULL, 0) == STORE_OK, "r3 loses its slot while held");
+    memset(&e, 0, sizeof e);
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 0, "slot NULL removes the deadline entry");
+    CHECK_STR(head_key(t, q, now + 5 * SEC, &rc), "r5");
+    CHECK(store_record_delete(t, q, bytes_of("r5")) == STORE_OK, "delete r5");
+    head_key(t, q, now + 5 * SEC, &rc);
+    CHECK(rc == STORE_NOTFOUND, "nothing ready");
+    CHECK_STR(head_key(t, q2, now, &rc), "x");
+
+    /* Order keys that are prefixes of each other, and the empty order key. */
+    CHECK(put(t, q, "p1", "", "a\x01", 0) == STORE_OK, "p1");
+    const char a0[] = {'a', '\0'};
+    StoreSlot s0 = {a0, 2, 0};
+    CHECK(store_record_put(t, q, bytes_of("p2"), bytes_of(""), &s0) == STORE_OK, "p2");
+    CHECK(put(t, q, "p3", "", "a", 0) == STORE_OK, "p3");
+    CHECK_STR(head_key(t, q, now, &rc), "p3");
+    CHECK(put(t, q, "p3", "", NULL, 0) == STORE_OK, "p3 out");
+    CHECK_STR(head_key(t, q, now, &rc), "p2");
+    CHECK(put(t, q, "p4", "", "", 0) == STORE_OK, "p4 empty order");
+    CHECK_STR(head_key(t, q, now, &rc), "p4");
+    commit(t);
+
+    /* Dropping a queue removes its waiting records too. */
+    t = begin(st, true);
+    CHECK(put(t, q, "w", "", "z", now + SEC) == STORE_OK, "w waits");
+    CHECK(store_table_drop(t, "q") == STORE_OK, "drop q");
+    memset(&e, 0, sizeof e);
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 0, "drop removes deadline entries");
+    head_key(t, q, now + 10 * SEC, &rc);
+    CHECK(rc == STORE_NOTFOUND, "drop removes ready entries");
+    CHECK_STR(head_key(t, q2, now, &rc), "x");
+    commit(t);
+}
+
+static void
+test_queue_scale(Store *st)
+{
+    enum { N = 20000, HELD = 10000 };
+    StoreTxn *t = begin(st, true);
+    uint32_t q;
+    int64_t now = store_now(st);
+    char key[32], order[32];
+    int rc, bad = 0;
+    CHECK(store_table_create(t, "scale", bytes_of(""), &q) == STORE_OK, "create");
+    for (int i = 1; i <= N; i++) {
+        snprintf(key, sizeof key, "rec%05d", i);
+        snprintf(order, sizeof order, "%08d", i);
+        if (put(t, q, key, key, order, i <= HELD ? now + 60 * SEC + i : 0) != STORE_OK)
+            bad++;
+    }
+    CHECK(bad == 0, "%d puts failed", bad);
+    commit(t);
+    t = begin(st, true);
+    CHECK_STR(head_key(t, q, now, &rc), "rec10001");
+    commit(t);
+
+    /* The held ones become due together and drain back into order. */
+    t = begin(st, true);
+    CHECK_STR(head_key(t, q, now + 61 * SEC + HELD, &rc), "rec00001");
+    struct each_waiting e = {0};
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 0, "all drained, %d left", e.n);
+    CHECK(store_table_drop(t, "scale") == STORE_OK, "drop");
+    commit(t);
+}
+
+static void
+test_meta(Store *st)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t id, other;
+    StoreBytes v;
+    CHECK(store_table_create(t, "metat", bytes_of(""), &id) == STORE_OK, "create");
+    CHECK(store_table_create(t, "metat2", bytes_of(""), &other) == STORE_OK, "create 2");
+    CHECK(store_meta_get(t, id, bytes_of("n"), &v) == STORE_NOTFOUND, "absent");
+    CHECK(store_meta_put(t, id, bytes_of("n"), bytes_of("1")) == STORE_OK, "put");
+    CHECK(store_meta_put(t, other, bytes_of("n"), bytes_of("other")) == STORE_OK, "put other");
+    CHECK(store_meta_get(t, id, bytes_of("n"), &v) == STORE_OK && bytes_eq(v, "1"), "get");
+    CHECK(store_meta_put(t, id, bytes_of("n"), bytes_of("22")) == STORE_OK, "replace");
+    CHECK(store_meta_get(t, id, bytes_of("n"), &v) == STORE_OK && bytes_eq(v, "22"), "replaced");
+    CHECK(store_meta_put(t, id, bytes_of("n"), v) == STORE_OK, "put own bytes");
+    CHECK(store_meta_get(t, id, bytes_of("n"), &v) == STORE_OK && bytes_eq(v, "22"), "own bytes");
+    /* Caller names cannot reach the internal sequence counter. */
+    CHECK(store_meta_put(t, id, bytes_of("seq"), bytes_of("x")) == STORE_OK, "name seq");
+    const char internal[] = {'\0', 's', 'e', 'q'};
+    CHECK(store_meta_put(t, id, (StoreBytes){internal, 4}, bytes_of("y")) == STORE_OK, "\\0seq");
+    CHECK(store_meta_put(t, id, (StoreBytes){NULL, 0}, bytes_of("empty")) == STORE_OK, "empty");
+    CHECK(put(t, id, "r1", "", NULL, 0) == STORE_OK && put(t, id, "r2", "", NULL, 0) == STORE_OK,
+          "records after meta");
+    uint64_t seq = 0;
+    CHECK(store_record_get(t, id, bytes_of("r2"), NULL, &seq) == STORE_OK && seq == 2,
+          "sequence unaffected, got %" PRIu64, seq);
+    CHECK(store_meta_get(t, id, (StoreBytes){NULL, 0}, &v) == STORE_OK && bytes_eq(v, "empty"),
+          "empty name");
+    CHECK(store_meta_delete(t, id, bytes_of("n")) == STORE_OK, "delete");
+    CHECK(store_meta_delete(t, id, bytes_of("n")) == STORE_NOTFOUND, "delete again");
+    CHECK(store_meta_get(t, id, bytes_of("n"), &v) == STORE_NOTFOUND, "deleted");
+    CHECK(store_meta_get(t, other, bytes_of("n"), &v) == STORE_OK && bytes_eq(v, "other"),
+          "other table's meta");
+    commit(t);
+}
+
+/* ---- several processes and threads ---- */
+
+/* In a child: opens its own store on "name", adds record "from-child" to
+ * table "shared", checks it sees "from-parent"; exits 0 when all went well. */
+static void
+child_write(const char *name)
+{
+    StoreOptions opts = {.sync = true};
+    Store *st = NULL;
+    StoreTxn *t = NULL;
+    uint32_t id;
+    StoreBytes v;
+    if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
+        _exit(1);
+    if (store_txn_begin(st, true, &t) != STORE_OK ||
+        store_table_get(t, "shared", &id, NULL) != STORE_OK ||
+        store_record_get(t, id, bytes_of("from-parent"), &v, NULL) != STORE_OK ||
+        store_record_put(t, id, bytes_of("from-child"), bytes_of("hi"), NULL) != STORE_OK ||
+        store_txn_commit(t) != STORE_OK)
+        _exit(2);
+    store_close(st);
+    _exit(0);
+}
+
+static void
+test_two_processes(void)
+{
+    Store *st = open_store("shared", true, 0);
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    StoreBytes v;
+    CHECK(store_table_create(t, "shared", bytes_of(""), &id) == STORE_OK, "create");
+    CHECK(put(t, id, "from-parent", "p", NULL, 0) == STORE_OK, "put");
+    commit(t);
+
+    /* A read transaction open across the child's commit keeps its snapshot. */
+    StoreTxn *old = begin(st, false);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        child_write("shared");
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    CHECK(store_record_get(old, id, bytes_of("from-child"), &v, NULL) == STORE_NOTFOUND,
+          "old snapshot");
+    store_txn_abort(old);
+    t = begin(st, false);
+    CHECK(store_record_get(t, id, bytes_of("from-child"), &v, NULL) == STORE_OK &&
+          bytes_eq(v, "hi"), "parent sees the child's commit");
+    store_txn_abort(t);
+    store_close(st);
+}
+
+/* In a child: opens "name" with a large map and writes ~8 MiB into table
+ * "grow", more than the parent's 1 MiB map holds. */
+static void
+child_grow(const char *name)
+{
+    StoreOptions opts = {.sync = false, .map_size = 64 << 20};
+    Store *st = NULL;
+    StoreTxn *t = NULL;
+    uint32_t id;
+    static char val[64 << 10];
+    char key[16];
+    if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
+        _exit(1);
+    if (store_txn_begin(st, true, &t) != STORE_OK ||
+        store_table_get(t, "grow", &id, NULL) != STORE_OK)
+        _exit(2);
+    memset(val, 'g', sizeof val);
+    for (int i = 0; i < 128; i++) {
+        snprintf(key, sizeof key, "g%03d", i);
+        if (store_record_put(t, id, bytes_of(key), (StoreBytes){val, sizeof val}, NULL))
+            _exit(3);
+    }
+    if (store_txn_commit(t) != STORE_OK)
+        _exit(4);
+    store_close(st);
+    _exit(0);
+}
+
+static void
+test_map_resized_and_full(void)
+{
+    Store *st = open_store("grow", false, 1 << 20);
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    StoreBytes v;
+    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
+    commit(t);
+
+    /* Full: a 1 MiB map cannot take 2 MiB. */
+    static char val[64 << 10];
+    memset(val, 'f', sizeof val);
+    t = begin(st, true);
+    int rc = STORE_OK;
+    char key[16];
+    for (int i = 0; i < 32 && rc == STORE_OK; i++) {
+        snprintf(key, sizeof key, "f%03d", i);
+        rc = store_record_put(t, id, bytes_of(key), (StoreBytes){val, sizeof val}, NULL);
+    }
+    if (rc == STORE_OK)
+        rc = store_txn_commit(t);
+    else
+        store_txn_abort(t);
+    CHECK(rc == STORE_FULL, "map full: got %s", store_strerror(rc));
+
+    /* Another process grows the map; this one adopts the new size. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        child_grow("grow");
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    t = NULL;
+    rc = store_txn_begin(st, false, &t);
+    CHECK(rc == STORE_OK, "begin after resize: %s", store_strerror(rc));
+    if (t) {
+        CHECK(store_record_get(t, id, bytes_of("g127"), &v, NULL) == STORE_OK &&
+              v.len == sizeof val, "reads the grown data");
+        store_txn_abort(t);
+    }
+    t = NULL;
+    rc = store_txn_begin(st, true, &t);
+    CHECK(rc == STORE_OK, "write after resize: %s", store_strerror(rc));
+    if (t) {
+        CHECK(put(t, id, "after", "x", NULL, 0) == STORE_OK, "put after resize");
+        commit(t);
+    }
+    store_close(st);
+}
+
+struct thread_arg {
+    Store *st;
+    uint32_t table;
+    int failures;
+};
+
+/* Adds 1 to meta "counter" 100 times, one write transaction each, with a
+ * read transaction alongside. */
+static void *
+thread_count(void *p)
+{
+    struct thread_arg *a = p;
+    for (int i = 0; i < 100; i++) {
+        StoreTxn *r = NULL, *w = NULL;
+        StoreBytes v;
+        uint64_t n = 0;
+        if (store_txn_begin(a->st, false, &r) != STORE_OK) {
+            a->failures++;
+            continue;
+        }
+        store_meta_get(r, a->table, bytes_of("counter"), &v);
+        if (store_txn_begin(a->st, true, &w) != STORE_OK) {
+            a->failures++;
+            store_txn_abort(r);
+            continue;
+        }
+        if (store_meta_get(w, a->table, bytes_of("counter"), &v) == STORE_OK && v.len == 8)
+            memcpy(&n, v.data, 8);
+        n++;
+        if (store_meta_put(w, a->table, bytes_of("counter"), (StoreBytes){&n, 8}) != STORE_OK ||
+            store_txn_commit(w) != STORE_OK)
+            a->failures++;
+        store_txn_abort(r);
+    }
+    return NULL;
+}
+
+static void
+test_threads(Store *st)
+{
+    enum { T = 4 };
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    CHECK(store_table_create(t, "threads", bytes_of(""), &id) == STORE_OK, "create");
+    commit(t);
+    pthread_t th[T];
+    struct thread_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = (struct thread_arg){st, id, 0};
+        CHECK(pthread_create(&th[i], NULL, thread_count, &args[i]) == 0, "thread");
+    }
+    int failures = 0;
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    CHECK(failures == 0, "%d failures", failures);
+    t = begin(st, false);
+    StoreBytes v;
+    uint64_t n = 0;
+    CHECK(store_meta_get(t, id, bytes_of("counter"), &v) == STORE_OK && v.len == 8, "counter");
+    if (v.len == 8)
+        memcpy(&n, v.data, 8);
+    CHECK(n == 100 * T, "counter %" PRIu64, n);
+    store_txn_abort(t);
+}
+
+static void
+test_nosync(void)
+{
+    Store *st = open_store("nosync", false, 0);
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    StoreBytes v;
+    CHECK(store_table_create(t, "n", bytes_of(""), &id) == STORE_OK, "create");
+    CHECK(put(t, id, "k", "v", "o", 0) == STORE_OK, "put");
+    commit(t);
+    store_close(st);
+    st = open_store("nosync", false, 0);
+    t = begin(st, false);
+    CHECK(store_record_get(t, id, bytes_of("k"), &v, NULL) == STORE_OK && bytes_eq(v, "v"),
+          "nosync persisted across close");
+    store_txn_abort(t);
+    store_close(st);
+}
+
+static void
+test_now(Store *st)
+{
+    int64_t a = store_now(st), b = store_now(st);
+    CHECK(a > 1600000000LL * SEC && b >= a, "clock in ns since the epoch");
+}
+
+int
+main(void)
+{
+    if (!mkdtemp(root)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_strerror();
+    test_open_reopen();
+    test_not_a_store();
+
+    Store *st = open_store("main", true, 0);
+    if (st) {
+        test_now(st);
+        test_catalog(st);
+        test_records(st);
+        test_toobig(st);
+        test_queue(st);
+        test_queue_scale(st);
+        test_meta(st);
+        test_threads(st);
+        store_close(st);
+    }
+    test_two_processes();
+    test_map_resized_and_full();
+    test_nosync();
+
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", root);
+    return unit_test_summary();
+}

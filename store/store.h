@@ -1,0 +1,174 @@
+/* store.h — the storage backend interface of queuefs.
+ *
+ * A Store is a set of tables, each holding records, in one durable
+ * environment that several processes may open at once.  The store knows
+ * nothing of the query language: records are opaque byte strings under
+ * opaque byte-string keys, and a table's definition is an opaque blob.  What
+ * the store does know is the one thing a backend must do atomically and
+ * fast — find the head of a queue — so every record of a queue carries a
+ * *slot*: a claim-order key and the instant it next becomes claimable.
+ *
+ *   - A record whose slot has wake_ns == 0 is *ready*: it is in the table's
+ *     ready index, ordered by (order key, arrival sequence).
+ *   - A record whose slot has wake_ns > 0 is *waiting* (held or delayed)
+ *     until that instant: it is in the table's deadline index.  When a
+ *     claim looks for the head (store_queue_head) every waiting entry whose
+ *     instant has come is moved into the ready index first.  Nothing sweeps
+ *     in the background.
+ *   - A record stored with no slot (slot == NULL) is in neither index: a
+ *     record of a collection, or a queue record that may never be handed out
+ *     again.
+ *
+ * Finding the head is O(log n) whatever is held or delayed ahead of it.
+ *
+ * Memory: byte strings the store returns (StoreBytes) point into the
+ * backend's own memory and stay valid only until the next update in the
+ * same transaction or its end, like LMDB's values.  Copy what you keep.
+ *
+ * Errors: every function returning int returns STORE_OK (0) or one of the
+ * StoreStatus codes; store_strerror() gives a message.  A function that
+ * fails inside a write transaction leaves the transaction usable but the
+ * caller is expected to abort it: nothing is half-written because nothing
+ * of an aborted transaction is ever visible.
+ *
+ * Threads: a Store may be shared by threads; a StoreTxn belongs to the
+ * thread that began it.  At most one write transaction is open at a time
+ * across all processes; store_txn_begin() of a writer blocks until the
+ * previous one ends.
+ *
+ * The store never prints and never sees a path beyond the one it opens.
+ */
+#ifndef QUEUEFS_STORE_H
+#define QUEUEFS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Store Store;
+typedef struct StoreTxn StoreTxn;
+
+typedef enum StoreStatus {
+    STORE_OK = 0,
+    STORE_NOTFOUND,   /* no such table, record or meta key */
+    STORE_EXISTS,     /* a table of that name is already defined */
+    STORE_FULL,       /* the environment cannot grow to hold the write */
+    STORE_TOOBIG,     /* a key longer than STORE_MAX_KEY */
+    STORE_IO,         /* the disk failed (write, fsync, read) */
+    STORE_BUSY,       /* too many readers, or the environment is locked out */
+    STORE_CORRUPT,    /* the environment is not a queuefs store, or damaged */
+} StoreStatus;
+
+/* The longest record key, order key or meta name, in bytes. */
+#define STORE_MAX_KEY 400
+
+/* Bytes owned by the store; see "Memory" above. */
+typedef struct StoreBytes {
+    const void *data;
+    size_t      len;
+} StoreBytes;
+
+/* Where a queue record waits to be handed out. */
+typedef struct StoreSlot {
+    const void *order_key;   /* claim order: ascending memcmp, then arrival */
+    size_t      order_len;   /* <= STORE_MAX_KEY */
+    int64_t     wake_ns;     /* 0 = ready now; > 0 = waiting until this instant */
+} StoreSlot;
+
+typedef struct StoreOptions {
+    bool   sync;        /* true: a committed write is on disk when commit returns */
+    size_t map_size;    /* initial map size in bytes; 0 = the default (16 GiB, sparse) */
+} StoreOptions;
+
+/* ---- the environment ---- */
+
+/* Opens (creating when absent, mode 0700) the store at "location": a
+ * directory path for LMDB.  Safe to call in several processes at once on the
+ * same location.  Clears reader slots left by dead processes.  On failure
+ * "*out" is NULL and "errbuf" (when non-NULL) holds a message. */
+int store_open(const char *location, const StoreOptions *opts, Store **out,
+               char *errbuf, size_t errlen);
+/* Closes the store; every transaction must have ended. */
+void store_close(Store *st);
+/* A message for "status" (static storage). */
+const char *store_strerror(int status);
+/* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
+ * realtime clock. */
+int64_t store_now(Store *st);
+
+/* ---- transactions ---- */
+
+/* Begins a transaction; "write" for one that may change the store. */
+int store_txn_begin(Store *st, bool write, StoreTxn **out);
+/* Commits and frees "txn".  With sync on, the changes are on disk when it
+ * returns STORE_OK.  On failure nothing of the transaction is kept (STORE_IO
+ * when the disk failed, STORE_FULL when the map could not grow). */
+int store_txn_commit(StoreTxn *txn);
+/* Discards and frees "txn"; NULL is allowed. */
+void store_txn_abort(StoreTxn *txn);
+
+/* ---- the catalog ----
+ * Each table has a name (<= STORE_MAX_KEY bytes), a definition blob the
+ * caller encodes, and a numeric id the store assigns (never reused, so a
+ * dropped and redefined table starts empty). */
+
+/* Defines table "name" with "def".  STORE_EXISTS when the name is taken. */
+int store_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
+/* Replaces the definition of an existing table (fields, indexes added).
+ * STORE_NOTFOUND when there is no such table. */
+int store_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
+/* Looks up "name": its id and definition.  STORE_NOTFOUND when absent. */
+int store_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);
+/* Calls "fn" for each table in name order until it returns non-zero (that
+ * value is returned). */
+int store_table_each(StoreTxn *txn,
+                     int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
+                     void *ctx);
+/* Removes the table, its records, its indexes and its meta entries. */
+int store_table_drop(StoreTxn *txn, const char *name);
+
+/* ---- records ----
+ * A record lives under (table id, key).  Keys order by memcmp; the caller
+ * chooses an encoding that orders identities as it wants. */
+
+/* Stores "value" under "key", creating or replacing it, and files it by
+ * "slot" (NULL: in no queue index).  A record created by this call gets the
+ * next arrival sequence of its table; a replaced one keeps its own. */
+int store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value,
+                     const StoreSlot *slot);
+/* Reads the record under "key".  STORE_NOTFOUND when absent.  "seq_out"
+ * (may be NULL) receives its arrival sequence. */
+int store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes *value_out,
+                     uint64_t *seq_out);
+/* Deletes the record and its index entries.  STORE_NOTFOUND when absent. */
+int store_record_delete(StoreTxn *txn, uint32_t table, StoreBytes key);
+/* Calls "fn" for each record of the table in key order, starting at the
+ * first key >= "from" (from.len == 0: the first record), until "fn" returns
+ * non-zero (that value is returned).  The table must not be changed during
+ * the walk. */
+int store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+                      int (*fn)(void *ctx, StoreBytes key, StoreBytes value), void *ctx);
+
+/* ---- the queue primitives ---- */
+
+/* The head of the queue at instant "now": first moves every waiting record
+ * whose wake instant is <= now into the ready index (a write transaction is
+ * required), then returns the first ready record.  The caller claims it by
+ * storing it again with a waiting slot (or no slot), which takes it out of
+ * the ready index.  STORE_NOTFOUND when nothing is ready. */
+int store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
+                     StoreBytes *key_out, StoreBytes *value_out);
+/* Calls "fn" for every waiting record of the table (held or delayed), in
+ * wake order, with its wake instant; stops when "fn" returns non-zero. */
+int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                             int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
+                             void *ctx);
+
+/* ---- per-table meta values ----
+ * Small named values kept with a table and dropped with it: counters,
+ * deduplicate tombstones.  Names are byte strings <= STORE_MAX_KEY. */
+int store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
+int store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
+int store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name);
+
+#endif
