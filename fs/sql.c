@@ -98,7 +98,7 @@ main(int argc, char **argv)
                 msg[0] ? msg : store_strerror(rc));
         return 1;
     }
-    LangSession *session = lang_session_new(store, NULL);
+    LangSession *session = lang_session_new(store, NULL, NULL);
     LangError err = {0};
     int status = 0;
     if (optind == argc) {

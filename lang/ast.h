@@ -54,6 +54,7 @@ typedef enum StmtKind {
     ST_DEFINE_INDEX,
     ST_CREATE,
     ST_UPDATE,
+    ST_UPSERT,      /* the file view's write: CREATE when absent, else a whole-record UPDATE */
     ST_DELETE,
     ST_SELECT,
     ST_CLAIM,
@@ -129,7 +130,7 @@ struct Stmt {
             char **fields;
             size_t nfields;
         } define_index;
-        struct {                  /* ST_CREATE, ST_UPDATE */
+        struct {                  /* ST_CREATE, ST_UPDATE, ST_UPSERT */
             Target    target;
             WriteMode mode;
             Expr     *content;    /* NULL with WRITE_NONE */

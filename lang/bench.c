@@ -127,7 +127,7 @@ main(int argc, char **argv)
     char dir[64];
     for (int i = 0; i < nsizes; i++) {
         Store *st = fresh_store(&opts, dir);
-        LangSession *s = lang_session_new(st, NULL);
+        LangSession *s = lang_session_new(st, NULL, NULL);
         run(s, "DEFINE QUEUE jobs TIMEOUT 1h;");
         fill(s, "jobs", sizes[i] + claims);
         double rate = time_claims(s, "jobs", claims);
@@ -142,7 +142,7 @@ main(int argc, char **argv)
     }
 
     Store *st = fresh_store(&opts, dir);
-    LangSession *s = lang_session_new(st, NULL);
+    LangSession *s = lang_session_new(st, NULL, NULL);
     run(s, "DEFINE QUEUE jobs TIMEOUT 1h;");
     long held = 100000;
     fill(s, "jobs", held);

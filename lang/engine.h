@@ -73,6 +73,8 @@ void record_free(Record *r);
 void record_encode(const Record *r, Buf *out);
 /* Decodes a stored form into r->key, r->fields and r->holder. */
 LangErrorCode record_decode(StoreBytes bytes, Record *r, LangError *err);
+/* Decodes only the identity from a stored form; -1 when unreadable. */
+int record_decode_key(StoreBytes bytes, Value *key);
 /* The record as users see it: its fields plus `id`. */
 Value record_view(const Record *r, const TableDef *def);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */
@@ -102,6 +104,17 @@ LangErrorCode record_validate(const TableDef *def, Value *fields, LangError *err
 
 /* Maps a store status to a named error with "what" in the message. */
 LangErrorCode store_error(int status, const char *what, LangError *err);
+
+/* ---- sessions (eval.c) ---- */
+
+struct LangSession;
+typedef void (*LangEmitFn)(void *ctx, const char *line, size_t len);
+
+/* Runs "stmts" as session "s" in one store transaction, emitting each
+ * result once it has committed (as COMMIT does); does not free them. */
+LangErrorCode session_run(struct LangSession *s, Stmt **stmts, size_t n, LangEmitFn emit,
+                          void *ctx, LangError *err);
+Store *session_store(const struct LangSession *s);
 
 /* ---- expressions (expr.c) ---- */
 

@@ -27,6 +27,7 @@ static const struct {
     [LANG_TYPE_ERROR] = {"TypeError", EINVAL},
     [LANG_TOO_LARGE] = {"TooLarge", EFBIG},
     [LANG_STORE_ERROR] = {"StoreError", EIO},
+    [LANG_NOT_EMPTY] = {"TableNotEmpty", ENOTEMPTY},
 };
 
 const char *

@@ -23,6 +23,7 @@ typedef enum LangErrorCode {
     LANG_TYPE_ERROR,           /* TypeError               EINVAL */
     LANG_TOO_LARGE,            /* TooLarge                EFBIG */
     LANG_STORE_ERROR,          /* StoreError              EIO */
+    LANG_NOT_EMPTY,            /* TableNotEmpty           ENOTEMPTY */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine.h"
 #include "lang.h"
@@ -14,7 +15,7 @@
 struct LangSession {
     Store *store;
     char  *consumer;       /* USE CONSUMER name, or NULL */
-    char   instance[33];   /* minted per session and per USE CONSUMER */
+    char   instance[LANG_INSTANCE_LEN + 1]; /* minted per session and per USE CONSUMER */
     bool   in_txn;         /* between BEGIN and COMMIT / CANCEL */
     Stmt **pending;        /* statements queued since BEGIN */
     size_t npending, cap;
@@ -29,28 +30,33 @@ typedef struct Exec {
     LangError   *err;
 } Exec;
 
-/* Gives the session a fresh, unique instance name. */
-static void
-mint_instance(LangSession *s)
+void
+lang_instance_mint(char out[LANG_INSTANCE_LEN + 1])
 {
-    unsigned char raw[16];
+    static _Atomic uint64_t counter;
+    unsigned char raw[LANG_INSTANCE_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        /* No entropy: the clock, the process and a counter still make it unique. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        for (size_t i = 0; i < sizeof raw; i++)
-            raw[i] = (unsigned char)((ts.tv_nsec >> (i % 4 * 8)) ^ (uintptr_t)s >> (i % 8));
+        uint64_t parts[2] = {(uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec,
+                             (uint64_t)getpid() << 32 | (counter++ & 0xffffffffu)};
+        memcpy(raw, parts, sizeof raw);
     }
     for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(s->instance + 2 * i, 3, "%02x", raw[i]);
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
 }
 
 LangSession *
-lang_session_new(Store *store, const char *consumer)
+lang_session_new(Store *store, const char *consumer, const char *instance)
 {
     LangSession *s = xcalloc(1, sizeof *s);
     s->store = store;
     s->consumer = consumer ? xstrdup(consumer) : NULL;
-    mint_instance(s);
+    if (instance)
+        snprintf(s->instance, sizeof s->instance, "%s", instance);
+    else
+        lang_instance_mint(s->instance);
     return s;
 }
 
@@ -538,6 +544,20 @@ exec_update(Exec *x, const Stmt *st)
     return LANG_OK;
 }
 
+/* The file view's write of a named record: a whole-record UPDATE of the
+ * record when it exists, else its CREATE. */
+static LangErrorCode
+exec_upsert(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (table_def_load(x->txn, t->table, &def, x->err))
+        return x->err->code;
+    bool exists = record_exists(x, &def, t->id.u.rec.key);
+    table_def_free(&def);
+    return exists ? exec_update(x, st) : exec_create(x, st);
+}
+
 /* delete -> DELETE [FROM] target [WHERE expr] */
 static LangErrorCode
 exec_delete(Exec *x, const Stmt *st)
@@ -1006,7 +1026,7 @@ exec_use_consumer(Exec *x, const Stmt *st)
 {
     free(x->s->consumer);
     x->s->consumer = xstrdup(st->u.use_consumer.name);
-    mint_instance(x->s);
+    lang_instance_mint(x->s->instance);
     buf_puts(x->out, "null");
     return LANG_OK;
 }
@@ -1021,6 +1041,7 @@ exec_stmt(Exec *x, const Stmt *st)
     case ST_DEFINE_INDEX: return exec_define_index(x, st);
     case ST_CREATE: return exec_create(x, st);
     case ST_UPDATE: return exec_update(x, st);
+    case ST_UPSERT: return exec_upsert(x, st);
     case ST_DELETE: return exec_delete(x, st);
     case ST_SELECT: return exec_select(x, st);
     case ST_CLAIM: return exec_claim(x, st);
@@ -1044,11 +1065,17 @@ read_only(const Stmt *st)
            (st->kind == ST_CLAIM && st->u.claim.explain);
 }
 
+Store *
+session_store(const LangSession *s)
+{
+    return s->store;
+}
+
 /* Runs "stmts" in one store transaction, emitting each result only once
  * the transaction has committed.  On failure nothing is kept, not even a
  * USE CONSUMER among them. */
-static LangErrorCode
-run_transaction(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
+LangErrorCode
+session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
                 LangError *err)
 {
     bool writes = false;
@@ -1116,7 +1143,7 @@ session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError 
             break;
         }
         if (st->kind == ST_COMMIT)
-            rc = run_transaction(s, s->pending, s->npending, emit, ctx, err);
+            rc = session_run(s, s->pending, s->npending, emit, ctx, err);
         drop_pending(s);
         break;
     default:
@@ -1128,7 +1155,7 @@ session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError 
             s->pending[s->npending++] = st;
             return LANG_OK;
         }
-        rc = run_transaction(s, &st, 1, emit, ctx, err);
+        rc = session_run(s, &st, 1, emit, ctx, err);
     }
     if (!rc && emit && (st->kind == ST_BEGIN || st->kind == ST_COMMIT || st->kind == ST_CANCEL))
         emit(ctx, "null", 4);

@@ -171,7 +171,7 @@ main(void)
             CHECK(0, "store_open: %s", msg);
             continue;
         }
-        LangSession *s = lang_session_new(st, NULL);
+        LangSession *s = lang_session_new(st, NULL, NULL);
         Buf out = {0};
         LangError err = {0};
         lang_session_exec(s, cases[i].script, strlen(cases[i].script), collect, &out, &err);

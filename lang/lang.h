@@ -32,10 +32,20 @@ typedef struct LangSession LangSession;
 /* Receives one result line: compact JSON, no newline, "len" bytes. */
 typedef void (*LangEmit)(void *ctx, const char *line, size_t len);
 
+/* The length of an instance name: 32 hex digits. */
+#define LANG_INSTANCE_LEN 32
+
+/* Writes a fresh, unique instance name (LANG_INSTANCE_LEN hex digits and a
+ * NUL) to "out". */
+void lang_instance_mint(char out[LANG_INSTANCE_LEN + 1]);
+
 /* A new session on "store".  "consumer" (may be NULL) starts the session
  * as if it had run USE CONSUMER with that name: its holds are signed with
- * the name and an instance minted now.  The store must outlive the session. */
-LangSession *lang_session_new(Store *store, const char *consumer);
+ * the name.  "instance" (may be NULL: one is minted) is the instance the
+ * session's holds carry, so sessions given the same instance act as one
+ * holder (a mount's files and its ctl sessions).  The store must outlive the
+ * session. */
+LangSession *lang_session_new(Store *store, const char *consumer, const char *instance);
 /* Ends the session; a transaction still pending is cancelled. */
 void lang_session_free(LangSession *s);
 /* True while the session is between BEGIN and COMMIT/CANCEL. */
@@ -48,5 +58,49 @@ bool lang_session_in_transaction(const LangSession *s);
  * changes nothing).  Returns LANG_OK when all ran. */
 LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
                                 LangEmit emit, void *ctx, LangError *err);
+
+/* ---- the file view ----
+ * What the mount's files do, each one statement's worth of work in its own
+ * transaction, acting as the session.  Tables are named by their text and
+ * records by their identity ("key": VAL_INT or VAL_STRING).  Each returns
+ * LANG_OK or an error code with "err" filled, as a statement would. */
+
+/* CLAIM FROM "table": appends the claimed record as one JSON line ending in
+ * "\n" to "out", or nothing when nothing is claimable. */
+LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err);
+/* Appends record "key" as one JSON line ending in "\n".  Never claims. */
+LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, Buf *out,
+                             LangError *err);
+/* DELETE the record. */
+LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
+                               LangError *err);
+/* RELEASE the record, NOT BEFORE "not_before" unless it is NULL or NONE
+ * (a VAL_DURATION from now, or a VAL_DATETIME). */
+LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *key,
+                                const Value *not_before, LangError *err);
+/* Writes record content "text" (JSON or a SurrealQL object literal; empty
+ * text is {}): CREATE when the record is absent, else a whole-record UPDATE
+ * — unless "exclusive", when an existing record is RecordExists. */
+LangErrorCode lang_view_write(LangSession *s, const char *table, const Value *key,
+                              const char *text, size_t len, bool exclusive, LangError *err);
+/* CREATEs one record with a store-assigned identity per line of "text"
+ * (blank lines skipped), all in one transaction: all or none. */
+LangErrorCode lang_view_append(LangSession *s, const char *table, const char *text, size_t len,
+                               LangError *err);
+/* Whether table "name" exists, and whether it is a queue. */
+LangErrorCode lang_view_table(LangSession *s, const char *name, bool *is_queue, LangError *err);
+/* Calls "fn" with each table's name in name order until it returns
+ * non-zero. */
+LangErrorCode lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *name), void *ctx,
+                               LangError *err);
+/* Calls "fn" with the identity of each record of "table" in claim-free
+ * identity order, starting after "after" (NULL: from the first), until it
+ * returns non-zero.  The key passed is valid during the call only. */
+LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *after,
+                             int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
+/* DEFINE COLLECTION "name". */
+LangErrorCode lang_view_mkdir(LangSession *s, const char *name, LangError *err);
+/* Drops table "name" when it holds no record; TableNotEmpty otherwise. */
+LangErrorCode lang_view_rmdir(LangSession *s, const char *name, LangError *err);
 
 #endif

@@ -127,6 +127,7 @@ stmt_free(Stmt *s)
         break;
     case ST_CREATE:
     case ST_UPDATE:
+    case ST_UPSERT:
         target_free(&s->u.write.target);
         expr_free(s->u.write.content);
         expr_free(s->u.write.where);

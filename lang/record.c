@@ -74,6 +74,23 @@ bad:
     return lang_error_set(err, LANG_STORE_ERROR, "a stored record is unreadable");
 }
 
+int
+record_decode_key(StoreBytes bytes, Value *key)
+{
+    const unsigned char *p = bytes.data;
+    size_t n = bytes.len;
+    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 8u)
+        return -1;
+    p += 2 + p[1];
+    n -= 2 + (size_t)((const unsigned char *)bytes.data)[1];
+    uint64_t klen = 0;
+    for (int i = 0; i < 8; i++)
+        klen = klen << 8 | p[i];
+    if (klen > n - 8)
+        return -1;
+    return value_decode(p + 8, (size_t)klen, key);
+}
+
 Value
 record_view(const Record *r, const TableDef *def)
 {

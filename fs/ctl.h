@@ -1,0 +1,28 @@
+/* ctl.h — sessions on the ctl file (SPEC section 3).
+ *
+ * One open file description of MOUNT/ctl is one session: it starts as the
+ * mount's identity (consumer and instance), keeps USE CONSUMER and BEGIN …
+ * COMMIT between writes, and is cancelled when closed.  A write runs the
+ * complete statements it carries; reading then returns one line per
+ * statement that ran, and end of file until the next write. */
+#ifndef QUEUEFS_CTL_H
+#define QUEUEFS_CTL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../store/store.h"
+
+typedef struct CtlFile CtlFile;
+
+/* A session acting as "consumer" (may be NULL) and "instance". */
+CtlFile *ctl_open(Store *store, const char *consumer, const char *instance);
+/* Runs the statements in "data": returns "size" when all ran, or -errno of
+ * the first error (its line is then readable). */
+ssize_t ctl_write(CtlFile *c, const char *data, size_t size);
+/* Copies up to "size" bytes of unread result lines to "buf"; 0 at the end. */
+size_t ctl_read(CtlFile *c, char *buf, size_t size);
+/* Ends the session, cancelling a transaction it left open. */
+void ctl_close(CtlFile *c);
+
+#endif

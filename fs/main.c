@@ -1,0 +1,270 @@
+/* main.c — queuefs: mount a store's queues as directories.
+ *
+ *     queuefs [-f] [-d] [-s] [-o OPTS] STORE MOUNTPOINT
+ *
+ * Runs in the background unless -f or -d, and returns only once the mount
+ * answers requests (or with the reason it could not mount).  The store is
+ * opened in the process that serves the mount: an LMDB environment must not
+ * cross a fork(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+#include <fuse_lowlevel.h>
+
+typedef struct Options {
+    char *consumer;
+    char *sync;
+    int   help;
+    int   version;
+    int   foreground;
+    int   debug;
+    int   single_thread;
+    char *store;
+    char *mountpoint;
+} Options;
+
+enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE };
+
+static const struct fuse_opt option_spec[] = {
+    {"consumer=%s", offsetof(Options, consumer), 0},
+    {"sync=%s", offsetof(Options, sync), 0},
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_KEY("-f", KEY_FOREGROUND),
+    FUSE_OPT_KEY("-d", KEY_DEBUG),
+    FUSE_OPT_KEY("debug", KEY_DEBUG),
+    FUSE_OPT_KEY("-s", KEY_SINGLE),
+    FUSE_OPT_END,
+};
+
+static int
+take_option(void *data, const char *arg, int key, struct fuse_args *args)
+{
+    (void)args;
+    Options *o = data;
+    switch (key) {
+    case KEY_HELP: o->help = 1; return 0;
+    case KEY_VERSION: o->version = 1; return 0;
+    case KEY_FOREGROUND: o->foreground = 1; return 0;
+    case KEY_DEBUG: o->debug = o->foreground = 1; return 1;   /* libfuse logs requests too */
+    case KEY_SINGLE: o->single_thread = 1; return 0;
+    case FUSE_OPT_KEY_NONOPT:
+        if (!o->store) {
+            o->store = xstrdup(arg);
+            return 0;
+        }
+        if (!o->mountpoint) {
+            o->mountpoint = xstrdup(arg);
+            return 0;
+        }
+        fprintf(stderr, "queuefs: unexpected argument '%s'\n", arg);
+        return -1;
+    default:
+        return 1;
+    }
+}
+
+static void
+usage(FILE *to)
+{
+    fputs("usage: queuefs [options] STORE MOUNTPOINT\n"
+          "Mounts the queues of STORE (a directory holding the LMDB store, created\n"
+          "when absent) at MOUNTPOINT: one directory per table, ctl for statements.\n"
+          "\n"
+          "  -o consumer=NAME   sign every hold taken through this mount's files\n"
+          "  -o sync=full       a write is on disk when its system call returns (default)\n"
+          "  -o sync=none       faster; a machine crash may lose the last writes\n"
+          "  -f                 stay in the foreground\n"
+          "  -d                 foreground, logging every request\n"
+          "  -s                 serve requests on one thread\n"
+          "  -h, --help         this text, then libfuse's options\n"
+          "  -V, --version      the version\n"
+          "\n"
+          "Unmount with: fusermount3 -u MOUNTPOINT\n",
+          to);
+}
+
+/* "path" made absolute against the working directory (the daemon leaves it). */
+static char *
+absolute(const char *path)
+{
+    char resolved[PATH_MAX];
+    if (realpath(path, resolved))
+        return xstrdup(resolved);
+    if (path[0] == '/')
+        return xstrdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return xstrdup(path);
+    Buf b = {0};
+    buf_printf(&b, "%s/%s", cwd, path);
+    return buf_steal(&b);
+}
+
+/* Tells the waiting parent why the mount failed ("what" and "detail"), and
+ * exits. */
+static void
+fail_to_parent(int fd, const char *what, const char *detail)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "queuefs: %s%s", what, detail);
+    if (fd >= 0) {
+        ssize_t ignored = write(fd, msg, strlen(msg));
+        (void)ignored;
+    } else {
+        fprintf(stderr, "%s\n", msg);
+    }
+    exit(1);
+}
+
+/* Waits for the child to say the mount answers ("" ) or why it failed. */
+static int
+wait_for_child(int fd)
+{
+    char msg[1024];
+    ssize_t n, total = 0;
+    while (total < (ssize_t)sizeof msg - 1 &&
+           (n = read(fd, msg + total, sizeof msg - 1 - (size_t)total)) > 0) {
+        total += n;
+        if (msg[0] == '\0')
+            return 0;
+    }
+    msg[total] = '\0';
+    fprintf(stderr, "%s\n", total ? msg : "queuefs: the mount process ended before mounting");
+    return 1;
+}
+
+static void
+detach_stdio(void)
+{
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0)
+        return;
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2)
+        close(null);
+}
+
+int
+main(int argc, char **argv)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    Options o = {0};
+    if (fuse_opt_parse(&args, &o, option_spec, take_option) < 0)
+        return 2;
+    if (o.help) {
+        usage(stdout);
+        fuse_lib_help(&args);
+        return 0;
+    }
+    if (o.version) {
+        printf("queuefs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
+        return 0;
+    }
+    if (!o.store || !o.mountpoint) {
+        usage(stderr);
+        return 2;
+    }
+    StoreOptions store_opts = {.sync = true};
+    if (o.sync && strcmp(o.sync, "none") == 0) {
+        store_opts.sync = false;
+    } else if (o.sync && strcmp(o.sync, "full") != 0) {
+        fprintf(stderr, "queuefs: -o sync=%s: expected sync=full or sync=none\n", o.sync);
+        return 2;
+    }
+    if (o.consumer && !*o.consumer) {
+        fprintf(stderr, "queuefs: -o consumer= needs a name\n");
+        return 2;
+    }
+
+    Mount m = {0};
+    m.store_path = absolute(o.store);
+    m.consumer = o.consumer;
+    lang_instance_mint(m.instance);
+    m.uid = getuid();
+    m.gid = getgid();
+    m.mounted_at = time(NULL);
+    m.ready_fd = -1;
+    char *mountpoint = absolute(o.mountpoint);
+    struct stat st;
+    if (stat(mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);
+        return 1;
+    }
+
+    if (!o.foreground) {
+        int pipefd[2];
+        if (pipe(pipefd) < 0) {
+            perror("queuefs: pipe");
+            return 1;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("queuefs: fork");
+            return 1;
+        }
+        if (pid > 0) {
+            close(pipefd[1]);
+            return wait_for_child(pipefd[0]);
+        }
+        close(pipefd[0]);
+        m.ready_fd = pipefd[1];
+        setsid();
+    }
+
+    char msg[256] = "";
+    int rc = store_open(m.store_path, &store_opts, &m.store, msg, sizeof msg);
+    if (rc) {
+        char detail[600];
+        snprintf(detail, sizeof detail, "%s: %s", m.store_path, msg[0] ? msg : store_strerror(rc));
+        fail_to_parent(m.ready_fd, "cannot open store ", detail);
+    }
+    struct fuse *fuse = fuse_new(&args, queuefs_operations(), sizeof(struct fuse_operations), &m);
+    if (!fuse)
+        fail_to_parent(m.ready_fd, "bad options (see queuefs --help)", "");
+    if (fuse_mount(fuse, mountpoint) != 0)
+        fail_to_parent(m.ready_fd, "cannot mount on ", mountpoint);
+    struct fuse_session *se = fuse_get_session(fuse);
+    if (fuse_set_signal_handlers(se) != 0)
+        fail_to_parent(m.ready_fd, "cannot set signal handlers", "");
+    if (!o.foreground) {
+        if (chdir("/") < 0)
+            fail_to_parent(m.ready_fd, "cannot leave the working directory", "");
+        detach_stdio();
+    }
+
+    if (o.single_thread) {
+        rc = fuse_loop(fuse);
+    } else {
+        struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+        fuse_loop_cfg_set_max_threads(cfg, 64);
+        rc = fuse_loop_mt(fuse, cfg);
+        fuse_loop_cfg_destroy(cfg);
+    }
+    bool signalled = fuse_session_exited(se);   /* SIGTERM, SIGINT or an unmount */
+    fuse_remove_signal_handlers(se);
+    fuse_unmount(fuse);
+    fuse_destroy(fuse);
+    store_close(m.store);
+    fuse_opt_free_args(&args);
+    free(m.store_path);
+    free(mountpoint);
+    free(o.store);
+    free(o.mountpoint);
+    free(o.consumer);
+    free(o.sync);
+    return rc && !signalled ? 1 : 0;
+}

@@ -1,0 +1,30 @@
+/* mount.h — what the FUSE operations share: the mounted store and the
+ * identity its files act as. */
+#ifndef QUEUEFS_MOUNT_H
+#define QUEUEFS_MOUNT_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "../lang/lang.h"
+#include "../store/store.h"
+
+typedef struct Mount {
+    Store  *store;
+    char   *store_path;                       /* the STORE argument, absolute */
+    char   *consumer;                         /* -o consumer=NAME, or NULL */
+    char    instance[LANG_INSTANCE_LEN + 1];  /* minted for this mount */
+    uid_t   uid;                              /* the mounting user: owns every file */
+    gid_t   gid;
+    time_t  mounted_at;                       /* every file's times */
+    int     ready_fd;                         /* written once the mount answers; -1 after */
+} Mount;
+
+/* The operations table of a queuefs mount; fuse_get_context()->private_data
+ * is the Mount. */
+const struct fuse_operations *queuefs_operations(void);
+
+#endif

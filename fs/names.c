@@ -1,0 +1,115 @@
+/* names.c — record identities <-> file names (see names.h). */
+#include "names.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const reserved[] = {"claim", "new", "released", "wait", "held", "dead", "stats"};
+
+bool
+name_is_reserved(const char *name)
+{
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(name, reserved[i]) == 0)
+            return true;
+    return false;
+}
+
+/* True when "s" of "len" bytes would read as an integer: an optional '-'
+ * and one or more digits. */
+static bool
+reads_as_integer(const char *s, size_t len)
+{
+    size_t i = len && s[0] == '-' ? 1 : 0;
+    if (i == len)
+        return false;
+    for (; i < len; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+static bool
+must_escape(unsigned char c)
+{
+    return c == '%' || c == '/' || c == '@' || c == '~' || c < 0x20 || c == 0x7f;
+}
+
+void
+name_from_key(const Value *key, Buf *out)
+{
+    if (key->kind == VAL_INT) {
+        buf_printf(out, "%lld", (long long)key->u.i);
+        return;
+    }
+    const char *s = key->u.str.s;
+    size_t len = key->u.str.len;
+    bool escape_first = len == 0 || reads_as_integer(s, len) || s[0] == '.' ||
+                        (strlen(s) == len && name_is_reserved(s));
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (must_escape(c) || (i == 0 && escape_first))
+            buf_printf(out, "%%%02X", c);
+        else
+            buf_putc(out, (char)c);
+    }
+}
+
+static int
+hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int
+name_to_key(const char *name, Value *key)
+{
+    size_t len = strlen(name);
+    if (len == 0)
+        return -1;
+    if (reads_as_integer(name, len)) {
+        errno = 0;
+        char *end;
+        long long v = strtoll(name, &end, 10);
+        if (errno || *end)
+            return -1;
+        *key = value_int(v);
+    } else {
+        Buf text = {0};
+        for (size_t i = 0; i < len; i++) {
+            if (name[i] != '%') {
+                buf_putc(&text, name[i]);
+                continue;
+            }
+            int hi = i + 2 < len ? hex_digit(name[i + 1]) : -1;
+            int lo = hi >= 0 ? hex_digit(name[i + 2]) : -1;
+            if (lo < 0) {
+                buf_free(&text);
+                return -1;
+            }
+            buf_putc(&text, (char)(hi << 4 | lo));
+            i += 2;
+        }
+        if (!utf8_valid(text.data, text.len)) {
+            buf_free(&text);
+            return -1;
+        }
+        *key = value_string(text.data, text.len);
+        buf_free(&text);
+    }
+    /* One-to-one: only the canonical spelling of an identity names it. */
+    Buf again = {0};
+    name_from_key(key, &again);
+    bool canonical = strcmp(again.data, name) == 0;
+    buf_free(&again);
+    if (!canonical) {
+        value_free(key);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* names.h — record identities as file names, one-to-one.
+ *
+ * An integer identity is its decimal digits ("7", "-3").  A string identity
+ * is its text with '%', '/', '@' and '~' (and control bytes) written as
+ * %XX, and with its first character written as %XX when the name would
+ * otherwise read as an integer (all digits, or '-' and digits), begin with
+ * '.', or equal a reserved name:
+ *
+ *     jobs:7              7
+ *     reclaim:'bucket/key'  bucket%2Fkey
+ *     jobs:'007'          %3007
+ *     jobs:claim          %63laim
+ *
+ * Every identity has exactly one name, and a name that is not exactly the
+ * name of some identity (e.g. "%41", "007") names nothing. */
+#ifndef QUEUEFS_NAMES_H
+#define QUEUEFS_NAMES_H
+
+#include <stdbool.h>
+
+#include "../lang/value.h"
+
+/* True for the names a table directory reserves: claim new released wait
+ * held dead stats. */
+bool name_is_reserved(const char *name);
+/* Appends the file name of identity "key" (VAL_INT or VAL_STRING). */
+void name_from_key(const Value *key, Buf *out);
+/* The identity file name "name" stands for: 0 and "*key" set (caller
+ * frees), or -1 when "name" is the name of no identity. */
+int name_to_key(const char *name, Value *key);
+
+#endif

@@ -1,0 +1,884 @@
+/* ops.c — the file view (SPEC section 2): the fuse_operations table.
+ *
+ *   /ctl                  statements in, results out (ctl.c)
+ *   /T/                   one directory per table
+ *   /T/ID                 a record: read never claims; write at close
+ *   /T/claim              open() claims the head; reads serve that claim
+ *   /T/new                each complete line written is one new record
+ *   /T/released/          rename target: moving ID here releases it
+ *
+ * Handlers are thin: they map a path to a lang_view_* call and its error to
+ * an errno.  Every file is direct_io (sizes are not known in advance) and
+ * the kernel caches no attribute or entry, so nothing is ever shown stale. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "mount.h"
+#include "names.h"
+
+static Mount *
+mount_of(void)
+{
+    return fuse_get_context()->private_data;
+}
+
+/* A session acting as the mount, for one operation. */
+static LangSession *
+session(void)
+{
+    Mount *m = mount_of();
+    return lang_session_new(m->store, m->consumer, m->instance);
+}
+
+/* -errno of a failed lang call, freeing the session. */
+static int
+finish(LangSession *s, LangErrorCode rc)
+{
+    lang_session_free(s);
+    return rc ? -lang_error_errno(rc) : 0;
+}
+
+/* ---- paths ---- */
+
+typedef enum PathKind {
+    P_ROOT,
+    P_CTL,
+    P_TABLE,
+    P_CLAIM,
+    P_NEW,
+    P_RELEASED,
+    P_RELEASED_ENTRY,
+    P_RECORD,
+    P_NONE,           /* names nothing that can exist */
+} PathKind;
+
+typedef struct Path {
+    PathKind kind;
+    char     table[256];
+    char     name[256];   /* the last component for P_RECORD, P_RELEASED_ENTRY */
+} Path;
+
+/* Splits "path" into what it names; the table is not looked up. */
+static Path
+path_parse(const char *path)
+{
+    Path p = {P_NONE, "", ""};
+    const char *parts[4];
+    size_t lens[4], n = 0;
+    for (const char *c = path; *c;) {
+        while (*c == '/')
+            c++;
+        if (!*c)
+            break;
+        const char *end = strchrnul(c, '/');
+        if (n == 4 || (size_t)(end - c) >= sizeof p.table)
+            return p;
+        parts[n] = c;
+        lens[n++] = (size_t)(end - c);
+        c = end;
+    }
+    if (n == 0) {
+        p.kind = P_ROOT;
+        return p;
+    }
+    memcpy(p.table, parts[0], lens[0]);
+    p.table[lens[0]] = '\0';
+    if (n == 1) {
+        p.kind = strcmp(p.table, "ctl") == 0 ? P_CTL : P_TABLE;
+        return p;
+    }
+    memcpy(p.name, parts[1], lens[1]);
+    p.name[lens[1]] = '\0';
+    if (n == 2) {
+        p.kind = strcmp(p.name, "claim") == 0      ? P_CLAIM
+                 : strcmp(p.name, "new") == 0      ? P_NEW
+                 : strcmp(p.name, "released") == 0 ? P_RELEASED
+                 : name_is_reserved(p.name)        ? P_NONE
+                                                   : P_RECORD;
+        return p;
+    }
+    if (n == 3 && strcmp(p.name, "released") == 0) {
+        memcpy(p.name, parts[2], lens[2]);
+        p.name[lens[2]] = '\0';
+        p.kind = P_RELEASED_ENTRY;
+    }
+    return p;
+}
+
+/* 0 when "p"'s table exists (and, for what only queues have, is a queue),
+ * else -ENOENT. */
+static int
+table_check(const Path *p)
+{
+    if (strcmp(p->table, "ctl") == 0)
+        return -ENOENT;
+    LangSession *s = session();
+    LangError err = {0};
+    bool is_queue = false;
+    int rc = finish(s, lang_view_table(s, p->table, &is_queue, &err));
+    if (rc)
+        return rc;
+    bool queue_only = p->kind == P_CLAIM || p->kind == P_RELEASED || p->kind == P_RELEASED_ENTRY;
+    return queue_only && !is_queue ? -ENOENT : 0;
+}
+
+/* ---- records being created ----
+ * Between create() and the flush that stores it, a new record's name must
+ * exist for the kernel; these are those names. */
+
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **pending;
+static size_t npending;
+
+static void
+pending_add(const char *path)
+{
+    pthread_mutex_lock(&pending_lock);
+    pending = xrealloc(pending, (npending + 1) * sizeof *pending);
+    pending[npending++] = xstrdup(path);
+    pthread_mutex_unlock(&pending_lock);
+}
+
+static void
+pending_remove(const char *path)
+{
+    pthread_mutex_lock(&pending_lock);
+    for (size_t i = 0; i < npending; i++)
+        if (strcmp(pending[i], path) == 0) {
+            free(pending[i]);
+            pending[i] = pending[--npending];
+            break;
+        }
+    pthread_mutex_unlock(&pending_lock);
+}
+
+static bool
+pending_has(const char *path)
+{
+    pthread_mutex_lock(&pending_lock);
+    bool found = false;
+    for (size_t i = 0; i < npending && !found; i++)
+        found = strcmp(pending[i], path) == 0;
+    pthread_mutex_unlock(&pending_lock);
+    return found;
+}
+
+/* ---- open files ---- */
+
+typedef enum HandleKind { H_CTL, H_SNAPSHOT, H_WRITE, H_NEW } HandleKind;
+
+typedef struct Handle {
+    HandleKind      kind;
+    pthread_mutex_t lock;
+    char           *path;       /* H_WRITE: for the pending list */
+    char            table[256];
+    Value           key;        /* H_WRITE */
+    Buf             data;       /* H_SNAPSHOT: what reads serve; H_WRITE: the content;
+                                   H_NEW: a line not yet complete */
+    bool            dirty;      /* H_WRITE: content to store at flush */
+    bool            created;    /* H_WRITE: made by create() */
+    bool            exclusive;  /* H_WRITE: O_EXCL: an existing record is EEXIST */
+    CtlFile        *ctl;
+} Handle;
+
+static Handle *
+handle_new(HandleKind kind, const Path *p)
+{
+    Handle *h = xcalloc(1, sizeof *h);
+    h->kind = kind;
+    pthread_mutex_init(&h->lock, NULL);
+    snprintf(h->table, sizeof h->table, "%s", p->table);
+    return h;
+}
+
+static void
+handle_free(Handle *h)
+{
+    if (h->path && h->created)
+        pending_remove(h->path);
+    free(h->path);
+    value_free(&h->key);
+    buf_free(&h->data);
+    ctl_close(h->ctl);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+static Handle *
+handle_of(struct fuse_file_info *fi)
+{
+    return (Handle *)(uintptr_t)fi->fh;
+}
+
+static void
+handle_attach(struct fuse_file_info *fi, Handle *h, bool seekable)
+{
+    fi->fh = (uint64_t)(uintptr_t)h;
+    fi->direct_io = 1;
+    fi->nonseekable = !seekable;
+}
+
+/* ---- attributes ---- */
+
+static void
+fill_stat(struct stat *st, mode_t mode, off_t size)
+{
+    Mount *m = mount_of();
+    memset(st, 0, sizeof *st);
+    st->st_mode = mode;
+    st->st_nlink = S_ISDIR(mode) ? 2 : 1;
+    st->st_uid = m->uid;
+    st->st_gid = m->gid;
+    st->st_size = size;
+    st->st_blksize = 4096;
+    st->st_blocks = (size + 511) / 512;
+    st->st_atime = st->st_mtime = st->st_ctime = m->mounted_at;
+}
+
+/* The size of a record file: its JSON line.  -errno when it is absent. */
+static int
+record_size(const Path *p, off_t *size)
+{
+    Value key;
+    if (name_to_key(p->name, &key) < 0)
+        return -ENOENT;
+    LangSession *s = session();
+    LangError err = {0};
+    Buf json = {0};
+    int rc = finish(s, lang_view_read(s, p->table, &key, &json, &err));
+    *size = (off_t)json.len;
+    buf_free(&json);
+    value_free(&key);
+    return rc;
+}
+
+static int
+qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+{
+    (void)fi;
+    Path p = path_parse(path);
+    int rc = 0;
+    off_t size = 0;
+    switch (p.kind) {
+    case P_ROOT:
+        fill_stat(st, S_IFDIR | 0755, 0);
+        return 0;
+    case P_CTL:
+        fill_stat(st, S_IFREG | 0666, 0);
+        return 0;
+    case P_TABLE:
+    case P_RELEASED:
+        if ((rc = table_check(&p)))
+            return rc;
+        fill_stat(st, S_IFDIR | 0755, 0);
+        return 0;
+    case P_CLAIM:
+        if ((rc = table_check(&p)))
+            return rc;
+        fill_stat(st, S_IFREG | 0444, 0);
+        return 0;
+    case P_NEW:
+        if ((rc = table_check(&p)))
+            return rc;
+        fill_stat(st, S_IFREG | 0222, 0);
+        return 0;
+    case P_RECORD:
+        if (pending_has(path)) {
+            fill_stat(st, S_IFREG | 0644, 0);
+            return 0;
+        }
+        if ((rc = record_size(&p, &size)))
+            return rc;
+        fill_stat(st, S_IFREG | 0644, size);
+        return 0;
+    case P_RELEASED_ENTRY:
+    case P_NONE:
+        break;
+    }
+    return -ENOENT;
+}
+
+/* ---- directories ---- */
+
+typedef struct DirFill {
+    void            *buf;
+    fuse_fill_dir_t  filler;
+    off_t            next_off;   /* the offset of the entry after the last one given */
+    off_t            skip;       /* records still to pass over (a seek) */
+    Value            last;       /* the last record given */
+    bool             full;
+} DirFill;
+
+/* What readdir keeps between calls on one open directory: where the last
+ * call stopped, so the next continues from that record in O(log n). */
+typedef struct DirHandle {
+    off_t next_off;
+    Value last;
+} DirHandle;
+
+static int
+fill_record(void *ctx, const Value *key)
+{
+    DirFill *d = ctx;
+    if (d->skip > 0) {
+        d->skip--;
+        return 0;
+    }
+    Buf name = {0};
+    name_from_key(key, &name);
+    struct stat st = {.st_mode = S_IFREG};
+    int full = d->filler(d->buf, name.data, &st, d->next_off + 1, 0);
+    buf_free(&name);
+    if (full) {
+        d->full = true;
+        return 1;
+    }
+    d->next_off++;
+    value_free(&d->last);
+    d->last = value_clone(key);
+    return 0;
+}
+
+static int
+fill_table(void *ctx, const char *name)
+{
+    DirFill *d = ctx;
+    struct stat st = {.st_mode = S_IFDIR};
+    if (d->next_off++ < d->skip)
+        return 0;
+    return d->filler(d->buf, name, &st, d->next_off, 0);
+}
+
+static int
+qfs_opendir(const char *path, struct fuse_file_info *fi)
+{
+    Path p = path_parse(path);
+    if (p.kind != P_ROOT && p.kind != P_TABLE && p.kind != P_RELEASED)
+        return -ENOTDIR;
+    int rc = p.kind == P_ROOT ? 0 : table_check(&p);
+    if (rc)
+        return rc;
+    fi->fh = (uint64_t)(uintptr_t)xcalloc(1, sizeof(DirHandle));
+    return 0;
+}
+
+static int
+qfs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
+    if (dh) {
+        value_free(&dh->last);
+        free(dh);
+    }
+    return 0;
+}
+
+static int
+qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
+            struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    (void)flags;
+    Path p = path_parse(path);
+    DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
+    struct stat dir = {.st_mode = S_IFDIR}, file = {.st_mode = S_IFREG};
+    DirFill d = {buf, filler, offset, 0, {0}, false};
+    LangError err = {0};
+    LangSession *s = session();
+    int rc = 0;
+
+    /* The fixed entries take offsets 1 to nfixed. */
+    const char *fixed[5] = {".", ".."};
+    size_t nfixed = 2;
+    if (p.kind == P_ROOT) {
+        fixed[nfixed++] = "ctl";
+    } else if (p.kind == P_TABLE) {
+        bool is_queue = false;
+        if ((rc = finish(s, lang_view_table(s, p.table, &is_queue, &err))))
+            return rc;
+        s = session();
+        fixed[nfixed++] = "new";
+        if (is_queue) {
+            fixed[nfixed++] = "claim";
+            fixed[nfixed++] = "released";
+        }
+    }
+    for (size_t i = (size_t)offset; i < nfixed; i++) {
+        bool is_dir = i < 2 || strcmp(fixed[i], "released") == 0;
+        if (filler(buf, fixed[i], is_dir ? &dir : &file, (off_t)i + 1, 0)) {
+            lang_session_free(s);
+            return 0;
+        }
+        d.next_off = (off_t)i + 1;
+    }
+
+    if (p.kind == P_ROOT) {
+        d.skip = offset > (off_t)nfixed ? offset : (off_t)nfixed;
+        d.next_off = (off_t)nfixed;
+        rc = finish(s, lang_view_tables(s, fill_table, &d, &err));
+    } else if (p.kind == P_TABLE) {
+        const Value *after = NULL;
+        if (offset > (off_t)nfixed) {
+            if (dh && dh->next_off == offset && dh->last.kind != VAL_NONE) {
+                after = &dh->last;     /* continue where the last call stopped */
+            } else {
+                d.skip = offset - (off_t)nfixed;  /* a seek: count from the start */
+                d.next_off = (off_t)nfixed;
+            }
+        }
+        rc = finish(s, lang_view_keys(s, p.table, after, fill_record, &d, &err));
+        if (dh && d.last.kind != VAL_NONE) {
+            value_free(&dh->last);
+            dh->last = d.last;
+            dh->next_off = d.next_off;
+            d.last = value_none();
+        }
+        value_free(&d.last);
+    } else {
+        lang_session_free(s);   /* released/ is always empty */
+    }
+    return rc;
+}
+
+static int
+qfs_mkdir(const char *path, mode_t mode)
+{
+    (void)mode;
+    Path p = path_parse(path);
+    if (p.kind != P_TABLE)
+        return p.kind == P_CTL ? -EEXIST : -EPERM;
+    LangSession *s = session();
+    LangError err = {0};
+    return finish(s, lang_view_mkdir(s, p.table, &err));
+}
+
+static int
+qfs_rmdir(const char *path)
+{
+    Path p = path_parse(path);
+    if (p.kind != P_TABLE)
+        return p.kind == P_CTL ? -ENOTDIR : -EPERM;
+    LangSession *s = session();
+    LangError err = {0};
+    return finish(s, lang_view_rmdir(s, p.table, &err));
+}
+
+/* ---- files ---- */
+
+/* Reads record "p" into a new snapshot handle. */
+static int
+open_snapshot(const Path *p, Handle **out)
+{
+    Value key;
+    if (name_to_key(p->name, &key) < 0)
+        return -ENOENT;
+    Handle *h = handle_new(H_SNAPSHOT, p);
+    LangSession *s = session();
+    LangError err = {0};
+    int rc = finish(s, lang_view_read(s, p->table, &key, &h->data, &err));
+    value_free(&key);
+    if (rc) {
+        handle_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* A handle that collects a record's new content, stored at flush. */
+static int
+open_write(const char *path, const Path *p, int flags, bool created, Handle **out)
+{
+    Value key;
+    if (name_to_key(p->name, &key) < 0)
+        return -EINVAL;
+    Handle *h = handle_new(H_WRITE, p);
+    h->key = key;
+    h->path = xstrdup(path);
+    h->created = created;
+    h->exclusive = created && (flags & O_EXCL);
+    h->dirty = created;   /* a created file is stored even when nothing is written */
+    if (!created) {
+        /* The record must exist; O_RDWR and O_APPEND start from its content. */
+        Buf json = {0};
+        LangSession *s = session();
+        LangError err = {0};
+        int rc = finish(s, lang_view_read(s, p->table, &key, &json, &err));
+        if (rc) {
+            buf_free(&json);
+            handle_free(h);
+            return rc;
+        }
+        if ((flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND))
+            h->data = json;
+        else
+            buf_free(&json);
+    }
+    *out = h;
+    return 0;
+}
+
+static int
+qfs_open(const char *path, struct fuse_file_info *fi)
+{
+    Path p = path_parse(path);
+    int accmode = fi->flags & O_ACCMODE;
+    Handle *h = NULL;
+    int rc = 0;
+    LangError err = {0};
+    switch (p.kind) {
+    case P_CTL: {
+        Mount *m = mount_of();
+        h = handle_new(H_CTL, &p);
+        h->ctl = ctl_open(m->store, m->consumer, m->instance);
+        break;
+    }
+    case P_CLAIM: {
+        if (accmode != O_RDONLY)
+            return -EACCES;
+        h = handle_new(H_SNAPSHOT, &p);
+        LangSession *s = session();
+        if ((rc = finish(s, lang_view_claim(s, p.table, &h->data, &err))))
+            goto fail;
+        break;
+    }
+    case P_NEW:
+        if ((rc = table_check(&p)))
+            return rc;
+        h = handle_new(H_NEW, &p);
+        break;
+    case P_RECORD:
+        if (accmode == O_RDONLY)
+            rc = open_snapshot(&p, &h);
+        else
+            rc = open_write(path, &p, fi->flags, false, &h);
+        if (rc)
+            return rc;
+        break;
+    case P_ROOT:
+    case P_TABLE:
+    case P_RELEASED:
+        return -EISDIR;
+    default:
+        return -ENOENT;
+    }
+    handle_attach(fi, h, h->kind == H_SNAPSHOT || h->kind == H_WRITE);
+    return 0;
+fail:
+    handle_free(h);
+    return rc;
+}
+
+static int
+qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    (void)mode;
+    Path p = path_parse(path);
+    if (p.kind != P_RECORD)
+        return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -EPERM : -EEXIST;
+    int rc = table_check(&p);
+    if (rc)
+        return rc;
+    off_t size;
+    bool exists = record_size(&p, &size) == 0;
+    if (exists && (fi->flags & O_EXCL))
+        return -EEXIST;
+    Handle *h;
+    if ((rc = open_write(path, &p, fi->flags, !exists, &h)))
+        return rc;
+    if (!exists)
+        pending_add(path);
+    handle_attach(fi, h, true);
+    return 0;
+}
+
+static int
+qfs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)path;
+    Handle *h = handle_of(fi);
+    if (h->kind == H_CTL)
+        return (int)ctl_read(h->ctl, buf, size);
+    if (h->kind == H_NEW)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    size_t n = 0;
+    if ((size_t)off < h->data.len) {
+        n = h->data.len - (size_t)off;
+        if (n > size)
+            n = size;
+        memcpy(buf, h->data.data + off, n);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return (int)n;
+}
+
+/* Creates the records of the complete lines "new" holds, in one
+ * transaction; on failure the write that brought them is undone. */
+static int
+new_write(Handle *h, const char *buf, size_t size)
+{
+    size_t before = h->data.len;
+    buf_append(&h->data, buf, size);
+    const char *last = memrchr(h->data.data, '\n', h->data.len);
+    if (!last)
+        return (int)size;
+    size_t complete = (size_t)(last - h->data.data) + 1;
+    LangSession *s = session();
+    LangError err = {0};
+    int rc = finish(s, lang_view_append(s, h->table, h->data.data, complete, &err));
+    if (rc) {
+        h->data.len = before;   /* all of this write's lines, or none */
+        h->data.data[before] = '\0';
+        return rc;
+    }
+    memmove(h->data.data, h->data.data + complete, h->data.len - complete);
+    h->data.len -= complete;
+    h->data.data[h->data.len] = '\0';
+    return (int)size;
+}
+
+static int
+qfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)path;
+    Handle *h = handle_of(fi);
+    if (h->kind == H_CTL)
+        return (int)ctl_write(h->ctl, buf, size);
+    if (h->kind == H_SNAPSHOT)
+        return -EBADF;
+    pthread_mutex_lock(&h->lock);
+    int rc = (int)size;
+    if (h->kind == H_NEW) {
+        rc = new_write(h, buf, size);
+    } else {
+        if ((size_t)off + size > h->data.len) {
+            size_t grow = (size_t)off + size - h->data.len;
+            char *zeros = xcalloc(1, grow);
+            buf_append(&h->data, zeros, grow);
+            free(zeros);
+        }
+        memcpy(h->data.data + off, buf, size);
+        h->dirty = true;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+/* close() reports what storing the file's writes met: flush is the durable
+ * step (release is asynchronous). */
+static int
+qfs_flush(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    Handle *h = handle_of(fi);
+    int rc = 0;
+    pthread_mutex_lock(&h->lock);
+    LangError err = {0};
+    if (h->kind == H_WRITE && h->dirty) {
+        h->dirty = false;
+        LangSession *s = session();
+        rc = finish(s, lang_view_write(s, h->table, &h->key, h->data.data ? h->data.data : "",
+                                       h->data.len, h->exclusive, &err));
+        if (h->created) {
+            /* Stored, or refused: either way the name is no longer pending. */
+            pending_remove(h->path);
+            h->created = h->exclusive = false;
+        }
+    } else if (h->kind == H_NEW && h->data.len) {
+        /* A last line without its newline is a line too. */
+        LangSession *s = session();
+        rc = finish(s, lang_view_append(s, h->table, h->data.data, h->data.len, &err));
+        buf_reset(&h->data);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static int
+qfs_release(const char *path, struct fuse_file_info *fi)
+{
+    (void)path;
+    handle_free(handle_of(fi));
+    return 0;
+}
+
+static int
+qfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    Path p = path_parse(path);
+    if (fi) {
+        Handle *h = handle_of(fi);
+        if (h->kind == H_WRITE && (size_t)size < h->data.len) {
+            pthread_mutex_lock(&h->lock);
+            h->data.len = (size_t)size;
+            h->data.data[size] = '\0';
+            h->dirty = true;
+            pthread_mutex_unlock(&h->lock);
+        }
+        return 0;
+    }
+    /* O_TRUNC arrives as a truncate before the open: the content written
+     * through the open replaces the record at close. */
+    switch (p.kind) {
+    case P_CTL:
+    case P_NEW:
+        return size == 0 ? 0 : -EINVAL;
+    case P_RECORD: {
+        off_t cur;
+        if (pending_has(path))
+            return 0;
+        int rc = record_size(&p, &cur);
+        return rc ? rc : 0;
+    }
+    case P_ROOT:
+    case P_TABLE:
+    case P_RELEASED:
+        return -EISDIR;
+    default:
+        return -EPERM;
+    }
+}
+
+static int
+qfs_unlink(const char *path)
+{
+    Path p = path_parse(path);
+    if (p.kind != P_RECORD)
+        return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -ENOENT : -EPERM;
+    Value key;
+    if (name_to_key(p.name, &key) < 0)
+        return -ENOENT;
+    LangSession *s = session();
+    LangError err = {0};
+    int rc = finish(s, lang_view_delete(s, p.table, &key, &err));
+    value_free(&key);
+    return rc;
+}
+
+/* The release "mv T/ID T/released/ID[@WHEN]" asks for: 0 with "*when" set
+ * (NONE when no @), or -EINVAL. */
+static int
+parse_release_target(const Path *from, const Path *to, Value *when)
+{
+    *when = value_none();
+    char *at = strchr(to->name, '@');
+    size_t id_len = at ? (size_t)(at - to->name) : strlen(to->name);
+    if (id_len != strlen(from->name) || strncmp(to->name, from->name, id_len) != 0)
+        return -EINVAL;
+    if (!at)
+        return 0;
+    const char *spec = at + 1;
+    int64_t ns;
+    if (duration_parse(spec, strlen(spec), &ns) == 0)
+        *when = value_duration(ns);
+    else if (datetime_parse(spec, strlen(spec), &ns) == 0)
+        *when = value_datetime(ns);
+    else
+        return -EINVAL;
+    return 0;
+}
+
+static int
+qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
+{
+    if (flags & ~(unsigned)RENAME_NOREPLACE)
+        return -EINVAL;
+    Path from = path_parse(from_path), to = path_parse(to_path);
+    if (to.kind == P_RELEASED_ENTRY || to.kind == P_RELEASED) {
+        /* A move into released/ is a release or an error, never EXDEV. */
+        if (from.kind != P_RECORD || strcmp(from.table, to.table) != 0)
+            return -EINVAL;
+        if (to.kind == P_RELEASED)
+            return -EISDIR;
+        Value key, when;
+        if (name_to_key(from.name, &key) < 0)
+            return -ENOENT;
+        int rc = parse_release_target(&from, &to, &when);
+        if (!rc) {
+            LangSession *s = session();
+            LangError err = {0};
+            rc = finish(s, lang_view_release(s, from.table, &key, &when, &err));
+        }
+        value_free(&key);
+        value_free(&when);
+        return rc;
+    }
+    return -EXDEV;
+}
+
+/* touch is accepted on every file; nothing else of the times is kept. */
+static int
+qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    (void)tv;
+    struct stat st;
+    return qfs_getattr(path, &st, fi);
+}
+
+static int
+qfs_statfs(const char *path, struct statvfs *sv)
+{
+    (void)path;
+    Mount *m = mount_of();
+    if (statvfs(m->store_path, sv) < 0)
+        return -errno;
+    sv->f_namemax = 255;
+    return 0;
+}
+
+/* Called once the kernel has answered FUSE_INIT: the mount now answers
+ * requests, which is when the command that mounted it may return. */
+static void *
+qfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+{
+    Mount *m = fuse_get_context()->private_data;
+    cfg->entry_timeout = 0;
+    cfg->attr_timeout = 0;
+    cfg->negative_timeout = 0;
+    cfg->hard_remove = 1;     /* rm of an open record deletes it; no .fuse_hidden files */
+    cfg->use_ino = 0;
+    conn->max_write = 1 << 20;
+    if (m->ready_fd >= 0) {
+        ssize_t ignored = write(m->ready_fd, "", 1);
+        (void)ignored;
+        close(m->ready_fd);
+        m->ready_fd = -1;
+    }
+    return m;
+}
+
+static const struct fuse_operations operations = {
+    .init = qfs_init,
+    .getattr = qfs_getattr,
+    .opendir = qfs_opendir,
+    .readdir = qfs_readdir,
+    .releasedir = qfs_releasedir,
+    .mkdir = qfs_mkdir,
+    .rmdir = qfs_rmdir,
+    .open = qfs_open,
+    .create = qfs_create,
+    .read = qfs_read,
+    .write = qfs_write,
+    .flush = qfs_flush,
+    .release = qfs_release,
+    .truncate = qfs_truncate,
+    .unlink = qfs_unlink,
+    .rename = qfs_rename,
+    .utimens = qfs_utimens,
+    .statfs = qfs_statfs,
+};
+
+const struct fuse_operations *
+queuefs_operations(void)
+{
+    return &operations;
+}
