@@ -199,6 +199,16 @@ main(int argc, char **argv)
     m.mounted_at = time(NULL);
     m.ready_fd = -1;
     char *mountpoint = absolute(o.mountpoint);
+    /* /proc/mounts shows "STORE MOUNTPOINT fuse.queuefs". */
+    Buf name = {0};
+    buf_printf(&name, "subtype=queuefs,fsname=");
+    char *escaped = NULL;
+    fuse_opt_add_opt_escaped(&escaped, m.store_path);
+    buf_puts(&name, escaped);
+    free(escaped);
+    fuse_opt_add_arg(&args, "-o");
+    fuse_opt_add_arg(&args, name.data);
+    buf_free(&name);
     struct stat st;
     if (stat(mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
         fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);

@@ -505,7 +505,6 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
     h->path = xstrdup(path);
     h->created = created;
     h->exclusive = created && (flags & O_EXCL);
-    h->dirty = created;   /* a created file is stored even when nothing is written */
     if (!created) {
         /* The record must exist; O_RDWR and O_APPEND start from its content. */
         Buf json = {0};
@@ -691,7 +690,7 @@ qfs_flush(const char *path, struct fuse_file_info *fi)
         if (h->created) {
             /* Stored, or refused: either way the name is no longer pending. */
             pending_remove(h->path);
-            h->created = h->exclusive = false;
+            h->created = false;
         }
     } else if (h->kind == H_NEW && h->data.len) {
         /* A last line without its newline is a line too. */
@@ -815,6 +814,25 @@ qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
     return -EXDEV;
 }
 
+/* Modes and owners are the mount's: a chmod or chown (as cp -p and mv
+ * make) is accepted and changes nothing. */
+static int
+qfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    (void)mode;
+    struct stat st;
+    return qfs_getattr(path, &st, fi);
+}
+
+static int
+qfs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    (void)uid;
+    (void)gid;
+    struct stat st;
+    return qfs_getattr(path, &st, fi);
+}
+
 /* touch is accepted on every file; nothing else of the times is kept. */
 static int
 qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
@@ -873,6 +891,8 @@ static const struct fuse_operations operations = {
     .truncate = qfs_truncate,
     .unlink = qfs_unlink,
     .rename = qfs_rename,
+    .chmod = qfs_chmod,
+    .chown = qfs_chown,
     .utimens = qfs_utimens,
     .statfs = qfs_statfs,
 };

@@ -179,6 +179,18 @@ strip_id(Exec *x, Value *content, const char *table, const Value *key)
     return LANG_OK;
 }
 
+/* True when "incoming" repeats the engine's value "stored": equal, or the
+ * same instant written as an RFC 3339 string (a record read back as JSON). */
+static bool
+engine_value_same(const Value *stored, const Value *incoming)
+{
+    int64_t ns;
+    if (stored->kind == VAL_DATETIME && incoming->kind == VAL_STRING)
+        return datetime_parse(incoming->u.str.s, incoming->u.str.len, &ns) == 0 &&
+               ns == stored->u.ns;
+    return value_equal(stored, incoming);
+}
+
 static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
                                             FIELD_CLAIMED_BY};
 
@@ -195,7 +207,7 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
         const char *f = engine_fields[i];
         const Value *was = old ? value_object_get(old, f) : NULL;
         const Value *now = value_object_get(incoming, f);
-        if (now && !(was && value_equal(was, now)))
+        if (now && !(was && engine_value_same(was, now)))
             return lang_error_set(x->err, LANG_ENGINE_FIELD,
                                   "'%s' on queue '%s' belongs to the engine: a write may not "
                                   "set or change it",

@@ -79,12 +79,14 @@ LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *k
 LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *key,
                                 const Value *not_before, LangError *err);
 /* Writes record content "text" (JSON or a SurrealQL object literal; empty
- * text is {}): CREATE when the record is absent, else a whole-record UPDATE
- * — unless "exclusive", when an existing record is RecordExists. */
+ * text is {}; an `id` field is ignored): CREATE when the record is absent,
+ * else a whole-record UPDATE — unless "exclusive", when an existing record
+ * is RecordExists. */
 LangErrorCode lang_view_write(LangSession *s, const char *table, const Value *key,
                               const char *text, size_t len, bool exclusive, LangError *err);
 /* CREATEs one record with a store-assigned identity per line of "text"
- * (blank lines skipped), all in one transaction: all or none. */
+ * (blank lines skipped, `id` fields ignored), all in one transaction: all
+ * or none. */
 LangErrorCode lang_view_append(LangSession *s, const char *table, const char *text, size_t len,
                                LangError *err);
 /* Whether table "name" exists, and whether it is a queue. */

@@ -124,6 +124,9 @@ parse_content(const char *text, size_t len, Value *out, LangError *err)
         value_free(out);
         return LANG_PARSE_ERROR;
     }
+    /* A file's name (or the store) gives the identity: an `id` in the
+     * content, as a record read from another table carries, is ignored. */
+    value_object_remove(out, "id");
     return LANG_OK;
 }
 

@@ -24,7 +24,7 @@ queuefs_install_deps() {
 # Configures (once) and builds the tree at the current directory.
 queuefs_build() {
     if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt configure ]; then
-        autoreconf -fi >/dev/null || return 1
+        autoreconf -fi >/dev/null 2>&1 || { autoreconf -fi; return 1; }
     fi
     if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
         ./configure ${QUEUEFS_CONFIGURE_FLAGS:-} >/dev/null || return 1
