@@ -260,7 +260,7 @@ main(int argc, char **argv)
         rc = fuse_loop(fuse);
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-        fuse_loop_cfg_set_max_threads(cfg, 64);
+        fuse_loop_cfg_set_max_threads(cfg, QUEUEFS_MAX_THREADS);
         rc = fuse_loop_mt(fuse, cfg);
         fuse_loop_cfg_destroy(cfg);
     }

@@ -23,6 +23,10 @@ typedef struct Mount {
     int     ready_fd;                         /* written once the mount answers; -1 after */
 } Mount;
 
+/* The most threads serving requests at once.  Blocking opens of wait files
+ * may hold all but 32 of them. */
+#define QUEUEFS_MAX_THREADS 256
+
 /* The operations table of a queuefs mount; fuse_get_context()->private_data
  * is the Mount. */
 const struct fuse_operations *queuefs_operations(void);

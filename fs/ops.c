@@ -1,11 +1,17 @@
 /* ops.c — the file view (SPEC section 2): the fuse_operations table.
  *
  *   /ctl                  statements in, results out (ctl.c)
+ *   /metrics              every queue's figures, Prometheus text
  *   /T/                   one directory per table
- *   /T/ID                 a record: read never claims; write at close
+ *   /T/ID                 a record: read never claims; write at close;
+ *                         touch extends its hold
  *   /T/claim              open() claims the head; reads serve that claim
+ *   /T/wait               the same, blocking until something is claimable
  *   /T/new                each complete line written is one new record
  *   /T/released/          rename target: moving ID here releases it
+ *   /T/held/ID~N          the records held now, fenced by their attempt
+ *   /T/dead/ID            the records at the ATTEMPTS ceiling
+ *   /T/stats              the queue's figures, one JSON line
  *
  * Handlers are thin: they map a path to a lang_view_* call and its error to
  * an errno.  Every file is direct_io (sizes are not known in advance) and
@@ -51,11 +57,18 @@ finish(LangSession *s, LangErrorCode rc)
 typedef enum PathKind {
     P_ROOT,
     P_CTL,
+    P_METRICS,
     P_TABLE,
     P_CLAIM,
+    P_WAIT,
     P_NEW,
+    P_STATS,
     P_RELEASED,
+    P_HELD,
+    P_DEAD,
     P_RELEASED_ENTRY,
+    P_HELD_ENTRY,
+    P_DEAD_ENTRY,
     P_RECORD,
     P_NONE,           /* names nothing that can exist */
 } PathKind;
@@ -63,8 +76,21 @@ typedef enum PathKind {
 typedef struct Path {
     PathKind kind;
     char     table[256];
-    char     name[256];   /* the last component for P_RECORD, P_RELEASED_ENTRY */
+    char     name[256];   /* the last component for records and view entries */
 } Path;
+
+/* The reserved names of a table directory and what they are; the first
+ * "new" serves every table, the rest only queues. */
+static const struct {
+    const char *name;
+    PathKind    kind;
+    bool        is_dir;
+} reserved_entries[] = {
+    {"new", P_NEW, false},       {"claim", P_CLAIM, false}, {"wait", P_WAIT, false},
+    {"stats", P_STATS, false},   {"released", P_RELEASED, true},
+    {"held", P_HELD, true},      {"dead", P_DEAD, true},
+};
+#define NRESERVED (sizeof reserved_entries / sizeof reserved_entries[0])
 
 /* Splits "path" into what it names; the table is not looked up. */
 static Path
@@ -92,23 +118,27 @@ path_parse(const char *path)
     memcpy(p.table, parts[0], lens[0]);
     p.table[lens[0]] = '\0';
     if (n == 1) {
-        p.kind = strcmp(p.table, "ctl") == 0 ? P_CTL : P_TABLE;
+        p.kind = strcmp(p.table, "ctl") == 0       ? P_CTL
+                 : strcmp(p.table, "metrics") == 0 ? P_METRICS
+                                                   : P_TABLE;
         return p;
     }
     memcpy(p.name, parts[1], lens[1]);
     p.name[lens[1]] = '\0';
+    PathKind dir = P_NONE;
+    for (size_t i = 0; i < NRESERVED; i++)
+        if (strcmp(p.name, reserved_entries[i].name) == 0)
+            dir = reserved_entries[i].kind;
     if (n == 2) {
-        p.kind = strcmp(p.name, "claim") == 0      ? P_CLAIM
-                 : strcmp(p.name, "new") == 0      ? P_NEW
-                 : strcmp(p.name, "released") == 0 ? P_RELEASED
-                 : name_is_reserved(p.name)        ? P_NONE
-                                                   : P_RECORD;
+        p.kind = dir != P_NONE ? dir : name_is_reserved(p.name) ? P_NONE : P_RECORD;
         return p;
     }
-    if (n == 3 && strcmp(p.name, "released") == 0) {
+    if (n == 3 && (dir == P_RELEASED || dir == P_HELD || dir == P_DEAD)) {
         memcpy(p.name, parts[2], lens[2]);
         p.name[lens[2]] = '\0';
-        p.kind = P_RELEASED_ENTRY;
+        p.kind = dir == P_RELEASED ? P_RELEASED_ENTRY
+                 : dir == P_HELD   ? P_HELD_ENTRY
+                                   : P_DEAD_ENTRY;
     }
     return p;
 }
@@ -118,7 +148,7 @@ path_parse(const char *path)
 static int
 table_check(const Path *p)
 {
-    if (strcmp(p->table, "ctl") == 0)
+    if (strcmp(p->table, "ctl") == 0 || strcmp(p->table, "metrics") == 0)
         return -ENOENT;
     LangSession *s = session();
     LangError err = {0};
@@ -126,8 +156,44 @@ table_check(const Path *p)
     int rc = finish(s, lang_view_table(s, p->table, &is_queue, &err));
     if (rc)
         return rc;
-    bool queue_only = p->kind == P_CLAIM || p->kind == P_RELEASED || p->kind == P_RELEASED_ENTRY;
-    return queue_only && !is_queue ? -ENOENT : 0;
+    bool any_table = p->kind == P_TABLE || p->kind == P_NEW || p->kind == P_RECORD;
+    return !any_table && !is_queue ? -ENOENT : 0;
+}
+
+/* The identity a record path names and the fence its view promises:
+ * jobs/7 (none), jobs/held/7~3 (held by attempt 3), jobs/dead/7 (dead).
+ * -ENOENT when the name is no record's. */
+static int
+entry_key(const Path *p, Value *key, int64_t *fence)
+{
+    char id[256];
+    snprintf(id, sizeof id, "%s", p->name);
+    *fence = 0;
+    if (p->kind == P_HELD_ENTRY) {
+        char *tilde = strrchr(id, '~');
+        if (!tilde || tilde[1] < '1' || tilde[1] > '9')
+            return -ENOENT;
+        char *end;
+        errno = 0;
+        long long n = strtoll(tilde + 1, &end, 10);
+        if (errno || *end || n <= 0)
+            return -ENOENT;
+        *fence = n;
+        *tilde = '\0';
+    } else if (p->kind == P_DEAD_ENTRY) {
+        *fence = LANG_FENCE_DEAD;
+    } else if (p->kind != P_RECORD) {
+        return -ENOENT;
+    }
+    return name_to_key(id, key) < 0 ? -ENOENT : 0;
+}
+
+/* The file name part of "p" that names the identity (without ~N). */
+static size_t
+entry_id_len(const Path *p)
+{
+    const char *tilde = p->kind == P_HELD_ENTRY ? strrchr(p->name, '~') : NULL;
+    return tilde ? (size_t)(tilde - p->name) : strlen(p->name);
 }
 
 /* ---- records being created ----
@@ -243,17 +309,19 @@ fill_stat(struct stat *st, mode_t mode, off_t size)
     st->st_atime = st->st_mtime = st->st_ctime = m->mounted_at;
 }
 
-/* The size of a record file: its JSON line.  -errno when it is absent. */
+/* The size of a record file: its JSON line.  -errno when it is absent (or
+ * its view's fence fails). */
 static int
 record_size(const Path *p, off_t *size)
 {
     Value key;
-    if (name_to_key(p->name, &key) < 0)
+    int64_t fence;
+    if (entry_key(p, &key, &fence))
         return -ENOENT;
     LangSession *s = session();
     LangError err = {0};
     Buf json = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, &json, &err));
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &json, &err));
     *size = (off_t)json.len;
     buf_free(&json);
     value_free(&key);
@@ -274,13 +342,20 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
     case P_CTL:
         fill_stat(st, S_IFREG | 0666, 0);
         return 0;
+    case P_METRICS:
+        fill_stat(st, S_IFREG | 0444, 0);
+        return 0;
     case P_TABLE:
     case P_RELEASED:
+    case P_HELD:
+    case P_DEAD:
         if ((rc = table_check(&p)))
             return rc;
         fill_stat(st, S_IFDIR | 0755, 0);
         return 0;
     case P_CLAIM:
+    case P_WAIT:
+    case P_STATS:
         if ((rc = table_check(&p)))
             return rc;
         fill_stat(st, S_IFREG | 0444, 0);
@@ -298,6 +373,12 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
         if ((rc = record_size(&p, &size)))
             return rc;
         fill_stat(st, S_IFREG | 0644, size);
+        return 0;
+    case P_HELD_ENTRY:
+    case P_DEAD_ENTRY:
+        if ((rc = record_size(&p, &size)))
+            return rc;
+        fill_stat(st, S_IFREG | 0444, size);
         return 0;
     case P_RELEASED_ENTRY:
     case P_NONE:
@@ -347,6 +428,27 @@ fill_record(void *ctx, const Value *key)
     return 0;
 }
 
+/* A held/ entry: ID~N. */
+static int
+fill_held(void *ctx, const Value *key, int64_t attempts)
+{
+    DirFill *d = ctx;
+    if (d->skip > 0) {
+        d->skip--;
+        return 0;
+    }
+    Buf name = {0};
+    name_from_key(key, &name);
+    buf_printf(&name, "~%lld", (long long)attempts);
+    struct stat st = {.st_mode = S_IFREG};
+    int full = d->filler(d->buf, name.data, &st, d->next_off + 1, 0);
+    buf_free(&name);
+    if (full)
+        return 1;
+    d->next_off++;
+    return 0;
+}
+
 static int
 fill_table(void *ctx, const char *name)
 {
@@ -361,7 +463,8 @@ static int
 qfs_opendir(const char *path, struct fuse_file_info *fi)
 {
     Path p = path_parse(path);
-    if (p.kind != P_ROOT && p.kind != P_TABLE && p.kind != P_RELEASED)
+    if (p.kind != P_ROOT && p.kind != P_TABLE && p.kind != P_RELEASED && p.kind != P_HELD &&
+        p.kind != P_DEAD)
         return -ENOTDIR;
     int rc = p.kind == P_ROOT ? 0 : table_check(&p);
     if (rc)
@@ -396,34 +499,43 @@ qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
     int rc = 0;
 
     /* The fixed entries take offsets 1 to nfixed. */
-    const char *fixed[5] = {".", ".."};
+    const char *fixed[2 + NRESERVED] = {".", ".."};
+    bool fixed_dir[2 + NRESERVED] = {true, true};
     size_t nfixed = 2;
     if (p.kind == P_ROOT) {
         fixed[nfixed++] = "ctl";
+        fixed[nfixed++] = "metrics";
     } else if (p.kind == P_TABLE) {
         bool is_queue = false;
         if ((rc = finish(s, lang_view_table(s, p.table, &is_queue, &err))))
             return rc;
         s = session();
-        fixed[nfixed++] = "new";
-        if (is_queue) {
-            fixed[nfixed++] = "claim";
-            fixed[nfixed++] = "released";
+        for (size_t i = 0; i < (is_queue ? NRESERVED : 1); i++) {
+            fixed_dir[nfixed] = reserved_entries[i].is_dir;
+            fixed[nfixed++] = reserved_entries[i].name;
         }
     }
     for (size_t i = (size_t)offset; i < nfixed; i++) {
-        bool is_dir = i < 2 || strcmp(fixed[i], "released") == 0;
-        if (filler(buf, fixed[i], is_dir ? &dir : &file, (off_t)i + 1, 0)) {
+        if (filler(buf, fixed[i], fixed_dir[i] ? &dir : &file, (off_t)i + 1, 0)) {
             lang_session_free(s);
             return 0;
         }
         d.next_off = (off_t)i + 1;
+    }
+    if (offset > (off_t)nfixed && p.kind != P_TABLE) {
+        d.skip = offset - (off_t)nfixed;   /* views are small: count from the start */
+        d.next_off = (off_t)nfixed;
     }
 
     if (p.kind == P_ROOT) {
         d.skip = offset > (off_t)nfixed ? offset : (off_t)nfixed;
         d.next_off = (off_t)nfixed;
         rc = finish(s, lang_view_tables(s, fill_table, &d, &err));
+    } else if (p.kind == P_HELD) {
+        rc = finish(s, lang_view_held(s, p.table, fill_held, &d, &err));
+    } else if (p.kind == P_DEAD) {
+        rc = finish(s, lang_view_dead(s, p.table, fill_record, &d, &err));
+        value_free(&d.last);
     } else if (p.kind == P_TABLE) {
         const Value *after = NULL;
         if (offset > (off_t)nfixed) {
@@ -478,12 +590,13 @@ static int
 open_snapshot(const Path *p, Handle **out)
 {
     Value key;
-    if (name_to_key(p->name, &key) < 0)
+    int64_t fence;
+    if (entry_key(p, &key, &fence))
         return -ENOENT;
     Handle *h = handle_new(H_SNAPSHOT, p);
     LangSession *s = session();
     LangError err = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, &h->data, &err));
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &h->data, &err));
     value_free(&key);
     if (rc) {
         handle_free(h);
@@ -510,7 +623,7 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
         Buf json = {0};
         LangSession *s = session();
         LangError err = {0};
-        int rc = finish(s, lang_view_read(s, p->table, &key, &json, &err));
+        int rc = finish(s, lang_view_read(s, p->table, &key, 0, &json, &err));
         if (rc) {
             buf_free(&json);
             handle_free(h);
@@ -520,6 +633,66 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
             h->data = json;
         else
             buf_free(&json);
+    }
+    *out = h;
+    return 0;
+}
+
+/* How many opens of wait files are blocked now, and the most allowed: the
+ * rest of the worker threads stay free for other requests. */
+static _Atomic int waiting;
+#define MAX_WAITING (QUEUEFS_MAX_THREADS - 32)
+
+static bool
+request_interrupted(void *ctx)
+{
+    (void)ctx;
+    return fuse_interrupted() != 0;
+}
+
+/* Claims for an open of T/wait: at once with O_NONBLOCK (EAGAIN when
+ * nothing is claimable), else blocking until something is, or until the
+ * caller is interrupted (EINTR, nothing claimed). */
+static int
+open_wait(const Path *p, int flags, Handle **out)
+{
+    Handle *h = handle_new(H_SNAPSHOT, p);
+    LangSession *s = session();
+    LangError err = {0};
+    int rc;
+    if (flags & O_NONBLOCK) {
+        rc = finish(s, lang_view_claim(s, p->table, &h->data, &err));
+        if (!rc && h->data.len == 0)
+            rc = -EAGAIN;
+    } else if (++waiting > MAX_WAITING) {
+        lang_session_free(s);
+        rc = -EAGAIN;
+    } else {
+        lang_session_set_interrupt(s, request_interrupted, NULL);
+        rc = finish(s, lang_view_wait(s, p->table, &h->data, &err));
+    }
+    if (!(flags & O_NONBLOCK))
+        waiting--;
+    if (rc) {
+        handle_free(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+/* A snapshot of the queue's figures (stats) or every queue's (metrics). */
+static int
+open_figures(const Path *p, Handle **out)
+{
+    Handle *h = handle_new(H_SNAPSHOT, p);
+    LangSession *s = session();
+    LangError err = {0};
+    int rc = finish(s, p->kind == P_METRICS ? lang_view_metrics(s, &h->data, &err)
+                                            : lang_view_stats(s, p->table, &h->data, &err));
+    if (rc) {
+        handle_free(h);
+        return rc;
     }
     *out = h;
     return 0;
@@ -549,6 +722,19 @@ qfs_open(const char *path, struct fuse_file_info *fi)
             goto fail;
         break;
     }
+    case P_WAIT:
+        if (accmode != O_RDONLY)
+            return -EACCES;
+        if ((rc = open_wait(&p, fi->flags, &h)))
+            return rc;
+        break;
+    case P_STATS:
+    case P_METRICS:
+        if (accmode != O_RDONLY)
+            return -EACCES;
+        if ((rc = open_figures(&p, &h)))
+            return rc;
+        break;
     case P_NEW:
         if ((rc = table_check(&p)))
             return rc;
@@ -562,9 +748,18 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         if (rc)
             return rc;
         break;
+    case P_HELD_ENTRY:
+    case P_DEAD_ENTRY:
+        if (accmode != O_RDONLY)
+            return -EACCES;
+        if ((rc = open_snapshot(&p, &h)))
+            return rc;
+        break;
     case P_ROOT:
     case P_TABLE:
     case P_RELEASED:
+    case P_HELD:
+    case P_DEAD:
         return -EISDIR;
     default:
         return -ENOENT;
@@ -751,27 +946,28 @@ static int
 qfs_unlink(const char *path)
 {
     Path p = path_parse(path);
-    if (p.kind != P_RECORD)
+    if (p.kind != P_RECORD && p.kind != P_HELD_ENTRY && p.kind != P_DEAD_ENTRY)
         return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -ENOENT : -EPERM;
     Value key;
-    if (name_to_key(p.name, &key) < 0)
+    int64_t fence;
+    if (entry_key(&p, &key, &fence))
         return -ENOENT;
     LangSession *s = session();
     LangError err = {0};
-    int rc = finish(s, lang_view_delete(s, p.table, &key, &err));
+    int rc = finish(s, lang_view_delete(s, p.table, &key, fence, &err));
     value_free(&key);
     return rc;
 }
 
-/* The release "mv T/ID T/released/ID[@WHEN]" asks for: 0 with "*when" set
- * (NONE when no @), or -EINVAL. */
+/* The release "mv T/ID T/released/ID[@WHEN]" (or from T/held/ID~N) asks
+ * for: 0 with "*when" set (NONE when no @), or -EINVAL. */
 static int
 parse_release_target(const Path *from, const Path *to, Value *when)
 {
     *when = value_none();
     char *at = strchr(to->name, '@');
     size_t id_len = at ? (size_t)(at - to->name) : strlen(to->name);
-    if (id_len != strlen(from->name) || strncmp(to->name, from->name, id_len) != 0)
+    if (id_len != entry_id_len(from) || strncmp(to->name, from->name, id_len) != 0)
         return -EINVAL;
     if (!at)
         return 0;
@@ -794,18 +990,20 @@ qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
     Path from = path_parse(from_path), to = path_parse(to_path);
     if (to.kind == P_RELEASED_ENTRY || to.kind == P_RELEASED) {
         /* A move into released/ is a release or an error, never EXDEV. */
-        if (from.kind != P_RECORD || strcmp(from.table, to.table) != 0)
+        if ((from.kind != P_RECORD && from.kind != P_HELD_ENTRY) ||
+            strcmp(from.table, to.table) != 0)
             return -EINVAL;
         if (to.kind == P_RELEASED)
             return -EISDIR;
         Value key, when;
-        if (name_to_key(from.name, &key) < 0)
+        int64_t fence;
+        if (entry_key(&from, &key, &fence))
             return -ENOENT;
         int rc = parse_release_target(&from, &to, &when);
         if (!rc) {
             LangSession *s = session();
             LangError err = {0};
-            rc = finish(s, lang_view_release(s, from.table, &key, &when, &err));
+            rc = finish(s, lang_view_release(s, from.table, &key, &when, fence, &err));
         }
         value_free(&key);
         value_free(&when);
@@ -833,13 +1031,30 @@ qfs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
     return qfs_getattr(path, &st, fi);
 }
 
-/* touch is accepted on every file; nothing else of the times is kept. */
+/* touch of a queue's record extends its hold (TOUCH); on every other file
+ * it is accepted and no time is kept. */
 static int
 qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     (void)tv;
+    Path p = path_parse(path);
     struct stat st;
-    return qfs_getattr(path, &st, fi);
+    int rc = qfs_getattr(path, &st, fi);
+    if (rc || (p.kind != P_RECORD && p.kind != P_HELD_ENTRY) || pending_has(path))
+        return rc;
+    bool is_queue = false;
+    LangSession *s = session();
+    LangError err = {0};
+    if ((rc = finish(s, lang_view_table(s, p.table, &is_queue, &err))) || !is_queue)
+        return rc;
+    Value key;
+    int64_t fence;
+    if (entry_key(&p, &key, &fence))
+        return -ENOENT;
+    s = session();
+    rc = finish(s, lang_view_touch(s, p.table, &key, fence, &err));
+    value_free(&key);
+    return rc;
 }
 
 static int

@@ -60,6 +60,7 @@ typedef enum StmtKind {
     ST_CLAIM,
     ST_RELEASE,
     ST_RELEASE_ALL,
+    ST_TOUCH,
     ST_USE_CONSUMER,
     ST_BEGIN,
     ST_COMMIT,
@@ -137,8 +138,10 @@ struct Stmt {
             Expr     *where;      /* UPDATE … WHERE, or NULL */
         } write;
         struct {                  /* ST_DELETE */
-            Target target;
-            Expr  *where;         /* or NULL */
+            Target  target;
+            Expr   *where;        /* or NULL */
+            int64_t fence;        /* the file view's held/ID~N: act only while the live
+                                     hold has attempts N; 0 = no fence */
         } del;
         struct {                  /* ST_SELECT */
             bool         star;    /* SELECT * */
@@ -153,12 +156,15 @@ struct Stmt {
         struct {                  /* ST_CLAIM */
             int64_t count;        /* CLAIM n FROM t; 1 by default; parser refuses 0 */
             Target  target;       /* FROM table, or the record named */
+            int64_t wait_ns;      /* … WAIT d: block up to d for a record; INT64_MAX for
+                                     WAIT alone; 0 = answer at once */
             bool    explain;      /* … EXPLAIN */
         } claim;
-        struct {                  /* ST_RELEASE, ST_RELEASE_ALL */
-            Target target;        /* the record (RELEASE) or the table (RELEASE ALL FROM) */
-            Expr  *not_before;    /* NOT BEFORE expr, or NULL */
-            char  *for_consumer;  /* FOR CONSUMER 'name', or NULL */
+        struct {                  /* ST_RELEASE, ST_RELEASE_ALL, ST_TOUCH */
+            Target  target;       /* the record (RELEASE, TOUCH) or the table (RELEASE ALL) */
+            Expr   *not_before;   /* NOT BEFORE expr, or NULL */
+            char   *for_consumer; /* FOR CONSUMER 'name', or NULL */
+            int64_t fence;        /* as for DELETE */
         } release;
         struct {                  /* ST_USE_CONSUMER */
             char *name;

@@ -63,9 +63,10 @@ void ident_format(const char *name, Buf *out);
  * own unsigned holds. */
 
 typedef struct Record {
-    Value  key;       /* VAL_INT or VAL_STRING */
-    Value  fields;    /* VAL_OBJECT */
-    char  *holder;    /* instance that took the live hold, or NULL */
+    Value   key;      /* VAL_INT or VAL_STRING */
+    Value   fields;   /* VAL_OBJECT */
+    char   *holder;   /* instance that took the live hold, or NULL */
+    int64_t since;    /* when it was created or last released (ns) */
 } Record;
 
 void record_free(Record *r);
@@ -87,6 +88,31 @@ bool record_is_held(const Record *r, int64_t now);
 int64_t record_not_before(const Record *r, const TableDef *def);
 /* True when "r" has reached the queue's ATTEMPTS ceiling. */
 bool record_is_dead(const Record *r, const TableDef *def);
+/* NoSuchRecord unless "fence" (see LANG_FENCE_DEAD in lang.h) holds for
+ * "r" at "now". */
+LangErrorCode record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now,
+                           LangError *err);
+/* The instant "r" became (or becomes) claimable: the latest of its creation
+ * or release, the end of a lapsed hold, and its NOT BEFORE instant. */
+int64_t record_available_at(const Record *r, const TableDef *def);
+
+/* An 8-byte big-endian integer kept in a table's meta under "name" (0 when
+ * absent), and its update. */
+LangErrorCode meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
+                           int64_t *out, LangError *err);
+LangErrorCode meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
+                           int64_t value, LangError *err);
+
+/* The store's count of "what" (claims, releases, lapses, deletes) for a
+ * table: kept in its meta, so every mount agrees. */
+#define COUNTER_CLAIMS   "count:claims"
+#define COUNTER_RELEASES "count:releases"
+#define COUNTER_LAPSES   "count:lapses"
+#define COUNTER_DELETES  "count:deletes"
+LangErrorCode counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by,
+                          LangError *err);
+LangErrorCode counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out,
+                          LangError *err);
 
 /* Writes "r" to the store under its key, filing it in the queue indexes by
  * the queue rules: a dead record is in none; otherwise it waits until the
@@ -115,6 +141,10 @@ typedef void (*LangEmitFn)(void *ctx, const char *line, size_t len);
 LangErrorCode session_run(struct LangSession *s, Stmt **stmts, size_t n, LangEmitFn emit,
                           void *ctx, LangError *err);
 Store *session_store(const struct LangSession *s);
+/* Runs one statement as the session would run it from text (queued inside
+ * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
+LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
+                                LangError *err);
 
 /* ---- expressions (expr.c) ---- */
 

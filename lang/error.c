@@ -28,6 +28,8 @@ static const struct {
     [LANG_TOO_LARGE] = {"TooLarge", EFBIG},
     [LANG_STORE_ERROR] = {"StoreError", EIO},
     [LANG_NOT_EMPTY] = {"TableNotEmpty", ENOTEMPTY},
+    [LANG_NOT_HELD] = {"NotHeld", ENOLCK},
+    [LANG_INTERRUPTED] = {"Interrupted", EINTR},
 };
 
 const char *

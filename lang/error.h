@@ -24,6 +24,8 @@ typedef enum LangErrorCode {
     LANG_TOO_LARGE,            /* TooLarge                EFBIG */
     LANG_STORE_ERROR,          /* StoreError              EIO */
     LANG_NOT_EMPTY,            /* TableNotEmpty           ENOTEMPTY */
+    LANG_NOT_HELD,             /* NotHeld                 ENOLCK */
+    LANG_INTERRUPTED,          /* Interrupted             EINTR */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

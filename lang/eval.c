@@ -19,6 +19,8 @@ struct LangSession {
     bool   in_txn;         /* between BEGIN and COMMIT / CANCEL */
     Stmt **pending;        /* statements queued since BEGIN */
     size_t npending, cap;
+    bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
+    void  *interrupt_ctx;
 };
 
 /* What one statement runs with. */
@@ -84,6 +86,13 @@ bool
 lang_session_in_transaction(const LangSession *s)
 {
     return s->in_txn;
+}
+
+void
+lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void *ctx)
+{
+    s->interrupted = interrupted;
+    s->interrupt_ctx = ctx;
 }
 
 /* ---- helpers shared by the statements ---- */
@@ -218,36 +227,6 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
     return LANG_OK;
 }
 
-/* Reads an 8-byte big-endian meta counter; 0 when absent. */
-static LangErrorCode
-meta_get_i64(Exec *x, uint32_t table, const char *name, size_t nlen, int64_t *out)
-{
-    StoreBytes v;
-    int rc = store_meta_get(x->txn, table, (StoreBytes){name, nlen}, &v);
-    *out = 0;
-    if (rc == STORE_NOTFOUND)
-        return LANG_OK;
-    if (rc)
-        return store_error(rc, "reading table meta", x->err);
-    if (v.len == 8) {
-        uint64_t u = 0;
-        for (int i = 0; i < 8; i++)
-            u = u << 8 | ((const unsigned char *)v.data)[i];
-        *out = (int64_t)u;
-    }
-    return LANG_OK;
-}
-
-static LangErrorCode
-meta_put_i64(Exec *x, uint32_t table, const char *name, size_t nlen, int64_t value)
-{
-    Buf b = {0};
-    buf_put_u64be(&b, (uint64_t)value);
-    int rc = store_meta_put(x->txn, table, (StoreBytes){name, nlen}, (StoreBytes){b.data, 8});
-    buf_free(&b);
-    return rc ? store_error(rc, "writing table meta", x->err) : LANG_OK;
-}
-
 #define META_NEXT_ID "next_id"
 
 /* The identity the store assigns: 1 + the greatest integer ever held. */
@@ -255,7 +234,7 @@ static LangErrorCode
 next_identity(Exec *x, const TableDef *def, Value *key)
 {
     int64_t next;
-    if (meta_get_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next))
+    if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
     if (next < 1)
         next = 1;
@@ -270,10 +249,10 @@ note_identity(Exec *x, const TableDef *def, const Value *key)
     if (key->kind != VAL_INT)
         return LANG_OK;
     int64_t next;
-    if (meta_get_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next))
+    if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
     if (key->u.i >= next && key->u.i < INT64_MAX)
-        return meta_put_i64(x, def->id, META_NEXT_ID, strlen(META_NEXT_ID), key->u.i + 1);
+        return meta_put_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), key->u.i + 1, x->err);
     return LANG_OK;
 }
 
@@ -287,11 +266,11 @@ deduplicate(Exec *x, const TableDef *def, const Value *key, bool *repeat)
     record_key_encode(key, &name);
     int64_t first;
     *repeat = false;
-    LangErrorCode rc = meta_get_i64(x, def->id, name.data, name.len, &first);
+    LangErrorCode rc = meta_get_i64(x->txn, def->id, name.data, name.len, &first, x->err);
     if (!rc && first && x->now - first < def->decl.deduplicate_ns)
         *repeat = true;
     else if (!rc)
-        rc = meta_put_i64(x, def->id, name.data, name.len, x->now);
+        rc = meta_put_i64(x->txn, def->id, name.data, name.len, x->now, x->err);
     buf_free(&name);
     return rc;
 }
@@ -486,6 +465,7 @@ exec_create(Exec *x, const Stmt *st)
     } else if (next_identity(x, &def, &r.key)) {
         goto done;
     }
+    r.since = x->now;
     if (note_identity(x, &def, &r.key) || record_store(x->txn, &def, &r, x->now, x->err))
         goto done;
     value_array_push(&results, record_view(&r, &def));
@@ -570,6 +550,12 @@ exec_upsert(Exec *x, const Stmt *st)
     return exists ? exec_update(x, st) : exec_create(x, st);
 }
 
+static LangErrorCode
+check_fence(Exec *x, const TableDef *def, const Record *r, int64_t fence)
+{
+    return record_fence(def, r, fence, x->now, x->err);
+}
+
 /* delete -> DELETE [FROM] target [WHERE expr] */
 static LangErrorCode
 exec_delete(Exec *x, const Stmt *st)
@@ -593,6 +579,8 @@ exec_delete(Exec *x, const Stmt *st)
             matches(x, st->u.del.where, &view, &yes);
             value_free(&view);
         }
+        if (!x->err->code && st->u.del.fence)
+            check_fence(x, &def, &r, st->u.del.fence);
         if (!x->err->code && yes) {
             Buf kb = {0};
             record_key_encode(&r.key, &kb);
@@ -600,6 +588,8 @@ exec_delete(Exec *x, const Stmt *st)
             buf_free(&kb);
             if (rc)
                 store_error(rc, "deleting a record", x->err);
+            else if (def.is_queue)
+                counter_add(x->txn, &def, COUNTER_DELETES, 1, x->err);
         }
         record_free(&r);
     }
@@ -737,6 +727,12 @@ take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
 {
     const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
     int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0;
+    /* A hold that was never released nor finished has lapsed. */
+    if (value_object_get(&r->fields, FIELD_CLAIMED_UNTIL) &&
+        counter_add(x->txn, def, COUNTER_LAPSES, 1, x->err))
+        return x->err->code;
+    if (counter_add(x->txn, def, COUNTER_CLAIMS, 1, x->err))
+        return x->err->code;
     value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
     int64_t until = x->now + def->decl.timeout_ns;
     if (until < x->now)
@@ -862,6 +858,9 @@ end_hold(Exec *x, const TableDef *def, Record *r, int64_t delay_to, Value *resul
     value_object_remove(&r->fields, FIELD_CLAIMED_BY);
     free(r->holder);
     r->holder = NULL;
+    r->since = x->now;
+    if (counter_add(x->txn, def, COUNTER_RELEASES, 1, x->err))
+        return x->err->code;
     if (delay_to) {
         char *path = xstrdup(def->decl.not_before), *parts[64], *save = NULL;
         size_t n = 0;
@@ -905,7 +904,9 @@ exec_release(Exec *x, const Stmt *st)
         goto done;
     }
     if ((st->u.release.not_before && eval_not_before(x, st->u.release.not_before, &delay_to)) ||
-        record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) || !record_is_held(&r, x->now))
+        record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) ||
+        (st->u.release.fence && check_fence(x, &def, &r, st->u.release.fence)) ||
+        !record_is_held(&r, x->now))
         goto done;
     const char *instance, *consumer = hold_consumer(&r, &instance);
     const char *group = st->u.release.for_consumer;
@@ -995,6 +996,50 @@ done:
     return LANG_OK;
 }
 
+/* touch -> TOUCH record: the hold's deadline becomes now + TIMEOUT. */
+static LangErrorCode
+exec_touch(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.release.target;
+    TableDef def;
+    if (load_queue(x, t->table, &def))
+        return x->err->code;
+    Value results = value_array();
+    Record r = {0};
+    Buf name = {0};
+    record_id_format(&t->id.u.rec, &name);
+    if (record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) ||
+        (st->u.release.fence && check_fence(x, &def, &r, st->u.release.fence)))
+        goto done;
+    if (!record_is_held(&r, x->now)) {
+        lang_error_set(x->err, LANG_NOT_HELD, "%s is not held: there is no hold to extend",
+                       name.data);
+        goto done;
+    }
+    const char *instance, *consumer = hold_consumer(&r, &instance);
+    if (consumer && !(x->s->consumer && strcmp(consumer, x->s->consumer) == 0)) {
+        lang_error_set(x->err, LANG_HELD_BY_OTHER, "%s is held by consumer '%s'", name.data,
+                       consumer);
+        goto done;
+    }
+    int64_t until;
+    if (__builtin_add_overflow(x->now, def.decl.timeout_ns, &until))
+        until = INT64_MAX;
+    value_object_set(&r.fields, FIELD_CLAIMED_UNTIL, value_datetime(until));
+    if (!record_store(x->txn, &def, &r, x->now, x->err))
+        value_array_push(&results, record_view(&r, &def));
+done:
+    buf_free(&name);
+    record_free(&r);
+    table_def_free(&def);
+    if (x->err->code) {
+        value_free(&results);
+        return x->err->code;
+    }
+    answer(x, &results);
+    return LANG_OK;
+}
+
 /* ---- the rest ---- */
 
 /* info -> INFO FOR TABLE name */
@@ -1059,6 +1104,7 @@ exec_stmt(Exec *x, const Stmt *st)
     case ST_CLAIM: return exec_claim(x, st);
     case ST_RELEASE: return exec_release(x, st);
     case ST_RELEASE_ALL: return exec_release_all(x, st);
+    case ST_TOUCH: return exec_touch(x, st);
     case ST_USE_CONSUMER: return exec_use_consumer(x, st);
     case ST_INFO_TABLE: return exec_info(x, st);
     case ST_DROP: return exec_drop(x, st);
@@ -1134,8 +1180,94 @@ fail:
     return err->code;
 }
 
-/* Runs or queues one parsed statement; takes ownership of "st". */
+/* The earliest wake instant among a queue's waiting records. */
+static int
+first_wake(void *ctx, StoreBytes key, int64_t wake_ns)
+{
+    (void)key;
+    *(int64_t *)ctx = wake_ns;
+    return 1;
+}
+
+/* True when CLAIM FROM "table" may hand out something at "now": a ready
+ * head, or a waiting record whose instant has come.  "*next_wake" gets the
+ * instant the first waiting record wakes (INT64_MAX when none).  Looks in
+ * a read transaction, so a waiting claim does not take the writer lock
+ * until there is something to take; on any doubt it answers true and lets
+ * the claim itself decide. */
+static bool
+claimable_now(LangSession *s, const char *table, int64_t now, int64_t *next_wake)
+{
+    StoreTxn *txn;
+    *next_wake = INT64_MAX;
+    if (store_txn_begin(s->store, false, &txn))
+        return true;
+    TableDef def;
+    LangError ignored = {0};
+    bool yes = true;
+    if (!table_def_load(txn, table, &def, &ignored)) {
+        StoreBytes key, val;
+        int rc = store_queue_head(txn, def.id, now, &key, &val);
+        if (rc == STORE_NOTFOUND) {
+            rc = store_queue_each_waiting(txn, def.id, first_wake, next_wake);
+            yes = (rc != 0 && rc != 1) || *next_wake <= now;
+        }
+        table_def_free(&def);
+    }
+    store_txn_abort(txn);
+    return yes;
+}
+
+static void
+keep_line(void *ctx, const char *line, size_t len)
+{
+    buf_append(ctx, line, len);
+}
+
+/* CLAIM … WAIT d: claims as soon as something is claimable — created,
+ * released, or a hold lapsing, through any process on the store — or
+ * answers [] after "d".  Polls the store's version every few milliseconds
+ * between attempts; the session's interrupt hook ends the wait. */
 static LangErrorCode
+claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
+{
+    int64_t now = store_now(s->store), deadline, next_wake;
+    if (__builtin_add_overflow(now, st->u.claim.wait_ns, &deadline))
+        deadline = INT64_MAX;
+    Buf line = {0};
+    for (;;) {
+        uint64_t seen = store_version(s->store);
+        if (claimable_now(s, st->u.claim.target.table, now, &next_wake)) {
+            buf_reset(&line);
+            if (session_run(s, &st, 1, keep_line, &line, err))
+                break;
+            if (strcmp(line.data, "[]") != 0)
+                break;
+            continue;   /* another worker got there first: look again */
+        }
+        while (now < deadline && now < next_wake && store_version(s->store) == seen) {
+            if (s->interrupted && s->interrupted(s->interrupt_ctx)) {
+                lang_error_set(err, LANG_INTERRUPTED, "the wait was interrupted");
+                break;
+            }
+            struct timespec pause = {0, 5 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            now = store_now(s->store);
+        }
+        if (err->code || now >= deadline) {
+            buf_reset(&line);
+            buf_puts(&line, "[]");
+            break;
+        }
+    }
+    if (!err->code && emit)
+        emit(ctx, line.data, line.len);
+    buf_free(&line);
+    return err->code;
+}
+
+/* Runs or queues one parsed statement; takes ownership of "st". */
+LangErrorCode
 session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
 {
     LangErrorCode rc = LANG_OK;
@@ -1159,6 +1291,11 @@ session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError 
         drop_pending(s);
         break;
     default:
+        if (st->kind == ST_CLAIM && st->u.claim.wait_ns && s->in_txn) {
+            rc = lang_error_set(err, LANG_PARSE_ERROR,
+                                "CLAIM … WAIT cannot wait inside BEGIN: COMMIT first");
+            break;
+        }
         if (s->in_txn) {
             if (s->npending == s->cap) {
                 s->cap = s->cap ? 2 * s->cap : 8;
@@ -1167,7 +1304,10 @@ session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError 
             s->pending[s->npending++] = st;
             return LANG_OK;
         }
-        rc = session_run(s, &st, 1, emit, ctx, err);
+        if (st->kind == ST_CLAIM && st->u.claim.wait_ns && !st->u.claim.explain)
+            rc = claim_wait(s, st, emit, ctx, err);
+        else
+            rc = session_run(s, &st, 1, emit, ctx, err);
     }
     if (!rc && emit && (st->kind == ST_BEGIN || st->kind == ST_COMMIT || st->kind == ST_CANCEL))
         emit(ctx, "null", 4);

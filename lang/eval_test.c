@@ -153,6 +153,27 @@ static const Case cases[] = {
     /* store-assigned identities follow the greatest integer ever held */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:10 = {}; DELETE jobs:10; CREATE jobs;",
      "null\n[{\"id\":\"jobs:10\"}]\n[]\n[{\"id\":\"jobs:11\"}]\n", LANG_OK},
+    /* TOUCH extends a live hold; refused when nobody holds the record, or
+     * for another consumer's hold */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; TOUCH jobs:1;",
+     "null\n[{\"id\":\"jobs:1\"}]\n", LANG_NOT_HELD},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; TOUCH jobs:1;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; USE CONSUMER 'a'; CLAIM FROM jobs;"
+     "USE CONSUMER 'b'; TOUCH jobs:1;",
+     "null\n[{\"id\":\"jobs:1\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"a\","
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\nnull\n",
+     LANG_HELD_BY_OTHER},
+    /* CLAIM … WAIT answers [] when nothing comes, and cannot wait inside BEGIN */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM FROM jobs WAIT 20ms;", "null\n[]\n", LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 1ns; CREATE jobs:1 = {}; CLAIM FROM jobs; CLAIM FROM jobs WAIT 1s;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CLAIM FROM jobs WAIT 1s;", "null\nnull\n",
+     LANG_PARSE_ERROR},
     /* expressions */
     {"DEFINE COLLECTION t; CREATE t:1 = { a: time::from_unix(0) + 1h30m, b: 7 / 2, c: 1 + 2 * 3 };",
      "null\n[{\"a\":\"T\",\"b\":3.5,\"c\":7,\"id\":\"t:1\"}]\n", LANG_OK},

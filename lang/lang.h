@@ -51,6 +51,10 @@ void lang_session_free(LangSession *s);
 /* True while the session is between BEGIN and COMMIT/CANCEL. */
 bool lang_session_in_transaction(const LangSession *s);
 
+/* Makes a blocking CLAIM … WAIT poll "interrupted(ctx)" and end with
+ * Interrupted (EINTR) when it answers true. */
+void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void *ctx);
+
 /* Runs every statement in "text" (see parse.h for the syntax) in order,
  * calling "emit" once for each statement that ran with its result line.
  * Stops at the first error: returns its code with "err" filled, and the
@@ -68,16 +72,49 @@ LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
 /* CLAIM FROM "table": appends the claimed record as one JSON line ending in
  * "\n" to "out", or nothing when nothing is claimable. */
 LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err);
-/* Appends record "key" as one JSON line ending in "\n".  Never claims. */
-LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, Buf *out,
-                             LangError *err);
-/* DELETE the record. */
+/* A fence: what a name in the held/ or dead/ views promises about its
+ * record.  0: nothing; N > 0: held now by the hold that counted attempt N
+ * (held/ID~N); LANG_FENCE_DEAD: at the ATTEMPTS ceiling and not held
+ * (dead/ID).  An operation whose fence fails is NoSuchRecord and changes
+ * nothing. */
+#define LANG_FENCE_DEAD (-1)
+
+/* Appends record "key" as one JSON line ending in "\n", when "fence"
+ * holds.  Never claims. */
+LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence,
+                             Buf *out, LangError *err);
+/* DELETE the record, when "fence" holds. */
 LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
-                               LangError *err);
+                               int64_t fence, LangError *err);
 /* RELEASE the record, NOT BEFORE "not_before" unless it is NULL or NONE
- * (a VAL_DURATION from now, or a VAL_DATETIME). */
+ * (a VAL_DURATION from now, or a VAL_DATETIME); "fence" as for delete. */
 LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *key,
-                                const Value *not_before, LangError *err);
+                                const Value *not_before, int64_t fence, LangError *err);
+/* TOUCH the record: its hold's deadline becomes now + the queue's
+ * TIMEOUT.  NotHeld when nobody holds it, HeldByAnotherConsumer for a hold
+ * another consumer signed; "fence" as for delete. */
+LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key,
+                              int64_t fence, LangError *err);
+/* CLAIM FROM "table" WAIT: blocks until a record is claimable and claims
+ * it, appending it as for lang_view_claim.  Ends with Interrupted when the
+ * session's interrupt hook says so. */
+LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err);
+/* The queue's figures as one JSON line: records, ready, held, delayed,
+ * dead, oldest_ready_age_seconds, and the store's counters of claims,
+ * releases, lapses and deletes. */
+LangErrorCode lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err);
+/* The same figures for every queue, in Prometheus text exposition format. */
+LangErrorCode lang_view_metrics(LangSession *s, Buf *out, LangError *err);
+/* Calls "fn" with each record of the queue held now and the attempt its
+ * hold counted, until it returns non-zero. */
+LangErrorCode lang_view_held(LangSession *s, const char *table,
+                             int (*fn)(void *ctx, const Value *key, int64_t attempts),
+                             void *ctx, LangError *err);
+/* Calls "fn" with each record of the queue at its ATTEMPTS ceiling and not
+ * held, until it returns non-zero. */
+LangErrorCode lang_view_dead(LangSession *s, const char *table,
+                             int (*fn)(void *ctx, const Value *key), void *ctx,
+                             LangError *err);
 /* Writes record content "text" (JSON or a SurrealQL object literal; empty
  * text is {}; an `id` field is ignored): CREATE when the record is absent,
  * else a whole-record UPDATE — unless "exclusive", when an existing record

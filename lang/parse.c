@@ -153,6 +153,7 @@ stmt_free(Stmt *s)
         break;
     case ST_RELEASE:
     case ST_RELEASE_ALL:
+    case ST_TOUCH:
         target_free(&s->u.release.target);
         expr_free(s->u.release.not_before);
         free(s->u.release.for_consumer);
@@ -1442,7 +1443,8 @@ select_stmt(ParseState *ps, Stmt *s)
     }
 }
 
-/* claim -> CLAIM [INT] FROM name [EXPLAIN] | CLAIM record [EXPLAIN] */
+/* claim -> CLAIM [INT] FROM name [WAIT [duration]] [EXPLAIN]
+ *        | CLAIM record [EXPLAIN] */
 static void
 claim(ParseState *ps, Stmt *s)
 {
@@ -1475,8 +1477,21 @@ claim(ParseState *ps, Stmt *s)
                               "a count, FROM or a record id (table:key) after CLAIM")) {
         return;
     }
+    if (!FAILED(ps) && s->u.claim.target.id.kind == VAL_NONE && accept_kw(ps, "WAIT")) {
+        s->u.claim.wait_ns = INT64_MAX;
+        if (ps->tok.kind == TK_DURATION && !duration(ps, &s->u.claim.wait_ns, "WAIT"))
+            return;
+    }
     if (!FAILED(ps))
         s->u.claim.explain = accept_kw(ps, "EXPLAIN");
+}
+
+/* touch -> TOUCH record */
+static void
+touch(ParseState *ps, Stmt *s)
+{
+    s->kind = ST_TOUCH;
+    record_target(ps, &s->u.release.target, "a record id (table:key) after TOUCH");
 }
 
 /* release -> RELEASE ALL FROM name {relclause} | RELEASE record {relclause}
@@ -1556,7 +1571,7 @@ drop(ParseState *ps, Stmt *s)
 }
 
 /* statement -> define | create | update | delete | select | claim | release
- *            | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
+ *            | touch | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
 static Stmt *
 statement(ParseState *ps)
 {
@@ -1580,6 +1595,8 @@ statement(ParseState *ps)
         claim(ps, s);
     } else if (accept_kw(ps, "RELEASE")) {
         release(ps, s);
+    } else if (accept_kw(ps, "TOUCH")) {
+        touch(ps, s);
     } else if (accept_kw(ps, "USE")) {
         use(ps, s);
     } else if (accept_kw(ps, "INFO")) {
@@ -1597,7 +1614,7 @@ statement(ParseState *ps)
         accept_kw(ps, "TRANSACTION");
     } else {
         expected(ps, "a statement (DEFINE, CREATE, UPDATE, DELETE, SELECT, CLAIM, RELEASE, "
-                     "USE, BEGIN, COMMIT, CANCEL, INFO or DROP)");
+                     "TOUCH, USE, BEGIN, COMMIT, CANCEL, INFO or DROP)");
     }
     if (!FAILED(ps) && !at_end(ps))
         expected(ps, "';' or end of text after the statement");

@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "engine.h"
+#include "lang.h"
 
 /* The stored form: a version byte, the holder instance (length byte and
- * bytes), the identity and the fields, each in value_encode form.  The
- * identity travels with the record so a walk or a claim can name it without
- * decoding the store key. */
+ * bytes), the instant the record was created or last released (8 bytes),
+ * the identity (8-byte length, then value_encode form) and the fields
+ * (value_encode form).  The identity travels with the record so a walk or a
+ * claim can name it without decoding the store key. */
 #define RECORD_FORMAT 1
 
 void
@@ -36,6 +38,7 @@ record_encode(const Record *r, Buf *out)
     buf_putc(out, RECORD_FORMAT);
     buf_putc(out, (char)hlen);
     buf_append(out, r->holder ? r->holder : "", hlen);
+    buf_put_u64be(out, (uint64_t)r->since);
     Buf key = {0};
     value_encode(&r->key, &key);
     buf_put_u64be(out, key.len);
@@ -49,13 +52,19 @@ record_decode(StoreBytes bytes, Record *r, LangError *err)
 {
     const unsigned char *p = bytes.data;
     size_t n = bytes.len;
-    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 8u)
+    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 16u)
         goto bad;
     size_t hlen = p[1];
     free(r->holder);
     r->holder = hlen ? xstrndup((const char *)p + 2, hlen) : NULL;
     p += 2 + hlen;
     n -= 2 + hlen;
+    uint64_t since = 0;
+    for (int i = 0; i < 8; i++)
+        since = since << 8 | p[i];
+    r->since = (int64_t)since;
+    p += 8;
+    n -= 8;
     uint64_t klen = 0;
     for (int i = 0; i < 8; i++)
         klen = klen << 8 | p[i];
@@ -79,10 +88,10 @@ record_decode_key(StoreBytes bytes, Value *key)
 {
     const unsigned char *p = bytes.data;
     size_t n = bytes.len;
-    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 8u)
+    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 16u)
         return -1;
-    p += 2 + p[1];
-    n -= 2 + (size_t)((const unsigned char *)bytes.data)[1];
+    p += 2 + p[1] + 8;
+    n -= 2 + (size_t)((const unsigned char *)bytes.data)[1] + 8;
     uint64_t klen = 0;
     for (int i = 0; i < 8; i++)
         klen = klen << 8 | p[i];
@@ -138,6 +147,82 @@ record_is_dead(const Record *r, const TableDef *def)
         return false;
     const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
     return a && a->kind == VAL_INT && a->u.i >= def->decl.attempts;
+}
+
+LangErrorCode
+record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now, LangError *err)
+{
+    const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
+    bool held = record_is_held(r, now);
+    if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && record_is_dead(r, def)) ||
+        (fence > 0 && held && a && a->kind == VAL_INT && a->u.i == fence))
+        return LANG_OK;
+    RecordId id = {def->decl.name, (Value *)&r->key};
+    Buf name = {0};
+    record_id_format(&id, &name);
+    if (fence > 0)
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by attempt %lld",
+                       name.data, (long long)fence);
+    else
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer dead", name.data);
+    buf_free(&name);
+    return LANG_NO_SUCH_RECORD;
+}
+
+int64_t
+record_available_at(const Record *r, const TableDef *def)
+{
+    int64_t at = r->since;
+    const Value *until = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL);
+    if (until && until->kind == VAL_DATETIME && until->u.ns > at)
+        at = until->u.ns;
+    int64_t nb = record_not_before(r, def);
+    return nb > at ? nb : at;
+}
+
+LangErrorCode
+meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_t *out,
+             LangError *err)
+{
+    StoreBytes v;
+    *out = 0;
+    int rc = store_meta_get(txn, table, (StoreBytes){name, len}, &v);
+    if (rc == STORE_NOTFOUND)
+        return LANG_OK;
+    if (rc)
+        return store_error(rc, "reading table meta", err);
+    const unsigned char *p = v.data;
+    uint64_t u = 0;
+    for (size_t i = 0; i < 8 && i < v.len; i++)
+        u = u << 8 | p[i];
+    *out = (int64_t)u;
+    return LANG_OK;
+}
+
+LangErrorCode
+meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_t value,
+             LangError *err)
+{
+    Buf b = {0};
+    buf_put_u64be(&b, (uint64_t)value);
+    int rc = store_meta_put(txn, table, (StoreBytes){name, len}, (StoreBytes){b.data, b.len});
+    buf_free(&b);
+    return rc ? store_error(rc, "writing table meta", err) : LANG_OK;
+}
+
+LangErrorCode
+counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out, LangError *err)
+{
+    return meta_get_i64(txn, def->id, what, strlen(what), out, err);
+}
+
+LangErrorCode
+counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by, LangError *err)
+{
+    int64_t n;
+    if (counter_get(txn, def, what, &n, err))
+        return err->code;
+    return meta_put_i64(txn, def->id, what, strlen(what), n + by, err);
 }
 
 LangErrorCode

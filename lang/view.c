@@ -66,43 +66,73 @@ lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err)
     return run_one(s, st, keep_record, out, err);
 }
 
+/* Renders record "key" of "table" when "fence" holds, in a read
+ * transaction: a key lookup that never claims. */
 LangErrorCode
-lang_view_read(LangSession *s, const char *table, const Value *key, Buf *out, LangError *err)
+lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence, Buf *out,
+               LangError *err)
 {
-    Stmt *st = stmt_new(ST_SELECT);
-    st->u.select.star = true;
-    st->u.select.from = target_of(table, key);
-    st->u.select.limit = -1;
-    size_t before = out->len;
-    if (run_one(s, st, keep_record, out, err))
-        return err->code;
-    if (out->len == before) {
-        RecordId id = {(char *)table, (Value *)key};
-        Buf name = {0};
-        record_id_format(&id, &name);
-        lang_error_set(err, LANG_NO_SUCH_RECORD, "no record %s", name.data);
-        buf_free(&name);
+    StoreTxn *txn;
+    int rc = store_txn_begin(session_store(s), false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    TableDef def;
+    Record r = {0};
+    if (!table_def_load(txn, table, &def, err)) {
+        if (!record_load(txn, &def, key, &r, err) &&
+            !record_fence(&def, &r, fence, store_now(session_store(s)), err)) {
+            Value view = record_view(&r, &def);
+            value_to_json(&view, out);
+            buf_putc(out, '\n');
+            value_free(&view);
+        }
+        record_free(&r);
+        table_def_free(&def);
     }
+    store_txn_abort(txn);
     return err->code;
 }
 
 LangErrorCode
-lang_view_delete(LangSession *s, const char *table, const Value *key, LangError *err)
+lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fence,
+                 LangError *err)
 {
     Stmt *st = stmt_new(ST_DELETE);
     st->u.del.target = target_of(table, key);
+    st->u.del.fence = fence;
     return run_one(s, st, NULL, NULL, err);
 }
 
 LangErrorCode
 lang_view_release(LangSession *s, const char *table, const Value *key, const Value *not_before,
-                  LangError *err)
+                  int64_t fence, LangError *err)
 {
     Stmt *st = stmt_new(ST_RELEASE);
     st->u.release.target = target_of(table, key);
+    st->u.release.fence = fence;
     if (not_before && not_before->kind != VAL_NONE)
         st->u.release.not_before = literal_expr(value_clone(not_before));
     return run_one(s, st, NULL, NULL, err);
+}
+
+LangErrorCode
+lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence,
+                LangError *err)
+{
+    Stmt *st = stmt_new(ST_TOUCH);
+    st->u.release.target = target_of(table, key);
+    st->u.release.fence = fence;
+    return run_one(s, st, NULL, NULL, err);
+}
+
+LangErrorCode
+lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err)
+{
+    Stmt *st = stmt_new(ST_CLAIM);
+    st->u.claim.count = 1;
+    st->u.claim.wait_ns = INT64_MAX;
+    st->u.claim.target = target_of(table, NULL);
+    return session_statement(s, st, keep_record, out, err);
 }
 
 /* Parses record content; empty or blank text is an empty record. */

@@ -26,7 +26,7 @@ load mount_helpers
     # No polling here: the command promised the mount answers.
     run ls "$M"
     assert_success
-    assert_output "ctl"
+    assert_equal "$(tr '\n' ' ' <<<"$output")" "ctl metrics "
     mountpoint -q "$M" || fail "$M is not a mount point"
 }
 
@@ -84,7 +84,7 @@ load mount_helpers
     ! mountpoint -q "$M" || fail "mounted with a bad sync option"
     mount_fs -o sync=none
     run ls "$M"
-    assert_output "ctl"
+    assert_equal "$(tr '\n' ' ' <<<"$output")" "ctl metrics "
 }
 
 @test "lifecycle: queuefs --help and --version" {
@@ -250,7 +250,7 @@ load mount_helpers
     run cat "$M/jobs/claim"      # jobs:7 held
     run ls "$M/jobs"
     assert_success
-    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "7 8 claim new released "
+    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "7 8 claim dead held new released stats wait "
     run ls -l "$M/jobs"
     assert_success
     run ls "$M/jobs/released"
@@ -261,7 +261,7 @@ load mount_helpers
         '[{"attempts":1,"id":"jobs:7"},{"id":"jobs:8"}]'
 }
 
-@test "list: a collection lists its records and new only; the root lists ctl and every table" {
+@test "list: a collection lists its records and new only; the root lists ctl, metrics and every table" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s; DEFINE COLLECTION notes; CREATE notes:1 = {}; CREATE notes:'x' = {};" >/dev/null
     mount_fs
     run ls "$M/notes"
@@ -269,7 +269,7 @@ load mount_helpers
     assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "1 new x "
     run ls "$M"
     assert_success
-    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "ctl jobs notes "
+    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "ctl jobs metrics notes "
 }
 
 @test "list: ls of a large table lists every record once" {
@@ -799,7 +799,7 @@ null
     assert_output ""
     assert_equal "$(sql 'INFO FOR TABLE jobs' | jq -r .definition)" "DEFINE QUEUE jobs TIMEOUT 30s"
     run ls "$M/jobs"
-    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "claim new released "
+    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "claim dead held new released stats wait "
 }
 
 @test "ctl: a session starts as the mount's identity (-o consumer=billing)" {

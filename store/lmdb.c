@@ -696,6 +696,15 @@ store_now(Store *st)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+uint64_t
+store_version(Store *st)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(st->env, &info) != MDB_SUCCESS)
+        return 0;
+    return (uint64_t)info.me_last_txnid;
+}
+
 /* ---- transactions ---- */
 
 /* Adopts the map size another process grew the environment to, once no

@@ -95,6 +95,9 @@ const char *store_strerror(int status);
 /* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
  * realtime clock. */
 int64_t store_now(Store *st);
+/* A number that changes whenever any process commits a change to the
+ * store: cheap enough to poll while waiting for work. */
+uint64_t store_version(Store *st);
 
 /* ---- transactions ---- */
 

@@ -1,0 +1,292 @@
+/* stats.c — what a queue holds now, as workers and monitors see it: the
+ * held and dead views, the per-queue figures (jobs/stats) and the
+ * Prometheus exposition of every queue (MOUNT/metrics). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "lang.h"
+
+/* Runs "fn" in a read transaction on the session's store, with "table"
+ * loaded (a queue, unless "any_kind"). */
+static LangErrorCode
+with_table(LangSession *s, const char *table, bool any_kind,
+           LangErrorCode (*fn)(StoreTxn *txn, const TableDef *def, void *ctx), void *ctx,
+           LangError *err)
+{
+    StoreTxn *txn;
+    int rc = store_txn_begin(session_store(s), false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    TableDef def;
+    if (!table_def_load(txn, table, &def, err)) {
+        if (!def.is_queue && !any_kind)
+            lang_error_set(err, LANG_WRONG_KIND, "'%s' is a collection, not a queue", table);
+        else
+            fn(txn, &def, ctx);
+        table_def_free(&def);
+    }
+    store_txn_abort(txn);
+    return err->code;
+}
+
+/* ---- figures ---- */
+
+typedef struct Figures {
+    const TableDef *def;
+    int64_t now;
+    int64_t records, ready, held, delayed, dead;
+    int64_t oldest_ready;     /* the earliest available_at of a ready record; 0: none */
+    LangError *err;
+} Figures;
+
+static int
+count_record(void *ctx, StoreBytes key, StoreBytes value)
+{
+    (void)key;
+    Figures *f = ctx;
+    Record r = {0};
+    if (record_decode(value, &r, f->err))
+        return 1;
+    f->records++;
+    if (record_is_held(&r, f->now)) {
+        f->held++;
+    } else if (record_is_dead(&r, f->def)) {
+        f->dead++;
+    } else if (record_not_before(&r, f->def) > f->now) {
+        f->delayed++;
+    } else {
+        f->ready++;
+        int64_t at = record_available_at(&r, f->def);
+        if (!f->oldest_ready || at < f->oldest_ready)
+            f->oldest_ready = at;
+    }
+    record_free(&r);
+    return 0;
+}
+
+typedef struct StatsOut {
+    int64_t now;
+    Value  *out;
+    LangError *err;
+} StatsOut;
+
+/* The figures of one queue as an object (see lang_view_stats). */
+static LangErrorCode
+queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
+{
+    StatsOut *so = ctx;
+    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, so->err};
+    int rc = store_record_each(txn, def->id, (StoreBytes){NULL, 0}, count_record, &f);
+    if (so->err->code)
+        return so->err->code;
+    if (rc)
+        return store_error(rc, "counting records", so->err);
+    Value o = value_object();
+    value_object_set(&o, "queue", value_cstring(def->decl.name));
+    value_object_set(&o, "records", value_int(f.records));
+    value_object_set(&o, "ready", value_int(f.ready));
+    value_object_set(&o, "held", value_int(f.held));
+    value_object_set(&o, "delayed", value_int(f.delayed));
+    value_object_set(&o, "dead", value_int(f.dead));
+    double age = f.oldest_ready && so->now > f.oldest_ready
+                     ? (double)(so->now - f.oldest_ready) / 1e9
+                     : 0.0;
+    value_object_set(&o, "oldest_ready_age_seconds", value_float(age));
+    static const struct {
+        const char *name, *counter;
+    } counters[] = {{"claims", COUNTER_CLAIMS},
+                    {"releases", COUNTER_RELEASES},
+                    {"lapses", COUNTER_LAPSES},
+                    {"deletes", COUNTER_DELETES}};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+        int64_t n;
+        if (counter_get(txn, def, counters[i].counter, &n, so->err)) {
+            value_free(&o);
+            return so->err->code;
+        }
+        value_object_set(&o, counters[i].name, value_int(n));
+    }
+    *so->out = o;
+    return LANG_OK;
+}
+
+LangErrorCode
+lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err)
+{
+    Value o = value_none();
+    StatsOut so = {store_now(session_store(s)), &o, err};
+    if (with_table(s, table, false, queue_figures, &so, err))
+        return err->code;
+    value_to_json(&o, out);
+    buf_putc(out, '\n');
+    value_free(&o);
+    return LANG_OK;
+}
+
+/* ---- metrics ---- */
+
+typedef struct Metrics {
+    LangSession *s;
+    Value        queues;   /* array of figure objects */
+    LangError   *err;
+} Metrics;
+
+static int
+gather_queue(void *ctx, const char *name)
+{
+    Metrics *m = ctx;
+    Value o = value_none();
+    LangError err = {0};
+    StatsOut so = {store_now(session_store(m->s)), &o, &err};
+    with_table(m->s, name, false, queue_figures, &so, &err);
+    if (err.code == LANG_OK)
+        value_array_push(&m->queues, o);
+    else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE)
+        *m->err = err;
+    return m->err->code != LANG_OK;
+}
+
+/* Appends a label value with Prometheus escaping (\\, \" and \n). */
+static void
+label_escape(const char *s, Buf *out)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            buf_putc(out, '\\');
+        if (*s == '\n')
+            buf_puts(out, "\\n");
+        else
+            buf_putc(out, *s);
+    }
+}
+
+LangErrorCode
+lang_view_metrics(LangSession *s, Buf *out, LangError *err)
+{
+    Metrics m = {s, value_array(), err};
+    lang_view_tables(s, gather_queue, &m, err);
+    static const struct {
+        const char *field, *metric, *type, *help;
+    } metrics[] = {
+        {"records", "queuefs_records", "gauge", "Records in the queue."},
+        {"ready", "queuefs_ready", "gauge", "Records claimable now."},
+        {"held", "queuefs_held", "gauge", "Records held by a worker now."},
+        {"delayed", "queuefs_delayed", "gauge", "Records held back by NOT BEFORE."},
+        {"dead", "queuefs_dead", "gauge", "Records at the ATTEMPTS ceiling."},
+        {"oldest_ready_age_seconds", "queuefs_oldest_ready_age_seconds", "gauge",
+         "Seconds the oldest claimable record has waited."},
+        {"claims", "queuefs_claims_total", "counter", "Holds handed out."},
+        {"releases", "queuefs_releases_total", "counter", "Holds handed back."},
+        {"lapses", "queuefs_lapses_total", "counter", "Holds that lapsed and were claimed again."},
+        {"deletes", "queuefs_deletes_total", "counter", "Records finished (deleted)."},
+    };
+    for (size_t i = 0; !err->code && i < sizeof metrics / sizeof metrics[0]; i++) {
+        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].metric, metrics[i].help,
+                   metrics[i].metric, metrics[i].type);
+        for (size_t q = 0; q < m.queues.u.arr.len; q++) {
+            const Value *fig = &m.queues.u.arr.items[q];
+            const Value *name = value_object_get(fig, "queue");
+            const Value *v = value_object_get(fig, metrics[i].field);
+            buf_printf(out, "%s{queue=\"", metrics[i].metric);
+            label_escape(name->u.str.s, out);
+            if (v->kind == VAL_FLOAT)
+                buf_printf(out, "\"} %.3f\n", v->u.f);
+            else
+                buf_printf(out, "\"} %lld\n", (long long)v->u.i);
+        }
+    }
+    value_free(&m.queues);
+    return err->code;
+}
+
+/* ---- the held and dead views ---- */
+
+typedef struct HeldWalk {
+    StoreTxn *txn;
+    const TableDef *def;
+    int64_t now;
+    int (*fn)(void *ctx, const Value *key, int64_t attempts);
+    void *ctx;
+    LangError *err;
+} HeldWalk;
+
+static int
+held_entry(void *ctx, StoreBytes key, int64_t wake_ns)
+{
+    HeldWalk *w = ctx;
+    if (wake_ns <= w->now)
+        return 0;
+    StoreBytes val;
+    int rc = store_record_get(w->txn, w->def->id, key, &val, NULL);
+    if (rc)
+        return 0;
+    Record r = {0};
+    int stop = 0;
+    if (!record_decode(val, &r, w->err) && record_is_held(&r, w->now)) {
+        const Value *a = value_object_get(&r.fields, FIELD_ATTEMPTS);
+        stop = w->fn(w->ctx, &r.key, a && a->kind == VAL_INT ? a->u.i : 0);
+    }
+    record_free(&r);
+    return stop || w->err->code;
+}
+
+static LangErrorCode
+walk_held(StoreTxn *txn, const TableDef *def, void *ctx)
+{
+    HeldWalk *w = ctx;
+    w->txn = txn;
+    w->def = def;
+    store_queue_each_waiting(txn, def->id, held_entry, w);
+    return w->err->code;
+}
+
+LangErrorCode
+lang_view_held(LangSession *s, const char *table,
+               int (*fn)(void *ctx, const Value *key, int64_t attempts), void *ctx,
+               LangError *err)
+{
+    HeldWalk w = {NULL, NULL, store_now(session_store(s)), fn, ctx, err};
+    return with_table(s, table, false, walk_held, &w, err);
+}
+
+typedef struct DeadWalk {
+    const TableDef *def;
+    int64_t now;
+    int (*fn)(void *ctx, const Value *key);
+    void *ctx;
+    LangError *err;
+} DeadWalk;
+
+static int
+dead_entry(void *ctx, StoreBytes key, StoreBytes value)
+{
+    (void)key;
+    DeadWalk *w = ctx;
+    Record r = {0};
+    int stop = 0;
+    if (!record_decode(value, &r, w->err) && record_is_dead(&r, w->def) &&
+        !record_is_held(&r, w->now))
+        stop = w->fn(w->ctx, &r.key);
+    record_free(&r);
+    return stop || w->err->code;
+}
+
+static LangErrorCode
+walk_dead(StoreTxn *txn, const TableDef *def, void *ctx)
+{
+    DeadWalk *w = ctx;
+    w->def = def;
+    if (def->decl.attempts)
+        store_record_each(txn, def->id, (StoreBytes){NULL, 0}, dead_entry, w);
+    return w->err->code;
+}
+
+LangErrorCode
+lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
+               void *ctx, LangError *err)
+{
+    DeadWalk w = {NULL, store_now(session_store(s)), fn, ctx, err};
+    return with_table(s, table, false, walk_dead, &w, err);
+}
