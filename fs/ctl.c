@@ -31,9 +31,14 @@ add_line(void *ctx, const char *line, size_t len)
 }
 
 ssize_t
-ctl_write(CtlFile *c, const char *data, size_t size)
+ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const gid_t *groups,
+          int ngroups, bool enforce)
 {
+    uint32_t ids[64];
+    for (int i = 0; i < ngroups && i < 64; i++)
+        ids[i] = groups[i];
     pthread_mutex_lock(&c->lock);
+    lang_session_set_caller(c->session, uid, gid, ids, ngroups < 64 ? ngroups : 64, enforce);
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len) {
         buf_reset(&c->out);

@@ -8,6 +8,7 @@
 #ifndef QUEUEFS_CTL_H
 #define QUEUEFS_CTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -17,9 +18,11 @@ typedef struct CtlFile CtlFile;
 
 /* A session acting as "consumer" (may be NULL) and "instance". */
 CtlFile *ctl_open(Store *store, const char *consumer, const char *instance);
-/* Runs the statements in "data": returns "size" when all ran, or -errno of
- * the first error (its line is then readable). */
-ssize_t ctl_write(CtlFile *c, const char *data, size_t size);
+/* Runs the statements in "data" as the caller "uid"/"gid"/"groups" (with
+ * "enforce", checked against each table's owner and mode): returns "size"
+ * when all ran, or -errno of the first error (its line is then readable). */
+ssize_t ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid,
+                  const gid_t *groups, int ngroups, bool enforce);
 /* Copies up to "size" bytes of unread result lines to "buf"; 0 at the end. */
 size_t ctl_read(CtlFile *c, char *buf, size_t size);
 /* Ends the session, cancelling a transaction it left open. */

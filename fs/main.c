@@ -28,11 +28,12 @@ typedef struct Options {
     int   foreground;
     int   debug;
     int   single_thread;
+    int   permissions;
     char *store;
     char *mountpoint;
 } Options;
 
-enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE };
+enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_PERMISSIONS };
 
 static const struct fuse_opt option_spec[] = {
     {"consumer=%s", offsetof(Options, consumer), 0},
@@ -45,6 +46,7 @@ static const struct fuse_opt option_spec[] = {
     FUSE_OPT_KEY("-d", KEY_DEBUG),
     FUSE_OPT_KEY("debug", KEY_DEBUG),
     FUSE_OPT_KEY("-s", KEY_SINGLE),
+    FUSE_OPT_KEY("default_permissions", KEY_PERMISSIONS),
     FUSE_OPT_END,
 };
 
@@ -59,6 +61,7 @@ take_option(void *data, const char *arg, int key, struct fuse_args *args)
     case KEY_FOREGROUND: o->foreground = 1; return 0;
     case KEY_DEBUG: o->debug = o->foreground = 1; return 1;   /* libfuse logs requests too */
     case KEY_SINGLE: o->single_thread = 1; return 0;
+    case KEY_PERMISSIONS: o->permissions = 1; return 1;   /* libfuse passes it on */
     case FUSE_OPT_KEY_NONOPT:
         if (!o->store) {
             o->store = xstrdup(arg);
@@ -85,6 +88,9 @@ usage(FILE *to)
           "  -o consumer=NAME   sign every hold taken through this mount's files\n"
           "  -o sync=full       a write is on disk when its system call returns (default)\n"
           "  -o sync=none       faster; a machine crash may lose the last writes\n"
+          "  -o allow_other,default_permissions\n"
+          "                     share the mount: each table's owner and mode decide\n"
+          "                     who may read and change it, for files and ctl alike\n"
           "  -f                 stay in the foreground\n"
           "  -d                 foreground, logging every request\n"
           "  -s                 serve requests on one thread\n"
@@ -125,7 +131,7 @@ fail_to_parent(int fd, const char *what, const char *detail)
     } else {
         fprintf(stderr, "%s\n", msg);
     }
-    exit(1);
+    _exit(1);
 }
 
 /* Waits for the child to say the mount answers ("" ) or why it failed. */
@@ -158,47 +164,38 @@ detach_stdio(void)
         close(null);
 }
 
-int
-main(int argc, char **argv)
+/* Mounts and serves until unmounted; returns the exit status.  In the
+ * background, the parent returns once the child's mount answers. */
+static int
+run(struct fuse_args *args, const Options *o)
 {
-    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-    Options o = {0};
-    if (fuse_opt_parse(&args, &o, option_spec, take_option) < 0)
-        return 2;
-    if (o.help) {
-        usage(stdout);
-        fuse_lib_help(&args);
-        return 0;
-    }
-    if (o.version) {
-        printf("queuefs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
-        return 0;
-    }
-    if (!o.store || !o.mountpoint) {
-        usage(stderr);
-        return 2;
-    }
     StoreOptions store_opts = {.sync = true};
-    if (o.sync && strcmp(o.sync, "none") == 0) {
+    if (o->sync && strcmp(o->sync, "none") == 0) {
         store_opts.sync = false;
-    } else if (o.sync && strcmp(o.sync, "full") != 0) {
-        fprintf(stderr, "queuefs: -o sync=%s: expected sync=full or sync=none\n", o.sync);
+    } else if (o->sync && strcmp(o->sync, "full") != 0) {
+        fprintf(stderr, "queuefs: -o sync=%s: expected sync=full or sync=none\n", o->sync);
         return 2;
     }
-    if (o.consumer && !*o.consumer) {
+    if (o->consumer && !*o->consumer) {
         fprintf(stderr, "queuefs: -o consumer= needs a name\n");
         return 2;
     }
-
+    char *mountpoint = absolute(o->mountpoint);
+    struct stat st;
+    if (stat(mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);
+        free(mountpoint);
+        return 1;
+    }
     Mount m = {0};
-    m.store_path = absolute(o.store);
-    m.consumer = o.consumer;
+    m.store_path = absolute(o->store);
+    m.consumer = o->consumer;
     lang_instance_mint(m.instance);
     m.uid = getuid();
     m.gid = getgid();
     m.mounted_at = time(NULL);
     m.ready_fd = -1;
-    char *mountpoint = absolute(o.mountpoint);
+    m.enforce = o->permissions;
     /* /proc/mounts shows "STORE MOUNTPOINT fuse.queuefs". */
     Buf name = {0};
     buf_printf(&name, "subtype=queuefs,fsname=");
@@ -206,29 +203,22 @@ main(int argc, char **argv)
     fuse_opt_add_opt_escaped(&escaped, m.store_path);
     buf_puts(&name, escaped);
     free(escaped);
-    fuse_opt_add_arg(&args, "-o");
-    fuse_opt_add_arg(&args, name.data);
+    fuse_opt_add_arg(args, "-o");
+    fuse_opt_add_arg(args, name.data);
     buf_free(&name);
-    struct stat st;
-    if (stat(mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);
-        return 1;
-    }
 
-    if (!o.foreground) {
+    int status = 1;
+    if (!o->foreground) {
         int pipefd[2];
-        if (pipe(pipefd) < 0) {
-            perror("queuefs: pipe");
-            return 1;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("queuefs: fork");
-            return 1;
+        pid_t pid = -1;
+        if (pipe(pipefd) < 0 || (pid = fork()) < 0) {
+            perror("queuefs: starting the mount process");
+            goto out;
         }
         if (pid > 0) {
             close(pipefd[1]);
-            return wait_for_child(pipefd[0]);
+            status = wait_for_child(pipefd[0]);
+            goto out;
         }
         close(pipefd[0]);
         m.ready_fd = pipefd[1];
@@ -242,7 +232,7 @@ main(int argc, char **argv)
         snprintf(detail, sizeof detail, "%s: %s", m.store_path, msg[0] ? msg : store_strerror(rc));
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
-    struct fuse *fuse = fuse_new(&args, queuefs_operations(), sizeof(struct fuse_operations), &m);
+    struct fuse *fuse = fuse_new(args, queuefs_operations(), sizeof(struct fuse_operations), &m);
     if (!fuse)
         fail_to_parent(m.ready_fd, "bad options (see queuefs --help)", "");
     if (fuse_mount(fuse, mountpoint) != 0)
@@ -250,13 +240,13 @@ main(int argc, char **argv)
     struct fuse_session *se = fuse_get_session(fuse);
     if (fuse_set_signal_handlers(se) != 0)
         fail_to_parent(m.ready_fd, "cannot set signal handlers", "");
-    if (!o.foreground) {
+    if (!o->foreground) {
         if (chdir("/") < 0)
             fail_to_parent(m.ready_fd, "cannot leave the working directory", "");
         detach_stdio();
     }
 
-    if (o.single_thread) {
+    if (o->single_thread) {
         rc = fuse_loop(fuse);
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
@@ -269,12 +259,38 @@ main(int argc, char **argv)
     fuse_unmount(fuse);
     fuse_destroy(fuse);
     store_close(m.store);
-    fuse_opt_free_args(&args);
+    status = rc && !signalled ? 1 : 0;
+out:
     free(m.store_path);
     free(mountpoint);
+    return status;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    Options o = {0};
+    int status;
+    if (fuse_opt_parse(&args, &o, option_spec, take_option) < 0) {
+        status = 2;
+    } else if (o.help) {
+        usage(stdout);
+        fuse_lib_help(&args);
+        status = 0;
+    } else if (o.version) {
+        printf("queuefs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
+        status = 0;
+    } else if (!o.store || !o.mountpoint) {
+        usage(stderr);
+        status = 2;
+    } else {
+        status = run(&args, &o);
+    }
+    fuse_opt_free_args(&args);
     free(o.store);
     free(o.mountpoint);
     free(o.consumer);
     free(o.sync);
-    return rc && !signalled ? 1 : 0;
+    return status;
 }

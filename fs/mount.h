@@ -21,6 +21,8 @@ typedef struct Mount {
     gid_t   gid;
     time_t  mounted_at;                       /* every file's times */
     int     ready_fd;                         /* written once the mount answers; -1 after */
+    bool    enforce;                          /* -o default_permissions: the engine checks
+                                                 ctl statements as the kernel checks files */
 } Mount;
 
 /* The most threads serving requests at once.  Blocking opens of wait files

@@ -36,12 +36,31 @@ mount_of(void)
     return fuse_get_context()->private_data;
 }
 
-/* A session acting as the mount, for one operation. */
+/* Tells "s" who makes the current request: the owner of what it defines,
+ * and, with default_permissions, whose access is checked. */
+static void
+set_caller(LangSession *s)
+{
+    Mount *m = mount_of();
+    const struct fuse_context *cx = fuse_get_context();
+    gid_t groups[64];
+    uint32_t ids[64];
+    int n = m->enforce ? fuse_getgroups(64, groups) : 0;
+    if (n < 0 || n > 64)
+        n = 0;
+    for (int i = 0; i < n; i++)
+        ids[i] = groups[i];
+    lang_session_set_caller(s, cx->uid, cx->gid, ids, n, m->enforce);
+}
+
+/* A session acting as the mount, for one operation of the caller. */
 static LangSession *
 session(void)
 {
     Mount *m = mount_of();
-    return lang_session_new(m->store, m->consumer, m->instance);
+    LangSession *s = lang_session_new(m->store, m->consumer, m->instance);
+    set_caller(s);
+    return s;
 }
 
 /* -errno of a failed lang call, freeing the session. */
@@ -144,20 +163,22 @@ path_parse(const char *path)
 }
 
 /* 0 when "p"'s table exists (and, for what only queues have, is a queue),
- * else -ENOENT. */
+ * with "info" (may be NULL) filled; else -ENOENT. */
 static int
-table_check(const Path *p)
+table_check(const Path *p, LangTableInfo *info)
 {
     if (strcmp(p->table, "ctl") == 0 || strcmp(p->table, "metrics") == 0)
         return -ENOENT;
     LangSession *s = session();
     LangError err = {0};
-    bool is_queue = false;
-    int rc = finish(s, lang_view_table(s, p->table, &is_queue, &err));
+    LangTableInfo local;
+    if (!info)
+        info = &local;
+    int rc = finish(s, lang_view_table(s, p->table, info, &err));
     if (rc)
         return rc;
     bool any_table = p->kind == P_TABLE || p->kind == P_NEW || p->kind == P_RECORD;
-    return !any_table && !is_queue ? -ENOENT : 0;
+    return !any_table && !info->is_queue ? -ENOENT : 0;
 }
 
 /* The identity a record path names and the fence its view promises:
@@ -294,25 +315,28 @@ handle_attach(struct fuse_file_info *fi, Handle *h, bool seekable)
 
 /* ---- attributes ---- */
 
+/* Fills "st" for a file of "mode" owned as table "info" says (NULL: the
+ * mount's user). */
 static void
-fill_stat(struct stat *st, mode_t mode, off_t size)
+fill_stat(struct stat *st, mode_t mode, off_t size, const LangTableInfo *info)
 {
     Mount *m = mount_of();
     memset(st, 0, sizeof *st);
     st->st_mode = mode;
     st->st_nlink = S_ISDIR(mode) ? 2 : 1;
-    st->st_uid = m->uid;
-    st->st_gid = m->gid;
+    st->st_uid = info && info->has_owner ? info->uid : m->uid;
+    st->st_gid = info && info->has_owner ? info->gid : m->gid;
     st->st_size = size;
     st->st_blksize = 4096;
     st->st_blocks = (size + 511) / 512;
     st->st_atime = st->st_mtime = st->st_ctime = m->mounted_at;
 }
 
-/* The size of a record file: its JSON line.  -errno when it is absent (or
- * its view's fence fails). */
+/* The size of a record file: its JSON line, and its table's owner and
+ * mode in "info" (may be NULL).  -errno when it is absent (or its view's
+ * fence fails). */
 static int
-record_size(const Path *p, off_t *size)
+record_size(const Path *p, off_t *size, LangTableInfo *info)
 {
     Value key;
     int64_t fence;
@@ -321,11 +345,32 @@ record_size(const Path *p, off_t *size)
     LangSession *s = session();
     LangError err = {0};
     Buf json = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &json, &err));
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &json, info, &err));
     *size = (off_t)json.len;
     buf_free(&json);
     value_free(&key);
     return rc;
+}
+
+/* A table's files take their permission bits from its directory's: read
+ * (r) to read records and figures, write (w) to claim, create, release and
+ * delete.  Opening claim or wait for reading claims, so they are readable
+ * by whoever may write the queue. */
+static mode_t
+file_mode(PathKind kind, mode_t dir)
+{
+    switch (kind) {
+    case P_TABLE:
+    case P_RELEASED:
+    case P_HELD:
+    case P_DEAD: return S_IFDIR | dir;
+    case P_CLAIM:
+    case P_WAIT: return S_IFREG | ((dir & 0222) << 1);
+    case P_STATS: return S_IFREG | (dir & 0444);
+    case P_NEW: return S_IFREG | (dir & 0222);
+    case P_RECORD: return S_IFREG | (dir & 0666);
+    default: return S_IFREG | (dir & 0444);   /* held/ and dead/ entries */
+    }
 }
 
 static int
@@ -333,58 +378,40 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     (void)fi;
     Path p = path_parse(path);
-    int rc = 0;
+    LangTableInfo info;
     off_t size = 0;
+    int rc;
     switch (p.kind) {
     case P_ROOT:
-        fill_stat(st, S_IFDIR | 0755, 0);
+        /* With permissions enforced, anyone may define a table, as in /tmp:
+         * it is theirs, and only they may remove it. */
+        fill_stat(st, S_IFDIR | (mount_of()->enforce ? 01777 : 0755), 0, NULL);
         return 0;
     case P_CTL:
-        fill_stat(st, S_IFREG | 0666, 0);
+        fill_stat(st, S_IFREG | 0666, 0, NULL);
         return 0;
     case P_METRICS:
-        fill_stat(st, S_IFREG | 0444, 0);
-        return 0;
-    case P_TABLE:
-    case P_RELEASED:
-    case P_HELD:
-    case P_DEAD:
-        if ((rc = table_check(&p)))
-            return rc;
-        fill_stat(st, S_IFDIR | 0755, 0);
-        return 0;
-    case P_CLAIM:
-    case P_WAIT:
-    case P_STATS:
-        if ((rc = table_check(&p)))
-            return rc;
-        fill_stat(st, S_IFREG | 0444, 0);
-        return 0;
-    case P_NEW:
-        if ((rc = table_check(&p)))
-            return rc;
-        fill_stat(st, S_IFREG | 0222, 0);
+        fill_stat(st, S_IFREG | 0444, 0, NULL);
         return 0;
     case P_RECORD:
-        if (pending_has(path)) {
-            fill_stat(st, S_IFREG | 0644, 0);
-            return 0;
-        }
-        if ((rc = record_size(&p, &size)))
-            return rc;
-        fill_stat(st, S_IFREG | 0644, size);
-        return 0;
     case P_HELD_ENTRY:
     case P_DEAD_ENTRY:
-        if ((rc = record_size(&p, &size)))
+        if (p.kind == P_RECORD && pending_has(path)) {
+            if ((rc = table_check(&p, &info)))
+                return rc;
+        } else if ((rc = record_size(&p, &size, &info))) {
             return rc;
-        fill_stat(st, S_IFREG | 0444, size);
-        return 0;
+        }
+        break;
     case P_RELEASED_ENTRY:
     case P_NONE:
-        break;
+        return -ENOENT;
+    default:
+        if ((rc = table_check(&p, &info)))
+            return rc;
     }
-    return -ENOENT;
+    fill_stat(st, file_mode(p.kind, info.mode), size, &info);
+    return 0;
 }
 
 /* ---- directories ---- */
@@ -466,7 +493,7 @@ qfs_opendir(const char *path, struct fuse_file_info *fi)
     if (p.kind != P_ROOT && p.kind != P_TABLE && p.kind != P_RELEASED && p.kind != P_HELD &&
         p.kind != P_DEAD)
         return -ENOTDIR;
-    int rc = p.kind == P_ROOT ? 0 : table_check(&p);
+    int rc = p.kind == P_ROOT ? 0 : table_check(&p, NULL);
     if (rc)
         return rc;
     fi->fh = (uint64_t)(uintptr_t)xcalloc(1, sizeof(DirHandle));
@@ -506,11 +533,11 @@ qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
         fixed[nfixed++] = "ctl";
         fixed[nfixed++] = "metrics";
     } else if (p.kind == P_TABLE) {
-        bool is_queue = false;
-        if ((rc = finish(s, lang_view_table(s, p.table, &is_queue, &err))))
+        LangTableInfo info;
+        if ((rc = finish(s, lang_view_table(s, p.table, &info, &err))))
             return rc;
         s = session();
-        for (size_t i = 0; i < (is_queue ? NRESERVED : 1); i++) {
+        for (size_t i = 0; i < (info.is_queue ? NRESERVED : 1); i++) {
             fixed_dir[nfixed] = reserved_entries[i].is_dir;
             fixed[nfixed++] = reserved_entries[i].name;
         }
@@ -563,13 +590,12 @@ qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
 static int
 qfs_mkdir(const char *path, mode_t mode)
 {
-    (void)mode;
     Path p = path_parse(path);
     if (p.kind != P_TABLE)
         return p.kind == P_CTL ? -EEXIST : -EPERM;
     LangSession *s = session();
     LangError err = {0};
-    return finish(s, lang_view_mkdir(s, p.table, &err));
+    return finish(s, lang_view_mkdir(s, p.table, mode, &err));
 }
 
 static int
@@ -596,7 +622,7 @@ open_snapshot(const Path *p, Handle **out)
     Handle *h = handle_new(H_SNAPSHOT, p);
     LangSession *s = session();
     LangError err = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &h->data, &err));
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &h->data, NULL, &err));
     value_free(&key);
     if (rc) {
         handle_free(h);
@@ -623,7 +649,7 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
         Buf json = {0};
         LangSession *s = session();
         LangError err = {0};
-        int rc = finish(s, lang_view_read(s, p->table, &key, 0, &json, &err));
+        int rc = finish(s, lang_view_read(s, p->table, &key, 0, &json, NULL, &err));
         if (rc) {
             buf_free(&json);
             handle_free(h);
@@ -736,7 +762,7 @@ qfs_open(const char *path, struct fuse_file_info *fi)
             return rc;
         break;
     case P_NEW:
-        if ((rc = table_check(&p)))
+        if ((rc = table_check(&p, NULL)))
             return rc;
         h = handle_new(H_NEW, &p);
         break;
@@ -778,11 +804,11 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     Path p = path_parse(path);
     if (p.kind != P_RECORD)
         return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -EPERM : -EEXIST;
-    int rc = table_check(&p);
+    int rc = table_check(&p, NULL);
     if (rc)
         return rc;
     off_t size;
-    bool exists = record_size(&p, &size) == 0;
+    bool exists = record_size(&p, &size, NULL) == 0;
     if (exists && (fi->flags & O_EXCL))
         return -EEXIST;
     Handle *h;
@@ -845,8 +871,14 @@ qfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse
 {
     (void)path;
     Handle *h = handle_of(fi);
-    if (h->kind == H_CTL)
-        return (int)ctl_write(h->ctl, buf, size);
+    if (h->kind == H_CTL) {
+        Mount *m = mount_of();
+        const struct fuse_context *cx = fuse_get_context();
+        gid_t groups[64];
+        int n = m->enforce ? fuse_getgroups(64, groups) : 0;
+        return (int)ctl_write(h->ctl, buf, size, cx->uid, cx->gid, groups,
+                              n < 0 || n > 64 ? 0 : n, m->enforce);
+    }
     if (h->kind == H_SNAPSHOT)
         return -EBADF;
     pthread_mutex_lock(&h->lock);
@@ -930,7 +962,7 @@ qfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         off_t cur;
         if (pending_has(path))
             return 0;
-        int rc = record_size(&p, &cur);
+        int rc = record_size(&p, &cur, NULL);
         return rc ? rc : 0;
     }
     case P_ROOT:
@@ -1012,23 +1044,33 @@ qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
     return -EXDEV;
 }
 
-/* Modes and owners are the mount's: a chmod or chown (as cp -p and mv
- * make) is accepted and changes nothing. */
+/* chmod and chown of a table directory change the table's owner and mode
+ * in the store; on a file (as cp -p and mv make) they are accepted and
+ * change nothing: a file's mode follows its directory's. */
+static int
+chattr(const char *path, int64_t mode, int64_t uid, int64_t gid, struct fuse_file_info *fi)
+{
+    Path p = path_parse(path);
+    if (p.kind != P_TABLE) {
+        struct stat st;
+        return qfs_getattr(path, &st, fi);
+    }
+    LangSession *s = session();
+    LangError err = {0};
+    return finish(s, lang_view_chattr(s, p.table, mode, uid, gid, &err));
+}
+
 static int
 qfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    (void)mode;
-    struct stat st;
-    return qfs_getattr(path, &st, fi);
+    return chattr(path, mode & 07777, -1, -1, fi);
 }
 
 static int
 qfs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
-    (void)uid;
-    (void)gid;
-    struct stat st;
-    return qfs_getattr(path, &st, fi);
+    return chattr(path, -1, uid == (uid_t)-1 ? -1 : (int64_t)uid,
+                  gid == (gid_t)-1 ? -1 : (int64_t)gid, fi);
 }
 
 /* touch of a queue's record extends its hold (TOUCH); on every other file
@@ -1042,10 +1084,10 @@ qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info
     int rc = qfs_getattr(path, &st, fi);
     if (rc || (p.kind != P_RECORD && p.kind != P_HELD_ENTRY) || pending_has(path))
         return rc;
-    bool is_queue = false;
+    LangTableInfo info;
     LangSession *s = session();
     LangError err = {0};
-    if ((rc = finish(s, lang_view_table(s, p.table, &is_queue, &err))) || !is_queue)
+    if ((rc = finish(s, lang_view_table(s, p.table, &info, &err))) || !info.is_queue)
         return rc;
     Value key;
     int64_t fence;

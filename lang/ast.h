@@ -88,6 +88,7 @@ typedef struct TableDecl {
     /* both kinds: */
     SchemaMode schema;             /* SCHEMAFULL | SCHEMALESS | neither */
     char      *graph;              /* IN g, or NULL */
+    int64_t    mode;               /* the file view's mkdir: permission bits; -1 or 0: 0755 */
 } TableDecl;
 
 /* A statement target: a whole table, or one record of it. */

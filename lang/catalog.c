@@ -47,6 +47,12 @@ table_def_encode(const TableDef *def, Buf *out)
     if (d->schema != SCHEMA_UNSPECIFIED)
         value_object_set(&o, "schema", value_int(d->schema));
     set_str(&o, "graph", d->graph);
+    if (def->uid >= 0)
+        value_object_set(&o, "uid", value_int(def->uid));
+    if (def->gid >= 0)
+        value_object_set(&o, "gid", value_int(def->gid));
+    if (def->mode >= 0)
+        value_object_set(&o, "mode", value_int(def->mode));
 
     Value fields = value_array();
     for (size_t i = 0; i < def->nfields; i++) {
@@ -89,6 +95,9 @@ table_def_from_value(const Value *o, TableDef *def)
     d->deduplicate_ns = get_int(o, "deduplicate");
     d->schema = (SchemaMode)get_int(o, "schema");
     d->graph = get_str(o, "graph");
+    def->uid = value_object_get(o, "uid") ? get_int(o, "uid") : -1;
+    def->gid = value_object_get(o, "gid") ? get_int(o, "gid") : -1;
+    def->mode = value_object_get(o, "mode") ? get_int(o, "mode") : -1;
 
     const Value *fields = value_object_get(o, "fields");
     if (fields && fields->kind == VAL_ARRAY && fields->u.arr.len) {

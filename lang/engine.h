@@ -36,6 +36,8 @@ typedef struct IndexDef {
 typedef struct TableDef {
     uint32_t  id;         /* the store's id for the table */
     bool      is_queue;
+    int64_t   uid, gid;   /* the table's owner; -1: the mount's user */
+    int64_t   mode;       /* permission bits (07777); -1: 0755 */
     TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
     FieldDef *fields;
     size_t    nfields;
@@ -145,6 +147,14 @@ Store *session_store(const struct LangSession *s);
  * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
 LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
                                 LangError *err);
+
+/* The access a statement needs on the table it names. */
+enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
+
+/* PermissionDenied unless the session's caller may "want" on "def", as the
+ * table's directory bits say (see lang_session_set_caller). */
+LangErrorCode check_access(const struct LangSession *s, const TableDef *def, int want,
+                           LangError *err);
 
 /* ---- expressions (expr.c) ---- */
 

@@ -30,6 +30,7 @@ static const struct {
     [LANG_NOT_EMPTY] = {"TableNotEmpty", ENOTEMPTY},
     [LANG_NOT_HELD] = {"NotHeld", ENOLCK},
     [LANG_INTERRUPTED] = {"Interrupted", EINTR},
+    [LANG_PERMISSION] = {"PermissionDenied", EACCES},
 };
 
 const char *

@@ -26,6 +26,7 @@ typedef enum LangErrorCode {
     LANG_NOT_EMPTY,            /* TableNotEmpty           ENOTEMPTY */
     LANG_NOT_HELD,             /* NotHeld                 ENOLCK */
     LANG_INTERRUPTED,          /* Interrupted             EINTR */
+    LANG_PERMISSION,           /* PermissionDenied        EACCES */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

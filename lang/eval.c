@@ -21,6 +21,12 @@ struct LangSession {
     size_t npending, cap;
     bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
     void  *interrupt_ctx;
+    struct {                          /* who is asking (lang_session_set_caller) */
+        bool     known, enforce;
+        uint32_t uid, gid;
+        uint32_t groups[64];
+        int      ngroups;
+    } caller;
 };
 
 /* What one statement runs with. */
@@ -89,6 +95,19 @@ lang_session_in_transaction(const LangSession *s)
 }
 
 void
+lang_session_set_caller(LangSession *s, uint32_t uid, uint32_t gid, const uint32_t *groups,
+                        int ngroups, bool enforce)
+{
+    s->caller.known = true;
+    s->caller.enforce = enforce;
+    s->caller.uid = uid;
+    s->caller.gid = gid;
+    s->caller.ngroups = 0;
+    for (int i = 0; i < ngroups && i < 64; i++)
+        s->caller.groups[s->caller.ngroups++] = groups[i];
+}
+
+void
 lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void *ctx)
 {
     s->interrupted = interrupted;
@@ -105,10 +124,50 @@ answer(Exec *x, Value *v)
     value_free(v);
 }
 
-static LangErrorCode
-load_queue(Exec *x, const char *table, TableDef *def)
+LangErrorCode
+check_access(const LangSession *s, const TableDef *def, int want, LangError *err)
 {
-    if (table_def_load(x->txn, table, def, x->err))
+    if (!s->caller.enforce || s->caller.uid == 0)
+        return LANG_OK;
+    if (def->uid < 0)
+        return LANG_OK;   /* a table from before owners: as open as the mount */
+    bool owner = (int64_t)s->caller.uid == def->uid;
+    if (want == ACCESS_OWNER) {
+        if (owner)
+            return LANG_OK;
+        return lang_error_set(err, LANG_PERMISSION, "only the owner of '%s' may do that",
+                              def->decl.name);
+    }
+    bool group = (int64_t)s->caller.gid == def->gid;
+    for (int i = 0; i < s->caller.ngroups && !group; i++)
+        group = (int64_t)s->caller.groups[i] == def->gid;
+    int64_t mode = def->mode >= 0 ? def->mode : 0755;
+    int bits = (int)(owner ? mode >> 6 : group ? mode >> 3 : mode) & 7;
+    if ((bits & want) == want)
+        return LANG_OK;
+    return lang_error_set(err, LANG_PERMISSION, "permission denied: %s of '%s' (mode %04llo)",
+                          want == ACCESS_READ ? "reading" : "changing", def->decl.name,
+                          (long long)mode);
+}
+
+/* Loads table "name" for a statement that needs "want" on it. */
+static LangErrorCode
+load_table(Exec *x, const char *name, int want, TableDef *def)
+{
+    if (table_def_load(x->txn, name, def, x->err))
+        return x->err->code;
+    if (check_access(x->s, def, want, x->err)) {
+        table_def_free(def);
+        return x->err->code;
+    }
+    return LANG_OK;
+}
+
+/* Loads queue "table" for a statement that needs "want" on it. */
+static LangErrorCode
+load_queue(Exec *x, const char *table, int want, TableDef *def)
+{
+    if (load_table(x, table, want, def))
         return x->err->code;
     if (!def->is_queue) {
         table_def_free(def);
@@ -352,6 +411,9 @@ exec_define_table(Exec *x, const Stmt *st)
     TableDef def = {0};
     def.is_queue = st->kind == ST_DEFINE_QUEUE;
     def.decl = decl_copy(d);
+    def.uid = x->s->caller.known ? (int64_t)x->s->caller.uid : -1;
+    def.gid = x->s->caller.known ? (int64_t)x->s->caller.gid : -1;
+    def.mode = d->mode > 0 ? d->mode & 07777 : -1;
     Buf b = {0};
     table_def_encode(&def, &b);
     int rc = store_table_create(x->txn, d->name, (StoreBytes){b.data, b.len}, &def.id);
@@ -384,7 +446,7 @@ static LangErrorCode
 exec_define_field(Exec *x, const Stmt *st)
 {
     TableDef def;
-    if (table_def_load(x->txn, st->u.define_field.table, &def, x->err))
+    if (load_table(x, st->u.define_field.table, ACCESS_OWNER, &def))
         return x->err->code;
     size_t i;
     for (i = 0; i < def.nfields; i++)
@@ -407,7 +469,7 @@ static LangErrorCode
 exec_define_index(Exec *x, const Stmt *st)
 {
     TableDef def;
-    if (table_def_load(x->txn, st->u.define_index.table, &def, x->err))
+    if (load_table(x, st->u.define_index.table, ACCESS_OWNER, &def))
         return x->err->code;
     size_t i;
     for (i = 0; i < def.nindexes; i++)
@@ -438,7 +500,7 @@ exec_create(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.write.target;
     TableDef def;
-    if (table_def_load(x->txn, t->table, &def, x->err))
+    if (load_table(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Record r = {0};
     Value results = value_array();
@@ -486,7 +548,7 @@ exec_update(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.write.target;
     TableDef def;
-    if (table_def_load(x->txn, t->table, &def, x->err))
+    if (load_table(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Value keys, results = value_array();
     if (target_keys(x, &def, t, &keys)) {
@@ -543,7 +605,7 @@ exec_upsert(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.write.target;
     TableDef def;
-    if (table_def_load(x->txn, t->table, &def, x->err))
+    if (load_table(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     bool exists = record_exists(x, &def, t->id.u.rec.key);
     table_def_free(&def);
@@ -562,7 +624,7 @@ exec_delete(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.del.target;
     TableDef def;
-    if (table_def_load(x->txn, t->table, &def, x->err))
+    if (load_table(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Value keys;
     if (target_keys(x, &def, t, &keys)) {
@@ -671,7 +733,7 @@ exec_select(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.select.from;
     TableDef def;
-    if (table_def_load(x->txn, t->table, &def, x->err))
+    if (load_table(x, t->table, ACCESS_READ, &def))
         return x->err->code;
     Value keys, views = value_array(), rows = value_array();
     if (target_keys(x, &def, t, &keys)) {
@@ -787,7 +849,7 @@ exec_claim(Exec *x, const Stmt *st)
                               "CLAIM %lld is above the ceiling of %d records per claim",
                               (long long)st->u.claim.count, CLAIM_CEILING);
     TableDef def;
-    if (load_queue(x, t->table, &def))
+    if (load_queue(x, t->table, st->u.claim.explain ? ACCESS_READ : ACCESS_WRITE, &def))
         return x->err->code;
     Value results = value_array();
     if (st->u.claim.explain) {
@@ -893,7 +955,7 @@ exec_release(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.release.target;
     TableDef def;
-    if (load_queue(x, t->table, &def))
+    if (load_queue(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Value results = value_array();
     Record r = {0};
@@ -950,7 +1012,7 @@ static LangErrorCode
 exec_release_all(Exec *x, const Stmt *st)
 {
     TableDef def;
-    if (load_queue(x, st->u.release.target.table, &def))
+    if (load_queue(x, st->u.release.target.table, ACCESS_WRITE, &def))
         return x->err->code;
     Value results = value_array();
     int64_t delay_to = 0;
@@ -1002,7 +1064,7 @@ exec_touch(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.release.target;
     TableDef def;
-    if (load_queue(x, t->table, &def))
+    if (load_queue(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Value results = value_array();
     Record r = {0};
@@ -1047,7 +1109,7 @@ static LangErrorCode
 exec_info(Exec *x, const Stmt *st)
 {
     TableDef def;
-    if (table_def_load(x->txn, st->u.table_op.table, &def, x->err))
+    if (load_table(x, st->u.table_op.table, ACCESS_READ, &def))
         return x->err->code;
     Value info = table_def_info(&def);
     table_def_free(&def);
@@ -1061,7 +1123,7 @@ exec_drop(Exec *x, const Stmt *st)
 {
     TableDef def;
     const char *name = st->u.table_op.table;
-    if (table_def_load(x->txn, name, &def, x->err))
+    if (load_table(x, name, ACCESS_OWNER, &def))
         return x->err->code;
     bool is_queue = def.is_queue;
     table_def_free(&def);

@@ -51,6 +51,16 @@ void lang_session_free(LangSession *s);
 /* True while the session is between BEGIN and COMMIT/CANCEL. */
 bool lang_session_in_transaction(const LangSession *s);
 
+/* Who is asking.  Tables the session defines are owned by "uid" and
+ * "gid".  With "enforce", every statement is checked against the owner
+ * and mode of the table it names, as a directory's would be: read (r) to
+ * read records, list or see figures, write (w) to claim, create, update,
+ * release, touch or delete, ownership to define fields and indexes, drop,
+ * chmod or chown.  uid 0 may do anything.  Refusals are PermissionDenied
+ * (EACCES). */
+void lang_session_set_caller(LangSession *s, uint32_t uid, uint32_t gid, const uint32_t *groups,
+                             int ngroups, bool enforce);
+
 /* Makes a blocking CLAIM … WAIT poll "interrupted(ctx)" and end with
  * Interrupted (EINTR) when it answers true. */
 void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void *ctx);
@@ -79,10 +89,18 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangE
  * nothing. */
 #define LANG_FENCE_DEAD (-1)
 
+/* What a table directory shows: its kind, owner and mode. */
+typedef struct LangTableInfo {
+    bool     is_queue;
+    bool     has_owner;   /* false: the table predates owners; show the mount's */
+    uint32_t uid, gid;
+    uint32_t mode;        /* permission bits; 0755 when never set */
+} LangTableInfo;
+
 /* Appends record "key" as one JSON line ending in "\n", when "fence"
- * holds.  Never claims. */
+ * holds, and fills "info" (may be NULL) with its table's.  Never claims. */
 LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence,
-                             Buf *out, LangError *err);
+                             Buf *out, LangTableInfo *info, LangError *err);
 /* DELETE the record, when "fence" holds. */
 LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
                                int64_t fence, LangError *err);
@@ -126,8 +144,12 @@ LangErrorCode lang_view_write(LangSession *s, const char *table, const Value *ke
  * or none. */
 LangErrorCode lang_view_append(LangSession *s, const char *table, const char *text, size_t len,
                                LangError *err);
-/* Whether table "name" exists, and whether it is a queue. */
-LangErrorCode lang_view_table(LangSession *s, const char *name, bool *is_queue, LangError *err);
+/* Whether table "name" exists, and what its directory shows. */
+LangErrorCode lang_view_table(LangSession *s, const char *name, LangTableInfo *info,
+                              LangError *err);
+/* chmod / chown of a table directory: "mode", "uid" or "gid" of -1 stays. */
+LangErrorCode lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid,
+                               int64_t gid, LangError *err);
 /* Calls "fn" with each table's name in name order until it returns
  * non-zero. */
 LangErrorCode lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *name), void *ctx,
@@ -137,8 +159,8 @@ LangErrorCode lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *
  * returns non-zero.  The key passed is valid during the call only. */
 LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *after,
                              int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
-/* DEFINE COLLECTION "name". */
-LangErrorCode lang_view_mkdir(LangSession *s, const char *name, LangError *err);
+/* DEFINE COLLECTION "name", with permission bits "mode". */
+LangErrorCode lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err);
 /* Drops table "name" when it holds no record; TableNotEmpty otherwise. */
 LangErrorCode lang_view_rmdir(LangSession *s, const char *name, LangError *err);
 

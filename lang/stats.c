@@ -20,7 +20,7 @@ with_table(LangSession *s, const char *table, bool any_kind,
     if (rc)
         return store_error(rc, "beginning a transaction", err);
     TableDef def;
-    if (!table_def_load(txn, table, &def, err)) {
+    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
         if (!def.is_queue && !any_kind)
             lang_error_set(err, LANG_WRONG_KIND, "'%s' is a collection, not a queue", table);
         else
@@ -143,7 +143,8 @@ gather_queue(void *ctx, const char *name)
     with_table(m->s, name, false, queue_figures, &so, &err);
     if (err.code == LANG_OK)
         value_array_push(&m->queues, o);
-    else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE)
+    else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE &&
+             err.code != LANG_PERMISSION)   /* metrics show what the caller may read */
         *m->err = err;
     return m->err->code != LANG_OK;
 }

@@ -68,9 +68,20 @@ lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err)
 
 /* Renders record "key" of "table" when "fence" holds, in a read
  * transaction: a key lookup that never claims. */
+/* Fills "info" from "def". */
+static void
+table_info(const TableDef *def, LangTableInfo *info)
+{
+    info->is_queue = def->is_queue;
+    info->has_owner = def->uid >= 0;
+    info->uid = def->uid >= 0 ? (uint32_t)def->uid : 0;
+    info->gid = def->gid >= 0 ? (uint32_t)def->gid : 0;
+    info->mode = def->mode >= 0 ? (uint32_t)def->mode : 0755;
+}
+
 LangErrorCode
 lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence, Buf *out,
-               LangError *err)
+               LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;
     int rc = store_txn_begin(session_store(s), false, &txn);
@@ -79,7 +90,9 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
     TableDef def;
     Record r = {0};
     if (!table_def_load(txn, table, &def, err)) {
-        if (!record_load(txn, &def, key, &r, err) &&
+        if (info)
+            table_info(&def, info);
+        if (!check_access(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
             !record_fence(&def, &r, fence, store_now(session_store(s)), err)) {
             Value view = record_view(&r, &def);
             value_to_json(&view, out);
@@ -217,10 +230,11 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
 }
 
 LangErrorCode
-lang_view_mkdir(LangSession *s, const char *name, LangError *err)
+lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err)
 {
     Stmt *st = stmt_new(ST_DEFINE_COLLECTION);
     st->u.define_table.name = xstrdup(name);
+    st->u.define_table.mode = mode & 07777;
     return run_one(s, st, NULL, NULL, err);
 }
 
@@ -233,14 +247,46 @@ begin(LangSession *s, bool write, StoreTxn **txn, LangError *err)
 }
 
 LangErrorCode
-lang_view_table(LangSession *s, const char *name, bool *is_queue, LangError *err)
+lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;
     if (begin(s, false, &txn, err))
         return err->code;
     TableDef def;
     if (!table_def_load(txn, name, &def, err)) {
-        *is_queue = def.is_queue;
+        table_info(&def, info);
+        table_def_free(&def);
+    }
+    store_txn_abort(txn);
+    return err->code;
+}
+
+LangErrorCode
+lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
+                 LangError *err)
+{
+    StoreTxn *txn;
+    if (begin(s, true, &txn, err))
+        return err->code;
+    TableDef def;
+    int rc = 0;
+    if (!table_def_load(txn, name, &def, err)) {
+        if (!check_access(s, &def, ACCESS_OWNER, err)) {
+            if (mode >= 0)
+                def.mode = mode & 07777;
+            if (uid >= 0)
+                def.uid = uid;
+            if (gid >= 0)
+                def.gid = gid;
+            Buf b = {0};
+            table_def_encode(&def, &b);
+            rc = store_table_redefine(txn, name, (StoreBytes){b.data, b.len});
+            buf_free(&b);
+            if (!rc)
+                rc = store_txn_commit(txn), txn = NULL;
+            if (rc)
+                store_error(rc, "changing a table's owner or mode", err);
+        }
         table_def_free(&def);
     }
     store_txn_abort(txn);
@@ -310,7 +356,7 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
     if (begin(s, false, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err)) {
+    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
         Buf from = {0};
         if (after)
             record_key_encode(after, &from);
@@ -345,6 +391,10 @@ lang_view_rmdir(LangSession *s, const char *name, LangError *err)
     int rc = 0;
     if (table_def_load(txn, name, &def, err))
         goto fail;
+    if (check_access(s, &def, ACCESS_OWNER, err)) {
+        table_def_free(&def);
+        goto fail;
+    }
     rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
     table_def_free(&def);
     if (any) {

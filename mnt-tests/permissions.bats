@@ -1,0 +1,169 @@
+#!/usr/bin/env bats
+# permissions.bats — with -o allow_other,default_permissions a queue
+# directory's owner and mode decide who may read, claim, create, release
+# and delete in it, through files and through ctl alike; chmod and chown of
+# a queue directory persist in the store.  The second user is nobody
+# (uid 65534), reached with setpriv.
+
+load mount_helpers
+
+# The mount point must be reachable by the second user, so it lives in a
+# directory everyone may traverse rather than in the test's private one.
+eval "$(declare -f setup | sed '1s/^setup/mount_setup/')"
+eval "$(declare -f teardown | sed '1s/^teardown/mount_teardown/')"
+setup() {
+    mount_setup
+    SHARED=$(mktemp -d /tmp/queuefs-permissions.XXXXXX)
+    chmod 0755 "$SHARED"
+    M="$SHARED/m"
+    mkdir -p "$M"
+    export M
+}
+teardown() {
+    mount_teardown
+    rm -rf "$SHARED"
+}
+
+# as_nobody CMD… — runs CMD as uid/gid 65534 with no supplementary groups.
+as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+}
+
+mount_shared() {
+    mount_fs -o allow_other,default_permissions
+    echo 'DEFINE QUEUE jobs TIMEOUT 1m NOT BEFORE due;' >"$M/ctl"
+    printf '%s\n' '{"n":1}' '{"n":2}' '{"n":3}' >>"$M/jobs/new"
+}
+
+@test "permissions: a queue's directory shows its owner and mode, its files follow it" {
+    mount_shared
+    chmod 0750 "$M/jobs"
+    run stat -c '%a %U' "$M/jobs" "$M/jobs/1" "$M/jobs/claim" "$M/jobs/new" "$M/jobs/stats"
+    assert_success
+    assert_equal "$(tr '\n' ' ' <<<"$output")" "750 root 640 root 400 root 200 root 440 root "
+}
+
+@test "permissions: a user who may not write jobs/ can neither claim, create, release nor delete, by file or ctl" {
+    mount_shared
+    chmod 0755 "$M/jobs"
+    run as_nobody cat "$M/jobs/claim"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run as_nobody sh -c "printf '{\"x\":1}\n' >> '$M/jobs/new'"
+    assert_failure
+    run as_nobody rm -f "$M/jobs/1"
+    assert_failure
+    run as_nobody "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
+    assert_failure
+    assert_output --partial '"error":"PermissionDenied"'
+    run as_nobody "$QUEUEFS_CTL" "$M" "CREATE jobs = {x: 1};"
+    assert_failure
+    assert_output --partial PermissionDenied
+    run as_nobody "$QUEUEFS_CTL" "$M" "DELETE jobs:1;"
+    assert_failure
+    # Reading is allowed by 0755: files and SELECT alike, and nothing changed.
+    run as_nobody cat "$M/jobs/1"
+    assert_success
+    assert_output '{"id":"jobs:1","n":1}'
+    run as_nobody "$QUEUEFS_CTL" "$M" "SELECT * FROM jobs;"
+    assert_success
+    assert_equal "$(jq length <<<"$output")" 3
+    run sql "SELECT * FROM jobs WHERE attempts >= 1;"
+    assert_output "[]"
+}
+
+@test "permissions: a user who may not read jobs/ can neither list, read nor SELECT it" {
+    mount_shared
+    chmod 0700 "$M/jobs"
+    run as_nobody ls "$M/jobs"
+    assert_failure
+    run as_nobody cat "$M/jobs/1"
+    assert_failure
+    run as_nobody "$QUEUEFS_CTL" "$M" "SELECT * FROM jobs;"
+    assert_failure
+    assert_output --partial PermissionDenied
+    run as_nobody "$QUEUEFS_CTL" "$M" "INFO FOR TABLE jobs;"
+    assert_failure
+}
+
+@test "permissions: with write permission, another user claims, releases and finishes" {
+    mount_shared
+    chmod 0777 "$M/jobs"
+    run as_nobody cat "$M/jobs/claim"
+    assert_success
+    assert_equal "$(jqr .id "$output")" "jobs:1"
+    run as_nobody mv "$M/jobs/1" "$M/jobs/released/1@1h"
+    assert_success
+    run as_nobody rm "$M/jobs/2"
+    assert_success
+    run as_nobody "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
+    assert_success
+    assert_equal "$(jqr '.[0].id' "$output")" "jobs:3"
+}
+
+@test "permissions: group bits apply to the queue's group" {
+    mount_shared
+    chown root:65534 "$M/jobs"
+    chmod 0770 "$M/jobs"
+    run setpriv --reuid=65533 --regid=65534 --clear-groups cat "$M/jobs/claim"
+    assert_success
+    assert_equal "$(jqr .id "$output")" "jobs:1"
+    run setpriv --reuid=65533 --regid=65533 --clear-groups "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
+    assert_failure
+    assert_output --partial PermissionDenied
+}
+
+@test "permissions: chmod and chown of a queue directory persist in the store" {
+    mount_shared
+    chmod 0710 "$M/jobs"
+    chown 65534:65534 "$M/jobs"
+    unmount_fs "$M"
+    mount_fs -o allow_other,default_permissions
+    run stat -c '%a %u %g' "$M/jobs"
+    assert_output "710 65534 65534"
+    # The owner now may chmod it; root's claim still works; nobody owns the queue.
+    run as_nobody chmod 0700 "$M/jobs"
+    assert_success
+    run stat -c '%a' "$M/jobs"
+    assert_output "700"
+}
+
+@test "permissions: only the owner may drop a table or define its fields" {
+    mount_shared
+    chmod 0777 "$M/jobs"
+    run as_nobody "$QUEUEFS_CTL" "$M" "DROP QUEUE jobs;"
+    assert_failure
+    assert_output --partial PermissionDenied
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE FIELD n ON jobs TYPE int;"
+    assert_failure
+    run sql "INFO FOR TABLE jobs;"
+    assert_output --partial '"kind":"queue"'
+}
+
+@test "permissions: anyone may define a table; it is theirs, and only they may remove it" {
+    mount_shared
+    run stat -c '%a' "$M"
+    assert_output "1777"
+    run as_nobody mkdir "$M/mine"
+    assert_success
+    run stat -c '%a %u' "$M/mine"
+    assert_output "755 65534"
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE QUEUE theirs TIMEOUT 1m;"
+    assert_success
+    run stat -c '%u' "$M/theirs"
+    assert_output "65534"
+    run setpriv --reuid=65533 --regid=65533 --clear-groups rmdir "$M/mine"
+    assert_failure
+    run as_nobody rmdir "$M/mine"
+    assert_success
+}
+
+@test "permissions: without default_permissions nothing is checked" {
+    mount_fs -o allow_other
+    echo 'DEFINE QUEUE jobs TIMEOUT 1m;' >"$M/ctl"
+    printf '%s\n' '{"n":1}' >>"$M/jobs/new"
+    chmod 0700 "$M/jobs"
+    run as_nobody "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
+    assert_success
+    assert_equal "$(jqr '.[0].id' "$output")" "jobs:1"
+}
