@@ -304,30 +304,40 @@ found_one(void *ctx, StoreBytes key, StoreBytes value)
     return 1;
 }
 
+typedef struct RmdirRun {
+    const char *name;
+    LangError *err;
+} RmdirRun;
+
+/* Drops the table when it holds no record: 0, or -1 with the error. */
+static int
+rmdir_run(StoreTxn *txn, void *ctx)
+{
+    RmdirRun *r = ctx;
+    TableDef def;
+    bool any = false;
+    *r->err = (LangError){0};
+    if (table_def_load(txn, r->name, &def, r->err))
+        return -1;
+    int rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
+    table_def_free(&def);
+    if (any) {
+        lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
+        return -1;
+    }
+    if (rc || (rc = store_table_drop(txn, r->name))) {
+        store_error(rc, "dropping a table", r->err);
+        return -1;
+    }
+    return 0;
+}
+
 LangErrorCode
 lang_view_rmdir(LangSession *s, const char *name, LangError *err)
 {
-    StoreTxn *txn;
-    if (begin(s, true, &txn, err))
-        return err->code;
-    TableDef def;
-    bool any = false;
-    int rc = 0;
-    if (table_def_load(txn, name, &def, err))
-        goto fail;
-    rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
-    table_def_free(&def);
-    if (any) {
-        lang_error_set(err, LANG_NOT_EMPTY, "table '%s' holds records", name);
-        goto fail;
-    }
-    if (rc || (rc = store_table_drop(txn, name))) {
+    RmdirRun r = {name, err};
+    int rc = store_write(session_store(s), rmdir_run, &r);
+    if (rc > 0)
         store_error(rc, "dropping a table", err);
-        goto fail;
-    }
-    rc = store_txn_commit(txn);
-    return rc ? store_error(rc, "dropping a table", err) : LANG_OK;
-fail:
-    store_txn_abort(txn);
-    return err->code;
+    return rc ? err->code : LANG_OK;
 }
