@@ -1097,16 +1097,21 @@ map_lock_exclusive(Store *st)
     return pthread_rwlock_timedwrlock(&st->map_lock, &until) ? EBUSY : 0;
 }
 
-/* Adopts the map size another process grew the environment to, once no
- * transaction of this process is open (waits a few seconds at most). */
+/* Adopts the map size another process grew the environment to — no more
+ * than the disk has room for — once no transaction of this process is open
+ * (waits a few seconds at most). */
 static int
 store_map_adopt(Store *st)
 {
     if (map_lock_exclusive(st))
         return EBUSY;
-    size_t cur;
+    size_t cur, room = store_map_room(st);
     int rc = mdb_env_set_mapsize(st->env, 0);
     store_env_info(st, &cur, NULL);
+    if (rc == 0 && cur > room) {
+        rc = mdb_env_set_mapsize(st->env, room);    /* LMDB keeps what is used */
+        store_env_info(st, &cur, NULL);
+    }
     __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&st->map_lock);
     return rc;
