@@ -48,13 +48,14 @@
  * a crash never leaves a meta page pointing at unwritten pages (and never
  * more than one meta page behind).  The meta page is then made durable by a
  * group sync shared by every process on the store through "queuefs.sync"
- * (a page of counters, mapped shared, and flock on it): "synced" — every
- * transaction id up to it is on disk — and "failed" — a sync failed when
- * transactions up to it had committed, so they may be lost (and a later
- * successful sync proves nothing about them: Linux may drop pages whose
- * writeback failed).  A committer waits for synced >= its id; otherwise it
- * takes the lock, checks again, reads the last committed id as the target,
- * syncs and publishes synced = target.  With sync off the environment has
+ * (a page of counters, mapped shared, and flock on it): "committed" — the
+ * last transaction id a committer saw once its commit was done — "synced"
+ * — every transaction id up to it is on disk — and "failed" — a sync failed
+ * when transactions up to it had committed, so they may be lost (and a
+ * later successful sync proves nothing about them: Linux may drop pages
+ * whose writeback failed).  A committer raises "committed", then is done
+ * when synced >= its id; otherwise it takes the lock, checks again, reads
+ * "committed" as the target, syncs and publishes synced = target.  With sync off the environment has
  * MDB_NOSYNC and nothing is synced.
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
@@ -104,6 +105,7 @@
 typedef struct SyncShared {
     uint64_t magic;
     uint64_t dev, ino;    /* the data file the counters are about */
+    uint64_t committed;   /* a transaction id known committed (meta written) */
     uint64_t synced;      /* every transaction id <= synced is on disk */
     uint64_t failed;      /* a sync failed: ids <= failed may be lost */
 } SyncShared;
@@ -849,8 +851,8 @@ store_sync_open(Store *st, const char *location)
         if (sh != MAP_FAILED && fstat(st->data_fd, &db) == 0) {
             uint64_t last = store_last_txnid(st);
             if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
-                sh->ino != (uint64_t)db.st_ino || counter_get(&sh->synced) > last ||
-                counter_get(&sh->failed) > last) {
+                sh->ino != (uint64_t)db.st_ino || counter_get(&sh->committed) > last ||
+                counter_get(&sh->synced) > last || counter_get(&sh->failed) > last) {
                 *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
                                    .ino = (uint64_t)db.st_ino};
                 msync(sh, SYNC_FILE_LEN, MS_ASYNC);
@@ -895,15 +897,18 @@ store_lockfile_allocate(const char *location)
 static int
 store_sync_all(Store *st)
 {
+    SyncShared *sh = st->shared;
     uint64_t last = store_last_txnid(st);
-    if (!st->sync || counter_get(&st->shared->synced) >= last)
+    counter_raise(&sh->committed, last);
+    if (!st->sync || counter_get(&sh->synced) >= last)
         return 0;
     sync_lock(st);
     int rc = 0;
-    if (counter_get(&st->shared->synced) < last) {
+    if (counter_get(&sh->synced) < last) {
+        uint64_t target = counter_get(&sh->committed);
         stat_add(&st->syncs, 1);
         if ((rc = mdb_env_sync(st->env, 1)) == 0)
-            counter_raise(&st->shared->synced, last);
+            counter_raise(&sh->synced, target);
     }
     sync_unlock(st);
     return rc;
@@ -1159,13 +1164,25 @@ store_sync_upto(Store *st, uint64_t id)
     if (counter_get(&sh->failed) >= id) {
         rc = EIO;
     } else if (counter_get(&sh->synced) < id) {
-        uint64_t target = store_last_txnid(st);
+        uint64_t target = counter_get(&sh->committed);
         stat_add(&st->syncs, 1);
         rc = mdb_env_sync(st->env, 1);
         counter_raise(rc ? &sh->failed : &sh->synced, target);
     }
     sync_unlock(st);
     return rc;
+}
+
+/* Notes a write transaction of this process committed: raises "committed"
+ * to the last id LMDB shows, which is at least the transaction's own (an
+ * empty commit writes nothing and adds no id).  The caller still holds the
+ * map lock. */
+static void
+store_commit_note(Store *st)
+{
+    uint64_t last;
+    store_env_info(st, NULL, &last);
+    counter_raise(&st->shared->committed, last);
 }
 
 /* Notes a failed commit: when the disk failed (with sync on, the commit's
@@ -1220,6 +1237,8 @@ store_txn_commit(StoreTxn *txn)
     bool write = txn->write;
     uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
     int rc = mdb_txn_commit(txn->txn);
+    if (write && rc == 0)
+        store_commit_note(st);
     pthread_rwlock_unlock(&st->map_lock);
     free(txn);
     if (write && rc)
@@ -1304,6 +1323,8 @@ group_run(Store *st, WriteReq *head)
         }
         uint64_t id = mdb_txn_id(parent);
         rc = mdb_txn_commit(parent);
+        if (rc == 0)
+            store_commit_note(st);
         pthread_rwlock_unlock(&st->map_lock);
         if (rc == 0) {
             stat_add(&st->groups, 1);

@@ -933,6 +933,7 @@ typedef struct Blocker {
     Store *st;
     int want_waiting;           /* hold the lead until this many callers wait */
     int started;
+    int rc;                     /* what its store_write returned */
 } Blocker;
 
 /* Holds the lead (and the store's writer) until the wanted number of
@@ -957,7 +958,7 @@ static void *
 thread_block(void *p)
 {
     Blocker *b = p;
-    CHECK(store_write(b->st, write_block, b) == 0, "the blocking write");
+    b->rc = store_write(b->st, write_block, b);
     return NULL;
 }
 
@@ -983,7 +984,7 @@ test_write_rollback_alone(void)
     Store *st = open_store("write-group", true, 0);
     uint32_t id = table_make(st, "g");
     StoreStats before, after;
-    Blocker b = {st, K, 0};
+    Blocker b = {st, K, 0, -1};
     pthread_t lead, th[K];
     OneWrite w[K];
     store_stats(st, &before);
@@ -1001,6 +1002,7 @@ test_write_rollback_alone(void)
     pthread_join(lead, NULL);
     for (int i = 0; i < K; i++)
         pthread_join(th[i], NULL);
+    CHECK(b.rc == 0, "the blocking write: %d", b.rc);
     store_stats(st, &after);
     CHECK(after.groups - before.groups == 2, "one group for the blocker, one for the %d: %" PRIu64,
           K, after.groups - before.groups);
