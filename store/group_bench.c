@@ -8,7 +8,8 @@
  * on a fresh store each time: WRITES puts of one queue record (each its own
  * store_write), then WRITES claims — the head found, then deleted, in one
  * store_write.  Prints each rate, how many writers a commit served on
- * average, how many syncs were made, and the ratio of 16 threads to 1. */
+ * average, how many group syncs were made (each commit also syncs its data
+ * pages: see store.h, "Durability"), and the ratio of 16 threads to 1. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>

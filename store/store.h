@@ -106,7 +106,8 @@ typedef struct StoreOptions {
 typedef struct StoreStats {
     uint64_t writes;     /* store_write() callers served */
     uint64_t groups;     /* write transactions committed for them */
-    uint64_t syncs;      /* syncs of the disk this process made */
+    uint64_t syncs;      /* group syncs this process made (besides the sync of
+                          * the data pages inside each commit) */
     uint64_t grows;      /* times this process grew the map */
     uint64_t waiting;    /* store_write() callers waiting right now */
     size_t   map_size;   /* the map's current size in bytes */
