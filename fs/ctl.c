@@ -15,11 +15,14 @@ struct CtlFile {
 };
 
 CtlFile *
-ctl_open(Store *store, const char *consumer, const char *instance)
+ctl_open(Store *store, const char *consumer, const char *instance,
+         bool (*interrupted)(void *ctx))
 {
     CtlFile *c = xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
     c->session = lang_session_new(store, consumer, instance);
+    if (interrupted)
+        lang_session_set_interrupt(c->session, interrupted, NULL);
     return c;
 }
 

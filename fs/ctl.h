@@ -16,8 +16,11 @@
 
 typedef struct CtlFile CtlFile;
 
-/* A session acting as "consumer" (may be NULL) and "instance". */
-CtlFile *ctl_open(Store *store, const char *consumer, const char *instance);
+/* A session acting as "consumer" (may be NULL) and "instance".  A
+ * CLAIM … WAIT it runs polls "interrupted" (may be NULL) and ends with
+ * Interrupted (EINTR), claiming nothing, when it answers true. */
+CtlFile *ctl_open(Store *store, const char *consumer, const char *instance,
+                  bool (*interrupted)(void *ctx));
 /* Runs the statements in "data" as the caller "uid"/"gid"/"groups" (with
  * "enforce", checked against each table's owner and mode): returns "size"
  * when all ran, or -errno of the first error (its line is then readable). */

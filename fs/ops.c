@@ -30,6 +30,8 @@
 #include "mount.h"
 #include "names.h"
 
+#include <fuse_lowlevel.h>   /* fuse_session_exited */
+
 static Mount *
 mount_of(void)
 {
@@ -673,7 +675,10 @@ static bool
 request_interrupted(void *ctx)
 {
     (void)ctx;
-    return fuse_interrupted() != 0;
+    /* The caller gave up (a signal), or the mount is ending (SIGTERM, an
+     * unmount): either way nobody would read the claim. */
+    return fuse_interrupted() != 0 ||
+           fuse_session_exited(fuse_get_session(fuse_get_context()->fuse)) != 0;
 }
 
 /* Claims for an open of T/wait: at once with O_NONBLOCK (EAGAIN when
@@ -736,7 +741,7 @@ qfs_open(const char *path, struct fuse_file_info *fi)
     case P_CTL: {
         Mount *m = mount_of();
         h = handle_new(H_CTL, &p);
-        h->ctl = ctl_open(m->store, m->consumer, m->instance);
+        h->ctl = ctl_open(m->store, m->consumer, m->instance, request_interrupted);
         break;
     }
     case P_CLAIM: {
@@ -802,6 +807,8 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     (void)mode;
     Path p = path_parse(path);
+    if (p.kind == P_HELD_ENTRY || p.kind == P_DEAD_ENTRY)
+        return -ENOENT;   /* a view's name that is gone (touch says so) */
     if (p.kind != P_RECORD)
         return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -EPERM : -EEXIST;
     int rc = table_check(&p, NULL);

@@ -36,6 +36,7 @@ typedef struct Exec {
     int64_t      now;
     Buf         *out;      /* the result line */
     LangError   *err;
+    bool         spare_counters;  /* a delete on a full disk leaves the count alone */
 } Exec;
 
 void
@@ -650,7 +651,7 @@ exec_delete(Exec *x, const Stmt *st)
             buf_free(&kb);
             if (rc)
                 store_error(rc, "deleting a record", x->err);
-            else if (def.is_queue)
+            else if (def.is_queue && !x->spare_counters)
                 counter_add(x->txn, &def, COUNTER_DELETES, 1, x->err);
         }
         record_free(&r);
@@ -1191,9 +1192,52 @@ session_store(const LangSession *s)
     return s->store;
 }
 
-/* Runs "stmts" in one store transaction, emitting each result only once
- * the transaction has committed.  On failure nothing is kept, not even a
- * USE CONSUMER among them. */
+/* What one run of a statement list needs, and what it leaves: the result
+ * lines, and where each statement's line ends. */
+typedef struct SessionRun {
+    LangSession *s;
+    Stmt **stmts;
+    size_t n;
+    const char *saved_consumer;     /* the session's identity before the run */
+    const char *saved_instance;
+    Buf lines;
+    size_t *ends;
+    LangError *err;
+    bool spare_counters;
+} SessionRun;
+
+/* Puts back the consumer and instance the session had before the run. */
+static void
+session_restore(SessionRun *r)
+{
+    free(r->s->consumer);
+    r->s->consumer = r->saved_consumer ? xstrdup(r->saved_consumer) : NULL;
+    memcpy(r->s->instance, r->saved_instance, sizeof r->s->instance);
+}
+
+/* Runs the statements in "txn", from scratch each time it is called (the
+ * store may run it again): 0, or -1 with r->err filled. */
+static int
+session_run_stmts(StoreTxn *txn, void *ctx)
+{
+    SessionRun *r = ctx;
+    session_restore(r);
+    buf_reset(&r->lines);
+    *r->err = (LangError){0};
+    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters};
+    for (size_t i = 0; i < r->n; i++) {
+        x.now = store_now(r->s->store);
+        if (exec_stmt(&x, r->stmts[i]))
+            return -1;
+        r->ends[i] = r->lines.len;
+    }
+    return 0;
+}
+
+/* Runs "stmts" in one store transaction — a write transaction shared with
+ * concurrent writers (store_write) when any of them writes — emitting each
+ * result only once the transaction has committed.  On failure nothing is
+ * kept, not even a USE CONSUMER among them. */
 LangErrorCode
 session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
                 LangError *err)
@@ -1205,41 +1249,48 @@ session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
-    Buf lines = {0};
-    size_t *ends = xcalloc(n, sizeof *ends);
-    Exec x = {s, NULL, 0, &lines, err};
-    int rc = store_txn_begin(s->store, writes, &x.txn);
+    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
+    r.ends = xcalloc(n, sizeof *r.ends);
+    bool deletes = false;
+    for (size_t i = 0; i < n; i++)
+        deletes |= stmts[i]->kind == ST_DELETE;
+    int rc;
+    if (writes) {
+        rc = store_write(s->store, session_run_stmts, &r);
+        if (rc > 0)
+            store_error(rc, "committing", err);
+        /* On a full disk, deleting must still work: a delete needs a few
+         * pages of its own, and the deletes counter may not find one more. */
+        if (rc && err->code == LANG_STORE_FULL && deletes) {
+            r.spare_counters = true;
+            rc = store_write(s->store, session_run_stmts, &r);
+            if (rc > 0)
+                store_error(rc, "committing", err);
+        }
+    } else {
+        StoreTxn *txn;
+        rc = store_txn_begin(s->store, false, &txn);
+        if (rc) {
+            store_error(rc, "beginning a transaction", err);
+        } else {
+            rc = session_run_stmts(txn, &r);
+            store_txn_abort(txn);
+        }
+    }
     if (rc) {
-        store_error(rc, "beginning a transaction", err);
-        goto fail;
+        session_restore(&r);
+        free(saved_consumer);
+        free(r.ends);
+        buf_free(&r.lines);
+        return err->code;
     }
-    for (size_t i = 0; i < n; i++) {
-        x.now = store_now(s->store);
-        if (exec_stmt(&x, stmts[i]))
-            goto fail;
-        ends[i] = lines.len;
-    }
-    rc = store_txn_commit(x.txn);
-    x.txn = NULL;
-    if (rc) {
-        store_error(rc, "committing", err);
-        goto fail;
-    }
-    for (size_t i = 0, start = 0; i < n; start = ends[i], i++)
+    for (size_t i = 0, start = 0; i < n; start = r.ends[i], i++)
         if (emit)
-            emit(ctx, lines.data + start, ends[i] - start);
+            emit(ctx, r.lines.data + start, r.ends[i] - start);
     free(saved_consumer);
-    free(ends);
-    buf_free(&lines);
+    free(r.ends);
+    buf_free(&r.lines);
     return LANG_OK;
-fail:
-    store_txn_abort(x.txn);
-    free(s->consumer);
-    s->consumer = saved_consumer;
-    memcpy(s->instance, saved_instance, sizeof saved_instance);
-    free(ends);
-    buf_free(&lines);
-    return err->code;
 }
 
 /* The earliest wake instant among a queue's waiting records. */

@@ -261,36 +261,52 @@ lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError
     return err->code;
 }
 
+typedef struct ChattrRun {
+    LangSession *s;
+    const char  *name;
+    int64_t      mode, uid, gid;
+    LangError   *err;
+} ChattrRun;
+
+/* Stores the table's new owner and mode: 0, or -1 with the error. */
+static int
+chattr_run(StoreTxn *txn, void *ctx)
+{
+    ChattrRun *c = ctx;
+    TableDef def;
+    *c->err = (LangError){0};
+    if (table_def_load(txn, c->name, &def, c->err))
+        return -1;
+    int rc = check_access(c->s, &def, ACCESS_OWNER, c->err) ? -1 : 0;
+    if (!rc) {
+        if (c->mode >= 0)
+            def.mode = c->mode & 07777;
+        if (c->uid >= 0)
+            def.uid = c->uid;
+        if (c->gid >= 0)
+            def.gid = c->gid;
+        Buf b = {0};
+        table_def_encode(&def, &b);
+        int src = store_table_redefine(txn, c->name, (StoreBytes){b.data, b.len});
+        buf_free(&b);
+        if (src) {
+            store_error(src, "changing a table's owner or mode", c->err);
+            rc = -1;
+        }
+    }
+    table_def_free(&def);
+    return rc;
+}
+
 LangErrorCode
 lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
                  LangError *err)
 {
-    StoreTxn *txn;
-    if (begin(s, true, &txn, err))
-        return err->code;
-    TableDef def;
-    int rc = 0;
-    if (!table_def_load(txn, name, &def, err)) {
-        if (!check_access(s, &def, ACCESS_OWNER, err)) {
-            if (mode >= 0)
-                def.mode = mode & 07777;
-            if (uid >= 0)
-                def.uid = uid;
-            if (gid >= 0)
-                def.gid = gid;
-            Buf b = {0};
-            table_def_encode(&def, &b);
-            rc = store_table_redefine(txn, name, (StoreBytes){b.data, b.len});
-            buf_free(&b);
-            if (!rc)
-                rc = store_txn_commit(txn), txn = NULL;
-            if (rc)
-                store_error(rc, "changing a table's owner or mode", err);
-        }
-        table_def_free(&def);
-    }
-    store_txn_abort(txn);
-    return err->code;
+    ChattrRun c = {s, name, mode, uid, gid, err};
+    int rc = store_write(session_store(s), chattr_run, &c);
+    if (rc > 0)
+        store_error(rc, "changing a table's owner or mode", err);
+    return rc ? err->code : LANG_OK;
 }
 
 typedef struct TablesWalk {
@@ -380,34 +396,45 @@ found_one(void *ctx, StoreBytes key, StoreBytes value)
     return 1;
 }
 
+typedef struct RmdirRun {
+    LangSession *s;
+    const char  *name;
+    LangError   *err;
+} RmdirRun;
+
+/* Drops the table when it holds no record: 0, or -1 with the error. */
+static int
+rmdir_run(StoreTxn *txn, void *ctx)
+{
+    RmdirRun *r = ctx;
+    TableDef def;
+    bool any = false;
+    *r->err = (LangError){0};
+    if (table_def_load(txn, r->name, &def, r->err))
+        return -1;
+    if (check_access(r->s, &def, ACCESS_OWNER, r->err)) {
+        table_def_free(&def);
+        return -1;
+    }
+    int rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
+    table_def_free(&def);
+    if (any) {
+        lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
+        return -1;
+    }
+    if (rc || (rc = store_table_drop(txn, r->name))) {
+        store_error(rc, "dropping a table", r->err);
+        return -1;
+    }
+    return 0;
+}
+
 LangErrorCode
 lang_view_rmdir(LangSession *s, const char *name, LangError *err)
 {
-    StoreTxn *txn;
-    if (begin(s, true, &txn, err))
-        return err->code;
-    TableDef def;
-    bool any = false;
-    int rc = 0;
-    if (table_def_load(txn, name, &def, err))
-        goto fail;
-    if (check_access(s, &def, ACCESS_OWNER, err)) {
-        table_def_free(&def);
-        goto fail;
-    }
-    rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
-    table_def_free(&def);
-    if (any) {
-        lang_error_set(err, LANG_NOT_EMPTY, "table '%s' holds records", name);
-        goto fail;
-    }
-    if (rc || (rc = store_table_drop(txn, name))) {
+    RmdirRun r = {s, name, err};
+    int rc = store_write(session_store(s), rmdir_run, &r);
+    if (rc > 0)
         store_error(rc, "dropping a table", err);
-        goto fail;
-    }
-    rc = store_txn_commit(txn);
-    return rc ? store_error(rc, "dropping a table", err) : LANG_OK;
-fail:
-    store_txn_abort(txn);
-    return err->code;
+    return rc ? err->code : LANG_OK;
 }

@@ -29,9 +29,34 @@
  * Concurrency: LMDB's lock file serialises writers across processes and
  * threads.  The environment is opened with MDB_NOTLS so read transactions
  * are not tied to threads.  A process-local rwlock is held shared by every
- * open transaction and exclusively only to adopt a map another process grew
- * (MDB_MAP_RESIZED), because mdb_env_set_mapsize() must not run while any
- * transaction of this process is open.
+ * open transaction and exclusively only to change the map's size — to adopt
+ * a map another process grew (MDB_MAP_RESIZED) or to grow it — because
+ * mdb_env_set_mapsize() must not run while any transaction of this process
+ * is open.
+ *
+ * Group commit: store_write() callers queue; the first finds no leader and
+ * leads: it takes the whole queue as one group, begins one transaction and
+ * runs each caller's function in a nested transaction (so a failing one is
+ * rolled back alone), commits, hands the lead on and then syncs.  A
+ * function that meets a full map is retried after the map has grown: the
+ * callers before it commit first, and it runs first in the next
+ * transaction; when it fails alone too, the map is grown (doubled, within
+ * the room the disk has) and it runs again.
+ *
+ * Durability: with sync on the environment has MDB_NOMETASYNC: a commit
+ * writes the data pages, syncs them, then writes its meta page unsynced, so
+ * a crash never leaves a meta page pointing at unwritten pages (and never
+ * more than one meta page behind).  The meta page is then made durable by a
+ * group sync shared by every process on the store through "queuefs.sync"
+ * (a page of counters, mapped shared, and flock on it): "committed" — the
+ * last transaction id a committer saw once its commit was done — "synced"
+ * — every transaction id up to it is on disk — and "failed" — a sync failed
+ * when transactions up to it had committed, so they may be lost (and a
+ * later successful sync proves nothing about them: Linux may drop pages
+ * whose writeback failed).  A committer raises "committed", then is done
+ * when synced >= its id; otherwise it takes the lock, checks again, reads
+ * "committed" as the target, syncs and publishes synced = target.  With sync off the environment has
+ * MDB_NOSYNC and nothing is synced.
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
  * locks on the lock file are per process, so closing a second handle to the
@@ -41,13 +66,18 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
 #define STORE_FORMAT_VERSION 1u
@@ -64,16 +94,52 @@
 /* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
 #define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
 
-#if SIZE_MAX > 0xffffffffu
-#define STORE_DEFAULT_MAP_SIZE ((size_t)16 << 30)
-#else
-#define STORE_DEFAULT_MAP_SIZE ((size_t)1 << 30)
-#endif
+#define STORE_GROW_TRIES 32          /* map growths one group may ask for */
+#define STORE_DISK_MARGIN ((uint64_t)256 << 10)  /* disk left to the filesystem */
+#define SYNC_FILE "queuefs.sync"
+#define SYNC_FILE_LEN 4096
+#define SYNC_MAGIC 0x7166732d73796e63ull   /* "qfs-sync" */
+
+/* The page of "queuefs.sync", shared by every process on the store; the
+ * counters are LMDB transaction ids, read and written atomically. */
+typedef struct SyncShared {
+    uint64_t magic;
+    uint64_t dev, ino;    /* the data file the counters are about */
+    uint64_t committed;   /* a transaction id known committed (meta written) */
+    uint64_t synced;      /* every transaction id <= synced is on disk */
+    uint64_t failed;      /* a sync failed: ids <= failed may be lost */
+} SyncShared;
+
+/* One store_write() caller, queued on its own stack. */
+typedef struct WriteReq {
+    int (*fn)(StoreTxn *txn, void *ctx);
+    void *ctx;
+    int rc;               /* what store_write returns to this caller */
+    bool in_group;        /* taken into a group by a leader */
+    bool committed;       /* its changes are committed (sync pending) */
+    bool done;            /* rc is final: the caller may return */
+    struct WriteReq *next;
+} WriteReq;
 
 struct Store {
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
     pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
+    bool sync;                   /* sync on: commits are made durable */
+    int data_fd;                 /* LMDB's descriptor of the data file */
+    size_t map_size;             /* the map's size (atomic) */
+
+    pthread_mutex_t group_mu;    /* guards the queue, "leading", "waiting" */
+    pthread_cond_t group_cv;
+    WriteReq *queue, **queue_tail;
+    bool leading;                /* a leader is running a group */
+    uint64_t waiting;
+
+    pthread_mutex_t sync_mu;     /* one syncing thread per process; then flock */
+    int sync_fd;                 /* "queuefs.sync", or -1: counters are local */
+    SyncShared *shared;          /* mapped from sync_fd, or malloc'ed */
+
+    uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
 };
 
 struct StoreTxn {
@@ -107,6 +173,7 @@ static const char *const store_messages[] = {
     [STORE_IO] = "store I/O error",
     [STORE_BUSY] = "store busy",
     [STORE_CORRUPT] = "not a queuefs store, or damaged",
+    [STORE_INVALID] = "invalid store option",
 };
 
 /* ---- small helpers ---- */
@@ -181,7 +248,14 @@ bytes_get_u64(const unsigned char *p)
     return v;
 }
 
-/* Maps an LMDB return code (or errno) to a StoreStatus. */
+/* Why the last LMDB call that failed on this thread for want of room
+ * failed: how store_write tells a map it can grow from a transaction that is
+ * too large.  Set by store_status_of, cleared by the group's leader. */
+enum { FULL_NONE, FULL_MAP, FULL_TXN };
+static _Thread_local int store_full_seen;
+
+/* Maps an LMDB return code (or errno) to a StoreStatus, noting in
+ * store_full_seen a full map or transaction. */
 static int
 store_status_of(int rc)
 {
@@ -193,7 +267,11 @@ store_status_of(int rc)
     case MDB_KEYEXIST:
         return STORE_EXISTS;
     case MDB_MAP_FULL:
+        store_full_seen = FULL_MAP;
+        return STORE_FULL;
     case MDB_TXN_FULL:
+        store_full_seen = FULL_TXN;
+        return STORE_FULL;
     case MDB_PAGE_FULL:
     case MDB_CURSOR_FULL:
     case ENOSPC:
@@ -616,23 +694,296 @@ store_dir_make(const char *location)
     return errno;
 }
 
+/* Reads QUEUEFS_MAP_SIZE into *out (0 when unset): bytes, or a number with
+ * a K, M or G suffix.  -1 when it is malformed or zero. */
+static int
+map_size_from_env(size_t *out)
+{
+    const char *s = getenv("QUEUEFS_MAP_SIZE");
+    unsigned shift = 0;
+    char *end;
+    *out = 0;
+    if (!s || !*s)
+        return 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    unsigned long long n = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end || n == 0 || n > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)n << shift;
+    return 0;
+}
+
+/* Rounds n down to a whole number of the system's pages. */
+static uint64_t
+page_floor(uint64_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t p = page > 0 ? (uint64_t)page : 4096;
+    return n - n % p;
+}
+
+/* The size of the data file, in bytes (0 when it cannot be read). */
+static uint64_t
+store_file_size(Store *st)
+{
+    struct stat sb;
+    return fstat(st->data_fd, &sb) == 0 && sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
+}
+
+/* The largest map the disk has room for: the data file as it is plus the
+ * filesystem's free space, less a margin, in whole pages.  Never less than
+ * the data file. */
+static size_t
+store_map_room(Store *st)
+{
+    struct statvfs vs;
+    uint64_t file = store_file_size(st), room = file;
+    if (fstatvfs(st->data_fd, &vs) == 0) {
+        uint64_t avail = (uint64_t)vs.f_bavail * vs.f_frsize;
+        if (avail > STORE_DISK_MARGIN)
+            room += avail - STORE_DISK_MARGIN;
+    }
+    room = page_floor(room);
+    if (room < file)
+        room = file;
+    return room > SIZE_MAX ? (size_t)page_floor(SIZE_MAX) : (size_t)room;
+}
+
+/* Reads LMDB's idea of the map size and the last committed transaction id.
+ * The caller holds the map lock (either way): the meta pages live in the
+ * map. */
+static void
+store_env_info(Store *st, size_t *map_size, uint64_t *last_txnid)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(st->env, &info) != 0)
+        memset(&info, 0, sizeof info);
+    if (map_size)
+        *map_size = info.me_mapsize;
+    if (last_txnid)
+        *last_txnid = info.me_last_txnid;
+}
+
+/* The id of the last committed transaction, taking the map lock shared. */
+static uint64_t
+store_last_txnid(Store *st)
+{
+    uint64_t id;
+    pthread_rwlock_rdlock(&st->map_lock);
+    store_env_info(st, NULL, &id);
+    pthread_rwlock_unlock(&st->map_lock);
+    return id;
+}
+
+/* Raises the shared counter at "p" to at least "v". */
+static void
+counter_raise(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (cur < v &&
+           !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+}
+
+/* Reads the shared counter at "p". */
+static uint64_t
+counter_get(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Adds "n" to the statistic at "p". */
+static void
+stat_add(uint64_t *p, uint64_t n)
+{
+    __atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
+
+/* Takes the process-wide sync lock: the mutex, then flock on the shared
+ * file (which excludes the other processes). */
+static void
+sync_lock(Store *st)
+{
+    pthread_mutex_lock(&st->sync_mu);
+    if (st->sync_fd >= 0)
+        while (flock(st->sync_fd, LOCK_EX) != 0 && errno == EINTR)
+            ;
+}
+
+/* Releases what sync_lock took. */
+static void
+sync_unlock(Store *st)
+{
+    if (st->sync_fd >= 0)
+        flock(st->sync_fd, LOCK_UN);
+    pthread_mutex_unlock(&st->sync_mu);
+}
+
+/* Opens (creating) "queuefs.sync" in "location" and maps its counters;
+ * when it cannot (no room on the disk, say), the counters are this
+ * process's own, which stays correct but shares no sync with others.
+ * Counters about another data file, or ahead of the store's last
+ * transaction, are reset. */
+static void
+store_sync_open(Store *st, const char *location)
+{
+    size_t plen = strlen(location) + sizeof "/" SYNC_FILE;
+    char *path = store_alloc(plen);
+    SyncShared *sh = MAP_FAILED;
+    struct stat sb, db;
+    snprintf(path, plen, "%s/%s", location, SYNC_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    free(path);
+    if (fd >= 0 && flock(fd, LOCK_EX) == 0) {
+        if (fstat(fd, &sb) == 0 &&
+            (sb.st_size >= SYNC_FILE_LEN || posix_fallocate(fd, 0, SYNC_FILE_LEN) == 0))
+            sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (sh != MAP_FAILED && fstat(st->data_fd, &db) == 0) {
+            uint64_t last = store_last_txnid(st);
+            if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
+                sh->ino != (uint64_t)db.st_ino || counter_get(&sh->committed) > last ||
+                counter_get(&sh->synced) > last || counter_get(&sh->failed) > last) {
+                *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
+                                   .ino = (uint64_t)db.st_ino};
+                msync(sh, SYNC_FILE_LEN, MS_ASYNC);
+            }
+        }
+        flock(fd, LOCK_UN);
+    }
+    if (sh == MAP_FAILED) {
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+        sh = store_alloc(sizeof *sh);
+        *sh = (SyncShared){.magic = SYNC_MAGIC};
+    }
+    st->sync_fd = fd;
+    st->shared = sh;
+}
+
+/* Gives LMDB's lock file, when it exists, its disk blocks now, so that
+ * touching a reader slot never finds a full disk (a mapped page that cannot
+ * be backed is a crash, not an error).  Runs before this process opens the
+ * environment: closing a descriptor of the lock file would drop LMDB's
+ * fcntl locks on it. */
+static void
+store_lockfile_allocate(const char *location)
+{
+    size_t plen = strlen(location) + sizeof "/lock.mdb";
+    char *path = store_alloc(plen);
+    struct stat sb;
+    snprintf(path, plen, "%s/lock.mdb", location);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0)
+        (void)fallocate(fd, 0, 0, sb.st_size);   /* no emulation: never writes */
+    close(fd);
+}
+
+/* Makes every commit so far durable: STORE_OK, or the sync's failure.
+ * Used once at open, whatever earlier failures were recorded. */
+static int
+store_sync_all(Store *st)
+{
+    SyncShared *sh = st->shared;
+    uint64_t last = store_last_txnid(st);
+    counter_raise(&sh->committed, last);
+    if (!st->sync || counter_get(&sh->synced) >= last)
+        return 0;
+    sync_lock(st);
+    int rc = 0;
+    if (counter_get(&sh->synced) < last) {
+        uint64_t target = counter_get(&sh->committed);
+        stat_add(&st->syncs, 1);
+        if ((rc = mdb_env_sync(st->env, 1)) == 0)
+            counter_raise(&sh->synced, target);
+    }
+    sync_unlock(st);
+    return rc;
+}
+
+/* Sets the initial map: the requested size, or the data file's if larger,
+ * but no more than the disk has room for. */
+static int
+store_map_init(Store *st, size_t requested)
+{
+    size_t cur;
+    uint64_t file = store_file_size(st);
+    uint64_t want = requested > file ? requested : file;
+    uint64_t room = store_map_room(st);
+    if (want > room)
+        want = room;
+    want = page_floor(want);
+    store_env_info(st, &cur, NULL);
+    int rc = 0;
+    if (want && want != cur)
+        rc = mdb_env_set_mapsize(st->env, (size_t)want);
+    store_env_info(st, &cur, NULL);
+    __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
+    return rc;
+}
+
 int
 store_open(const char *location, const StoreOptions *opts, Store **out,
            char *errbuf, size_t errlen)
 {
     Store *st = NULL;
     const char *what = "cannot create the directory";
-    unsigned flags = MDB_NOTLS | (opts && !opts->sync ? MDB_NOSYNC : 0);
-    size_t map_size = opts && opts->map_size ? opts->map_size : STORE_DEFAULT_MAP_SIZE;
+    bool sync = !opts || opts->sync;
+    unsigned flags = MDB_NOTLS | (sync ? MDB_NOMETASYNC : MDB_NOSYNC);
+    size_t map_size = opts ? opts->map_size : 0;
+    bool locks = false;
     int rc;
 
     *out = NULL;
     if (errbuf && errlen)
         errbuf[0] = '\0';
+    if (!map_size && map_size_from_env(&map_size) != 0) {
+        store_open_message(errbuf, errlen, location,
+                           "QUEUEFS_MAP_SIZE: expected a size in bytes such as 67108864 or 64M",
+                           0);
+        return STORE_INVALID;
+    }
+    if (!map_size)
+        map_size = STORE_DEFAULT_MAP_SIZE;
     if ((rc = store_dir_make(location)))
         goto fail;
     st = store_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
+    st->sync = sync;
+    st->sync_fd = -1;
+    st->queue_tail = &st->queue;
+    what = "cannot create a lock";
+    if ((rc = pthread_rwlock_init(&st->map_lock, NULL)))
+        goto fail;
+    if ((rc = pthread_mutex_init(&st->group_mu, NULL))) {
+        pthread_rwlock_destroy(&st->map_lock);
+        goto fail;
+    }
+    if ((rc = pthread_mutex_init(&st->sync_mu, NULL))) {
+        pthread_mutex_destroy(&st->group_mu);
+        pthread_rwlock_destroy(&st->map_lock);
+        goto fail;
+    }
+    if ((rc = pthread_cond_init(&st->group_cv, NULL))) {
+        pthread_mutex_destroy(&st->sync_mu);
+        pthread_mutex_destroy(&st->group_mu);
+        pthread_rwlock_destroy(&st->map_lock);
+        goto fail;
+    }
+    locks = true;
     what = "cannot create the environment";
     if ((rc = mdb_env_create(&st->env)))
         goto fail;
@@ -641,7 +992,13 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         (rc = mdb_env_set_mapsize(st->env, map_size)))
         goto fail;
     what = "cannot open the environment";
+    store_lockfile_allocate(location);
     if ((rc = mdb_env_open(st->env, location, flags, 0600)))
+        goto fail;
+    if ((rc = mdb_env_get_fd(st->env, &st->data_fd)))
+        goto fail;
+    what = "cannot size the map";
+    if ((rc = store_map_init(st, map_size)))
         goto fail;
     what = "cannot clear stale readers";
     if ((rc = mdb_reader_check(st->env, NULL)))
@@ -655,16 +1012,30 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         }
         goto fail;
     }
-    if ((rc = pthread_rwlock_init(&st->map_lock, NULL))) {
-        what = "cannot create a lock";
+    store_sync_open(st, location);
+    what = "cannot sync the store";
+    if ((rc = store_sync_all(st)))
         goto fail;
-    }
     *out = st;
     return STORE_OK;
 fail:
     store_open_message(errbuf, errlen, location, what, rc);
     if (st && st->env)
         mdb_env_close(st->env);
+    if (st && st->shared) {
+        if (st->sync_fd >= 0) {
+            munmap(st->shared, SYNC_FILE_LEN);
+            close(st->sync_fd);
+        } else {
+            free(st->shared);
+        }
+    }
+    if (locks) {
+        pthread_cond_destroy(&st->group_cv);
+        pthread_mutex_destroy(&st->sync_mu);
+        pthread_mutex_destroy(&st->group_mu);
+        pthread_rwlock_destroy(&st->map_lock);
+    }
     free(st);
     return store_status_of(rc);
 }
@@ -675,6 +1046,15 @@ store_close(Store *st)
     if (!st)
         return;
     mdb_env_close(st->env);
+    if (st->sync_fd >= 0) {
+        munmap(st->shared, SYNC_FILE_LEN);
+        close(st->sync_fd);
+    } else {
+        free(st->shared);
+    }
+    pthread_cond_destroy(&st->group_cv);
+    pthread_mutex_destroy(&st->sync_mu);
+    pthread_mutex_destroy(&st->group_mu);
     pthread_rwlock_destroy(&st->map_lock);
     free(st);
 }
@@ -699,26 +1079,155 @@ store_now(Store *st)
 uint64_t
 store_version(Store *st)
 {
-    MDB_envinfo info;
-    if (mdb_env_info(st->env, &info) != MDB_SUCCESS)
+    /* The id a reader sees, not the newest meta page: LMDB writes that page
+     * before a commit is visible to readers (for a whole sync, with sync
+     * on), and a waiter that took that number would wait for a change it
+     * has already missed. */
+    StoreTxn *txn;
+    if (store_txn_begin(st, false, &txn) != STORE_OK)
         return 0;
-    return (uint64_t)info.me_last_txnid;
+    uint64_t id = (uint64_t)mdb_txn_id(txn->txn);
+    store_txn_abort(txn);
+    return id;
 }
 
-/* ---- transactions ---- */
+void
+store_stats(Store *st, StoreStats *out)
+{
+    pthread_mutex_lock(&st->group_mu);
+    out->waiting = st->waiting;
+    pthread_mutex_unlock(&st->group_mu);
+    out->writes = __atomic_load_n(&st->writes, __ATOMIC_RELAXED);
+    out->groups = __atomic_load_n(&st->groups, __ATOMIC_RELAXED);
+    out->syncs = __atomic_load_n(&st->syncs, __ATOMIC_RELAXED);
+    out->grows = __atomic_load_n(&st->grows, __ATOMIC_RELAXED);
+    out->map_size = __atomic_load_n(&st->map_size, __ATOMIC_RELAXED);
+}
 
-/* Adopts the map size another process grew the environment to, once no
- * transaction of this process is open (waits a few seconds at most). */
+/* ---- the map's size ---- */
+
+/* Takes the map lock exclusively, waiting a few seconds at most for the
+ * transactions of this process to end: 0, or EBUSY. */
 static int
-store_map_adopt(Store *st)
+map_lock_exclusive(Store *st)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += STORE_RESIZE_WAIT_S;
-    if (pthread_rwlock_timedwrlock(&st->map_lock, &until))
+    return pthread_rwlock_timedwrlock(&st->map_lock, &until) ? EBUSY : 0;
+}
+
+/* Adopts the map size another process grew the environment to — no more
+ * than the disk has room for — once no transaction of this process is open
+ * (waits a few seconds at most). */
+static int
+store_map_adopt(Store *st)
+{
+    if (map_lock_exclusive(st))
         return EBUSY;
+    size_t cur, room = store_map_room(st);
     int rc = mdb_env_set_mapsize(st->env, 0);
+    store_env_info(st, &cur, NULL);
+    if (rc == 0 && cur > room) {
+        rc = mdb_env_set_mapsize(st->env, room);    /* LMDB keeps what is used */
+        store_env_info(st, &cur, NULL);
+    }
+    __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
     pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+/* Grows the map — doubles it, within the room the disk has — once no
+ * transaction of this process is open.  MDB_MAP_FULL when it cannot grow. */
+static int
+store_map_grow(Store *st)
+{
+    if (map_lock_exclusive(st))
+        return EBUSY;
+    size_t cur, room = store_map_room(st);
+    store_env_info(st, &cur, NULL);
+    size_t want = cur > SIZE_MAX / 2 ? (size_t)page_floor(SIZE_MAX) : cur * 2;
+    if (want > room)
+        want = room;
+    int rc = MDB_MAP_FULL;
+    if (want > cur && (rc = mdb_env_set_mapsize(st->env, want)) == 0) {
+        stat_add(&st->grows, 1);
+        store_env_info(st, &cur, NULL);
+        __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
+    }
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+/* ---- durability ---- */
+
+/* Makes transaction "id" (committed) durable, sharing the sync with every
+ * thread and process on the store: 0, or the errno of the failed sync
+ * (EIO also when an earlier sync failed after "id" committed). */
+static int
+store_sync_upto(Store *st, uint64_t id)
+{
+    SyncShared *sh = st->shared;
+    if (!st->sync)
+        return 0;
+    if (counter_get(&sh->failed) >= id)
+        return EIO;
+    if (counter_get(&sh->synced) >= id)
+        return 0;
+    sync_lock(st);
+    int rc = 0;
+    if (counter_get(&sh->failed) >= id) {
+        rc = EIO;
+    } else if (counter_get(&sh->synced) < id) {
+        uint64_t target = counter_get(&sh->committed);
+        stat_add(&st->syncs, 1);
+        rc = mdb_env_sync(st->env, 1);
+        counter_raise(rc ? &sh->failed : &sh->synced, target);
+    }
+    sync_unlock(st);
+    return rc;
+}
+
+/* Notes a write transaction of this process committed: raises "committed"
+ * to the last id LMDB shows, which is at least the transaction's own (an
+ * empty commit writes nothing and adds no id).  The caller still holds the
+ * map lock. */
+static void
+store_commit_note(Store *st)
+{
+    uint64_t last;
+    store_env_info(st, NULL, &last);
+    counter_raise(&st->shared->committed, last);
+}
+
+/* Notes a failed commit: when the disk failed (with sync on, the commit's
+ * own sync may have reported an earlier commit's lost pages), every commit
+ * so far may be lost. */
+static void
+store_commit_failed(Store *st, int rc)
+{
+    if (st->sync && store_status_of(rc) == STORE_IO)
+        counter_raise(&st->shared->failed, store_last_txnid(st));
+}
+
+/* ---- transactions ---- */
+
+/* Begins an LMDB transaction (no parent) with the map lock held shared,
+ * adopting a map another process grew; on success the caller releases the
+ * lock when the transaction ends. */
+static int
+store_env_begin(Store *st, unsigned flags, MDB_txn **out)
+{
+    int rc = MDB_MAP_RESIZED;
+    for (int tries = 0; rc == MDB_MAP_RESIZED && tries < STORE_BEGIN_TRIES; tries++) {
+        pthread_rwlock_rdlock(&st->map_lock);
+        rc = mdb_txn_begin(st->env, NULL, flags, out);
+        if (rc == 0)
+            return 0;
+        pthread_rwlock_unlock(&st->map_lock);
+        if (rc == MDB_MAP_RESIZED && (rc = store_map_adopt(st)) == 0)
+            rc = MDB_MAP_RESIZED;    /* adopted: try again */
+    }
     return rc;
 }
 
@@ -726,18 +1235,8 @@ int
 store_txn_begin(Store *st, bool write, StoreTxn **out)
 {
     MDB_txn *txn = NULL;
-    int rc = MDB_MAP_RESIZED;
-
     *out = NULL;
-    for (int tries = 0; rc == MDB_MAP_RESIZED && tries < STORE_BEGIN_TRIES; tries++) {
-        pthread_rwlock_rdlock(&st->map_lock);
-        rc = mdb_txn_begin(st->env, NULL, write ? 0 : MDB_RDONLY, &txn);
-        if (rc == 0)
-            break;
-        pthread_rwlock_unlock(&st->map_lock);
-        if (rc == MDB_MAP_RESIZED && (rc = store_map_adopt(st)) == 0)
-            rc = MDB_MAP_RESIZED;    /* adopted: try again */
-    }
+    int rc = store_env_begin(st, write ? 0 : MDB_RDONLY, &txn);
     if (rc)
         return store_status_of(rc);
     StoreTxn *t = store_alloc(sizeof *t);
@@ -749,9 +1248,18 @@ store_txn_begin(Store *st, bool write, StoreTxn **out)
 int
 store_txn_commit(StoreTxn *txn)
 {
+    Store *st = txn->st;
+    bool write = txn->write;
+    uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
     int rc = mdb_txn_commit(txn->txn);
-    pthread_rwlock_unlock(&txn->st->map_lock);
+    if (write && rc == 0)
+        store_commit_note(st);
+    pthread_rwlock_unlock(&st->map_lock);
     free(txn);
+    if (write && rc)
+        store_commit_failed(st, rc);
+    else if (write)
+        rc = store_sync_upto(st, id);
     return store_status_of(rc);
 }
 
@@ -763,6 +1271,142 @@ store_txn_abort(StoreTxn *txn)
     mdb_txn_abort(txn->txn);
     pthread_rwlock_unlock(&txn->st->map_lock);
     free(txn);
+}
+
+/* ---- group commit ---- */
+
+/* Runs request "r" in "parent": in a nested transaction of its own when
+ * "nested", else directly in "parent" (which the caller then aborts if it
+ * failed).  Returns what the caller gets: 0, fn's value or a StoreStatus;
+ * "*full" says whether it failed for want of room (FULL_MAP, FULL_TXN). */
+static int
+group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
+{
+    MDB_txn *txn = parent;
+    int res, rc;
+    store_full_seen = FULL_NONE;
+    if (nested && (rc = mdb_txn_begin(st->env, parent, 0, &txn))) {
+        res = store_status_of(rc);
+        *full = store_full_seen;
+        return res;
+    }
+    StoreTxn t = {.st = st, .txn = txn, .write = true};
+    res = r->fn(&t, r->ctx);
+    if (nested) {
+        if (res != 0)
+            mdb_txn_abort(txn);
+        else if ((rc = mdb_txn_commit(txn)))
+            res = store_status_of(rc);
+    }
+    *full = res ? store_full_seen : FULL_NONE;
+    return res;
+}
+
+/* Runs the group "head" to the end (see "Group commit" above): every
+ * request gets its rc, and those whose changes committed are marked.
+ * Returns the id of the last transaction committed (0: none). */
+static uint64_t
+group_run(Store *st, WriteReq *head)
+{
+    uint64_t last = 0;
+    int grows = 0;
+    WriteReq *from = head;
+    while (from) {
+        MDB_txn *parent;
+        int rc = store_env_begin(st, 0, &parent);
+        if (rc) {
+            for (WriteReq *q = from; q; q = q->next)
+                q->rc = store_status_of(rc);
+            break;
+        }
+        bool nested = from->next != NULL;
+        int full = FULL_NONE;
+        WriteReq *r;
+        for (r = from; r; r = r->next)
+            if ((r->rc = group_run_one(st, parent, r, nested, &full)) && full != FULL_NONE)
+                break;
+        if (r == from || (!nested && from->rc != 0)) {
+            /* It failed alone: the transaction holds nothing else. */
+            mdb_txn_abort(parent);
+            pthread_rwlock_unlock(&st->map_lock);
+            if (full == FULL_MAP && grows < STORE_GROW_TRIES && store_map_grow(st) == 0) {
+                grows++;
+                continue;                /* run it again in the larger map */
+            }
+            from = from->next;           /* it keeps its failure */
+            continue;
+        }
+        uint64_t id = mdb_txn_id(parent);
+        rc = mdb_txn_commit(parent);
+        if (rc == 0)
+            store_commit_note(st);
+        pthread_rwlock_unlock(&st->map_lock);
+        if (rc == 0) {
+            stat_add(&st->groups, 1);
+            last = id;
+            for (WriteReq *q = from; q != r; q = q->next)
+                q->committed = q->rc == 0;
+            from = r;                    /* one did not fit: it goes first next */
+            continue;
+        }
+        store_commit_failed(st, rc);
+        if (rc == MDB_MAP_FULL && grows < STORE_GROW_TRIES && store_map_grow(st) == 0) {
+            grows++;
+            continue;                    /* the commit needed room: all again */
+        }
+        for (WriteReq *q = from; q != r; q = q->next)
+            if (q->rc == 0)
+                q->rc = store_status_of(rc);
+        from = r;
+    }
+    return last;
+}
+
+int
+store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
+{
+    WriteReq me = {.fn = fn, .ctx = ctx};
+    pthread_mutex_lock(&st->group_mu);
+    *st->queue_tail = &me;
+    st->queue_tail = &me.next;
+    st->waiting++;
+    while (!me.done && (me.in_group || st->leading))
+        pthread_cond_wait(&st->group_cv, &st->group_mu);
+    if (me.done) {
+        pthread_mutex_unlock(&st->group_mu);
+        return me.rc;
+    }
+    /* Lead: every caller waiting now is in the group. */
+    st->leading = true;
+    WriteReq *head = st->queue;
+    st->queue = NULL;
+    st->queue_tail = &st->queue;
+    uint64_t n = 0;
+    for (WriteReq *q = head; q; q = q->next, n++)
+        q->in_group = true;
+    st->waiting -= n;
+    pthread_mutex_unlock(&st->group_mu);
+    stat_add(&st->writes, n);
+
+    uint64_t last = group_run(st, head);
+
+    /* The next group may begin while this one's commit is synced. */
+    pthread_mutex_lock(&st->group_mu);
+    st->leading = false;
+    pthread_cond_broadcast(&st->group_cv);
+    pthread_mutex_unlock(&st->group_mu);
+    int src = last ? store_sync_upto(st, last) : 0;
+
+    pthread_mutex_lock(&st->group_mu);
+    for (WriteReq *q = head; q; q = q->next) {
+        if (src && q->committed)
+            q->rc = store_status_of(src);
+        q->done = true;
+    }
+    int rc = me.rc;
+    pthread_cond_broadcast(&st->group_cv);
+    pthread_mutex_unlock(&st->group_mu);
+    return rc;
 }
 
 /* ---- the catalog ---- */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lang/unit_test.h"
@@ -806,6 +807,398 @@ test_nosync(void)
     store_close(st);
 }
 
+/* ---- store_write ---- */
+
+/* Reads the 8-byte counter meta "name" of "table" (0 when absent). */
+static uint64_t
+counter_read(StoreTxn *t, uint32_t table, const char *name)
+{
+    StoreBytes v;
+    uint64_t n = 0;
+    if (store_meta_get(t, table, bytes_of(name), &v) == STORE_OK && v.len == 8)
+        memcpy(&n, v.data, 8);
+    return n;
+}
+
+/* Creates table "name" through the plain API; returns its id. */
+static uint32_t
+table_make(Store *st, const char *name)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t id = 0;
+    CHECK(store_table_create(t, name, bytes_of(""), &id) == STORE_OK, "create %s", name);
+    commit(t);
+    return id;
+}
+
+typedef struct WriteArg {
+    Store *st;
+    uint32_t table;
+    int thread;
+    int i;
+    int writes;
+    int failures;
+    int runs;                   /* times the function ran */
+    const char *value;          /* put under "w<thread>-<i>" */
+    size_t value_len;
+    int result;                 /* what the function returns after its put */
+} WriteArg;
+
+/* Puts record w<thread>-<i> and adds 1 to meta "counter". */
+static int
+write_put_count(StoreTxn *txn, void *ctx)
+{
+    WriteArg *a = ctx;
+    char key[32];
+    a->runs++;
+    snprintf(key, sizeof key, "w%02d-%04d", a->thread, a->i);
+    int rc = store_record_put(txn, a->table, bytes_of(key),
+                              (StoreBytes){a->value, a->value_len}, NULL);
+    if (rc)
+        return rc;
+    uint64_t n = counter_read(txn, a->table, "counter") + 1;
+    if ((rc = store_meta_put(txn, a->table, bytes_of("counter"), (StoreBytes){&n, 8})))
+        return rc;
+    return a->result;
+}
+
+/* A thread making a->writes store_write calls of write_put_count. */
+static void *
+thread_write(void *p)
+{
+    WriteArg *a = p;
+    for (a->i = 0; a->i < a->writes; a->i++)
+        if (store_write(a->st, write_put_count, a) != 0)
+            a->failures++;
+    return NULL;
+}
+
+/* Counts the records of "table". */
+static int
+count_one(void *ctx, StoreBytes key, StoreBytes value)
+{
+    (void)key;
+    (void)value;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int
+records_count(Store *st, uint32_t table)
+{
+    int n = 0;
+    StoreTxn *t = begin(st, false);
+    store_record_each(t, table, bytes_of(""), count_one, &n);
+    store_txn_abort(t);
+    return n;
+}
+
+/* N threads x M durable writes: every record there, the counter exact,
+ * and commits shared. */
+static void
+test_write_threads(void)
+{
+    enum { N = 8, M = 40 };
+    Store *st = open_store("write-threads", true, 0);
+    uint32_t id = table_make(st, "w");
+    StoreStats before, after;
+    store_stats(st, &before);
+    pthread_t th[N];
+    WriteArg args[N];
+    for (int i = 0; i < N; i++) {
+        args[i] = (WriteArg){.st = st, .table = id, .thread = i, .writes = M,
+                             .value = "v", .value_len = 1};
+        CHECK(pthread_create(&th[i], NULL, thread_write, &args[i]) == 0, "thread");
+    }
+    int failures = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    store_stats(st, &after);
+    CHECK(failures == 0, "%d failed writes", failures);
+    CHECK(records_count(st, id) == N * M, "%d records, want %d", records_count(st, id), N * M);
+    StoreTxn *t = begin(st, false);
+    uint64_t n = counter_read(t, id, "counter");
+    CHECK(n == N * M, "counter %" PRIu64 ", want %d", n, N * M);
+    store_txn_abort(t);
+    CHECK(after.writes - before.writes == N * M, "writes %" PRIu64, after.writes - before.writes);
+    CHECK(after.groups - before.groups <= N * M && after.groups > before.groups,
+          "groups %" PRIu64, after.groups - before.groups);
+    CHECK(after.waiting == 0, "nobody left waiting");
+    store_close(st);
+}
+
+typedef struct Blocker {
+    Store *st;
+    int want_waiting;           /* hold the lead until this many callers wait */
+    int started;
+    int rc;                     /* what its store_write returned */
+} Blocker;
+
+/* Holds the lead (and the store's writer) until the wanted number of
+ * callers are queued behind it, so that they form one group. */
+static int
+write_block(StoreTxn *txn, void *ctx)
+{
+    (void)txn;
+    Blocker *b = ctx;
+    __atomic_store_n(&b->started, 1, __ATOMIC_RELEASE);
+    for (;;) {
+        StoreStats s;
+        store_stats(b->st, &s);
+        if (s.waiting >= (uint64_t)b->want_waiting)
+            return 0;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *
+thread_block(void *p)
+{
+    Blocker *b = p;
+    b->rc = store_write(b->st, write_block, b);
+    return NULL;
+}
+
+typedef struct OneWrite {
+    WriteArg a;
+    int rc;
+} OneWrite;
+
+static void *
+thread_one_write(void *p)
+{
+    OneWrite *w = p;
+    w->rc = store_write(w->a.st, write_put_count, &w->a);
+    return NULL;
+}
+
+/* In one group, the callers whose function fails are rolled back alone:
+ * each gets its own value back, the others commit. */
+static void
+test_write_rollback_alone(void)
+{
+    enum { K = 6 };
+    Store *st = open_store("write-group", true, 0);
+    uint32_t id = table_make(st, "g");
+    StoreStats before, after;
+    Blocker b = {st, K, 0, -1};
+    pthread_t lead, th[K];
+    OneWrite w[K];
+    store_stats(st, &before);
+    CHECK(pthread_create(&lead, NULL, thread_block, &b) == 0, "thread");
+    while (!__atomic_load_n(&b.started, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < K; i++) {
+        /* Odd callers fail after writing: their put and count must vanish. */
+        w[i] = (OneWrite){.a = {.st = st, .table = id, .thread = i, .value = "x",
+                                .value_len = 1, .result = i % 2 ? -7 - i : 0}};
+        CHECK(pthread_create(&th[i], NULL, thread_one_write, &w[i]) == 0, "thread");
+    }
+    pthread_join(lead, NULL);
+    for (int i = 0; i < K; i++)
+        pthread_join(th[i], NULL);
+    CHECK(b.rc == 0, "the blocking write: %d", b.rc);
+    store_stats(st, &after);
+    CHECK(after.groups - before.groups == 2, "one group for the blocker, one for the %d: %" PRIu64,
+          K, after.groups - before.groups);
+    StoreTxn *t = begin(st, false);
+    for (int i = 0; i < K; i++) {
+        char key[32];
+        StoreBytes v;
+        snprintf(key, sizeof key, "w%02d-%04d", i, 0);
+        int got = store_record_get(t, id, bytes_of(key), &v, NULL);
+        if (i % 2) {
+            CHECK(w[i].rc == -7 - i, "caller %d gets its own failure: %d", i, w[i].rc);
+            CHECK(got == STORE_NOTFOUND, "caller %d's put is rolled back", i);
+        } else {
+            CHECK(w[i].rc == 0, "caller %d commits: %d", i, w[i].rc);
+            CHECK(got == STORE_OK, "caller %d's put is there", i);
+        }
+    }
+    CHECK(counter_read(t, id, "counter") == (K + 1) / 2, "the counter counts the commits only");
+    store_txn_abort(t);
+    store_close(st);
+}
+
+/* A value store_write's function returns that happens to be a StoreStatus
+ * comes back as is; nothing of it is kept. */
+static int
+write_then_notfound(StoreTxn *txn, void *ctx)
+{
+    WriteArg *a = ctx;
+    store_record_put(txn, a->table, bytes_of("gone"), bytes_of("v"), NULL);
+    return STORE_NOTFOUND;
+}
+
+static void
+test_write_status(void)
+{
+    Store *st = open_store("write-status", false, 0);
+    uint32_t id = table_make(st, "s");
+    WriteArg a = {.st = st, .table = id};
+    CHECK(store_write(st, write_then_notfound, &a) == STORE_NOTFOUND, "fn's value");
+    CHECK(records_count(st, id) == 0, "nothing kept");
+    store_close(st);
+}
+
+/* A store opened with a tiny map grows it by itself: one large write, and
+ * many writers at once, all fit; the map grew. */
+static void
+test_write_grows(void)
+{
+    enum { N = 4, M = 16 };
+    static char big[64 << 10];
+    memset(big, 'b', sizeof big);
+    Store *st = open_store("write-grow", false, 128 << 10);
+    uint32_t id = table_make(st, "big");
+    StoreStats s0, s1;
+    store_stats(st, &s0);
+    CHECK(s0.map_size == 128 << 10, "the map starts as asked: %zu", s0.map_size);
+
+    /* One caller alone, far larger than the map: 32 x 64 KiB. */
+    WriteArg one = {.st = st, .table = id, .thread = 99, .value = big, .value_len = sizeof big};
+    int rc = STORE_OK;
+    for (one.i = 0; one.i < 32 && rc == STORE_OK; one.i++)
+        rc = store_write(st, write_put_count, &one);
+    CHECK(rc == STORE_OK, "large writes fit after growing: %s", store_strerror(rc));
+
+    /* Many callers at once, each run again after a growth if need be. */
+    pthread_t th[N];
+    WriteArg args[N];
+    for (int i = 0; i < N; i++) {
+        args[i] = (WriteArg){.st = st, .table = id, .thread = i, .writes = M, .value = big,
+                             .value_len = sizeof big};
+        CHECK(pthread_create(&th[i], NULL, thread_write, &args[i]) == 0, "thread");
+    }
+    int failures = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    CHECK(failures == 0, "%d writes failed", failures);
+    store_stats(st, &s1);
+    CHECK(s1.grows > s0.grows, "the map grew (%" PRIu64 " times)", s1.grows - s0.grows);
+    CHECK(s1.map_size >= (size_t)(32 + N * M) * sizeof big, "the map is %zu bytes", s1.map_size);
+    CHECK(records_count(st, id) == 32 + N * M, "every record is there");
+    StoreTxn *t = begin(st, false);
+    CHECK(counter_read(t, id, "counter") == 32 + N * M, "the counter is exact");
+    store_txn_abort(t);
+    store_close(st);
+
+    /* Reopened with a map smaller than the data: the map is the data's size. */
+    st = open_store("write-grow", false, 64 << 10);
+    store_stats(st, &s0);
+    struct stat sb;
+    CHECK(stat(path_of("write-grow/data.mdb"), &sb) == 0 && s0.map_size >= (size_t)sb.st_size,
+          "map %zu >= data file", s0.map_size);
+    CHECK(records_count(st, id) == 32 + N * M, "every record is there after reopening");
+    store_close(st);
+}
+
+/* QUEUEFS_MAP_SIZE sets the initial map; a malformed one is refused. */
+static void
+test_map_size_env(void)
+{
+    StoreOptions opts = {.sync = false};
+    char err[256];
+    Store *st = NULL;
+    StoreStats s;
+    setenv("QUEUEFS_MAP_SIZE", "1M", 1);
+    CHECK(store_open(path_of("env-size"), &opts, &st, err, sizeof err) == STORE_OK, "%s", err);
+    if (st) {
+        store_stats(st, &s);
+        CHECK(s.map_size == 1 << 20, "QUEUEFS_MAP_SIZE=1M: map %zu", s.map_size);
+        store_close(st);
+    }
+    opts.map_size = 2 << 20;
+    CHECK(store_open(path_of("env-size"), &opts, &st, err, sizeof err) == STORE_OK, "%s", err);
+    if (st) {
+        store_stats(st, &s);
+        CHECK(s.map_size == 2 << 20, "the option wins over the variable: %zu", s.map_size);
+        store_close(st);
+    }
+    opts.map_size = 0;
+    static const char *const bad[] = {"junk", "12X", "0", "-5", " 5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("QUEUEFS_MAP_SIZE", bad[i], 1);
+        st = NULL;
+        CHECK(store_open(path_of("env-size"), &opts, &st, err, sizeof err) == STORE_INVALID &&
+              !st && strstr(err, "QUEUEFS_MAP_SIZE"),
+              "QUEUEFS_MAP_SIZE='%s' refused: %s", bad[i], err);
+    }
+    unsetenv("QUEUEFS_MAP_SIZE");
+    st = open_store("env-size", false, 0);
+    if (st) {
+        store_stats(st, &s);
+        CHECK(s.map_size == STORE_DEFAULT_MAP_SIZE, "the default map: %zu", s.map_size);
+        store_close(st);
+    }
+}
+
+/* In a child: "threads" threads of "writes" durable counted writes each on
+ * its own store handle; exits 0 when all succeeded. */
+static void
+child_writers(const char *name, int proc, int threads, int writes)
+{
+    StoreOptions opts = {.sync = true};
+    Store *st = NULL;
+    StoreTxn *t = NULL;
+    uint32_t id;
+    if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
+        _exit(1);
+    if (store_txn_begin(st, false, &t) != STORE_OK || store_table_get(t, "x", &id, NULL))
+        _exit(2);
+    store_txn_abort(t);
+    pthread_t th[16];
+    WriteArg args[16];
+    for (int i = 0; i < threads; i++) {
+        args[i] = (WriteArg){.st = st, .table = id, .thread = proc * 16 + i, .writes = writes,
+                             .value = "c", .value_len = 1};
+        if (pthread_create(&th[i], NULL, thread_write, &args[i]))
+            _exit(3);
+    }
+    int failures = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    store_close(st);
+    _exit(failures ? 4 : 0);
+}
+
+/* Two processes of four writer threads on one store: all counted. */
+static void
+test_write_processes(void)
+{
+    enum { P = 2, T = 4, W = 25 };
+    Store *st = open_store("write-procs", true, 0);
+    uint32_t id = table_make(st, "x");
+    store_close(st);
+    fflush(NULL);
+    pid_t pids[P];
+    for (int p = 0; p < P; p++)
+        if ((pids[p] = fork()) == 0)
+            child_writers("write-procs", p, T, W);
+    for (int p = 0; p < P; p++) {
+        int status = -1;
+        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    }
+    st = open_store("write-procs", true, 0);
+    CHECK(records_count(st, id) == P * T * W, "every record of both processes");
+    StoreTxn *t = begin(st, false);
+    CHECK(counter_read(t, id, "counter") == P * T * W, "the counter is exact across processes");
+    store_txn_abort(t);
+    store_close(st);
+    struct stat sb;
+    CHECK(stat(path_of("write-procs/queuefs.sync"), &sb) == 0, "the shared sync file exists");
+}
+
 static void
 test_now(Store *st)
 {
@@ -839,6 +1232,12 @@ main(void)
     test_two_processes();
     test_map_resized_and_full();
     test_nosync();
+    test_write_threads();
+    test_write_rollback_alone();
+    test_write_status();
+    test_write_grows();
+    test_map_size_env();
+    test_write_processes();
 
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);

@@ -34,7 +34,22 @@
  * Threads: a Store may be shared by threads; a StoreTxn belongs to the
  * thread that began it.  At most one write transaction is open at a time
  * across all processes; store_txn_begin() of a writer blocks until the
- * previous one ends.
+ * previous one ends.  Writers should use store_write(), which lets
+ * concurrent writers share one transaction and one sync of the disk.
+ *
+ * Durability (sync on): a write is on disk when store_write() or
+ * store_txn_commit() returns STORE_OK.  Concurrent writers share syncs, in
+ * one process and across processes on one store.  A failed write or sync of
+ * the disk is STORE_IO for every caller whose changes it may have lost —
+ * never only logged.  After a failed sync the changes may still be visible
+ * (they reached the page cache, not necessarily the disk): the caller knows
+ * only that their durability is unknown.  A failure before the changes were
+ * committed leaves the store as it was.
+ *
+ * Space: the store's map starts at StoreOptions.map_size (or the data
+ * already stored, if larger) and grows by itself (store_write only) while
+ * the filesystem has room.  A write that cannot fit is STORE_FULL; nothing
+ * is half-written, and reads and deletes keep working.
  *
  * The store never prints and never sees a path beyond the one it opens.
  */
@@ -57,6 +72,7 @@ typedef enum StoreStatus {
     STORE_IO,         /* the disk failed (write, fsync, read) */
     STORE_BUSY,       /* too many readers, or the environment is locked out */
     STORE_CORRUPT,    /* the environment is not a queuefs store, or damaged */
+    STORE_INVALID,    /* an option of the store is malformed (QUEUEFS_MAP_SIZE) */
 } StoreStatus;
 
 /* The longest record key, order key or meta name, in bytes. */
@@ -77,15 +93,37 @@ typedef struct StoreSlot {
 
 typedef struct StoreOptions {
     bool   sync;        /* true: a committed write is on disk when commit returns */
-    size_t map_size;    /* initial map size in bytes; 0 = the default (16 GiB, sparse) */
+    size_t map_size;    /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
+                         * STORE_DEFAULT_MAP_SIZE */
 } StoreOptions;
+
+/* The initial map size when neither StoreOptions.map_size nor the
+ * environment variable QUEUEFS_MAP_SIZE (bytes, or a number with a K, M or
+ * G suffix: "1M") sets one.  The map grows by itself as the store fills. */
+#define STORE_DEFAULT_MAP_SIZE ((size_t)64 << 20)
+
+/* Figures of a Store's activity in this process, since it was opened. */
+typedef struct StoreStats {
+    uint64_t writes;     /* store_write() callers served */
+    uint64_t groups;     /* write transactions committed for them */
+    uint64_t syncs;      /* group syncs this process made (besides the sync of
+                          * the data pages inside each commit) */
+    uint64_t grows;      /* times this process grew the map */
+    uint64_t waiting;    /* store_write() callers waiting right now */
+    size_t   map_size;   /* the map's current size in bytes */
+} StoreStats;
 
 /* ---- the environment ---- */
 
 /* Opens (creating when absent, mode 0700) the store at "location": a
  * directory path for LMDB.  Safe to call in several processes at once on the
- * same location.  Clears reader slots left by dead processes.  On failure
- * "*out" is NULL and "errbuf" (when non-NULL) holds a message. */
+ * same location.  Clears reader slots left by dead processes.  The map
+ * starts at the larger of the requested size (see StoreOptions) and the
+ * data already stored, but no larger than the filesystem has room for.
+ * Besides LMDB's files the directory holds "queuefs.sync", through which
+ * the processes on the store share syncs.  On failure "*out" is NULL and
+ * "errbuf" (when non-NULL) holds a message; STORE_INVALID when
+ * QUEUEFS_MAP_SIZE is malformed. */
 int store_open(const char *location, const StoreOptions *opts, Store **out,
                char *errbuf, size_t errlen);
 /* Closes the store; every transaction must have ended. */
@@ -99,13 +137,64 @@ int64_t store_now(Store *st);
  * store: cheap enough to poll while waiting for work. */
 uint64_t store_version(Store *st);
 
+/* Fills "out" with the store's figures (see StoreStats). */
+void store_stats(Store *st, StoreStats *out);
+
 /* ---- transactions ---- */
 
-/* Begins a transaction; "write" for one that may change the store. */
+/* Runs "fn" inside a write transaction and commits it: with sync on, the
+ * changes are on disk when store_write returns STORE_OK.
+ *
+ * Concurrent callers in one process share one transaction and one sync: a
+ * leader thread begins the transaction and runs each waiting caller's "fn"
+ * in a nested transaction of its own, so an "fn" that fails (returns
+ * non-zero) is rolled back alone while the others commit; then one commit
+ * and one sync serve them all.  Callers in other processes on the store
+ * share syncs too.
+ *
+ * "fn" runs on the leader's thread while its caller waits, so it may use
+ * the caller's data freely; it must not begin transactions or call
+ * store_write itself, and "txn" is valid only during the call.  "fn" may be
+ * run more than once — when the map is full the transaction is rolled back,
+ * the map grown and "fn" run again — so each run must start from scratch
+ * (clear what an earlier run produced) and have no effect outside "txn"
+ * that a rerun would repeat.
+ *
+ * Returns:
+ *   - STORE_OK: "fn" returned 0 and its changes are committed (and durable
+ *     with sync on);
+ *   - the non-zero value "fn" returned, as is: nothing of this run is kept
+ *     (use values that differ from the StoreStatus codes, e.g. negative
+ *     ones, to tell them apart).  When "fn" failed because the store was
+ *     full and the map could not grow, it is also its value that is
+ *     returned;
+ *   - STORE_FULL when the commit itself needed space the disk does not
+ *     have, STORE_IO when the disk failed (writing, or syncing: see
+ *     "Durability"), another StoreStatus when the transaction could not be
+ *     begun.  Every caller of the group gets such an error.
+ *
+ * Example:
+ *
+ *     static int
+ *     add_one(StoreTxn *txn, void *ctx)
+ *     {
+ *         Job *j = ctx;
+ *         return store_record_put(txn, j->table, j->key, j->value, NULL) ? -1 : 0;
+ *     }
+ *     ...
+ *     int rc = store_write(st, add_one, &job);   // 0: on disk
+ */
+int store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx);
+
+/* Begins a transaction; "write" for one that may change the store (such a
+ * transaction has the store's writer lock until it ends and shares nothing:
+ * prefer store_write). */
 int store_txn_begin(Store *st, bool write, StoreTxn **out);
 /* Commits and frees "txn".  With sync on, the changes are on disk when it
  * returns STORE_OK.  On failure nothing of the transaction is kept (STORE_IO
- * when the disk failed, STORE_FULL when the map could not grow). */
+ * when the disk failed, STORE_FULL when the store is full: a transaction
+ * begun here never grows the map), except after a failed sync (see
+ * "Durability"). */
 int store_txn_commit(StoreTxn *txn);
 /* Discards and frees "txn"; NULL is allowed. */
 void store_txn_abort(StoreTxn *txn);

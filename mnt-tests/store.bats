@@ -1,0 +1,289 @@
+#!/usr/bin/env bats
+# store.bats — what the store promises when the disk does not cooperate:
+# on a full disk the write that does not fit is StoreFull (ENOSPC), nothing
+# else is lost, reads and deletes keep working and the room they free takes
+# writes again; a store started with a small map grows it by itself where
+# the disk has room; a failed write or sync of the disk fails the operation
+# with StoreError (EIO) — never only logged — through queuefs-sql, the ctl
+# file and the file view alike.
+#
+#   QUEUEFS_BUILD=/path/to/build bats mnt-tests/store.bats
+#
+# Needs root: the full-disk tests mount a 4 MiB tmpfs (unmounted in
+# teardown).  The disk failures come from store/failio.so, an LD_PRELOAD
+# library built by `make check` (see store/failio.c).
+
+# The scripts given to bash -c are single-quoted on purpose.
+# shellcheck disable=SC2016
+
+load mount_helpers
+
+FAILIO="$QUEUEFS_BUILD/store/failio.so"
+export FAILIO
+
+# mount_helpers' setup and teardown, kept under other names.
+eval "$(declare -f setup | sed '1s/^setup/mount_setup/')"
+eval "$(declare -f teardown | sed '1s/^teardown/mount_teardown/')"
+
+DISK=""
+
+setup() {
+    mount_setup
+    [ -f "$FAILIO" ] || fail "no $FAILIO (make check builds it)"
+}
+
+teardown() {
+    local status=0
+    mount_teardown || status=$?
+    if [ -n "$DISK" ] && grep -qF " $DISK " /proc/mounts; then
+        umount "$DISK" 2>/dev/null || umount -l "$DISK"
+    fi
+    return "$status"
+}
+
+# small_disk — a 4 MiB tmpfs at $BATS_TEST_TMPDIR/disk, holding $STORE.
+small_disk() {
+    DISK="$BATS_TEST_TMPDIR/disk"
+    mkdir -p "$DISK"
+    mount -t tmpfs -o size=4m tmpfs "$DISK" || fail "cannot mount a tmpfs at $DISK"
+    STORE="$DISK/store"
+    export STORE
+}
+
+# failio CMD… — runs CMD with store/failio.so preloaded (ASan, in a
+# sanitizer build, is told it need not come first).
+failio() {
+    LD_PRELOAD="$FAILIO" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
+}
+
+# A record of about 1 KiB as a JSON line.
+PAD=$(printf '%01000d' 0)
+LINE="{\"n\":0,\"pad\":\"$PAD\"}"
+
+# fill_store — CREATE jobs:1, jobs:2 … of 1 KiB each, one statement each,
+# until the store is full: asserts the failing statement is StoreFull and
+# sets FILLED to how many were stored.
+fill_store() {
+    local i
+    for i in $(seq 8000); do
+        echo "CREATE jobs:$i = { n: $i, pad: '$PAD' };"
+    done >"$BATS_TEST_TMPDIR/fill.sql"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" <"$1"' _ "$BATS_TEST_TMPDIR/fill.sql"
+    assert_error StoreFull
+    FILLED=${#lines[@]}
+    [ "$FILLED" -gt 100 ] || fail "only $FILLED records fitted on a 4 MiB disk"
+    [ "$FILLED" -lt 8000 ] || fail "8000 records of 1 KiB fitted on a 4 MiB disk"
+}
+
+# assert_records_1_to N — jobs holds exactly jobs:1 … jobs:N, n = identity.
+assert_records_1_to() {
+    run sql "SELECT n FROM jobs"
+    assert_success
+    assert_equal "$(jqr 'length' "$output")" "$1"
+    assert_equal "$(jq -c --argjson n "$1" '[.[].n] == [range(1; $n + 1)]' <<<"$output")" true
+}
+
+# ---------------------------------------------------------------------------
+# A full disk
+# ---------------------------------------------------------------------------
+
+@test "full disk: the statement that does not fit is StoreFull and every earlier record stays" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    jqr '.message' "$stderr" | grep -q full || fail "the message says nothing of a full store: $stderr"
+    assert_records_1_to "$FILLED"
+    run sql "SELECT pad FROM jobs:1"
+    assert_success
+    assert_equal "$(jqr '.[0].pad | length' "$output")" 1000
+}
+
+@test "full disk: DELETE works, and the room it frees takes writes again" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    local i
+    for i in $(seq 100); do echo "DELETE jobs:$i;"; done >"$BATS_TEST_TMPDIR/delete.sql"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" <"$1"' _ "$BATS_TEST_TMPDIR/delete.sql"
+    assert_success
+    assert_equal "$(sort -u <<<"$output")" '[]'
+    assert_equal "${#lines[@]}" 100
+    for i in $(seq 50); do
+        echo "CREATE jobs:$((100000 + i)) = { n: $((100000 + i)), pad: '$PAD' };"
+    done >"$BATS_TEST_TMPDIR/refill.sql"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" <"$1"' _ "$BATS_TEST_TMPDIR/refill.sql"
+    assert_success
+    assert_equal "${#lines[@]}" 50
+    run sql "SELECT n FROM jobs"
+    assert_equal "$(jqr 'length' "$output")" "$((FILLED - 100 + 50))"
+    assert_equal "$(jqr '.[0].n' "$output")" 101
+}
+
+@test "full disk: through a mount, writing to new fails with ENOSPC; cat, ls and rm still work" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    mount_fs
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, a[3].encode() + b"\n"); os.close(fd)' \
+        "$M/jobs/new" "$LINE"
+    assert_output ENOSPC
+    run bash -c 'printf "%s\n" "$2" | cat >>"$1"' _ "$M/jobs/new" "$LINE"
+    assert_failure
+    assert_output --partial "No space left on device"
+    run cat "$M/jobs/$FILLED"
+    assert_success
+    assert_equal "$(jqr '.n' "$output")" "$FILLED"
+    run ls "$M/jobs"
+    assert_success
+    assert_line 1
+    assert_line "$FILLED"
+    local i
+    for i in $(seq 100); do
+        rm "$M/jobs/$i" || fail "rm $M/jobs/$i failed on a full disk"
+    done
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, a[3].encode() + b"\n"); os.close(fd)' \
+        "$M/jobs/new" "$LINE"
+    assert_output OK
+    assert_equal "$(count_records jobs)" "$((FILLED - 100 + 1))"
+}
+
+# ---------------------------------------------------------------------------
+# The map grows by itself
+# ---------------------------------------------------------------------------
+
+# The map size LMDB records for $STORE, in bytes.
+map_size() {
+    mdb_stat -e "$STORE" | awk '/Map size:/ { print $3 }'
+}
+
+@test "growth: a store started with a small map (QUEUEFS_MAP_SIZE=256K) grows past it by itself" {
+    export QUEUEFS_MAP_SIZE=256K
+    sql "DEFINE COLLECTION notes" >/dev/null
+    assert_equal "$(map_size)" 262144
+    local pad i
+    pad=$(printf '%010000d' 0)
+    for i in $(seq 300); do echo "CREATE notes:$i = { n: $i, pad: '$pad' };"; done \
+        >"$BATS_TEST_TMPDIR/grow.sql"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" <"$1"' _ "$BATS_TEST_TMPDIR/grow.sql"
+    assert_success
+    assert_equal "${#lines[@]}" 300
+    local size
+    size=$(map_size)
+    [ "$size" -gt $((3 * 1024 * 1024)) ] || fail "the map is still $size bytes"
+    [ "$(stat -c %s "$STORE/data.mdb")" -gt $((3 * 1024 * 1024)) ] || fail "the data file did not grow"
+    run sql "SELECT n FROM notes"
+    assert_equal "$(jqr '[.[].n] == [range(1; 301)]' "$output")" true
+}
+
+@test "growth: through a mount started with a small map, every write fits" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    QUEUEFS_MAP_SIZE=256K mount_fs
+    local big
+    big="{\"pad\":\"$(printf '%010000d' 0)\"}"
+    run python3 -c '
+import os, sys
+for i in range(300):
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+    os.write(fd, sys.argv[2].encode() + b"\n")
+    os.close(fd)
+print("OK")
+' "$M/jobs/new" "$big"
+    assert_output OK
+    assert_equal "$(count_records jobs)" 300
+    [ "$(map_size)" -gt 262144 ] || fail "the map did not grow"
+}
+
+@test "growth: a malformed QUEUEFS_MAP_SIZE is refused, naming the variable" {
+    QUEUEFS_MAP_SIZE=lots run --separate-stderr sql "DEFINE COLLECTION notes"
+    assert_failure
+    assert_output ''
+    [[ "$stderr" == *QUEUEFS_MAP_SIZE* ]] || fail "stderr does not name QUEUEFS_MAP_SIZE: $stderr"
+}
+
+# ---------------------------------------------------------------------------
+# Disk failures: StoreError (EIO), never only logged
+# ---------------------------------------------------------------------------
+
+@test "io: when the commit's sync fails, each writing statement is StoreError and keeps nothing" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { a: 1 }; CREATE jobs:2 = { a: 2 }" >/dev/null
+    local stmt
+    for stmt in "CREATE jobs:3 = { a: 3 }" "CLAIM FROM jobs" "DELETE jobs:1" \
+        "UPDATE jobs:2 MERGE { a: 20 }" "DEFINE COLLECTION notes"; do
+        QUEUEFS_FAIL=fsync run --separate-stderr failio "$QUEUEFS_SQL" "$STORE" "$stmt"
+        assert_error StoreError
+        assert_output ''
+    done
+    run sql "SELECT * FROM jobs"
+    assert_output '[{"a":1,"id":"jobs:1"},{"a":2,"id":"jobs:2"}]'
+    run --separate-stderr sql "INFO FOR TABLE notes"
+    assert_error NoSuchTable
+    # Reading syncs nothing: it works while the disk fails.
+    QUEUEFS_FAIL=fsync run failio "$QUEUEFS_SQL" "$STORE" "SELECT a FROM jobs:2"
+    assert_success
+    assert_output '[{"a":2}]'
+    run sql "CREATE jobs:3 = { a: 3 }"
+    assert_success
+}
+
+@test "io: when the sync after the commit fails, the statement is StoreError; the store stays consistent" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { a: 1 }" >/dev/null
+    QUEUEFS_FAIL=fsync QUEUEFS_FAIL_AFTER=1 run --separate-stderr failio "$QUEUEFS_SQL" "$STORE" \
+        "CREATE jobs:2 = { a: 2 }"
+    assert_error StoreError
+    assert_output ''
+    # The statement committed before the sync failed: its record may be
+    # there (it reached the page cache) — what the caller knows is that it
+    # may not be on disk.  Everything else is as it was, and writes go on.
+    run sql "SELECT * FROM jobs"
+    assert_success
+    assert_equal "$(jqr '.[0]' "$output" | jq -c .)" '{"a":1,"id":"jobs:1"}'
+    [ "$(jqr length "$output")" -le 2 ] || fail "more records than were written: $output"
+    run sql "CREATE jobs = { a: 3 }" "SELECT * FROM jobs WHERE a = 3"
+    assert_success
+    assert_equal "$(jqr '.[0].a' "${lines[1]}")" 3
+}
+
+@test "io: a failed write of the data file is StoreError and keeps nothing" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { a: 1 }" >/dev/null
+    QUEUEFS_FAIL=write run --separate-stderr failio "$QUEUEFS_SQL" "$STORE" "CREATE jobs:2 = { a: 2 }"
+    assert_error StoreError
+    run sql "SELECT * FROM jobs"
+    assert_output '[{"a":1,"id":"jobs:1"}]'
+    run sql "CREATE jobs:2 = { a: 2 }"
+    assert_success
+}
+
+@test "io: through a mount, with the disk failing, cat claim, rm, writing to new and ctl fail with EIO" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:7 = { url: 'a' }; CREATE jobs:8 = { url: 'b' }" >/dev/null
+    local arm="$BATS_TEST_TMPDIR/arm"
+    LD_PRELOAD="$FAILIO" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        QUEUEFS_FAIL=fsync QUEUEFS_FAIL_WHEN="$arm" mount_fs
+    run cat "$M/jobs/8"
+    assert_success
+    touch "$arm"
+    run cat "$M/jobs/claim"
+    assert_failure
+    assert_output --partial "Input/output error"
+    run rm "$M/jobs/7"
+    assert_failure
+    assert_output --partial "Input/output error"
+    run bash -c 'echo "{\"url\":\"c\"}" | cat >>"$1"' _ "$M/jobs/new"
+    assert_failure
+    assert_output --partial "Input/output error"
+    run ctl_errno "CREATE jobs:9 = { url: 'd' };"
+    assert_output "EIO StoreError"
+    # Reading syncs nothing.
+    run cat "$M/jobs/7"
+    assert_success
+    assert_equal "$(jqr '.url' "$output")" a
+    rm "$arm"
+    # None of the failed writes committed: their data never reached the disk.
+    run sql "SELECT * FROM jobs"
+    assert_output '[{"id":"jobs:7","url":"a"},{"id":"jobs:8","url":"b"}]'
+    # With the disk back, the mount works again.
+    run cat "$M/jobs/claim"
+    assert_success
+    assert_equal "$(jqr '.id' "$output")" jobs:7
+    rm "$M/jobs/7"
+    assert_equal "$(count_records jobs)" 1
+}

@@ -1,0 +1,191 @@
+/* failio.c — an LD_PRELOAD library that makes the disk fail under a
+ * queuefs store, for tests: chosen calls on the store's data file
+ * (data.mdb) fail with EIO.
+ *
+ *     QUEUEFS_FAIL=fsync        fsync, fdatasync and msync fail
+ *     QUEUEFS_FAIL=write        write, pwrite, writev and pwritev fail
+ *     QUEUEFS_FAIL=fsync,write  both
+ *     QUEUEFS_FAIL_AFTER=N      the first N such calls succeed (default 0)
+ *     QUEUEFS_FAIL_WHEN=PATH    only while PATH exists (calls made while it
+ *                               does not are neither failed nor counted)
+ *
+ *     LD_PRELOAD=store/failio.so QUEUEFS_FAIL=fsync QUEUEFS_FAIL_AFTER=1 \
+ *         queuefs-sql STORE "CREATE jobs = {}"
+ *
+ * Calls on other files (a FUSE device, standard output) are never failed.
+ * msync names no descriptor and fails whenever armed. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { FAIL_SYNC = 1, FAIL_WRITE = 2 };
+
+static unsigned long fail_calls;   /* matching calls seen while armed */
+
+/* The kinds of call QUEUEFS_FAIL names (FAIL_SYNC, FAIL_WRITE). */
+static int
+fail_kinds(void)
+{
+    const char *s = getenv("QUEUEFS_FAIL");
+    int kinds = 0;
+    if (!s)
+        return 0;
+    if (strstr(s, "fsync"))
+        kinds |= FAIL_SYNC;
+    if (strstr(s, "write"))
+        kinds |= FAIL_WRITE;
+    return kinds;
+}
+
+/* True when "fd" is a store's data file. */
+static bool
+fd_is_store(int fd)
+{
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n < 0)
+        return false;
+    path[n] = '\0';
+    size_t len = (size_t)n;
+    return len >= 9 && strcmp(path + len - 9, "/data.mdb") == 0;
+}
+
+/* True when this call (of "kind", on "fd", or on no descriptor when
+ * fd < 0) is to fail: it counts it, then compares with QUEUEFS_FAIL_AFTER. */
+static bool
+fail_now(int kind, int fd)
+{
+    if (!(fail_kinds() & kind))
+        return false;
+    if (fd >= 0 && !fd_is_store(fd))
+        return false;
+    const char *when = getenv("QUEUEFS_FAIL_WHEN");
+    struct stat sb;
+    if (when && *when && stat(when, &sb) != 0)
+        return false;
+    const char *after = getenv("QUEUEFS_FAIL_AFTER");
+    unsigned long n = __atomic_fetch_add(&fail_calls, 1, __ATOMIC_RELAXED);
+    return n >= (after ? strtoul(after, NULL, 10) : 0);
+}
+
+/* The next definition of "name" (libc's). */
+static void *
+next_fn(const char *name)
+{
+    void *fn = dlsym(RTLD_NEXT, name);
+    if (!fn)
+        abort();
+    return fn;
+}
+
+int
+fsync(int fd)
+{
+    static int (*real)(int);
+    if (!real)
+        real = next_fn("fsync");
+    if (fail_now(FAIL_SYNC, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd);
+}
+
+int
+fdatasync(int fd)
+{
+    static int (*real)(int);
+    if (!real)
+        real = next_fn("fdatasync");
+    if (fail_now(FAIL_SYNC, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd);
+}
+
+int
+msync(void *addr, size_t len, int flags)
+{
+    static int (*real)(void *, size_t, int);
+    if (!real)
+        real = next_fn("msync");
+    if (fail_now(FAIL_SYNC, -1)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(addr, len, flags);
+}
+
+ssize_t
+write(int fd, const void *buf, size_t n)
+{
+    static ssize_t (*real)(int, const void *, size_t);
+    if (!real)
+        real = next_fn("write");
+    if (fail_now(FAIL_WRITE, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, n);
+}
+
+ssize_t
+pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real)
+        real = next_fn("pwrite");
+    if (fail_now(FAIL_WRITE, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, n, off);
+}
+
+ssize_t
+pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+    static ssize_t (*real)(int, const void *, size_t, off64_t);
+    if (!real)
+        real = next_fn("pwrite64");
+    if (fail_now(FAIL_WRITE, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, buf, n, off);
+}
+
+ssize_t
+writev(int fd, const struct iovec *iov, int cnt)
+{
+    static ssize_t (*real)(int, const struct iovec *, int);
+    if (!real)
+        real = next_fn("writev");
+    if (fail_now(FAIL_WRITE, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, iov, cnt);
+}
+
+ssize_t
+pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
+    if (!real)
+        real = next_fn("pwritev");
+    if (fail_now(FAIL_WRITE, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, iov, cnt, off);
+}
