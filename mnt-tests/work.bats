@@ -338,8 +338,21 @@ EOF
 # Holds: kept alive by touch, and lost when they lapse
 # ---------------------------------------------------------------------------
 
+# A touch first on PATH that counts the touches of held/ names in $D/touches.
+counting_touch() {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    cat >"$BATS_TEST_TMPDIR/bin/touch" <<EOF
+#!/bin/sh
+case "\$*" in */held/*) echo "\$*" >>"$D/touches" ;; esac
+exec $(command -v touch) "\$@"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/bin/touch"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+}
+
 @test "hold: a command that runs past TIMEOUT keeps its hold: nobody else can claim the record" {
     mount_queue "TIMEOUT 1s NOT BEFORE due" "7 = {}"
+    counting_touch
     start_work "$M/jobs" -- bash -c "$WAIT_GO"
     poll 10 test -e "$D/started.7.1" || fail "the command did not start; log: $(cat "$LOG")"
     first=$(epoch_of "$(jqr .claimed_until "$(record 7)")")
@@ -355,6 +368,10 @@ EOF
     wait_log "id=7 attempt=1 outcome=finished status=0"
     stop_work
     assert_equal "$(count_records jobs)" 0
+    # Every third of TIMEOUT: about 3 a second for the 3 to 5 s the command
+    # ran; never in a busy loop.
+    n=$(grep -c "/held/7~1\$" "$D/touches")
+    [ "$n" -ge 6 ] && [ "$n" -le 60 ] || fail "$n touches of held/7~1 in about 4 s"
 }
 
 # lost_hold STATUS — TIMEOUT 1s: worker A (-t 0, never touching) lets its
