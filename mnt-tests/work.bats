@@ -9,8 +9,8 @@
 # Needs what mount.bats needs, and setsid (util-linux).
 
 # The commands given to bash -c are single-quoted on purpose: they expand
-# $D and the QUEUEFS_* variables themselves.
-# shellcheck disable=SC2016
+# $D and the QUEUEFS_* variables themselves; bats' run sets $stderr.
+# shellcheck disable=SC2016,SC2154
 
 load mount_helpers
 
@@ -473,6 +473,15 @@ lost_hold() {
     assert_equal "$(jqr .claimed_until "$json")" null
     assert_equal "$(jqr .due "$json")" null
     assert_equal "$(jqr .id "$(cat "$M/jobs/claim")")" "jobs:1"
+}
+
+@test "stop: a command that answers the grace's SIGTERM with exit 0 has finished its record" {
+    mount_queue "TIMEOUT 30s" "1 = {}"
+    start_work -g 1s "$M/jobs" -- bash -c 'trap "exit 0" TERM; touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; sleep 60 & wait'
+    poll 10 test -e "$D/started.1.1" || fail "the command did not start; log: $(cat "$LOG")"
+    stop_work
+    log_line 1 1 | grep -q "outcome=finished status=0" || fail "record 1 was not finished: $(cat "$LOG")"
+    assert_equal "$(count_records jobs)" 0
 }
 
 # The pids of the processes reading MOUNT/jobs/wait.
