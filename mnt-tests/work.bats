@@ -1,0 +1,523 @@
+#!/usr/bin/env bats
+# work.bats — queuefs-work against a real mount: what COMMAND sees, how a
+# record ends (finished, released with backoff, lost after a lapse), holds
+# kept alive past TIMEOUT, several workers at once, and stopping on
+# SIGTERM or SIGINT.
+#
+#   QUEUEFS_BUILD=/path/to/build bats mnt-tests/work.bats
+#
+# Needs what mount.bats needs, and setsid (util-linux).
+
+# The commands given to bash -c are single-quoted on purpose: they expand
+# $D and the QUEUEFS_* variables themselves; bats' run sets $stderr.
+# shellcheck disable=SC2016,SC2154
+
+load mount_helpers
+
+QUEUEFS_WORK="$BATS_TEST_DIRNAME/../scripts/queuefs-work"
+export QUEUEFS_WORK
+
+# queuefs-work processes this test started.
+WORK_PIDS=()
+
+eval "$(declare -f setup | sed '1s/^setup/mount_setup/')"
+eval "$(declare -f teardown | sed '1s/^teardown/mount_teardown/')"
+
+setup() {
+    mount_setup
+    [ -x "$QUEUEFS_WORK" ] || fail "no $QUEUEFS_WORK"
+    D="$BATS_TEST_TMPDIR/d"
+    LOG="$BATS_TEST_TMPDIR/work.log"
+    OUT="$BATS_TEST_TMPDIR/work.out"
+    mkdir -p "$D"
+    export D
+}
+
+# Stops what a failed test left running, then unmounts.
+teardown() {
+    local p
+    for p in "${WORK_PIDS[@]}"; do
+        alive "$p" || continue
+        kill -TERM "$p" 2>/dev/null
+        wait_gone "$p" || kill_tree "$p"
+    done
+    WORK_PIDS=()
+    mount_teardown
+}
+
+# kill_tree PID — SIGKILL to PID and every process below it.
+kill_tree() {
+    local c
+    for c in $(children_of "$1"); do kill_tree "$c"; done
+    kill -KILL "$1" 2>/dev/null || true
+}
+
+children_of() {
+    local s
+    for s in /proc/[0-9]*/stat; do
+        awk -v p="$1" '{ sub(/.*\) /, ""); if ($2 == p) { split(FILENAME, f, "/"); print f[3] } }' "$s" 2>/dev/null
+    done
+}
+
+# start_work ARG… — queuefs-work ARG… in the background (stdout in $OUT,
+# stderr in $LOG); WPID is its pid.
+start_work() {
+    "$QUEUEFS_WORK" "$@" >"$OUT" 2>"$LOG" 3>&- &
+    WPID=$!
+    WORK_PIDS+=("$WPID")
+}
+
+# stop_work [PID] — SIGTERM to PID (default $WPID), which must exit 0
+# within 10 s.
+stop_work() {
+    local pid=${1:-$WPID} st=0
+    kill -TERM "$pid"
+    wait_gone "$pid" || fail "queuefs-work still runs 10 s after SIGTERM; log: $(cat "$LOG")"
+    wait "$pid" || st=$?
+    [ "$st" -eq 0 ] || fail "queuefs-work exited $st after SIGTERM; log: $(cat "$LOG")"
+}
+
+# poll SECONDS CMD… — true once CMD… succeeds, polling every 0.05 s.
+poll() {
+    local n=$(($1 * 20)) i
+    shift
+    for ((i = 0; i < n; i++)); do
+        "$@" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+log_has() {
+    [ "$(grep -cE -- "$1" "$LOG")" -ge "${2:-1}" ]
+}
+
+# wait_log REGEX [N] — waits (20 s at most) for N log lines matching REGEX.
+wait_log() {
+    poll 20 log_has "$@" || fail "no${2:+ $2} log line(s) matching /$1/ in 20 s; log: $(cat "$LOG")"
+}
+
+# The one log line for record ID's attempt N.
+log_line() {
+    grep -E -- " id=$1 attempt=$2 " "$LOG"
+}
+
+record() {
+    cat "$M/jobs/$1"
+}
+
+# A mount with the queue jobs, TIMEOUT and NOT BEFORE as given (e.g.
+# "TIMEOUT 30s NOT BEFORE due"), and the records CREATE'd by the rest.
+mount_queue() {
+    sql "DEFINE QUEUE jobs $1;" >/dev/null || fail "could not define jobs"
+    shift
+    local s
+    for s in "$@"; do
+        sql "CREATE jobs:$s;" >/dev/null || fail "could not CREATE jobs:$s"
+    done
+    mount_fs
+}
+
+# A command that marks it started ($D/started.ID.ATTEMPT) and waits (30 s
+# at most) for $D/go, or $D/$2, then exits $1 (default 0).
+WAIT_GO='touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; for i in $(seq 600); do [ -e "$D/${2:-go}" ] && exit "${1:-0}"; sleep 0.05; done; exit 99'
+
+# ---------------------------------------------------------------------------
+# Usage and refusals
+# ---------------------------------------------------------------------------
+
+@test "usage: -h and --help print the usage on stdout and exit 0" {
+    for opt in -h --help; do
+        run --separate-stderr "$QUEUEFS_WORK" "$opt"
+        assert_success
+        assert_line --index 0 --partial "usage: queuefs-work [-n WORKERS]"
+        assert_output --partial "--grace DURATION"
+        assert_stderr_empty
+    done
+}
+
+@test "usage: bad arguments exit 2 with a message and a pointer to --help" {
+    mount_queue "TIMEOUT 30s"
+    # args | what the message says
+    while IFS='|' read -r args want; do
+        eval "set -- $args"
+        run --separate-stderr "$QUEUEFS_WORK" "$@"
+        [ "$status" -eq 2 ] || fail "queuefs-work $args: exit $status, want 2"
+        [[ $stderr == *"$want"* ]] || fail "queuefs-work $args: stderr '$stderr' does not say '$want'"
+        [[ $stderr == *"--help"* ]] || fail "queuefs-work $args: stderr does not point to --help"
+        assert_output ""
+    done <<'EOF'
+| no queue given
+"$M/jobs" | expected -- and a command
+"$M/jobs" -- | no command given
+"$M/jobs" true | expected -- and a command
+-n 0 "$M/jobs" -- true | -n wants a number of workers
+-n x "$M/jobs" -- true | -n wants a number of workers
+--workers=-1 "$M/jobs" -- true | --workers wants a number of workers
+-b 5 "$M/jobs" -- true | -b wants a duration
+--backoff-cap=1.5s "$M/jobs" -- true | --backoff-cap wants a duration
+-g soon "$M/jobs" -- true | -g wants a duration
+-t | option -t needs a value
+-x "$M/jobs" -- true | unknown option -x
+EOF
+}
+
+@test "usage: a directory that is not a queue of a queuefs mount is refused with exit 2" {
+    mount_queue "TIMEOUT 30s"
+    mkdir "$M/notes"                              # a collection
+    mkdir -p "$BATS_TEST_TMPDIR/plain/jobs"       # not a mount at all
+    # queue | what the message says
+    while IFS='|' read -r q want; do
+        q=$(eval "echo $q")
+        run --separate-stderr "$QUEUEFS_WORK" "$q" -- true
+        [ "$status" -eq 2 ] || fail "queuefs-work $q: exit $status, want 2"
+        [[ $stderr == "queuefs-work: $q: "*"$want"* ]] || fail "queuefs-work $q: stderr '$stderr' does not say '$want'"
+    done <<'EOF'
+$BATS_TEST_TMPDIR/plain/jobs|not a queue of a queuefs mount
+$BATS_TEST_TMPDIR/nowhere/jobs|not a queue of a queuefs mount
+$M|not a queue of a queuefs mount
+$M/notes|a collection, not a queue
+$M/nope|no queue nope on the queuefs mount
+EOF
+    assert_equal "$(count_records notes)" 0
+}
+
+@test "timeout: the queue's TIMEOUT is read through ctl and a hold is touched every third of it" {
+    # TIMEOUT | touch interval the start line names
+    while IFS='|' read -r timeout want; do
+        sql "DEFINE QUEUE q$((++n)) TIMEOUT $timeout;" >/dev/null
+        cases+=("q$n|$timeout|$want")
+    done <<'EOF'
+30s|10s
+1m30s|30s
+500ms|166ms
+2h|40m
+1d|8h
+EOF
+    mount_fs
+    for c in "${cases[@]}"; do
+        IFS='|' read -r q timeout want <<<"$c"
+        start_work "$M/$q" -- true
+        wait_log "starts 1 worker"
+        assert_equal "$(grep -c "on $M/$q (TIMEOUT $timeout, touching holds every $want)" "$LOG")" 1
+        stop_work
+    done
+    start_work -t 0 "$M/q1" -- true
+    wait_log "starts 1 worker"
+    log_has "never touching holds" || fail "-t 0 still touches: $(cat "$LOG")"
+    stop_work
+}
+
+# ---------------------------------------------------------------------------
+# What COMMAND sees
+# ---------------------------------------------------------------------------
+
+@test "command: the record's JSON on stdin, QUEUEFS_* in the environment, stdout passed through" {
+    mount_queue "TIMEOUT 30s" "7 = { url: 'a' }"
+    start_work "$M/jobs" -- bash -c 'cat >"$D/stdin"; env | grep -E "^QUEUEFS_(ID|ATTEMPTS|RECORD|QUEUE|WORKER)=" | sort >"$D/env"; echo "ran $QUEUEFS_ID"'
+    wait_log "id=7 attempt=1 outcome=finished"
+    json=$(cat "$D/stdin")
+    assert_equal "$(jqr .id "$json")" "jobs:7"
+    assert_equal "$(jqr .url "$json")" "a"
+    assert_equal "$(jqr .attempts "$json")" 1
+    [ -n "$(jqr '.claimed_until | strings' "$json")" ] || fail "no claimed_until in $json"
+    assert_equal "$(cat "$D/env")" "QUEUEFS_ATTEMPTS=1
+QUEUEFS_ID=7
+QUEUEFS_QUEUE=$M/jobs
+QUEUEFS_RECORD=jobs:7
+QUEUEFS_WORKER=1"
+    stop_work
+    assert_equal "$(cat "$OUT")" "ran 7"
+}
+
+@test "command: QUEUEFS_ID is the record's file name for every kind of identity" {
+    # CREATE key | file name
+    keys=() names=()
+    while IFS='|' read -r key name; do
+        keys+=("$key") names+=("$name")
+    done <<'EOF'
+7|7
+'a/b'|a%2Fb
+'007'|%3007
+'-3'|%2D3
+claim|%63laim
+'held'|%68eld
+'.hid'|%2Ehid
+'x@y~z'|x%40y%7Ez
+'100%'|100%25
+'it\'s'|it's
+'back\\slash'|back\slash
+'a b'|a b
+'tab\tx'|tab%09x
+'héllo'|héllo
+EOF
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    for k in "${keys[@]}"; do sql "CREATE jobs:$k = {};" >/dev/null || fail "CREATE jobs:$k"; done
+    mount_fs
+    # The command finishes a record only when QUEUEFS_ID names its file.
+    start_work "$M/jobs" -- bash -c 'printf "%s\n" "$QUEUEFS_ID" >>"$D/ids"; [ "$(jq -r .id "$QUEUEFS_QUEUE/$QUEUEFS_ID")" = "$QUEUEFS_RECORD" ]'
+    wait_log "outcome=" "${#keys[@]}"
+    stop_work
+    assert_equal "$(sort "$D/ids")" "$(printf '%s\n' "${names[@]}" | sort)"
+    assert_equal "$(grep -c outcome=finished "$LOG")" "${#keys[@]}"
+    assert_equal "$(count_records jobs)" 0
+}
+
+# ---------------------------------------------------------------------------
+# How a record ends
+# ---------------------------------------------------------------------------
+
+@test "finish: exit status 0 deletes the record through held/ID~N and logs it" {
+    mount_queue "TIMEOUT 30s" "7 = { url: 'a' }" "8 = { url: 'b' }"
+    start_work "$M/jobs" -- true
+    wait_log "outcome=finished" 2
+    stop_work
+    assert_equal "$(count_records jobs)" 0
+    line=$(log_line 7 1)
+    [[ $line =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\ worker=1\ id=7\ attempt=1\ outcome=finished\ status=0\ duration=[0-9]+\.[0-9]{3}s$ ]] ||
+        fail "unexpected log line: $line"
+    assert_equal "$(jqr .deletes "$(cat "$M/jobs/stats")")" 2
+}
+
+@test "release: a failure releases NOT BEFORE base·2^(attempts-1), capped, and logs the status" {
+    # options | attempts before | exit status | delay in seconds
+    cases=()
+    while IFS='|' read -r opts before st delay; do cases+=("$opts|$before|$st|$delay"); done <<'EOF'
+-b 10s|0|1|10
+-b 10s|2|3|40
+--backoff=10s --backoff-cap=25s|2|1|25
+-b 1m -c 1h|7|42|3600
+-b 1500ms|1|1|3
+EOF
+    mount_fs
+    n=0
+    for c in "${cases[@]}"; do
+        IFS='|' read -r opts before st delay <<<"$c"
+        q=q$((++n))
+        sql "DEFINE QUEUE $q TIMEOUT 30s NOT BEFORE due; CREATE $q:1 = {};" >/dev/null
+        for ((i = 0; i < before; i++)); do sql "CLAIM $q:1; RELEASE $q:1;" >/dev/null; done
+        : >"$LOG"
+        t0=$(date +%s)
+        # shellcheck disable=SC2086
+        start_work $opts "$M/$q" -- sh -c "exit $st"
+        wait_log "outcome=released"
+        t1=$(date +%s)
+        stop_work
+        line=$(grep outcome= "$LOG")
+        want="worker=1 id=1 attempt=$((before + 1)) outcome=released status=$st duration="
+        [[ $line == *" $want"*" delay="* ]] || fail "case $c: log line '$line' lacks '$want … delay='"
+        json=$(cat "$M/$q/1")
+        assert_equal "$(jqr .attempts "$json")" $((before + 1))
+        [ "$(jqr '.claimed_until' "$json")" = null ] || fail "case $c: still held: $json"
+        due=$(epoch_of "$(jqr .due "$json")")
+        [ "$due" -ge $((t0 + delay - 1)) ] && [ "$due" -le $((t1 + delay + 1)) ] ||
+            fail "case $c: due $due is not $delay s after [$t0, $t1]"
+    done
+}
+
+@test "release: without NOT BEFORE a failure is a plain release, and the record comes back" {
+    mount_queue "TIMEOUT 30s" "7 = {}"
+    start_work -b 1h "$M/jobs" -- bash -c '[ "$QUEUEFS_ATTEMPTS" -ge 2 ] || exit 1'
+    wait_log "id=7 attempt=2 outcome=finished"
+    stop_work
+    line=$(log_line 7 1)
+    [[ $line == *" outcome=released status=1 duration="* ]] || fail "unexpected log line: $line"
+    [[ $line != *delay=* ]] || fail "a delay without NOT BEFORE: $line"
+    assert_equal "$(count_records jobs)" 0
+}
+
+@test "release: a command that cannot be run is a failure (status 127)" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "7 = {}"
+    start_work "$M/jobs" -- "$BATS_TEST_TMPDIR/no-such-command"
+    wait_log "id=7 attempt=1 outcome=released status=127"
+    stop_work
+    assert_equal "$(jqr .attempts "$(record 7)")" 1
+}
+
+# ---------------------------------------------------------------------------
+# Holds: kept alive by touch, and lost when they lapse
+# ---------------------------------------------------------------------------
+
+# A touch first on PATH that counts the touches of held/ names in $D/touches.
+counting_touch() {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    cat >"$BATS_TEST_TMPDIR/bin/touch" <<EOF
+#!/bin/sh
+case "\$*" in */held/*) echo "\$*" >>"$D/touches" ;; esac
+exec $(command -v touch) "\$@"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/bin/touch"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+}
+
+@test "hold: a command that runs past TIMEOUT keeps its hold: nobody else can claim the record" {
+    mount_queue "TIMEOUT 1s NOT BEFORE due" "7 = {}"
+    counting_touch
+    start_work "$M/jobs" -- bash -c "$WAIT_GO"
+    poll 10 test -e "$D/started.7.1" || fail "the command did not start; log: $(cat "$LOG")"
+    first=$(epoch_of "$(jqr .claimed_until "$(record 7)")")
+    # For three TIMEOUTs past the first deadline, the record stays held.
+    while [ "$(date +%s)" -le $((first + 3)) ]; do
+        got=$(cat "$M/jobs/claim")
+        [ -z "$got" ] || fail "another claim got the record: $got"
+        assert_equal "$(jqr .attempts "$(record 7)")" 1
+        sleep 0.2
+    done
+    [ "$(epoch_of "$(jqr .claimed_until "$(record 7)")")" -gt "$first" ] || fail "the hold was never extended"
+    touch "$D/go"
+    wait_log "id=7 attempt=1 outcome=finished status=0"
+    stop_work
+    assert_equal "$(count_records jobs)" 0
+    # Every third of TIMEOUT: about 3 a second for the 3 to 5 s the command
+    # ran; never in a busy loop.
+    n=$(grep -c "/held/7~1\$" "$D/touches")
+    [ "$n" -ge 6 ] && [ "$n" -le 60 ] || fail "$n touches of held/7~1 in about 4 s"
+}
+
+# lost_hold STATUS — TIMEOUT 1s: worker A (-t 0, never touching) lets its
+# hold lapse while its command runs; worker B claims the record (attempt 2)
+# and keeps it; then A's command exits STATUS.
+lost_hold() {
+    mount_queue "TIMEOUT 1s NOT BEFORE due" "7 = {}"
+    start_work -t 0 "$M/jobs" -- bash -c "$WAIT_GO" _ "$1" go
+    A=$WPID A_LOG=$LOG
+    poll 10 test -e "$D/started.7.1" || fail "A's command did not start; log: $(cat "$LOG")"
+    LOG=$BATS_TEST_TMPDIR/b.log OUT=$BATS_TEST_TMPDIR/b.out start_work -g 1s "$M/jobs" -- bash -c "$WAIT_GO" _ 0 go.b
+    B=$WPID B_LOG=$BATS_TEST_TMPDIR/b.log
+    poll 10 test -e "$D/started.7.2" || fail "B never got the record after A's hold lapsed; log: $(cat "$B_LOG")"
+    touch "$D/go"
+    wait_log "id=7 attempt=1 outcome=lost status=$1 "
+    stop_work "$A"
+    # B's hold is untouched: the record is there, held, attempt 2, no delay.
+    json=$(record 7)
+    assert_equal "$(jqr .attempts "$json")" 2
+    [ "$(jqr .claimed_until "$json")" != null ] || fail "B's hold is gone: $json"
+    [ "$(jqr .due "$json")" = null ] || fail "the lost worker set a delay: $json"
+    assert_equal "$(ls "$M/jobs/held")" "7~2"
+    assert_equal "$(grep -c outcome= "$A_LOG")" 1
+    # B finishes it.
+    touch "$D/go.b"
+    LOG=$B_LOG wait_log "id=7 attempt=2 outcome=finished status=0"
+    LOG=$B_LOG stop_work "$B"
+    assert_equal "$(count_records jobs)" 0
+}
+
+@test "hold: a worker whose hold lapsed logs a lost hold and does not delete the new holder's record" {
+    lost_hold 0
+}
+
+@test "hold: a worker whose hold lapsed logs a lost hold and does not release the new holder's record" {
+    lost_hold 1
+}
+
+# ---------------------------------------------------------------------------
+# Several workers
+# ---------------------------------------------------------------------------
+
+@test "workers: -n 3 runs three commands at once" {
+    mount_queue "TIMEOUT 30s" "1 = {}" "2 = {}" "3 = {}" "4 = {}"
+    # Each command waits until three are running, then exits 0; one that
+    # waits in vain exits 1.
+    start_work -n 3 "$M/jobs" -- bash -c '
+        touch "$D/running.$QUEUEFS_ID"
+        for i in $(seq 400); do
+            [ "$(ls "$D" | grep -c "^running\.")" -ge 3 ] && { echo "$QUEUEFS_WORKER" >>"$D/workers"; exit 0; }
+            sleep 0.05
+        done
+        exit 1'
+    wait_log "outcome=" 4
+    stop_work
+    assert_equal "$(grep -c "outcome=finished status=0" "$LOG")" 4
+    assert_equal "$(sort -u "$D/workers" | tr '\n' ' ')" "1 2 3 "
+    assert_equal "$(count_records jobs)" 0
+}
+
+# ---------------------------------------------------------------------------
+# Stopping
+# ---------------------------------------------------------------------------
+
+@test "stop: SIGTERM while a command runs: it finishes, its record is finished, nothing more is claimed, exit 0" {
+    mount_queue "TIMEOUT 30s" "1 = {}" "2 = {}"
+    start_work -g 30s "$M/jobs" -- bash -c "$WAIT_GO"
+    poll 10 test -e "$D/started.1.1" || fail "the command did not start; log: $(cat "$LOG")"
+    kill -TERM "$WPID"
+    wait_log "worker=1 stops claiming; id=1 has 30s to finish"
+    touch "$D/go"
+    wait_gone "$WPID" || fail "queuefs-work still runs 10 s after its command ended; log: $(cat "$LOG")"
+    st=0
+    wait "$WPID" || st=$?
+    assert_equal "$st" 0
+    log_line 1 1 | grep -q "outcome=finished status=0" || fail "record 1 was not finished: $(cat "$LOG")"
+    assert_equal "$(grep -c outcome= "$LOG")" 1
+    assert_equal "$(sql 'SELECT id FROM jobs' | jq -c 'map(.id)')" '["jobs:2"]'
+    assert_equal "$(jqr .attempts "$(record 2)")" null
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 1
+}
+
+@test "stop: SIGTERM and a command that outlives the grace: it is killed, its record released, exit 0" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = {}"
+    start_work -g 1s "$M/jobs" -- bash -c 'sleep 60 & echo $! >"$D/child"; echo $$ >"$D/pid"; touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; wait'
+    poll 10 test -e "$D/started.1.1" || fail "the command did not start; log: $(cat "$LOG")"
+    kill -TERM "$WPID"
+    wait_gone "$WPID" || fail "queuefs-work still runs 10 s after SIGTERM with a 1 s grace; log: $(cat "$LOG")"
+    st=0
+    wait "$WPID" || st=$?
+    assert_equal "$st" 0
+    log_line 1 1 | grep -q "outcome=killed status=143" || fail "record 1 was not killed: $(cat "$LOG")"
+    # The command and its child are gone.
+    wait_gone "$(cat "$D/pid")" || fail "the command still runs"
+    wait_gone "$(cat "$D/child")" || fail "the command's child still runs"
+    # Released at once, no delay: claimable by the next worker.
+    json=$(record 1)
+    assert_equal "$(jqr .attempts "$json")" 1
+    assert_equal "$(jqr .claimed_until "$json")" null
+    assert_equal "$(jqr .due "$json")" null
+    assert_equal "$(jqr .id "$(cat "$M/jobs/claim")")" "jobs:1"
+}
+
+@test "stop: a command that answers the grace's SIGTERM with exit 0 has finished its record" {
+    mount_queue "TIMEOUT 30s" "1 = {}"
+    start_work -g 1s "$M/jobs" -- bash -c 'trap "exit 0" TERM; touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; sleep 60 & wait'
+    poll 10 test -e "$D/started.1.1" || fail "the command did not start; log: $(cat "$LOG")"
+    stop_work
+    log_line 1 1 | grep -q "outcome=finished status=0" || fail "record 1 was not finished: $(cat "$LOG")"
+    assert_equal "$(count_records jobs)" 0
+}
+
+# The pids of the processes reading MOUNT/jobs/wait.
+wait_readers() {
+    local p
+    for p in /proc/[0-9]*; do
+        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF "cat -- $M/jobs/wait" && echo "${p#/proc/}"
+    done
+    return 0
+}
+
+# stop_waiting SIGNAL — SIGNAL to a worker blocked in `cat jobs/wait`.
+stop_waiting() {
+    mount_queue "TIMEOUT 30s"
+    # env restores SIGINT, which a background job of a script ignores.
+    env --default-signal=INT "$QUEUEFS_WORK" -n 2 "$M/jobs" -- true >"$OUT" 2>"$LOG" 3>&- &
+    WPID=$!
+    WORK_PIDS+=("$WPID")
+    poll 10 eval '[ "$(wait_readers | wc -l)" -eq 2 ]' || fail "the workers never waited for a record; log: $(cat "$LOG")"
+    readers=$(wait_readers)
+    kill "-$1" "$WPID"
+    wait_gone "$WPID" || fail "queuefs-work still runs 10 s after SIG$1; log: $(cat "$LOG")"
+    st=0
+    wait "$WPID" || st=$?
+    assert_equal "$st" 0
+    for p in $readers; do wait_gone "$p" || fail "cat jobs/wait (pid $p) still runs"; done
+    sql "CREATE jobs:1 = {};" >/dev/null
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 0
+    assert_equal "$(jqr .attempts "$(record 1)")" null
+    ! grep -q outcome= "$LOG" || fail "a record was handled: $(cat "$LOG")"
+}
+
+@test "stop: SIGTERM while the workers wait for a record: exit 0, nothing claimed" {
+    stop_waiting TERM
+}
+
+@test "stop: SIGINT (Ctrl-C) while the workers wait for a record: exit 0, nothing claimed" {
+    stop_waiting INT
+}
