@@ -2,7 +2,7 @@
  * shape and settings that does no store work, so a worker's cycle through
  * it costs only the kernel, libfuse and the round trips.
  *
- *     bench/floor [-f] [-d] [-s] MOUNTPOINT
+ *     bench/floor [--cache] [-f] [-d] [-s] MOUNTPOINT
  *
  *   /jobs/            a directory, as a queue is
  *   /jobs/claim       every open hands out the next of 1, 2, 3 …: reads give
@@ -12,7 +12,9 @@
  *   /jobs/new         writes are accepted and dropped
  *
  * Settings as queuefs's: direct_io, entry/attribute/negative timeouts 0,
- * hard_remove, the multithreaded loop with at most 64 threads.  Returns
+ * hard_remove, the multithreaded loop with at most 64 threads.  --cache
+ * lets the kernel keep entries and attributes for a second instead, to show
+ * what the lookups of every path cost.  Returns
  * once mounted (libfuse daemonizes after the mount); unmount with
  * fusermount3 -u MOUNTPOINT. */
 #define FUSE_USE_VERSION 314
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 static atomic_ulong next_id;
+static double cache_seconds;   /* --cache: entry and attribute timeouts */
 
 /* The content of one open claim. */
 typedef struct Claim {
@@ -169,8 +172,8 @@ floor_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 static void *
 floor_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    cfg->entry_timeout = 0;
-    cfg->attr_timeout = 0;
+    cfg->entry_timeout = cache_seconds;
+    cfg->attr_timeout = cache_seconds;
     cfg->negative_timeout = 0;
     cfg->hard_remove = 1;
     cfg->use_ino = 0;
@@ -194,12 +197,18 @@ static const struct fuse_operations operations = {
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "--cache")) {
+        cache_seconds = 1;
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     struct fuse_cmdline_opts opts;
     if (fuse_parse_cmdline(&args, &opts) != 0)
         return 2;
     if (!opts.mountpoint || opts.show_help || opts.show_version) {
-        fprintf(stderr, "usage: bench/floor [-f] [-d] [-s] MOUNTPOINT\n");
+        fprintf(stderr, "usage: bench/floor [--cache] [-f] [-d] [-s] MOUNTPOINT\n");
         return opts.show_help ? 0 : 2;
     }
     fuse_opt_add_arg(&args, "-o");

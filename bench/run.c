@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,13 @@ cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
+}
+
+/* "tv" in seconds. */
+static double
+cpu_seconds(const struct timeval *tv)
+{
+    return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
 /* The body of worker "i": never returns. */
@@ -115,6 +123,8 @@ bench_run(const BenchSpec *spec, BenchResult *out)
         perror("bench: pipe");
         return -1;
     }
+    struct rusage before, after;
+    getrusage(RUSAGE_CHILDREN, &before);
     pid_t *pids = calloc((size_t)n, sizeof *pids);
     int started = 0, setup_failed = 0;
     for (int i = 0; i < n; i++) {
@@ -160,6 +170,7 @@ bench_run(const BenchSpec *spec, BenchResult *out)
             failed = 1;
     }
     free(pids);
+    getrusage(RUSAGE_CHILDREN, &after);
 
     double end = sh->start;
     long samples = 0;
@@ -172,6 +183,9 @@ bench_run(const BenchSpec *spec, BenchResult *out)
     }
     out->seconds = end - sh->start;
     out->ops_per_s = out->seconds > 0 ? (double)out->ops / out->seconds : 0;
+    double cpu = cpu_seconds(&after.ru_utime) + cpu_seconds(&after.ru_stime) -
+                 cpu_seconds(&before.ru_utime) - cpu_seconds(&before.ru_stime);
+    out->client_cpu_us = out->ops > 0 ? cpu * 1e6 / (double)out->ops : 0;
     if (samples > 0) {
         float *all = malloc((size_t)samples * sizeof *all);
         long k = 0;
@@ -196,8 +210,10 @@ bench_run(const BenchSpec *spec, BenchResult *out)
 void
 bench_result_print(const BenchResult *r, FILE *to)
 {
-    fprintf(to, "units=%ld ops=%ld seconds=%.3f ops_per_s=%.1f median_us=%.1f p99_us=%.1f%s\n",
-            r->units, r->ops, r->seconds, r->ops_per_s, r->median_us, r->p99_us,
+    fprintf(to,
+            "units=%ld ops=%ld seconds=%.3f ops_per_s=%.1f median_us=%.1f p99_us=%.1f "
+            "client_cpu_us=%.1f%s\n",
+            r->units, r->ops, r->seconds, r->ops_per_s, r->median_us, r->p99_us, r->client_cpu_us,
             r->failed ? " failed=1" : "");
 }
 

@@ -7,10 +7,12 @@
  * unit.  The parent gathers the counts and the unit times and prints one
  * line the benchmark script parses:
  *
- *     units=N ops=N seconds=S ops_per_s=X median_us=M p99_us=P
+ *     units=N ops=N seconds=S ops_per_s=X median_us=M p99_us=P client_cpu_us=C
  *
  * "ops" counts what a unit did (a record enqueued, a cycle finished);
- * the times are per unit (for a batch of 1,000 records, the batch). */
+ * the times are per unit (for a batch of 1,000 records, the batch);
+ * client_cpu_us is the CPU time (user and system) the workers spent per
+ * op, setting up included. */
 #ifndef BENCH_RUN_H
 #define BENCH_RUN_H
 
@@ -37,6 +39,7 @@ typedef struct BenchResult {
     double ops_per_s;
     double median_us;     /* of one unit, over every worker's units */
     double p99_us;
+    double client_cpu_us; /* the workers' CPU time per op */
     int    failed;        /* a worker failed: the figures are not to be used */
 } BenchResult;
 
