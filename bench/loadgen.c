@@ -94,20 +94,6 @@ enqueue(Worker *w)
     return w->cfg->lines;
 }
 
-/* The file name in "json" of the record it is: the key after "table:" in
- * its "id" (an integer identity, as a store-assigned queue has), or -1. */
-static int
-record_name(const char *json, char *name, size_t size)
-{
-    const char *id = strstr(json, "\"id\":\"");
-    const char *colon = id ? strchr(id + 6, ':') : NULL;
-    const char *end = colon ? strchr(colon, '"') : NULL;
-    if (!end || (size_t)(end - colon) > size)
-        return -1;
-    snprintf(name, size, "%.*s", (int)(end - colon - 1), colon + 1);
-    return 0;
-}
-
 /* One claim and its end (unlink or rename): 1, 0 when nothing was
  * claimable, or -1. */
 static long
@@ -138,7 +124,7 @@ claim_cycle(Worker *w)
     if (len == 0)
         return 0;
     json[len] = '\0';
-    if (record_name(json, name, sizeof name) < 0) {
+    if (bench_record_name(json, name, sizeof name) < 0) {
         fprintf(stderr, "bench/loadgen: no id in %s\n", json);
         return -1;
     }

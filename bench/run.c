@@ -252,3 +252,16 @@ bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
     }
     return optind;
 }
+
+/* The record's file name from a claimed line (see run.h). */
+int
+bench_record_name(const char *json, char *name, size_t size)
+{
+    const char *id = strstr(json, "\"id\":\"");
+    const char *colon = id ? strchr(id + 6, ':') : NULL;
+    const char *end = colon ? strchr(colon, '"') : NULL;
+    if (!end || (size_t)(end - colon) > size)
+        return -1;
+    snprintf(name, size, "%.*s", (int)(end - colon - 1), colon + 1);
+    return 0;
+}

@@ -61,6 +61,13 @@ int
 bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
                     int (*take)(int opt, const char *arg), const char *usage);
 
+/* The file name, in the JSON line "json" a claim reads, of the record it
+ * is: the key after "table:" in its "id" (an integer identity, as a
+ * store-assigned queue has).  0, or -1 when there is none or it is longer
+ * than "size" allows. */
+int
+bench_record_name(const char *json, char *name, size_t size);
+
 /* The monotonic clock in seconds. */
 double
 bench_now(void);
