@@ -218,6 +218,7 @@ teardown(void *state)
     return 0;
 }
 
+/* Runs the workers against beanstalkd and prints their line (run.h). */
 int
 main(int argc, char **argv)
 {

@@ -194,6 +194,7 @@ static const struct fuse_operations operations = {
     .readdir = floor_readdir,
 };
 
+/* Mounts the floor and serves it until unmounted or signalled. */
 int
 main(int argc, char **argv)
 {

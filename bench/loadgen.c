@@ -166,6 +166,7 @@ teardown(void *state)
     return 0;
 }
 
+/* Runs the workers on the queue and prints their line (run.h). */
 int
 main(int argc, char **argv)
 {

@@ -145,6 +145,7 @@ make_dir(const char *dir, const char *name)
     return 0;
 }
 
+/* Makes the Maildir, runs the workers and prints their line (run.h). */
 int
 main(int argc, char **argv)
 {

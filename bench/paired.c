@@ -90,6 +90,7 @@ put_back(const char *dir)
     return close(fd) < 0 || rc < 0 ? -1 : 0;
 }
 
+/* Takes the turns and prints a line per queue. */
 int
 main(int argc, char **argv)
 {

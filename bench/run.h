@@ -1,5 +1,6 @@
 /* run.h — a timed run of worker processes, shared by the load generators
- * (loadgen.c, beanload.c, maildir.c).
+ * (loadgen.c, beanload.c, maildir.c; paired.c takes the clock and
+ * bench_record_name).
  *
  * A run forks "workers" processes.  Each sets itself up (connects, opens
  * what it needs), waits at a common start line, then repeats one unit of
