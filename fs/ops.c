@@ -15,7 +15,8 @@
  *
  * Handlers are thin: they map a path to a lang_view_* call and its error to
  * an errno.  Every file is direct_io (sizes are not known in advance) and
- * the kernel caches no attribute or entry, so nothing is ever shown stale. */
+ * the kernel caches no attribute and no absent name, so nothing is ever
+ * shown stale. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -1123,7 +1124,13 @@ static void *
 qfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     Mount *m = fuse_get_context()->private_data;
-    cfg->entry_timeout = 0;
+    /* Names may stay in the kernel's cache for a second: every use of a
+     * name still reaches the daemon (attributes are never cached, content is
+     * direct_io, and open, stat and unlink check the record), so a deleted
+     * or released record is never shown stale; but a worker's cycle skips
+     * the lookups of its queue's directory and of claim.  Absent names are
+     * never cached, so a new record is visible at once. */
+    cfg->entry_timeout = 1;
     cfg->attr_timeout = 0;
     cfg->negative_timeout = 0;
     cfg->hard_remove = 1;     /* rm of an open record deletes it; no .fuse_hidden files */
