@@ -168,13 +168,15 @@ check() {
     assert_output --partial "IDENTITY: jobs:3 carries serial 7, which was never written"
 }
 
-@test "soakcheck reports a missing end state, and errors when no daemon was killed" {
+@test "soakcheck reports a missing end state, errors when no daemon was killed, and what the driver saw" {
     created 1
     ev CLAIM_FAILED w1 1000 1001 /m ENOTCONN open
+    ev FINDING - 1200 1200 the daemon of /m died by itself
     check
     assert_failure 1
     assert_output --partial "STATE: no STATE line"
     assert_output --partial "ERROR: a claim failed with no daemon killed"
+    assert_output --partial "DRIVER: the daemon of /m died by itself"
 }
 
 @test "soakcheck --crash: a failed write may or may not store, a failed unlink may delete" {
@@ -210,7 +212,7 @@ figure() {
 }
 
 @test "soak: eight workers on two mounts of one store never share a hold and lose no record" {
-    run "$SOAK" --seconds 30 --dir "$BATS_TEST_TMPDIR/soak"
+    run "$SOAK" --seconds 25 --dir "$BATS_TEST_TMPDIR/soak"
     assert_success
     assert_output --partial "no findings"
     [ "$(figure '^claims: \([0-9]*\)')" -gt 200 ] || fail "too few claims to prove anything"
@@ -218,8 +220,8 @@ figure() {
 }
 
 @test "soak --crash: daemons killed with SIGKILL and remounted lose nothing a system call committed" {
-    run "$SOAK" --crash --seconds 35 --dir "$BATS_TEST_TMPDIR/soak"
+    run "$SOAK" --crash --seconds 30 --dir "$BATS_TEST_TMPDIR/soak"
     assert_success
     assert_output --partial "no findings"
-    [ "$(figure '^crash: \([0-9]*\) kills survived')" -ge 3 ] || fail "fewer than 3 kills"
+    [ "$(figure '^crash: \([0-9]*\) kills survived')" -ge 2 ] || fail "fewer than 2 kills"
 }

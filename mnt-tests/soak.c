@@ -57,7 +57,7 @@
 
 enum {
     TIMEOUT_MS = 2000,      /* the queue's TIMEOUT, as scripts/soak defines it */
-    QUIET_MS = 3000,        /* draining: empty this long (> TIMEOUT + 300ms) ends a worker */
+    QUIET_MS = 2500,        /* draining: empty this long (> TIMEOUT + 300ms) ends a worker */
     DRAIN_MAX_MS = 30000,   /* draining never lasts longer */
     EMPTY_SLEEP_MS = 20,
     ERROR_SLEEP_MS = 50,

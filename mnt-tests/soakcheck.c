@@ -476,8 +476,12 @@ take_line(size_t i)
     } else if (strcmp(ev, "KILL") == 0) {
         fig.kills++;
     } else if (strcmp(ev, "FINDING") == 0) {
-        char *text = strstr(lines[i].text, f[5]) + strlen(f[5]);
-        finding("DRIVER", "%s", text + strspn(text, " "));
+        const char *text = lines[i].text;
+        for (int k = 0; k < 6; k++) {   /* the text follows the sixth field */
+            text += strspn(text, " \t");
+            text += strcspn(text, " \t");
+        }
+        finding("DRIVER", "%s", text + strspn(text, " \t"));
     } else {
         malformed(i);
     }
