@@ -113,6 +113,7 @@ rnd(uint64_t n)
     return (rng_state * 2685821657736338717ULL) % n;
 }
 
+/* Starts the sequence rnd() draws from at "seed". */
 static void
 rnd_seed(uint64_t seed)
 {
@@ -178,8 +179,7 @@ datetime_ns(const char *s)
     return *p == 'Z' ? ns : -1;
 }
 
-/* The integer after "\"key\":" in "json", or -1 (absent counts as 0 for
- * attempts: the caller says which). */
+/* The integer after "\"key\":" in "json", or "absent" when there is none. */
 static int64_t
 json_int(const char *json, const char *key, int64_t absent)
 {
@@ -257,6 +257,7 @@ worker_claim(Worker *w, Claimed *c)
     return 1;
 }
 
+/* Finishes record "id" (unlink) and logs what the unlink returned. */
 static void
 worker_finish(Worker *w, int64_t id, bool late)
 {
@@ -267,6 +268,8 @@ worker_finish(Worker *w, int64_t id, bool late)
     log_event("FINISH", s, stamp(), "%" PRId64 " %s %d %s", id, err_name(e), late, w->mount);
 }
 
+/* Releases record "id" (rename into released/, NOT BEFORE "delay_ms" from
+ * now when not 0) and logs what the rename returned. */
 static void
 worker_release(Worker *w, int64_t id, int delay_ms, bool late)
 {
@@ -282,6 +285,7 @@ worker_release(Worker *w, int64_t id, int delay_ms, bool late)
               w->mount);
 }
 
+/* Logs that the worker lets its hold on "id" go unfinished ("how"). */
 static void
 worker_abandon(Worker *w, int64_t id, const char *how)
 {
@@ -332,6 +336,8 @@ worker_done(Worker *w)
            now.mono - w->drain_start.mono >= (int64_t)DRAIN_MAX_MS * 1000000;
 }
 
+/* A worker on "mount" until the stop file exists and the queue has drained;
+ * 0 at the end (errors are logged, never fatal). */
 static int
 run_worker(const char *mount)
 {
@@ -412,6 +418,8 @@ backlog(const char *mount)
     return n;
 }
 
+/* The producer on the comma-separated "mounts" until the stop file exists;
+ * 0 at the end (errors are logged, never fatal). */
 static int
 run_producer(char *mounts)
 {
@@ -433,6 +441,8 @@ run_producer(char *mounts)
     return 0;
 }
 
+/* soak worker|producer NAME MOUNT LOG SEED STOPFILE: 2 on a usage error or
+ * when the log cannot be written, else 0. */
 int
 main(int argc, char **argv)
 {

@@ -138,6 +138,7 @@ static Tally tallies[32];
 static size_t ntallies;
 static long nfindings;
 
+/* realloc that exits on failure. */
 static void *
 xrealloc(void *p, size_t n)
 {
@@ -149,6 +150,7 @@ xrealloc(void *p, size_t n)
     return p;
 }
 
+/* A copy of "s" that the caller frees. */
 static char *
 xstrdup(const char *s)
 {
@@ -177,8 +179,8 @@ rel(int64_t t)
     return (double)(t - t0) / 1e9;
 }
 
-/* Prints a finding of kind "kind" (its first MAX_SHOWN, then only counts),
- * followed by the log lines numbered in the -1-terminated list. */
+/* Counts a finding of kind "kind" and prints it (the first MAX_SHOWN of a
+ * kind; the rest are only counted).  show() adds the log lines behind it. */
 __attribute__((format(printf, 2, 3))) static void
 finding(const char *kind, const char *fmt, ...)
 {
@@ -211,6 +213,7 @@ show(const char *kind, size_t i)
     printf("    %s:%ld: %s\n", lines[i].file, lines[i].no, lines[i].text);
 }
 
+/* The index of worker or producer "name", added when new. */
 static int
 name_index(const char *name)
 {
@@ -222,6 +225,7 @@ name_index(const char *name)
     return (int)nnames++;
 }
 
+/* What is known of record jobs:"id" (zeroed when nothing is yet). */
 static Rec *
 rec_of(int64_t id)
 {
@@ -229,6 +233,7 @@ rec_of(int64_t id)
     return &recs[id];
 }
 
+/* What is known of serial "s" (zeroed when nothing is yet). */
 static Serial *
 serial_of(int64_t s)
 {
@@ -289,6 +294,7 @@ outcome_of(const char *rc)
     return O_MAYBE;
 }
 
+/* Without --crash, the failure on log line "line" of "what" is a finding. */
 static void
 unexpected(size_t line, const char *what)
 {
@@ -300,6 +306,7 @@ unexpected(size_t line, const char *what)
 
 /* ---- reading ---- */
 
+/* Exits 2 over log line "i", which is not what soak writes. */
 static void
 malformed(size_t i)
 {
@@ -488,6 +495,8 @@ take_line(size_t i)
     free(copy);
 }
 
+/* Appends the lines of the file at "path" to the log; exits 2 when it
+ * cannot be read. */
 static void
 read_log(const char *path)
 {
@@ -513,6 +522,7 @@ read_log(const char *path)
 
 /* ---- checks ---- */
 
+/* qsort order of claims: by store time, then by place in the log. */
 static int
 claim_cmp(const void *pa, const void *pb)
 {
@@ -718,6 +728,8 @@ clock_drift(void)
     return d < 0 ? -d : d;
 }
 
+/* soakcheck [--timeout-ms N] [--slack-ms N] [--crash] LOG…: 0 when the
+ * log shows nothing wrong, 1 with findings, 2 on a usage or log error. */
 int
 main(int argc, char **argv)
 {
