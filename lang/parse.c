@@ -15,7 +15,9 @@
  *    a float literal is folded into the literal.
  *  - \u0000 is allowed inside string values (a Value string may hold NUL)
  *    but not in names: object keys, consumer names.
- *  - A raw newline inside a quoted string ends it as unterminated. */
+ *  - A raw newline inside a quoted string ends it as unterminated.
+ *  - A record key is never the empty string (`jobs:''` is an error): every
+ *    identity is also a file name, and a file name cannot be empty. */
 #include "parse.h"
 
 #include <stdarg.h>
@@ -367,6 +369,11 @@ key(ParseState *ps, Value *out, const char *what)
         break;
     case TK_IDENT:
     case TK_STRING:
+        if (t->len == 0) {
+            /* An identity is a file name too, and a file name is never empty. */
+            error_at(ps, t, "a record key cannot be empty");
+            return false;
+        }
         *out = value_string(t->text, t->len);
         break;
     default:
@@ -907,6 +914,8 @@ lit_object(ParseState *ps, Value *out)
         Value v = {0};
         if (expect(ps, TK_COLON, "':' after the field name") && lit_value(ps, &v))
             value_object_set(out, k, v);
+        else
+            value_free(&v);  /* what a failed nested value built so far */
         if (k != small)
             free(k);
         if (FAILED(ps))
@@ -930,8 +939,10 @@ lit_array(ParseState *ps, Value *out)
     next(ps);  /* '[' */
     while (!FAILED(ps) && ps->tok.kind != TK_RBRACKET) {
         Value v = {0};
-        if (!lit_value(ps, &v))
+        if (!lit_value(ps, &v)) {
+            value_free(&v);  /* what a failed nested value built so far */
             break;
+        }
         value_array_push(out, v);
         if (!accept(ps, TK_COMMA)) {
             if (ps->tok.kind != TK_RBRACKET)
