@@ -317,6 +317,44 @@ name(ParseState *ps, const char *what)
     return s;
 }
 
+/* The longest table name: a table is a directory of the mount (NAME_MAX). */
+#define TABLE_NAME_MAX 255
+
+/* tablename -> IDENT that can name a directory of the mount: at most
+ * TABLE_NAME_MAX bytes, no '/', NUL or control byte, not "." or "..", and
+ * not "ctl" or "metrics", the mount's own files. */
+static char *
+table_name(ParseState *ps, const char *what)
+{
+    const Token *t = &ps->tok;
+    if (t->kind != TK_IDENT) {
+        expected(ps, what);
+        return NULL;
+    }
+    const char *why = NULL;
+    if (t->len > TABLE_NAME_MAX)
+        why = "is longer than 255 bytes";
+    else if (t->len == 0)
+        why = "is empty";
+    for (size_t i = 0; !why && i < t->len; i++) {
+        unsigned char c = (unsigned char)t->text[i];
+        if (c == '/')
+            why = "holds '/'";
+        else if (c < 0x20 || c == 0x7f)
+            why = "holds a control character";
+    }
+    if (!why && ((t->len == 1 && t->text[0] == '.') || (t->len == 2 && memcmp(t->text, "..", 2) == 0)))
+        why = "is '.' or '..'";
+    if (!why && ((t->len == 3 && memcmp(t->text, "ctl", 3) == 0) ||
+                 (t->len == 7 && memcmp(t->text, "metrics", 7) == 0)))
+        why = "is the name of one of the mount's files";
+    if (why) {
+        error_at(ps, t, "a table name %s (a table is a directory of the mount)", why);
+        return NULL;
+    }
+    return name(ps, what);
+}
+
 /* path -> IDENT {'.' IDENT} */
 static bool
 path(ParseState *ps, char ***parts, size_t *len, const char *what)
@@ -425,7 +463,7 @@ record_text(ParseState *ps, const Token *t, Value *out)
 static bool
 target(ParseState *ps, Target *t, const char *what)
 {
-    t->table = name(ps, what);
+    t->table = table_name(ps, what);
     if (!t->table)
         return false;
     if (accept(ps, TK_COLON)) {
@@ -1150,7 +1188,7 @@ static void
 define_queue(ParseState *ps, TableDecl *d)
 {
     d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = name(ps, "a queue name after DEFINE QUEUE")))
+    if (FAILED(ps) || !(d->name = table_name(ps, "a queue name after DEFINE QUEUE")))
         return;
     if (!expect_kw(ps, "TIMEOUT", "TIMEOUT after the queue name (a queue needs TIMEOUT)") ||
         !duration(ps, &d->timeout_ns, "TIMEOUT"))
@@ -1214,7 +1252,7 @@ static void
 define_collection(ParseState *ps, TableDecl *d)
 {
     d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = name(ps, "a collection name")))
+    if (FAILED(ps) || !(d->name = table_name(ps, "a collection name")))
         return;
     while (!FAILED(ps) && !at_end(ps)) {
         if (!table_clause(ps, d)) {
@@ -1232,7 +1270,7 @@ on_table(ParseState *ps, const char *what)
         return NULL;
     if (is_kw(&ps->tok, "TABLE") && peek(ps)->kind == TK_IDENT)
         next(ps);
-    return name(ps, "a table name after ON");
+    return table_name(ps, "a table name after ON");
 }
 
 static const char *const type_names[] = {
@@ -1478,10 +1516,10 @@ claim(ParseState *ps, Stmt *s)
         next(ps);
         if (!expect_kw(ps, "FROM", "FROM after the CLAIM count"))
             return;
-        s->u.claim.target.table = name(ps, "a queue name after FROM");
+        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
     } else if (is_kw(t, "FROM") && peek(ps)->kind == TK_IDENT) {
         next(ps);
-        s->u.claim.target.table = name(ps, "a queue name after FROM");
+        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
     } else if (!record_target(ps, &s->u.claim.target,
                               "a count, FROM or a record id (table:key) after CLAIM")) {
         return;
@@ -1500,7 +1538,7 @@ release(ParseState *ps, Stmt *s)
         s->kind = ST_RELEASE_ALL;
         next(ps);
         next(ps);
-        if (!(s->u.release.target.table = name(ps, "a queue name after RELEASE ALL FROM")))
+        if (!(s->u.release.target.table = table_name(ps, "a queue name after RELEASE ALL FROM")))
             return;
     } else if (!record_target(ps, &s->u.release.target,
                               "a record id (table:key) or ALL FROM after RELEASE")) {
@@ -1545,7 +1583,7 @@ info(ParseState *ps, Stmt *s)
 {
     s->kind = ST_INFO_TABLE;
     if (expect_kw(ps, "FOR", "FOR after INFO") && expect_kw(ps, "TABLE", "TABLE after INFO FOR"))
-        s->u.table_op.table = name(ps, "a table name after INFO FOR TABLE");
+        s->u.table_op.table = table_name(ps, "a table name after INFO FOR TABLE");
 }
 
 /* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
@@ -1563,7 +1601,7 @@ drop(ParseState *ps, Stmt *s)
         expected(ps, "QUEUE, COLLECTION or TABLE after DROP");
         return;
     }
-    s->u.table_op.table = name(ps, "a table name after DROP");
+    s->u.table_op.table = table_name(ps, "a table name after DROP");
 }
 
 /* statement -> define | create | update | delete | select | claim | release
