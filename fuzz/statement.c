@@ -3,7 +3,9 @@
  * The input is a whole text as a ctl write or queuefs-sql would hand it to
  * the parser.  Every statement parsed is walked and freed; the parser must
  * end with 0 (end of text) or -1 (an error with a named code and a
- * message), never crash, leak or loop.  Built by scripts/fuzz. */
+ * message), never crash, leak or loop, and no expression may be deeper
+ * than PARSE_MAX_DEPTH (the evaluator recurses through it).  Built by
+ * scripts/fuzz. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,73 @@ check(int ok, const char *why)
     }
 }
 
+/* The height of expression tree "e" (0 for none): evaluating and freeing it
+ * recurse this deep, so the parser must keep it near PARSE_MAX_DEPTH. */
+static int
+height(const Expr *e)
+{
+    if (!e)
+        return 0;
+    int h = 0, k;
+    switch (e->kind) {
+    case EX_OBJECT:
+        for (size_t i = 0; i < e->u.object.len; i++)
+            if ((k = height(e->u.object.vals[i])) > h)
+                h = k;
+        break;
+    case EX_ARRAY:
+        for (size_t i = 0; i < e->u.array.len; i++)
+            if ((k = height(e->u.array.items[i])) > h)
+                h = k;
+        break;
+    case EX_UNARY:
+        h = height(e->u.unary.arg);
+        break;
+    case EX_BINARY:
+        h = height(e->u.binary.lhs);
+        if ((k = height(e->u.binary.rhs)) > h)
+            h = k;
+        break;
+    case EX_CALL:
+        for (size_t i = 0; i < e->u.call.len; i++)
+            if ((k = height(e->u.call.args[i])) > h)
+                h = k;
+        break;
+    default:
+        break;
+    }
+    return h + 1;
+}
+
+/* The height of the tallest expression statement "s" holds. */
+static int
+stmt_height(const Stmt *s)
+{
+    int h = 0, k;
+    switch (s->kind) {
+    case ST_CREATE: case ST_UPDATE: case ST_UPSERT:
+        h = height(s->u.write.content);
+        if ((k = height(s->u.write.where)) > h)
+            h = k;
+        break;
+    case ST_DELETE:
+        h = height(s->u.del.where);
+        break;
+    case ST_SELECT:
+        h = height(s->u.select.where);
+        for (size_t i = 0; i < s->u.select.nfields; i++)
+            if ((k = height(s->u.select.fields[i].expr)) > h)
+                h = k;
+        break;
+    case ST_RELEASE: case ST_RELEASE_ALL:
+        h = height(s->u.release.not_before);
+        break;
+    default:
+        break;
+    }
+    return h;
+}
+
 /* Parses "size" bytes of "data" statement by statement; returns 0. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -32,6 +101,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while ((rc = parser_next(p, &s, &err)) == 1) {
         check(s != NULL, "parser_next returned 1 without a statement");
         check(s->line >= 1, "a statement starts before line 1");
+        check(stmt_height(s) <= PARSE_MAX_DEPTH + 2, "an expression deeper than PARSE_MAX_DEPTH");
         stmt_free(s);
         check(++n <= (int)size + 1, "more statements than bytes");
     }

@@ -777,16 +777,34 @@ unary_expr(ParseState *ps)
     return e;
 }
 
+/* One more operator in a left-deep chain (a + b + c …): each is a level of
+ * the tree that evaluating and freeing it recurse through, so it counts
+ * towards PARSE_MAX_DEPTH like a bracket.  On true "*levels" grows by one
+ * (the caller gives them back); on false the error is set and "*e" freed. */
+static bool
+chain(ParseState *ps, Expr **e, int *levels)
+{
+    if (!enter(ps)) {
+        expr_free(*e);
+        *e = NULL;
+        return false;
+    }
+    (*levels)++;
+    return true;
+}
+
 /* mul -> unary {('*' | '/') unary} */
 static Expr *
 mul_expr(ParseState *ps)
 {
     Expr *e = unary_expr(ps);
-    while (e && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH)) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH) && chain(ps, &e, &levels)) {
         ExprOp op = ps->tok.kind == TK_STAR ? OP_MUL : OP_DIV;
         next(ps);
         e = binary(op, e, unary_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -795,11 +813,13 @@ static Expr *
 add_expr(ParseState *ps)
 {
     Expr *e = mul_expr(ps);
-    while (e && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS)) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS) && chain(ps, &e, &levels)) {
         ExprOp op = ps->tok.kind == TK_PLUS ? OP_ADD : OP_SUB;
         next(ps);
         e = binary(op, e, mul_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -851,10 +871,12 @@ static Expr *
 and_expr(ParseState *ps)
 {
     Expr *e = not_expr(ps);
-    while (e && (ps->tok.kind == TK_ANDAND || is_kw(&ps->tok, "AND"))) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_ANDAND || is_kw(&ps->tok, "AND")) && chain(ps, &e, &levels)) {
         next(ps);
         e = binary(OP_AND, e, not_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -863,10 +885,12 @@ static Expr *
 or_expr(ParseState *ps)
 {
     Expr *e = and_expr(ps);
-    while (e && (ps->tok.kind == TK_OROR || is_kw(&ps->tok, "OR"))) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_OROR || is_kw(&ps->tok, "OR")) && chain(ps, &e, &levels)) {
         next(ps);
         e = binary(OP_OR, e, and_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
