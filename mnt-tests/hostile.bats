@@ -14,7 +14,9 @@
 #  - a file name that is not exactly the name of an identity is EINVAL for
 #    a create and ENOENT for a lookup; a rename target naming another
 #    identity, or an @ suffix that is not a duration or a datetime, EINVAL.
-# Names longer than 1024 bytes are ENAMETOOLONG from the kernel.
+#  - a file name longer than any identity's (4 KiB) is ENAMETOOLONG (from
+#    the kernel or from queuefs); one that could be a name but stands for
+#    an identity longer than 400 bytes is TooLarge (EFBIG).
 
 load mount_helpers
 load hostile_helpers
@@ -123,7 +125,7 @@ rename EINVAL -                  printf '8'
 rename EINVAL -                  printf '%%37'
 rename ENAMETOOLONG -            printf '7@'; rep 4096 a
 create ENAMETOOLONG -            rep 4096 n
-create ENAMETOOLONG -            rep 1100 n
+create EFBIG  -                  rep 1000 n
 create EFBIG  -                  rep 401 n
 create EINVAL -                  printf '%%41'
 create EINVAL -                  printf '007'

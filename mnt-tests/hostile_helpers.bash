@@ -65,11 +65,17 @@ def write_all(fd, b):
         b = b[os.write(fd, b):]
 
 def by_file(fpath, flags, b):
+    """open, write, close: the first of them to fail raises its error."""
     fd = os.open(fpath, flags, 0o644)
     try:
         write_all(fd, b)
-    finally:
-        os.close(fd)
+    except OSError:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
 
 b = lambda *parts: os.path.join(mnt.encode(), *parts)
 try:
