@@ -21,6 +21,7 @@ setup_file() {
 fuzz_target() {
     run "$FUZZ" -o "$FUZZ_OUT" "${QUEUEFS_FUZZ_SECONDS:-20}" "$1"
     echo "$output"
+    echo "# $output" >&3    # the executions reached, in the TAP log
     [ "$status" -eq 0 ] || fail "fuzz target $1 failed (the input and a reproducer are above)"
     assert_output --regexp "^$1: [0-9]+ executions in [0-9]+ s, no crash, leak or hang\$"
 }

@@ -8,6 +8,9 @@
 #
 # Decisions where SPEC is silent (README, "Hostile input"):
 #  - a record whose content is larger than 16 MiB is TooLarge (EFBIG);
+#  - a write() to ctl carries at most 1 MiB - 4 KiB of statements (the
+#    kernel cuts longer ones in pieces, and only the first piece's error
+#    reaches the writer): a longer one is TooLarge (EFBIG), nothing run;
 #  - a table name that cannot be a directory (holding '/' or a control
 #    byte, '.', '..', longer than 255 bytes, `ctl`, `metrics`) and the empty
 #    record key (`jobs:''`, which no file name can stand for) are ParseError;
@@ -64,7 +67,7 @@ ctl    EINVAL ParseError         printf "CREATE notes:2 = {t: d'2026-13-01T00:00
 ctl    EINVAL ParseError         printf "CREATE notes:2 = {t: d'2026-02-30T00:00:00Z'};"
 ctl    EINVAL ParseError         printf "CREATE notes:2 = {t: d'2026-12-01T25:00:00Z'};"
 ctl    EINVAL TypeError          printf "RELEASE jobs:7 NOT BEFORE 'soon';"
-ctl    EINVAL ParseError         printf 'CREATE notes:2 = {a: '"'"; bytes $((MiB - 40)) x; printf "'"'} junk;'
+ctl    EINVAL ParseError         printf 'CREATE notes:2 = {a: '"'"; bytes $((1000 * 1024)) x; printf "'"'} junk;'
 ctl    EINVAL ParseError         printf "CREATE notes:'' = {};"
 ctl    EFBIG  TooLarge           printf "CREATE notes:'%s' = {};" "$(rep 401 k)"
 ctl    EFBIG  TooLarge           printf 'CREATE notes:%s = {};' "$(rep 100000 k)"
