@@ -30,6 +30,7 @@ reads_as_integer(const char *s, size_t len)
     return true;
 }
 
+/* True for the bytes a name always writes as %XX. */
 static bool
 must_escape(unsigned char c)
 {
@@ -39,6 +40,7 @@ must_escape(unsigned char c)
 void
 name_from_key(const Value *key, Buf *out)
 {
+    buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
     if (key->kind == VAL_INT) {
         buf_printf(out, "%lld", (long long)key->u.i);
         return;
@@ -56,6 +58,7 @@ name_from_key(const Value *key, Buf *out)
     }
 }
 
+/* The value of upper-case hex digit "c", or -1 for any other byte. */
 static int
 hex_digit(char c)
 {

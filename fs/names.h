@@ -23,7 +23,9 @@
 /* True for the names a table directory reserves: claim new released wait
  * held dead stats. */
 bool name_is_reserved(const char *name);
-/* Appends the file name of identity "key" (VAL_INT or VAL_STRING). */
+/* Appends the file name of identity "key" (VAL_INT or VAL_STRING).  The
+ * language refuses the empty string as a key, the one key with no name:
+ * for it nothing is appended. */
 void name_from_key(const Value *key, Buf *out);
 /* The identity file name "name" stands for: 0 and "*key" set (caller
  * frees), or -1 when "name" is the name of no identity. */

@@ -15,7 +15,9 @@
  *    a float literal is folded into the literal.
  *  - \u0000 is allowed inside string values (a Value string may hold NUL)
  *    but not in names: object keys, consumer names.
- *  - A raw newline inside a quoted string ends it as unterminated. */
+ *  - A raw newline inside a quoted string ends it as unterminated.
+ *  - A record key is never the empty string (`jobs:''` is an error): every
+ *    identity is also a file name, and a file name cannot be empty. */
 #include "parse.h"
 
 #include <stdarg.h>
@@ -316,6 +318,44 @@ name(ParseState *ps, const char *what)
     return s;
 }
 
+/* The longest table name: a table is a directory of the mount (NAME_MAX). */
+#define TABLE_NAME_MAX 255
+
+/* tablename -> IDENT that can name a directory of the mount: at most
+ * TABLE_NAME_MAX bytes, no '/', NUL or control byte, not "." or "..", and
+ * not "ctl" or "metrics", the mount's own files. */
+static char *
+table_name(ParseState *ps, const char *what)
+{
+    const Token *t = &ps->tok;
+    if (t->kind != TK_IDENT) {
+        expected(ps, what);
+        return NULL;
+    }
+    const char *why = NULL;
+    if (t->len > TABLE_NAME_MAX)
+        why = "is longer than 255 bytes";
+    else if (t->len == 0)
+        why = "is empty";
+    for (size_t i = 0; !why && i < t->len; i++) {
+        unsigned char c = (unsigned char)t->text[i];
+        if (c == '/')
+            why = "holds '/'";
+        else if (c < 0x20 || c == 0x7f)
+            why = "holds a control character";
+    }
+    if (!why && ((t->len == 1 && t->text[0] == '.') || (t->len == 2 && memcmp(t->text, "..", 2) == 0)))
+        why = "is '.' or '..'";
+    if (!why && ((t->len == 3 && memcmp(t->text, "ctl", 3) == 0) ||
+                 (t->len == 7 && memcmp(t->text, "metrics", 7) == 0)))
+        why = "is the name of one of the mount's files";
+    if (why) {
+        error_at(ps, t, "a table name %s (a table is a directory of the mount)", why);
+        return NULL;
+    }
+    return name(ps, what);
+}
+
 /* path -> IDENT {'.' IDENT} */
 static bool
 path(ParseState *ps, char ***parts, size_t *len, const char *what)
@@ -368,6 +408,11 @@ key(ParseState *ps, Value *out, const char *what)
         break;
     case TK_IDENT:
     case TK_STRING:
+        if (t->len == 0) {
+            /* An identity is a file name too, and a file name is never empty. */
+            error_at(ps, t, "a record key cannot be empty");
+            return false;
+        }
         *out = value_string(t->text, t->len);
         break;
     default:
@@ -419,7 +464,7 @@ record_text(ParseState *ps, const Token *t, Value *out)
 static bool
 target(ParseState *ps, Target *t, const char *what)
 {
-    t->table = name(ps, what);
+    t->table = table_name(ps, what);
     if (!t->table)
         return false;
     if (accept(ps, TK_COLON)) {
@@ -733,16 +778,34 @@ unary_expr(ParseState *ps)
     return e;
 }
 
+/* One more operator in a left-deep chain (a + b + c …): each is a level of
+ * the tree that evaluating and freeing it recurse through, so it counts
+ * towards PARSE_MAX_DEPTH like a bracket.  On true "*levels" grows by one
+ * (the caller gives them back); on false the error is set and "*e" freed. */
+static bool
+chain(ParseState *ps, Expr **e, int *levels)
+{
+    if (!enter(ps)) {
+        expr_free(*e);
+        *e = NULL;
+        return false;
+    }
+    (*levels)++;
+    return true;
+}
+
 /* mul -> unary {('*' | '/') unary} */
 static Expr *
 mul_expr(ParseState *ps)
 {
     Expr *e = unary_expr(ps);
-    while (e && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH)) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH) && chain(ps, &e, &levels)) {
         ExprOp op = ps->tok.kind == TK_STAR ? OP_MUL : OP_DIV;
         next(ps);
         e = binary(op, e, unary_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -751,11 +814,13 @@ static Expr *
 add_expr(ParseState *ps)
 {
     Expr *e = mul_expr(ps);
-    while (e && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS)) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS) && chain(ps, &e, &levels)) {
         ExprOp op = ps->tok.kind == TK_PLUS ? OP_ADD : OP_SUB;
         next(ps);
         e = binary(op, e, mul_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -807,10 +872,12 @@ static Expr *
 and_expr(ParseState *ps)
 {
     Expr *e = not_expr(ps);
-    while (e && (ps->tok.kind == TK_ANDAND || is_kw(&ps->tok, "AND"))) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_ANDAND || is_kw(&ps->tok, "AND")) && chain(ps, &e, &levels)) {
         next(ps);
         e = binary(OP_AND, e, not_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -819,10 +886,12 @@ static Expr *
 or_expr(ParseState *ps)
 {
     Expr *e = and_expr(ps);
-    while (e && (ps->tok.kind == TK_OROR || is_kw(&ps->tok, "OR"))) {
+    int levels = 0;
+    while (e && (ps->tok.kind == TK_OROR || is_kw(&ps->tok, "OR")) && chain(ps, &e, &levels)) {
         next(ps);
         e = binary(OP_OR, e, and_expr(ps));
     }
+    ps->depth -= levels;
     return e;
 }
 
@@ -908,6 +977,8 @@ lit_object(ParseState *ps, Value *out)
         Value v = {0};
         if (expect(ps, TK_COLON, "':' after the field name") && lit_value(ps, &v))
             value_object_set(out, k, v);
+        else
+            value_free(&v);  /* what a failed nested value built so far */
         if (k != small)
             free(k);
         if (FAILED(ps))
@@ -931,8 +1002,10 @@ lit_array(ParseState *ps, Value *out)
     next(ps);  /* '[' */
     while (!FAILED(ps) && ps->tok.kind != TK_RBRACKET) {
         Value v = {0};
-        if (!lit_value(ps, &v))
+        if (!lit_value(ps, &v)) {
+            value_free(&v);  /* what a failed nested value built so far */
             break;
+        }
         value_array_push(out, v);
         if (!accept(ps, TK_COMMA)) {
             if (ps->tok.kind != TK_RBRACKET)
@@ -1140,7 +1213,7 @@ static void
 define_queue(ParseState *ps, TableDecl *d)
 {
     d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = name(ps, "a queue name after DEFINE QUEUE")))
+    if (FAILED(ps) || !(d->name = table_name(ps, "a queue name after DEFINE QUEUE")))
         return;
     if (!expect_kw(ps, "TIMEOUT", "TIMEOUT after the queue name (a queue needs TIMEOUT)") ||
         !duration(ps, &d->timeout_ns, "TIMEOUT"))
@@ -1204,7 +1277,7 @@ static void
 define_collection(ParseState *ps, TableDecl *d)
 {
     d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = name(ps, "a collection name")))
+    if (FAILED(ps) || !(d->name = table_name(ps, "a collection name")))
         return;
     while (!FAILED(ps) && !at_end(ps)) {
         if (!table_clause(ps, d)) {
@@ -1222,7 +1295,7 @@ on_table(ParseState *ps, const char *what)
         return NULL;
     if (is_kw(&ps->tok, "TABLE") && peek(ps)->kind == TK_IDENT)
         next(ps);
-    return name(ps, "a table name after ON");
+    return table_name(ps, "a table name after ON");
 }
 
 static const char *const type_names[] = {
@@ -1469,10 +1542,10 @@ claim(ParseState *ps, Stmt *s)
         next(ps);
         if (!expect_kw(ps, "FROM", "FROM after the CLAIM count"))
             return;
-        s->u.claim.target.table = name(ps, "a queue name after FROM");
+        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
     } else if (is_kw(t, "FROM") && peek(ps)->kind == TK_IDENT) {
         next(ps);
-        s->u.claim.target.table = name(ps, "a queue name after FROM");
+        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
     } else if (!record_target(ps, &s->u.claim.target,
                               "a count, FROM or a record id (table:key) after CLAIM")) {
         return;
@@ -1504,7 +1577,7 @@ release(ParseState *ps, Stmt *s)
         s->kind = ST_RELEASE_ALL;
         next(ps);
         next(ps);
-        if (!(s->u.release.target.table = name(ps, "a queue name after RELEASE ALL FROM")))
+        if (!(s->u.release.target.table = table_name(ps, "a queue name after RELEASE ALL FROM")))
             return;
     } else if (!record_target(ps, &s->u.release.target,
                               "a record id (table:key) or ALL FROM after RELEASE")) {
@@ -1549,7 +1622,7 @@ info(ParseState *ps, Stmt *s)
 {
     s->kind = ST_INFO_TABLE;
     if (expect_kw(ps, "FOR", "FOR after INFO") && expect_kw(ps, "TABLE", "TABLE after INFO FOR"))
-        s->u.table_op.table = name(ps, "a table name after INFO FOR TABLE");
+        s->u.table_op.table = table_name(ps, "a table name after INFO FOR TABLE");
 }
 
 /* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
@@ -1567,7 +1640,7 @@ drop(ParseState *ps, Stmt *s)
         expected(ps, "QUEUE, COLLECTION or TABLE after DROP");
         return;
     }
-    s->u.table_op.table = name(ps, "a table name after DROP");
+    s->u.table_op.table = table_name(ps, "a table name after DROP");
 }
 
 /* statement -> define | create | update | delete | select | claim | release
