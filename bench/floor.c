@@ -11,10 +11,10 @@
  *   /jobs/released/   rename of /jobs/N to /jobs/released/N succeeds
  *   /jobs/new         writes are accepted and dropped
  *
- * Settings as queuefs's: direct_io, names kept by the kernel for a second,
- * attributes and absent names never, hard_remove, the multithreaded loop.
- * --cache lets the kernel keep attributes for a second too, to show what
- * the getattrs of every cycle cost.  Returns
+ * Settings as queuefs's: direct_io, entry/attribute/negative timeouts 0,
+ * hard_remove, the multithreaded loop.  --cache lets the kernel keep
+ * entries and attributes for a second instead, to show what the lookups
+ * of every path cost.  Returns
  * once mounted (libfuse daemonizes after the mount); unmount with
  * fusermount3 -u MOUNTPOINT. */
 #define FUSE_USE_VERSION 314
@@ -168,12 +168,11 @@ floor_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
     return 0;
 }
 
-/* queuefs's settings: names cached for a second, attributes only with
- * --cache. */
+/* queuefs's settings: nothing cached by the kernel (unless --cache). */
 static void *
 floor_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    cfg->entry_timeout = 1;
+    cfg->entry_timeout = cache_seconds;
     cfg->attr_timeout = cache_seconds;
     cfg->negative_timeout = 0;
     cfg->hard_remove = 1;

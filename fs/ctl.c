@@ -33,6 +33,16 @@ add_line(void *ctx, const char *line, size_t len)
     buf_putc(ctx, '\n');
 }
 
+/* True when "data" ends with ';' and blanks: a complete statement. */
+static bool
+ends_statement(const char *data, size_t n)
+{
+    while (n && (data[n - 1] == ' ' || data[n - 1] == '\t' || data[n - 1] == '\n' ||
+                 data[n - 1] == '\r'))
+        n--;
+    return n && data[n - 1] == ';';
+}
+
 ssize_t
 ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const gid_t *groups,
           int ngroups, bool enforce)
@@ -48,7 +58,15 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
         c->read_pos = 0;
     }
     LangError err = {0};
-    lang_session_exec(c->session, data, size, add_line, &c->out, &err);
+    /* The kernel cuts a write() longer than max_write into pieces, and only
+     * the first piece's error reaches the writer as an errno: a full piece
+     * that does not end a statement is refused whole, before anything runs. */
+    if (size > CTL_MAX_WRITE - 4096 && !ends_statement(data, size))
+        lang_error_set(&err, LANG_TOO_LARGE,
+                       "a write to ctl carries at most %zu KiB of statements; "
+                       "write large records to their files", (CTL_MAX_WRITE - 4096) >> 10);
+    else
+        lang_session_exec(c->session, data, size, add_line, &c->out, &err);
     if (err.code) {
         lang_error_to_json(&err, &c->out);
         buf_putc(&c->out, '\n');

@@ -14,6 +14,12 @@
 
 #include "../store/store.h"
 
+/* The mount's max_write.  The kernel cuts a longer write() into pieces of
+ * about this size (less the misalignment of the writer's buffer); a write
+ * of more than CTL_MAX_WRITE - 4096 bytes is TooLarge unless each piece
+ * ends a statement. */
+#define CTL_MAX_WRITE ((size_t)1 << 20)
+
 typedef struct CtlFile CtlFile;
 
 /* A session acting as "consumer" (may be NULL) and "instance".  A
@@ -23,7 +29,9 @@ CtlFile *ctl_open(Store *store, const char *consumer, const char *instance,
                   bool (*interrupted)(void *ctx));
 /* Runs the statements in "data" as the caller "uid"/"gid"/"groups" (with
  * "enforce", checked against each table's owner and mode): returns "size"
- * when all ran, or -errno of the first error (its line is then readable). */
+ * when all ran, or -errno of the first error (its line is then readable).
+ * A piece of a longer write() that fills max_write without ending a
+ * statement is TooLarge (EFBIG). */
 ssize_t ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid,
                   const gid_t *groups, int ngroups, bool enforce);
 /* Copies up to "size" bytes of unread result lines to "buf"; 0 at the end. */

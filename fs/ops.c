@@ -93,12 +93,15 @@ typedef enum PathKind {
     P_DEAD_ENTRY,
     P_RECORD,
     P_NONE,           /* names nothing that can exist */
+    P_TOOLONG,        /* a component longer than any table or identity name */
 } PathKind;
 
 typedef struct Path {
     PathKind kind;
-    char     table[256];
-    char     name[256];   /* the last component for records and view entries */
+    char     table[256];  /* NAME_MAX: the language refuses longer table names */
+    char     name[1280];  /* the last component for records and view entries: an
+                           * identity's name is at most 3 * STORE_MAX_KEY bytes,
+                           * plus "@" and a datetime in released/ */
 } Path;
 
 /* The reserved names of a table directory and what they are; the first
@@ -127,8 +130,12 @@ path_parse(const char *path)
         if (!*c)
             break;
         const char *end = strchrnul(c, '/');
-        if (n == 4 || (size_t)(end - c) >= sizeof p.table)
+        if (n == 4)
             return p;
+        if ((size_t)(end - c) >= (n == 0 ? sizeof p.table : sizeof p.name)) {
+            p.kind = P_TOOLONG;
+            return p;
+        }
         parts[n] = c;
         lens[n++] = (size_t)(end - c);
         c = end;
@@ -190,7 +197,7 @@ table_check(const Path *p, LangTableInfo *info)
 static int
 entry_key(const Path *p, Value *key, int64_t *fence)
 {
-    char id[256];
+    char id[sizeof p->name];
     snprintf(id, sizeof id, "%s", p->name);
     *fence = 0;
     if (p->kind == P_HELD_ENTRY) {
@@ -409,6 +416,8 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
     case P_RELEASED_ENTRY:
     case P_NONE:
         return -ENOENT;
+    case P_TOOLONG:
+        return -ENAMETOOLONG;
     default:
         if ((rc = table_check(&p, &info)))
             return rc;
@@ -773,10 +782,16 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         h = handle_new(H_NEW, &p);
         break;
     case P_RECORD:
-        if (accmode == O_RDONLY)
+        if (accmode == O_RDONLY) {
             rc = open_snapshot(&p, &h);
-        else
+        } else {
             rc = open_write(path, &p, fi->flags, false, &h);
+            /* Deleted elsewhere since the kernel looked it up: O_CREAT makes
+             * it anew, as create() would have. */
+            if (rc == -ENOENT && (fi->flags & O_CREAT) && !(rc = table_check(&p, NULL)) &&
+                !(rc = open_write(path, &p, fi->flags, true, &h)))
+                pending_add(path);
+        }
         if (rc)
             return rc;
         break;
@@ -808,8 +823,15 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     (void)mode;
     Path p = path_parse(path);
+    if (p.kind == P_TOOLONG)
+        return -ENAMETOOLONG;
     if (p.kind == P_HELD_ENTRY || p.kind == P_DEAD_ENTRY)
         return -ENOENT;   /* a view's name that is gone (touch says so) */
+    /* A collection has no claim, wait, stats or view directories, and none of
+     * those names is an identity's (those are %63laim, …). */
+    if (p.kind != P_RECORD && p.kind != P_NONE && p.kind != P_RELEASED_ENTRY &&
+        p.kind != P_TABLE && p.kind != P_NEW && table_check(&p, NULL) == -ENOENT)
+        return -EINVAL;
     if (p.kind != P_RECORD)
         return p.kind == P_NONE || p.kind == P_RELEASED_ENTRY ? -EPERM : -EEXIST;
     int rc = table_check(&p, NULL);
@@ -855,6 +877,8 @@ static int
 new_write(Handle *h, const char *buf, size_t size)
 {
     size_t before = h->data.len;
+    if (before + size > RECORD_MAX_BYTES && !memchr(buf, '\n', size))
+        return -EFBIG;   /* a line this long could never be stored */
     buf_append(&h->data, buf, size);
     const char *last = memrchr(h->data.data, '\n', h->data.len);
     if (!last)
@@ -893,6 +917,8 @@ qfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse
     int rc = (int)size;
     if (h->kind == H_NEW) {
         rc = new_write(h, buf, size);
+    } else if ((size_t)off + size > RECORD_MAX_BYTES) {
+        rc = -EFBIG;   /* content this large could never be stored */
     } else {
         if ((size_t)off + size > h->data.len) {
             size_t grow = (size_t)off + size - h->data.len;
@@ -1124,18 +1150,19 @@ static void *
 qfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     Mount *m = fuse_get_context()->private_data;
-    /* Names may stay in the kernel's cache for a second: every use of a
-     * name still reaches the daemon (attributes are never cached, content is
-     * direct_io, and open, stat and unlink check the record), so a deleted
-     * or released record is never shown stale; but a worker's cycle skips
-     * the lookups of its queue's directory and of claim.  Absent names are
-     * never cached, so a new record is visible at once. */
-    cfg->entry_timeout = 1;
+    /* Nothing is cached by the kernel.  Caching names for a second would
+     * save a worker's cycle three lookups (its queue's directory, claim),
+     * but a record deleted through another mount or process would then
+     * still be a name here: open(O_CREAT|O_EXCL) of it would be a false
+     * EEXIST.  The high-level API has one timeout for every name; only
+     * per-name timeouts (the low-level API) could cache the fixed names
+     * alone. */
+    cfg->entry_timeout = 0;
     cfg->attr_timeout = 0;
     cfg->negative_timeout = 0;
     cfg->hard_remove = 1;     /* rm of an open record deletes it; no .fuse_hidden files */
     cfg->use_ino = 0;
-    conn->max_write = 1 << 20;
+    conn->max_write = CTL_MAX_WRITE;
     if (m->ready_fd >= 0) {
         ssize_t ignored = write(m->ready_fd, "", 1);
         (void)ignored;

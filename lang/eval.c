@@ -758,7 +758,7 @@ exec_select(Exec *x, const Stmt *st)
             value_free(&view);
         record_free(&r);
     }
-    if (!x->err->code && st->u.select.norder) {
+    if (!x->err->code && st->u.select.norder && views.u.arr.len) {
         sort_stmt = st;
         qsort(views.u.arr.items, views.u.arr.len, sizeof(Value), compare_rows);
     }

@@ -34,6 +34,9 @@ typedef void (*LangEmit)(void *ctx, const char *line, size_t len);
 
 /* The length of an instance name: 32 hex digits. */
 #define LANG_INSTANCE_LEN 32
+/* The largest record: content whose stored form is larger is TooLarge
+ * (EFBIG), through every statement and file. */
+#define RECORD_MAX_BYTES ((size_t)16 << 20)
 
 /* Writes a fresh, unique instance name (LANG_INSTANCE_LEN hex digits and a
  * NUL) to "out". */

@@ -247,6 +247,12 @@ record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now, L
     Buf key = {0}, val = {0}, order = {0};
     record_key_encode(&r->key, &key);
     record_encode(r, &val);
+    if (val.len > RECORD_MAX_BYTES) {
+        buf_free(&key);
+        buf_free(&val);
+        return lang_error_set(err, LANG_TOO_LARGE, "a record is larger than %zu MiB",
+                              RECORD_MAX_BYTES >> 20);
+    }
     StoreSlot slot, *slotp = NULL;
     if (def->is_queue) {
         bool held = record_is_held(r, now);

@@ -557,7 +557,8 @@ hold_end(const Rec *r, const Claim *c, int64_t until, const Op **by)
 static void
 check_claims(int64_t id, Rec *r)
 {
-    qsort(r->claims, r->nclaims, sizeof *r->claims, claim_cmp);
+    if (r->nclaims)
+        qsort(r->claims, r->nclaims, sizeof *r->claims, claim_cmp);
     for (size_t k = 0; k < r->nclaims; k++) {
         const Claim *c = &r->claims[k];
         if (c->lin < c->cs - slack_ns || c->lin > c->ce + slack_ns) {
