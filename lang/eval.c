@@ -125,6 +125,19 @@ answer(Exec *x, Value *v)
     value_free(v);
 }
 
+/* Ends a data statement: its answer "records" becomes the result line, or,
+ * when the statement failed, is dropped and the error returned. */
+static LangErrorCode
+answer_records(Exec *x, Value *records)
+{
+    if (x->err->code) {
+        value_free(records);
+        return x->err->code;
+    }
+    answer(x, records);
+    return LANG_OK;
+}
+
 LangErrorCode
 check_access(const LangSession *s, const TableDef *def, int want, LangError *err)
 {
@@ -535,12 +548,7 @@ exec_create(Exec *x, const Stmt *st)
 done:
     record_free(&r);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 /* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
@@ -591,12 +599,7 @@ exec_update(Exec *x, const Stmt *st)
     }
     value_free(&keys);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 /* The file view's write of a named record: a whole-record UPDATE of the
@@ -773,12 +776,7 @@ exec_select(Exec *x, const Stmt *st)
     value_free(&keys);
     value_free(&views);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&rows);
-        return x->err->code;
-    }
-    answer(x, &rows);
-    return LANG_OK;
+    return answer_records(x, &rows);
 }
 
 /* ---- CLAIM and RELEASE ---- */
@@ -884,12 +882,7 @@ exec_claim(Exec *x, const Stmt *st)
         }
     }
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 /* The instant a NOT BEFORE clause names: a datetime, or now + a duration. */
@@ -989,12 +982,7 @@ exec_release(Exec *x, const Stmt *st)
 done:
     record_free(&r);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 static int
@@ -1051,12 +1039,7 @@ exec_release_all(Exec *x, const Stmt *st)
 done:
     buf_free(&keys);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 /* touch -> TOUCH record: the hold's deadline becomes now + TIMEOUT. */
@@ -1095,12 +1078,7 @@ done:
     buf_free(&name);
     record_free(&r);
     table_def_free(&def);
-    if (x->err->code) {
-        value_free(&results);
-        return x->err->code;
-    }
-    answer(x, &results);
-    return LANG_OK;
+    return answer_records(x, &results);
 }
 
 /* ---- the rest ---- */
