@@ -1,6 +1,7 @@
 /* catalog.c — table definitions: their stored form, the statement that
  * recreates them, and what INFO FOR TABLE answers. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,26 +133,110 @@ table_def_from_value(const Value *o, TableDef *def)
     }
 }
 
+/* A deep copy of "src" into "dst". */
+static void
+table_def_copy(const TableDef *src, TableDef *dst)
+{
+    *dst = *src;
+    TableDecl *d = &dst->decl;
+    d->name = d->name ? xstrdup(d->name) : NULL;
+    d->priority_by = d->priority_by ? xstrdup(d->priority_by) : NULL;
+    d->not_before = d->not_before ? xstrdup(d->not_before) : NULL;
+    d->graph = d->graph ? xstrdup(d->graph) : NULL;
+    if (src->nfields) {
+        dst->fields = xcalloc(src->nfields, sizeof *dst->fields);
+        for (size_t i = 0; i < src->nfields; i++) {
+            dst->fields[i].name = xstrdup(src->fields[i].name);
+            dst->fields[i].type = src->fields[i].type ? xstrdup(src->fields[i].type) : NULL;
+            dst->fields[i].required = src->fields[i].required;
+        }
+    }
+    if (src->nindexes) {
+        dst->indexes = xcalloc(src->nindexes, sizeof *dst->indexes);
+        for (size_t i = 0; i < src->nindexes; i++) {
+            const IndexDef *from = &src->indexes[i];
+            IndexDef *to = &dst->indexes[i];
+            to->name = xstrdup(from->name);
+            to->nfields = from->nfields;
+            to->fields = from->nfields ? xcalloc(from->nfields, sizeof *to->fields) : NULL;
+            for (size_t j = 0; j < from->nfields; j++)
+                to->fields[j] = xstrdup(from->fields[j]);
+        }
+    }
+}
+
+/* Definitions decoded lately, by the bytes they were decoded from: a
+ * statement reads its table's catalog entry every time (so a definition
+ * changed by another process is always seen), but decodes it only when the
+ * bytes differ from those it last decoded. */
+enum { DEF_CACHE_SLOTS = 16 };
+static struct {
+    uint32_t id;
+    void    *bytes;
+    size_t   len;
+    TableDef def;
+} def_cache[DEF_CACHE_SLOTS];
+static unsigned def_cache_next;
+static pthread_mutex_t def_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Copies the cached definition of table "id" decoded from "bytes" into
+ * "def"; false when there is none. */
+static bool
+def_cache_get(uint32_t id, StoreBytes bytes, TableDef *def)
+{
+    bool hit = false;
+    pthread_mutex_lock(&def_cache_lock);
+    for (unsigned i = 0; i < DEF_CACHE_SLOTS && !hit; i++)
+        if (def_cache[i].bytes && def_cache[i].id == id && def_cache[i].len == bytes.len &&
+            memcmp(def_cache[i].bytes, bytes.data, bytes.len) == 0) {
+            table_def_copy(&def_cache[i].def, def);
+            hit = true;
+        }
+    pthread_mutex_unlock(&def_cache_lock);
+    return hit;
+}
+
+/* Remembers "def" as decoded from "bytes". */
+static void
+def_cache_put(StoreBytes bytes, const TableDef *def)
+{
+    pthread_mutex_lock(&def_cache_lock);
+    unsigned i = def_cache_next++ % DEF_CACHE_SLOTS;
+    free(def_cache[i].bytes);
+    table_def_free(&def_cache[i].def);
+    def_cache[i].id = def->id;
+    def_cache[i].bytes = xmalloc(bytes.len);
+    memcpy(def_cache[i].bytes, bytes.data, bytes.len);
+    def_cache[i].len = bytes.len;
+    table_def_copy(def, &def_cache[i].def);
+    pthread_mutex_unlock(&def_cache_lock);
+}
+
 LangErrorCode
 table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
     memset(def, 0, sizeof *def);
     StoreBytes bytes;
-    int rc = store_table_get(txn, name, &def->id, &bytes);
+    uint32_t id;
+    int rc = store_table_get(txn, name, &id, &bytes);
     if (rc == STORE_NOTFOUND)
         return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
     if (rc)
         return store_error(rc, "reading the catalog", err);
+    if (def_cache_get(id, bytes, def))
+        return LANG_OK;
     Value o;
     if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
         value_free(&o);
         return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
                               name);
     }
+    def->id = id;
     table_def_from_value(&o, def);
     value_free(&o);
     if (!def->decl.name)
         def->decl.name = xstrdup(name);
+    def_cache_put(bytes, def);
     return LANG_OK;
 }
 

@@ -63,7 +63,7 @@ lang_session_new(Store *store, const char *consumer, const char *instance)
     s->store = store;
     s->consumer = consumer ? xstrdup(consumer) : NULL;
     if (instance)
-        snprintf(s->instance, sizeof s->instance, "%s", instance);
+        memcpy(s->instance, instance, strnlen(instance, LANG_INSTANCE_LEN));
     else
         lang_instance_mint(s->instance);
     return s;
