@@ -1033,7 +1033,11 @@ parse_release_target(const Path *from, const Path *to, Value *when)
     *when = value_none();
     char *at = strchr(to->name, '@');
     size_t id_len = at ? (size_t)(at - to->name) : strlen(to->name);
-    if (id_len != entry_id_len(from) || strncmp(to->name, from->name, id_len) != 0)
+    /* The target names the record as the source does (mv keeps the name:
+     * held/7~3 → released/7~3), or by its identity alone (released/7). */
+    bool same = (id_len == entry_id_len(from) || id_len == strlen(from->name)) &&
+                strncmp(to->name, from->name, id_len) == 0;
+    if (!same)
         return -EINVAL;
     if (!at)
         return 0;

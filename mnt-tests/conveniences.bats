@@ -383,6 +383,23 @@ figures() {
     assert_equal "$(cat "$M/jobs/7")" "$rec"
 }
 
+@test "held: mv held/7~N released/ (the name mv keeps) releases that hold" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {}; CREATE jobs:8 = {};" >/dev/null
+    mount_fs
+    run cat "$M/jobs/claim"
+    assert_equal "$(jqr .id "$output")" "jobs:7"
+    run mv "$M/jobs/held/7~1" "$M/jobs/released/"
+    assert_success
+    run cat "$M/jobs/7"
+    assert_equal "$(jqr 'has("claimed_until")' "$output")" false
+    # A name for another record is refused, never a copy (EXDEV).
+    run cat "$M/jobs/claim"
+    assert_equal "$(jqr .id "$output")" "jobs:7"
+    assert_equal "$(renameat2 "$M/jobs/held/7~2" "$M/jobs/released/8")" EINVAL
+    run ls "$M/jobs/held"
+    assert_output "7~2"
+}
+
 @test "held: after a lapse with no new claim the name is gone for cat, rm, mv and touch, and nothing changes" {
     sql "DEFINE QUEUE jobs TIMEOUT 1s; CREATE jobs:7 = {};" >/dev/null
     mount_fs
