@@ -55,8 +55,13 @@
  * later successful sync proves nothing about them: Linux may drop pages
  * whose writeback failed).  A committer raises "committed", then is done
  * when synced >= its id; otherwise it takes the lock, checks again, reads
- * "committed" as the target, syncs and publishes synced = target.  With sync off the environment has
- * MDB_NOSYNC and nothing is synced.
+ * "committed" as the target, syncs and publishes synced = target.  With
+ * sync off the environment is the same (MDB_NOMETASYNC: data pages synced
+ * before their meta page is written, so a machine crash can undo the last
+ * commits but never leave a meta page pointing at pages that never reached
+ * the disk), and the meta page's sync is left to the system: sync off
+ * saves that sync, not the ordering.  MDB_NOSYNC would be faster still,
+ * but LMDB documents that a machine crash can then corrupt the store.
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
  * locks on the lock file are per process, so closing a second handle to the
@@ -942,7 +947,7 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     Store *st = NULL;
     const char *what = "cannot create the directory";
     bool sync = !opts || opts->sync;
-    unsigned flags = MDB_NOTLS | (sync ? MDB_NOMETASYNC : MDB_NOSYNC);
+    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC;
     size_t map_size = opts ? opts->map_size : 0;
     bool locks = false;
     int rc;

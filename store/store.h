@@ -92,7 +92,9 @@ typedef struct StoreSlot {
 } StoreSlot;
 
 typedef struct StoreOptions {
-    bool   sync;        /* true: a committed write is on disk when commit returns */
+    bool   sync;        /* true: a committed write is on disk when commit returns;
+                           false: a machine crash may undo the last commits, but
+                           the store is never corrupted */
     size_t map_size;    /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
                          * STORE_DEFAULT_MAP_SIZE */
 } StoreOptions;
