@@ -747,6 +747,11 @@ qfs_open(const char *path, struct fuse_file_info *fi)
     Handle *h = NULL;
     int rc = 0;
     LangError err = {0};
+    /* What only reads (or claims by reading) opens for reading only. */
+    bool read_only = p.kind == P_CLAIM || p.kind == P_WAIT || p.kind == P_STATS ||
+                     p.kind == P_METRICS || p.kind == P_HELD_ENTRY || p.kind == P_DEAD_ENTRY;
+    if (read_only && accmode != O_RDONLY)
+        return -EACCES;
     switch (p.kind) {
     case P_CTL: {
         Mount *m = mount_of();
@@ -755,8 +760,6 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         break;
     }
     case P_CLAIM: {
-        if (accmode != O_RDONLY)
-            return -EACCES;
         h = handle_new(H_SNAPSHOT, &p);
         LangSession *s = session();
         if ((rc = finish(s, lang_view_claim(s, p.table, &h->data, &err))))
@@ -764,15 +767,11 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         break;
     }
     case P_WAIT:
-        if (accmode != O_RDONLY)
-            return -EACCES;
         if ((rc = open_wait(&p, fi->flags, &h)))
             return rc;
         break;
     case P_STATS:
     case P_METRICS:
-        if (accmode != O_RDONLY)
-            return -EACCES;
         if ((rc = open_figures(&p, &h)))
             return rc;
         break;
@@ -797,8 +796,6 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         break;
     case P_HELD_ENTRY:
     case P_DEAD_ENTRY:
-        if (accmode != O_RDONLY)
-            return -EACCES;
         if ((rc = open_snapshot(&p, &h)))
             return rc;
         break;
