@@ -321,6 +321,9 @@ handle_attach(struct fuse_file_info *fi, Handle *h, bool seekable)
     fi->fh = (uint64_t)(uintptr_t)h;
     fi->direct_io = 1;
     fi->nonseekable = !seekable;
+    /* A handle that cannot write has nothing for close() to store: the
+     * kernel need not send FLUSH, a round trip a claim would wait for. */
+    fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 }
 
 /* ---- attributes ---- */
