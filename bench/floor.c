@@ -2,7 +2,7 @@
  * shape and settings that does no store work, so a worker's cycle through
  * it costs only the kernel, libfuse and the round trips.
  *
- *     bench/floor [--cache] [-f] [-d] [-s] MOUNTPOINT
+ *     bench/floor [--cache] [--unlink-us N] [-f] [-d] [-s] MOUNTPOINT
  *
  *   /jobs/            a directory, as a queue is
  *   /jobs/claim       every open hands out the next of 1, 2, 3 …: reads give
@@ -14,7 +14,9 @@
  * Settings as queuefs's: direct_io, entry/attribute/negative timeouts 0,
  * hard_remove, the multithreaded loop.  --cache lets the kernel keep
  * entries and attributes for a second instead, to show what the lookups
- * of every path cost.  Returns
+ * of every path cost.  --unlink-us N makes every unlink take N µs, as an
+ * unlink that waits for its commit to reach the disk does: it shows how
+ * the kernel serialises unlinks in one directory.  Returns
  * once mounted (libfuse daemonizes after the mount); unmount with
  * fusermount3 -u MOUNTPOINT. */
 #define FUSE_USE_VERSION 314
@@ -29,6 +31,7 @@
 
 static atomic_ulong next_id;
 static double cache_seconds;   /* --cache: entry and attribute timeouts */
+static useconds_t unlink_us;   /* --unlink-us: how long an unlink takes */
 
 /* The content of one open claim. */
 typedef struct Claim {
@@ -138,6 +141,8 @@ floor_release(const char *path, struct fuse_file_info *fi)
 static int
 floor_unlink(const char *path)
 {
+    if (unlink_us)
+        usleep(unlink_us);
     return !strncmp(path, "/jobs/", 6) && is_number(path + 6) ? 0 : -EPERM;
 }
 
@@ -199,18 +204,23 @@ static const struct fuse_operations operations = {
 int
 main(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "--cache")) {
-        cache_seconds = 1;
-        argv[1] = argv[0];
-        argv++;
-        argc--;
+    for (int used = 1; used;) {   /* our options, before libfuse's */
+        used = argc > 1 && !strcmp(argv[1], "--cache") ? 1
+             : argc > 2 && !strcmp(argv[1], "--unlink-us") ? 2 : 0;
+        if (used == 1)
+            cache_seconds = 1;
+        else if (used == 2)
+            unlink_us = (useconds_t)strtoul(argv[2], NULL, 10);
+        argv[used] = argv[0];
+        argv += used;
+        argc -= used;
     }
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
     struct fuse_cmdline_opts opts;
     if (fuse_parse_cmdline(&args, &opts) != 0)
         return 2;
     if (!opts.mountpoint || opts.show_help || opts.show_version) {
-        fprintf(stderr, "usage: bench/floor [--cache] [-f] [-d] [-s] MOUNTPOINT\n");
+        fprintf(stderr, "usage: bench/floor [--cache] [--unlink-us N] [-f] [-d] [-s] MOUNTPOINT\n");
         return opts.show_help ? 0 : 2;
     }
     fuse_opt_add_arg(&args, "-o");

@@ -270,20 +270,22 @@ print("OK")
     run bash -c 'echo "{\"url\":\"c\"}" | cat >>"$1"' _ "$M/jobs/new"
     assert_failure
     assert_output --partial "Input/output error"
-    run ctl_errno "CREATE jobs:9 = { url: 'd' };"
+    run ctl_errno "CREATE jobs:19 = { url: 'd' };"
     assert_output "EIO StoreError"
     # Reading syncs nothing.
-    run cat "$M/jobs/7"
+    run cat "$M/jobs/8"
     assert_success
-    assert_equal "$(jqr '.url' "$output")" a
+    assert_equal "$(jqr '.url' "$output")" b
     rm "$arm"
-    # None of the failed writes committed: their data never reached the disk.
-    run sql "SELECT * FROM jobs"
-    assert_output '[{"id":"jobs:7","url":"a"},{"id":"jobs:8","url":"b"}]'
+    # Each failed write committed before its sync failed, as after any
+    # failed fsync: it is in place, but was never known to be on disk.  The
+    # rest of the store is as it was.
+    run sql "SELECT id, url FROM jobs"
+    assert_output '[{"id":"jobs:8","url":"b"},{"id":"jobs:9","url":"c"},{"id":"jobs:19","url":"d"}]'
     # With the disk back, the mount works again.
     run cat "$M/jobs/claim"
     assert_success
-    assert_equal "$(jqr '.id' "$output")" jobs:7
-    rm "$M/jobs/7"
-    assert_equal "$(count_records jobs)" 1
+    assert_equal "$(jqr '.id' "$output")" jobs:8
+    rm "$M/jobs/8"
+    assert_equal "$(count_records jobs)" 2
 }

@@ -2,7 +2,7 @@
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
 
-QUEUEFS_DEBIAN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev lmdb-utils libfuse3-dev fuse3 bats bats-assert bats-support jq clang libclang-rt-14-dev"
+QUEUEFS_DEBIAN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev lmdb-utils zlib1g-dev libfuse3-dev fuse3 bats bats-assert bats-support jq clang libclang-rt-14-dev"
 
 queuefs_install_deps() {
     local missing=() pkg

@@ -32,7 +32,9 @@
  * open transaction and exclusively only to change the map's size — to adopt
  * a map another process grew (MDB_MAP_RESIZED) or to grow it — because
  * mdb_env_set_mapsize() must not run while any transaction of this process
- * is open.
+ * is open — except the read transactions that pin checkpoints (see
+ * "Durability"): nothing is ever read through them, and LMDB's remap only
+ * minds a write transaction.
  *
  * Group commit: store_write() callers queue; the first finds no leader and
  * leads: it takes the whole queue as one group, begins one transaction and
@@ -43,25 +45,43 @@
  * transaction; when it fails alone too, the map is grown (doubled, within
  * the room the disk has) and it runs again.
  *
- * Durability: with sync on the environment has MDB_NOMETASYNC: a commit
- * writes the data pages, syncs them, then writes its meta page unsynced, so
- * a crash never leaves a meta page pointing at unwritten pages (and never
- * more than one meta page behind).  The meta page is then made durable by a
- * group sync shared by every process on the store through "queuefs.sync"
- * (a page of counters, mapped shared, and flock on it): "committed" — the
- * last transaction id a committer saw once its commit was done — "synced"
- * — every transaction id up to it is on disk — and "failed" — a sync failed
- * when transactions up to it had committed, so they may be lost (and a
- * later successful sync proves nothing about them: Linux may drop pages
- * whose writeback failed).  A committer raises "committed", then is done
- * when synced >= its id; otherwise it takes the lock, checks again, reads
- * "committed" as the target, syncs and publishes synced = target.  With
- * sync off the environment is the same (MDB_NOMETASYNC: data pages synced
- * before their meta page is written, so a machine crash can undo the last
- * commits but never leave a meta page pointing at pages that never reached
- * the disk), and the meta page's sync is left to the system: sync off
- * saves that sync, not the ordering.  MDB_NOSYNC would be faster still,
- * but LMDB documents that a machine crash can then corrupt the store.
+ * Durability.  A store is in one of two modes, kept in "queuefs.sync" (a
+ * page of counters shared by every process on the store, mapped shared,
+ * with flock on it for the syncs) and checked by each committer while it
+ * holds LMDB's writer lock:
+ *
+ *  - safe: commits have MDB_NOMETASYNC — a commit writes its data pages,
+ *    syncs them, then writes its meta page unsynced — so the newest meta
+ *    page on disk is always whole; a write is made durable by syncing the
+ *    file once more (which also lands the meta page).
+ *  - fast: commits have MDB_NOSYNC and sync nothing.  What makes this safe
+ *    is a checkpoint (checkpoint.h): a transaction pinned by a read
+ *    transaction of a live process (so LMDB reuses none of its pages), the
+ *    file synced after it, and a copy of its meta pages recorded in
+ *    "queuefs.checkpoint".  After a machine crash the next boot's first
+ *    open puts the checkpoint's meta pages back: the commits after it are
+ *    lost, and the store is exactly as it was then.  A crash of processes
+ *    alone loses nothing (the page cache has every commit), so that is
+ *    done only in another boot.
+ *
+ * Every open takes a checkpoint before its first commit, and the store is
+ * fast from then on.  Every process takes one every CHECKPOINT_INTERVAL_MS
+ * while there are commits since the last (see checkpoint_tick); with sync
+ * on a write returns once a checkpoint covers it, and concurrent writers in
+ * every process share that checkpoint.  Only the newest record matters, so
+ * a process drops its pins once a newer record exists, and clears the
+ * reader slots of dead processes (mdb_reader_check) only right after
+ * recording a checkpoint of its own.  A closing process — whose pin would
+ * vanish with it — makes the store safe: under the writer lock it clears
+ * "fast", syncs the file and records "trust the disk"; the others' next
+ * checkpoint makes it fast again.  The counters: "committed" — the last
+ * transaction id a committer saw once its commit was done — "synced" —
+ * every id up to it outlives a machine crash — and "failed" — a sync
+ * failed when ids up to it had committed, so they may be lost (and a later
+ * successful sync proves nothing about them: Linux may drop pages whose
+ * writeback failed).  A durable write is done when synced >= its id;
+ * otherwise its writer takes the sync lock, checks again, and syncs (safe)
+ * or takes a checkpoint (fast).
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
  * locks on the lock file are per process, so closing a second handle to the
@@ -69,6 +89,7 @@
  * not cross fork(); the child opens its own.
  */
 #include "store.h"
+#include "checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +124,8 @@
 #define STORE_DISK_MARGIN ((uint64_t)256 << 10)  /* disk left to the filesystem */
 #define SYNC_FILE "queuefs.sync"
 #define SYNC_FILE_LEN 4096
-#define SYNC_MAGIC 0x7166732d73796e63ull   /* "qfs-sync" */
+#define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
+#define CHECKPOINT_INTERVAL_MS 20    /* how often sync off takes a checkpoint */
 
 /* The page of "queuefs.sync", shared by every process on the store; the
  * counters are LMDB transaction ids, read and written atomically. */
@@ -111,8 +133,12 @@ typedef struct SyncShared {
     uint64_t magic;
     uint64_t dev, ino;    /* the data file the counters are about */
     uint64_t committed;   /* a transaction id known committed (meta written) */
-    uint64_t synced;      /* every transaction id <= synced is on disk */
+    uint64_t synced;      /* every transaction id <= synced is on disk and
+                           * outlives a machine crash */
     uint64_t failed;      /* a sync failed: ids <= failed may be lost */
+    uint64_t fast;        /* 1: commits need not sync (see "Durability") */
+    uint64_t record;      /* the transaction of the newest checkpoint record */
+    char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
 } SyncShared;
 
 /* One store_write() caller, queued on its own stack. */
@@ -141,8 +167,23 @@ struct Store {
     uint64_t waiting;
 
     pthread_mutex_t sync_mu;     /* one syncing thread per process; then flock */
-    int sync_fd;                 /* "queuefs.sync", or -1: counters are local */
-    SyncShared *shared;          /* mapped from sync_fd, or malloc'ed */
+    int sync_fd;                 /* "queuefs.sync" */
+    SyncShared *shared;          /* mapped from sync_fd */
+    bool nosync;                 /* MDB_NOSYNC is set (changed by the writer) */
+
+    int ckpt_fd;                 /* "queuefs.checkpoint" */
+    char boot[CHECKPOINT_BOOT_LEN];
+    unsigned page_size;
+    bool checkpoints;            /* the data file's meta pages are understood */
+    bool checkpointed;           /* this process took a checkpoint (atomic) */
+    MDB_txn *pin;                /* the read transaction holding this process's
+                                  * checkpoint, or NULL (guarded by sync_mu) */
+    uint64_t pin_id;
+
+    pthread_t ticker;            /* takes checkpoints with sync off */
+    bool ticking, stopping;      /* (guarded by tick_mu) */
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick_cv;
 
     uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
 };
@@ -648,6 +689,25 @@ store_format_check(MDB_txn *txn, MDB_dbi sys)
     return MDB_SUCCESS;
 }
 
+/* Commits the top-level write transaction "txn" in the store's mode (see
+ * "Durability"): without syncing while it is fast, else syncing its data
+ * pages before its meta page.  The caller holds LMDB's writer lock, so the
+ * mode cannot change meanwhile and only one thread sets the flag. */
+static int
+store_commit(Store *st, MDB_txn *txn)
+{
+    bool fast = __atomic_load_n(&st->shared->fast, __ATOMIC_ACQUIRE) != 0;
+    if (fast != st->nosync) {
+        int rc = mdb_env_set_flags(st->env, MDB_NOSYNC, fast ? 1 : 0);
+        if (rc) {
+            mdb_txn_abort(txn);
+            return rc;
+        }
+        st->nosync = fast;
+    }
+    return mdb_txn_commit(txn);
+}
+
 /* In one write transaction: recognises (or, in an empty environment,
  * creates) the store's databases and format marker.  An environment with
  * other contents yields MDB_INVALID or MDB_INCOMPATIBLE. */
@@ -684,7 +744,7 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
         goto fail;
-    return mdb_txn_commit(txn);
+    return store_commit(st, txn);
 fail:
     mdb_txn_abort(txn);
     return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
@@ -834,12 +894,10 @@ sync_unlock(Store *st)
     pthread_mutex_unlock(&st->sync_mu);
 }
 
-/* Opens (creating) "queuefs.sync" in "location" and maps its counters;
- * when it cannot (no room on the disk, say), the counters are this
- * process's own, which stays correct but shares no sync with others.
- * Counters about another data file, or ahead of the store's last
- * transaction, are reset. */
-static void
+/* Opens (creating) "queuefs.sync" in "location" and maps its counters: 0
+ * or an errno.  Counters of another boot, about another data file, or ahead
+ * of the store's last transaction, are reset (to the safe mode). */
+static int
 store_sync_open(Store *st, const char *location)
 {
     size_t plen = strlen(location) + sizeof "/" SYNC_FILE;
@@ -849,31 +907,42 @@ store_sync_open(Store *st, const char *location)
     snprintf(path, plen, "%s/%s", location, SYNC_FILE);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     free(path);
-    if (fd >= 0 && flock(fd, LOCK_EX) == 0) {
-        if (fstat(fd, &sb) == 0 &&
-            (sb.st_size >= SYNC_FILE_LEN || posix_fallocate(fd, 0, SYNC_FILE_LEN) == 0))
-            sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (sh != MAP_FAILED && fstat(st->data_fd, &db) == 0) {
-            uint64_t last = store_last_txnid(st);
-            if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
-                sh->ino != (uint64_t)db.st_ino || counter_get(&sh->committed) > last ||
-                counter_get(&sh->synced) > last || counter_get(&sh->failed) > last) {
-                *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
-                                   .ino = (uint64_t)db.st_ino};
-                msync(sh, SYNC_FILE_LEN, MS_ASYNC);
-            }
-        }
-        flock(fd, LOCK_UN);
-    }
-    if (sh == MAP_FAILED) {
-        if (fd >= 0)
+    if (fd < 0)
+        return errno;
+    int rc = 0;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            rc = errno;
             close(fd);
-        fd = -1;
-        sh = store_alloc(sizeof *sh);
-        *sh = (SyncShared){.magic = SYNC_MAGIC};
+            return rc;
+        }
+    if (fstat(fd, &sb) || fstat(st->data_fd, &db))
+        rc = errno;
+    else if (sb.st_size < SYNC_FILE_LEN)
+        rc = posix_fallocate(fd, 0, SYNC_FILE_LEN);
+    if (!rc && (sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+                   MAP_FAILED)
+        rc = errno;
+    if (!rc) {
+        uint64_t last = store_last_txnid(st);
+        if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
+            sh->ino != (uint64_t)db.st_ino || strncmp(sh->boot, st->boot, sizeof sh->boot) ||
+            counter_get(&sh->committed) > last || counter_get(&sh->synced) > last ||
+            counter_get(&sh->failed) > last || counter_get(&sh->record) > last) {
+            *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
+                               .ino = (uint64_t)db.st_ino};
+            snprintf(sh->boot, sizeof sh->boot, "%s", st->boot);
+            msync(sh, SYNC_FILE_LEN, MS_ASYNC);
+        }
+    }
+    flock(fd, LOCK_UN);
+    if (rc) {
+        close(fd);
+        return rc;
     }
     st->sync_fd = fd;
     st->shared = sh;
+    return 0;
 }
 
 /* Gives LMDB's lock file, when it exists, its disk blocks now, so that
@@ -940,14 +1009,151 @@ store_map_init(Store *st, size_t requested)
     return rc;
 }
 
+static int checkpoint_take(Store *st);
+static int checkpoint_trust_disk(Store *st);
+static int store_first_checkpoint(Store *st);
+static void *checkpoint_ticker(void *arg);
+
+/* Opens the environment of "st" at "location" with its first checkpoint:
+ * puts the store back to its checkpoint after a machine crash, opens LMDB,
+ * maps the shared counters and takes a checkpoint before any commit (which
+ * also clears the reader slots of dead processes).  "*what" says what
+ * failed.  0 or an errno or LMDB code. */
+static int
+store_env_open(Store *st, const char *location, size_t map_size, const char **what)
+{
+    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC;   /* safe until a checkpoint */
+    MDB_stat ms;
+    unsigned char meta[2][CHECKPOINT_META_LEN];
+    uint64_t newest;
+    int rc;
+
+    *what = "cannot open " CHECKPOINT_FILE;
+    if ((st->ckpt_fd = checkpoint_open(location)) < 0)
+        return -st->ckpt_fd;
+    *what = "cannot put the store back to its last checkpoint";
+    size_t plen = strlen(location) + sizeof "/data.mdb";
+    char *data_path = store_alloc(plen);
+    snprintf(data_path, plen, "%s/data.mdb", location);
+    rc = checkpoint_recover(st->ckpt_fd, data_path, st->boot);
+    free(data_path);
+    if (rc)
+        return rc;
+    *what = "cannot create the environment";
+    if ((rc = mdb_env_create(&st->env)))
+        return rc;
+    if ((rc = mdb_env_set_maxdbs(st->env, STORE_MAX_DBS)) ||
+        (rc = mdb_env_set_maxreaders(st->env, STORE_MAX_READERS)) ||
+        (rc = mdb_env_set_mapsize(st->env, map_size)))
+        return rc;
+    *what = "cannot open the environment";
+    store_lockfile_allocate(location);
+    if ((rc = mdb_env_open(st->env, location, flags, 0600)) ||
+        (rc = mdb_env_get_fd(st->env, &st->data_fd)) || (rc = mdb_env_stat(st->env, &ms)))
+        return rc;
+    st->page_size = ms.ms_psize;
+    *what = "cannot size the map";
+    if ((rc = store_map_init(st, map_size)))
+        return rc;
+    *what = "cannot open " SYNC_FILE;
+    if ((rc = store_sync_open(st, location)))
+        return rc;
+    *what = "cannot take a checkpoint of the store";
+    st->checkpoints = st->page_size >= CHECKPOINT_META_LEN &&
+                      checkpoint_meta_read(st->data_fd, st->page_size, meta, &newest) == 0;
+    if (!st->checkpoints) {
+        /* Meta pages of another layout: always safe. */
+        if ((rc = mdb_reader_check(st->env, NULL)))
+            return rc;
+        return store_sync_all(st);
+    }
+    /* A store that holds transactions opens for reading even when the disk
+     * fails to sync now; it takes the checkpoint before its first commit. */
+    rc = store_first_checkpoint(st);
+    return rc && store_last_txnid(st) > 0 ? 0 : rc;
+}
+
+/* Drops this process's pin, which the environment's closing would drop
+ * anyway, leaving the store safe first (see "Durability"). */
+static void
+store_unpin(Store *st)
+{
+    sync_lock(st);
+    (void)checkpoint_trust_disk(st);
+    if (st->pin)
+        mdb_txn_abort(st->pin);
+    st->pin = NULL;
+    sync_unlock(st);
+}
+
+/* Releases what store_open() set up; "locks" says whether its locks were
+ * initialised. */
+static void
+store_free(Store *st, bool locks)
+{
+    if (st->env)
+        mdb_env_close(st->env);
+    if (st->shared) {
+        munmap(st->shared, SYNC_FILE_LEN);
+        close(st->sync_fd);
+    }
+    if (st->ckpt_fd >= 0)
+        close(st->ckpt_fd);
+    if (locks) {
+        pthread_cond_destroy(&st->tick_cv);
+        pthread_mutex_destroy(&st->tick_mu);
+        pthread_cond_destroy(&st->group_cv);
+        pthread_mutex_destroy(&st->sync_mu);
+        pthread_mutex_destroy(&st->group_mu);
+        pthread_rwlock_destroy(&st->map_lock);
+    }
+    free(st);
+}
+
+/* Initialises the locks of "st": 0 or an errno (then none is left). */
+static int
+store_locks_init(Store *st)
+{
+    pthread_condattr_t monotonic;
+    int rc = pthread_condattr_init(&monotonic);
+    if (rc)
+        return rc;
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    bool rw = false, group = false, sync = false, gcv = false, tick = false;
+    if (!(rc = pthread_rwlock_init(&st->map_lock, NULL)))
+        rw = true;
+    if (!rc && !(rc = pthread_mutex_init(&st->group_mu, NULL)))
+        group = true;
+    if (!rc && !(rc = pthread_mutex_init(&st->sync_mu, NULL)))
+        sync = true;
+    if (!rc && !(rc = pthread_cond_init(&st->group_cv, NULL)))
+        gcv = true;
+    if (!rc && !(rc = pthread_mutex_init(&st->tick_mu, NULL)))
+        tick = true;
+    if (!rc && (rc = pthread_cond_init(&st->tick_cv, &monotonic)) == 0) {
+        pthread_condattr_destroy(&monotonic);
+        return 0;
+    }
+    pthread_condattr_destroy(&monotonic);
+    if (tick)
+        pthread_mutex_destroy(&st->tick_mu);
+    if (gcv)
+        pthread_cond_destroy(&st->group_cv);
+    if (sync)
+        pthread_mutex_destroy(&st->sync_mu);
+    if (group)
+        pthread_mutex_destroy(&st->group_mu);
+    if (rw)
+        pthread_rwlock_destroy(&st->map_lock);
+    return rc;
+}
+
 int
 store_open(const char *location, const StoreOptions *opts, Store **out,
            char *errbuf, size_t errlen)
 {
     Store *st = NULL;
     const char *what = "cannot create the directory";
-    bool sync = !opts || opts->sync;
-    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC;
     size_t map_size = opts ? opts->map_size : 0;
     bool locks = false;
     int rc;
@@ -967,46 +1173,19 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         goto fail;
     st = store_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
-    st->sync = sync;
+    st->sync = !opts || opts->sync;
     st->sync_fd = -1;
+    st->ckpt_fd = -1;
     st->queue_tail = &st->queue;
+    if (opts && opts->boot_id)
+        snprintf(st->boot, sizeof st->boot, "%s", opts->boot_id);
+    else
+        checkpoint_boot_id(st->boot);
     what = "cannot create a lock";
-    if ((rc = pthread_rwlock_init(&st->map_lock, NULL)))
+    if ((rc = store_locks_init(st)))
         goto fail;
-    if ((rc = pthread_mutex_init(&st->group_mu, NULL))) {
-        pthread_rwlock_destroy(&st->map_lock);
-        goto fail;
-    }
-    if ((rc = pthread_mutex_init(&st->sync_mu, NULL))) {
-        pthread_mutex_destroy(&st->group_mu);
-        pthread_rwlock_destroy(&st->map_lock);
-        goto fail;
-    }
-    if ((rc = pthread_cond_init(&st->group_cv, NULL))) {
-        pthread_mutex_destroy(&st->sync_mu);
-        pthread_mutex_destroy(&st->group_mu);
-        pthread_rwlock_destroy(&st->map_lock);
-        goto fail;
-    }
     locks = true;
-    what = "cannot create the environment";
-    if ((rc = mdb_env_create(&st->env)))
-        goto fail;
-    if ((rc = mdb_env_set_maxdbs(st->env, STORE_MAX_DBS)) ||
-        (rc = mdb_env_set_maxreaders(st->env, STORE_MAX_READERS)) ||
-        (rc = mdb_env_set_mapsize(st->env, map_size)))
-        goto fail;
-    what = "cannot open the environment";
-    store_lockfile_allocate(location);
-    if ((rc = mdb_env_open(st->env, location, flags, 0600)))
-        goto fail;
-    if ((rc = mdb_env_get_fd(st->env, &st->data_fd)))
-        goto fail;
-    what = "cannot size the map";
-    if ((rc = store_map_init(st, map_size)))
-        goto fail;
-    what = "cannot clear stale readers";
-    if ((rc = mdb_reader_check(st->env, NULL)))
+    if ((rc = store_env_open(st, location, map_size, &what)))
         goto fail;
     what = "cannot read the store's format";
     if ((rc = store_schema_open(st))) {
@@ -1017,31 +1196,20 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         }
         goto fail;
     }
-    store_sync_open(st, location);
-    what = "cannot sync the store";
-    if ((rc = store_sync_all(st)))
-        goto fail;
+    what = "cannot start the checkpoint thread";
+    if (st->checkpoints) {
+        if ((rc = pthread_create(&st->ticker, NULL, checkpoint_ticker, st)))
+            goto fail;
+        st->ticking = true;
+    }
     *out = st;
     return STORE_OK;
 fail:
     store_open_message(errbuf, errlen, location, what, rc);
-    if (st && st->env)
-        mdb_env_close(st->env);
-    if (st && st->shared) {
-        if (st->sync_fd >= 0) {
-            munmap(st->shared, SYNC_FILE_LEN);
-            close(st->sync_fd);
-        } else {
-            free(st->shared);
-        }
-    }
-    if (locks) {
-        pthread_cond_destroy(&st->group_cv);
-        pthread_mutex_destroy(&st->sync_mu);
-        pthread_mutex_destroy(&st->group_mu);
-        pthread_rwlock_destroy(&st->map_lock);
-    }
-    free(st);
+    if (st && st->pin)
+        store_unpin(st);
+    if (st)
+        store_free(st, locks);
     return store_status_of(rc);
 }
 
@@ -1050,18 +1218,16 @@ store_close(Store *st)
 {
     if (!st)
         return;
-    mdb_env_close(st->env);
-    if (st->sync_fd >= 0) {
-        munmap(st->shared, SYNC_FILE_LEN);
-        close(st->sync_fd);
-    } else {
-        free(st->shared);
+    if (st->ticking) {
+        pthread_mutex_lock(&st->tick_mu);
+        st->stopping = true;
+        pthread_cond_broadcast(&st->tick_cv);
+        pthread_mutex_unlock(&st->tick_mu);
+        pthread_join(st->ticker, NULL);
     }
-    pthread_cond_destroy(&st->group_cv);
-    pthread_mutex_destroy(&st->sync_mu);
-    pthread_mutex_destroy(&st->group_mu);
-    pthread_rwlock_destroy(&st->map_lock);
-    free(st);
+    if (st->checkpoints)
+        store_unpin(st);
+    store_free(st, true);
 }
 
 const char *
@@ -1166,6 +1332,202 @@ store_map_grow(Store *st)
 
 /* ---- durability ---- */
 
+static int store_env_begin(Store *st, unsigned flags, MDB_txn **out);
+
+/* Fills in what every checkpoint record of this store says. */
+static void
+checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
+{
+    c->txnid = txnid;
+    c->dev = st->shared->dev;
+    c->ino = st->shared->ino;
+    c->trust_disk = trust_disk;
+    snprintf(c->boot, sizeof c->boot, "%s", st->boot);
+}
+
+/* Writes checkpoint record "c" after the newest one, under flock on the
+ * record file: 0 or an errno.  With "clear_dead" it then clears the reader
+ * slots of dead processes: the newest record is this process's own and
+ * pinned, so no pin a dead process left is needed any more. */
+static int
+checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
+{
+    Checkpoint last;
+    while (flock(st->ckpt_fd, LOCK_EX) != 0)
+        if (errno != EINTR)
+            return errno;
+    int rc = checkpoint_read(st->ckpt_fd, &last);
+    c->seq = rc == 0 ? last.seq + 1 : 1;
+    if (rc == 0 || rc == ENOENT)
+        rc = checkpoint_write(st->ckpt_fd, c);
+    if (!rc) {
+        __atomic_store_n(&st->shared->record, c->txnid, __ATOMIC_RELEASE);
+        if (clear_dead)
+            mdb_reader_check(st->env, NULL);
+    }
+    flock(st->ckpt_fd, LOCK_UN);
+    return rc;
+}
+
+/* Takes LMDB's writer lock — a write transaction "*writer", with the map
+ * lock shared, that the caller aborts and unlocks — so that nothing
+ * commits meanwhile; "*last" is the last committed transaction. */
+static int
+writer_lock(Store *st, MDB_txn **writer, uint64_t *last)
+{
+    int rc = store_env_begin(st, 0, writer);
+    if (!rc)
+        *last = mdb_txn_id(*writer) - 1;
+    return rc;
+}
+
+/* Takes a checkpoint of the last committed transaction (see "Durability"):
+ * pins it and reads its meta pages under the writer lock, syncs the file,
+ * records it, and makes the store fast.  The caller holds the sync lock.
+ * 0, or an errno or LMDB code (a failed sync is noted in "failed"). */
+static int
+checkpoint_take(Store *st)
+{
+    SyncShared *sh = st->shared;
+    MDB_txn *writer, *pin = NULL;
+    Checkpoint c;
+    uint64_t newest, id;
+    memset(&c, 0, sizeof c);
+    int rc = writer_lock(st, &writer, &id);
+    if (rc)
+        return rc;
+    rc = checkpoint_meta_read(st->data_fd, st->page_size, c.meta, &newest);
+    if (!rc && newest != id)
+        rc = MDB_CORRUPTED;
+    if (!rc)
+        rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &pin);
+    if (!rc && mdb_txn_id(pin) != id)
+        rc = MDB_CORRUPTED;
+    mdb_txn_abort(writer);
+    pthread_rwlock_unlock(&st->map_lock);
+    if (!rc) {
+        uint64_t target = counter_get(&sh->committed);
+        stat_add(&st->syncs, 1);
+        rc = mdb_env_sync(st->env, 1);
+        if (!rc) {
+            checkpoint_fill(st, &c, id, false);
+            rc = checkpoint_record(st, &c, true);
+        }
+        if (store_status_of(rc) == STORE_IO)
+            counter_raise(&sh->failed, target > id ? target : id);
+    }
+    if (rc) {
+        if (pin)
+            mdb_txn_abort(pin);
+        return rc;
+    }
+    if (st->pin)
+        mdb_txn_abort(st->pin);
+    st->pin = pin;
+    st->pin_id = id;
+    __atomic_store_n(&st->checkpointed, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&sh->fast, 1, __ATOMIC_RELEASE);
+    counter_raise(&sh->synced, id);
+    return 0;
+}
+
+/* Makes the store safe (see "Durability"): under the writer lock syncs the
+ * file, records "trust the disk" and clears "fast".  The caller holds
+ * the sync lock.  0 or an errno or LMDB code. */
+static int
+checkpoint_trust_disk(Store *st)
+{
+    SyncShared *sh = st->shared;
+    MDB_txn *writer;
+    Checkpoint c;
+    uint64_t id;
+    memset(&c, 0, sizeof c);
+    int rc = writer_lock(st, &writer, &id);
+    if (rc)
+        return rc;
+    stat_add(&st->syncs, 1);
+    rc = mdb_env_sync(st->env, 1);
+    if (!rc) {
+        checkpoint_fill(st, &c, id, true);
+        rc = checkpoint_record(st, &c, false);
+    }
+    if (!rc) {
+        /* Nothing commits meanwhile: this process holds the writer lock. */
+        __atomic_store_n(&sh->fast, 0, __ATOMIC_RELEASE);
+        counter_raise(&sh->synced, id);
+    }
+    mdb_txn_abort(writer);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when there are commits
+ * since the last (or the store is safe), and drops this process's pin once
+ * a newer record exists.  A pin keeps LMDB from reusing every page freed
+ * after it, so the data file grows by what is written between two
+ * checkpoints: the interval bounds that as well as what a machine crash
+ * may undo with sync off. */
+static void
+checkpoint_tick(Store *st)
+{
+    SyncShared *sh = st->shared;
+    uint64_t last = store_last_txnid(st);
+    pthread_mutex_lock(&st->sync_mu);
+    bool stale_pin = st->pin && st->pin_id < counter_get(&sh->record);
+    pthread_mutex_unlock(&st->sync_mu);
+    if (!stale_pin && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) &&
+        counter_get(&sh->synced) >= last)
+        return;
+    sync_lock(st);
+    if (!__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) || counter_get(&sh->synced) < last)
+        (void)checkpoint_take(st);
+    if (st->pin && st->pin_id < counter_get(&sh->record)) {
+        mdb_txn_abort(st->pin);
+        st->pin = NULL;
+    }
+    sync_unlock(st);
+}
+
+/* The checkpoint thread: checkpoint_tick() every CHECKPOINT_INTERVAL_MS
+ * until the store closes. */
+static void *
+checkpoint_ticker(void *arg)
+{
+    Store *st = arg;
+    pthread_mutex_lock(&st->tick_mu);
+    while (!st->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)CHECKPOINT_INTERVAL_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (!st->stopping &&
+               pthread_cond_timedwait(&st->tick_cv, &st->tick_mu, &until) != ETIMEDOUT)
+            ;
+        if (st->stopping)
+            break;
+        pthread_mutex_unlock(&st->tick_mu);
+        checkpoint_tick(st);
+        pthread_mutex_lock(&st->tick_mu);
+    }
+    pthread_mutex_unlock(&st->tick_mu);
+    return NULL;
+}
+
+/* Before this process's first commit: a checkpoint of its own (see
+ * "Durability"), which its open takes unless the disk failed then.  0, or
+ * why there is none: then nothing may be committed. */
+static int
+store_first_checkpoint(Store *st)
+{
+    if (!st->checkpoints || __atomic_load_n(&st->checkpointed, __ATOMIC_ACQUIRE))
+        return 0;
+    sync_lock(st);
+    int rc = st->checkpointed ? 0 : checkpoint_take(st);
+    sync_unlock(st);
+    return rc;
+}
+
 /* Makes transaction "id" (committed) durable, sharing the sync with every
  * thread and process on the store: 0, or the errno of the failed sync
  * (EIO also when an earlier sync failed after "id" committed). */
@@ -1184,10 +1546,14 @@ store_sync_upto(Store *st, uint64_t id)
     if (counter_get(&sh->failed) >= id) {
         rc = EIO;
     } else if (counter_get(&sh->synced) < id) {
-        uint64_t target = counter_get(&sh->committed);
-        stat_add(&st->syncs, 1);
-        rc = mdb_env_sync(st->env, 1);
-        counter_raise(rc ? &sh->failed : &sh->synced, target);
+        if (st->checkpoints && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)) {
+            rc = checkpoint_take(st);
+        } else {
+            uint64_t target = counter_get(&sh->committed);
+            stat_add(&st->syncs, 1);
+            rc = mdb_env_sync(st->env, 1);
+            counter_raise(rc ? &sh->failed : &sh->synced, target);
+        }
     }
     sync_unlock(st);
     return rc;
@@ -1241,7 +1607,9 @@ store_txn_begin(Store *st, bool write, StoreTxn **out)
 {
     MDB_txn *txn = NULL;
     *out = NULL;
-    int rc = store_env_begin(st, write ? 0 : MDB_RDONLY, &txn);
+    int rc = write ? store_first_checkpoint(st) : 0;
+    if (!rc)
+        rc = store_env_begin(st, write ? 0 : MDB_RDONLY, &txn);
     if (rc)
         return store_status_of(rc);
     StoreTxn *t = store_alloc(sizeof *t);
@@ -1256,7 +1624,7 @@ store_txn_commit(StoreTxn *txn)
     Store *st = txn->st;
     bool write = txn->write;
     uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
-    int rc = mdb_txn_commit(txn->txn);
+    int rc = write ? store_commit(st, txn->txn) : mdb_txn_commit(txn->txn);
     if (write && rc == 0)
         store_commit_note(st);
     pthread_rwlock_unlock(&st->map_lock);
@@ -1318,7 +1686,9 @@ group_run(Store *st, WriteReq *head)
     WriteReq *from = head;
     while (from) {
         MDB_txn *parent;
-        int rc = store_env_begin(st, 0, &parent);
+        int rc = store_first_checkpoint(st);
+        if (!rc)
+            rc = store_env_begin(st, 0, &parent);
         if (rc) {
             for (WriteReq *q = from; q; q = q->next)
                 q->rc = store_status_of(rc);
@@ -1342,7 +1712,7 @@ group_run(Store *st, WriteReq *head)
             continue;
         }
         uint64_t id = mdb_txn_id(parent);
-        rc = mdb_txn_commit(parent);
+        rc = store_commit(st, parent);
         if (rc == 0)
             store_commit_note(st);
         pthread_rwlock_unlock(&st->map_lock);

@@ -97,6 +97,8 @@ typedef struct StoreOptions {
                            the store is never corrupted */
     size_t map_size;    /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
                          * STORE_DEFAULT_MAP_SIZE */
+    const char *boot_id;  /* the boot to act as in (NULL: this one); a test
+                           * passes another to act as after a machine crash */
 } StoreOptions;
 
 /* The initial map size when neither StoreOptions.map_size nor the
@@ -123,12 +125,17 @@ typedef struct StoreStats {
  * starts at the larger of the requested size (see StoreOptions) and the
  * data already stored, but no larger than the filesystem has room for.
  * Besides LMDB's files the directory holds "queuefs.sync", through which
- * the processes on the store share syncs.  On failure "*out" is NULL and
+ * the processes on the store share syncs, and "queuefs.checkpoint" (see
+ * store/checkpoint.h): opened first in a boot after a machine crash, the
+ * store is put back to its last checkpoint.  Opening takes a checkpoint; if
+ * the disk fails to sync then, a store that holds data opens for reading
+ * and its writes fail with STORE_IO until a checkpoint succeeds.  A thread
+ * takes checkpoints while the store is open.  On failure "*out" is NULL and
  * "errbuf" (when non-NULL) holds a message; STORE_INVALID when
  * QUEUEFS_MAP_SIZE is malformed. */
 int store_open(const char *location, const StoreOptions *opts, Store **out,
                char *errbuf, size_t errlen);
-/* Closes the store; every transaction must have ended. */
+/* Closes the store (syncing it); every transaction must have ended. */
 void store_close(Store *st);
 /* A message for "status" (static storage). */
 const char *store_strerror(int status);
