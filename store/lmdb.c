@@ -166,7 +166,10 @@ struct Store {
     bool leading;                /* a leader is running a group */
     uint64_t waiting;
 
-    pthread_mutex_t sync_mu;     /* one syncing thread per process; then flock */
+    pthread_mutex_t sync_mu;     /* guards "syncing" */
+    pthread_cond_t sync_cv;      /* signalled when a sync ends */
+    bool syncing;                /* a thread of this process leads a sync
+                                  * (then holds flock on sync_fd) */
     int sync_fd;                 /* "queuefs.sync" */
     SyncShared *shared;          /* mapped from sync_fd */
     bool nosync;                 /* MDB_NOSYNC is set (changed by the writer) */
@@ -177,8 +180,8 @@ struct Store {
     bool checkpoints;            /* the data file's meta pages are understood */
     bool checkpointed;           /* this process took a checkpoint (atomic) */
     MDB_txn *pin;                /* the read transaction holding this process's
-                                  * checkpoint, or NULL (guarded by sync_mu) */
-    uint64_t pin_id;
+                                  * checkpoint, or NULL (the sync leader's) */
+    uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
 
     pthread_t ticker;            /* takes checkpoints with sync off */
     bool ticking, stopping;      /* (guarded by tick_mu) */
@@ -874,23 +877,44 @@ stat_add(uint64_t *p, uint64_t n)
     __atomic_add_fetch(p, n, __ATOMIC_RELAXED);
 }
 
-/* Takes the process-wide sync lock: the mutex, then flock on the shared
- * file (which excludes the other processes). */
+/* Makes the calling thread the sync leader: the one thread of the process
+ * that syncs, holding flock on the shared file (which excludes the other
+ * processes' leaders).  The caller holds sync_mu, which this releases. */
+static void
+sync_lead_locked(Store *st)
+{
+    while (st->syncing)
+        pthread_cond_wait(&st->sync_cv, &st->sync_mu);
+    st->syncing = true;
+    pthread_mutex_unlock(&st->sync_mu);
+    while (flock(st->sync_fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+}
+
+/* Ends the lead and wakes the threads waiting for a sync; returns with
+ * sync_mu held. */
+static void
+sync_unlead_locked(Store *st)
+{
+    flock(st->sync_fd, LOCK_UN);
+    pthread_mutex_lock(&st->sync_mu);
+    st->syncing = false;
+    pthread_cond_broadcast(&st->sync_cv);
+}
+
+/* Becomes the sync leader (see sync_lead_locked). */
 static void
 sync_lock(Store *st)
 {
     pthread_mutex_lock(&st->sync_mu);
-    if (st->sync_fd >= 0)
-        while (flock(st->sync_fd, LOCK_EX) != 0 && errno == EINTR)
-            ;
+    sync_lead_locked(st);
 }
 
-/* Releases what sync_lock took. */
+/* Ends the lead sync_lock took. */
 static void
 sync_unlock(Store *st)
 {
-    if (st->sync_fd >= 0)
-        flock(st->sync_fd, LOCK_UN);
+    sync_unlead_locked(st);
     pthread_mutex_unlock(&st->sync_mu);
 }
 
@@ -1010,6 +1034,7 @@ store_map_init(Store *st, size_t requested)
 }
 
 static int checkpoint_take(Store *st);
+static void store_pin_set(Store *st, MDB_txn *pin, uint64_t id);
 static int checkpoint_trust_disk(Store *st);
 static int store_first_checkpoint(Store *st);
 static void *checkpoint_ticker(void *arg);
@@ -1080,9 +1105,7 @@ store_unpin(Store *st)
 {
     sync_lock(st);
     (void)checkpoint_trust_disk(st);
-    if (st->pin)
-        mdb_txn_abort(st->pin);
-    st->pin = NULL;
+    store_pin_set(st, NULL, UINT64_MAX);
     sync_unlock(st);
 }
 
@@ -1103,6 +1126,7 @@ store_free(Store *st, bool locks)
         pthread_cond_destroy(&st->tick_cv);
         pthread_mutex_destroy(&st->tick_mu);
         pthread_cond_destroy(&st->group_cv);
+        pthread_cond_destroy(&st->sync_cv);
         pthread_mutex_destroy(&st->sync_mu);
         pthread_mutex_destroy(&st->group_mu);
         pthread_rwlock_destroy(&st->map_lock);
@@ -1119,13 +1143,15 @@ store_locks_init(Store *st)
     if (rc)
         return rc;
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    bool rw = false, group = false, sync = false, gcv = false, tick = false;
+    bool rw = false, group = false, sync = false, scv = false, gcv = false, tick = false;
     if (!(rc = pthread_rwlock_init(&st->map_lock, NULL)))
         rw = true;
     if (!rc && !(rc = pthread_mutex_init(&st->group_mu, NULL)))
         group = true;
     if (!rc && !(rc = pthread_mutex_init(&st->sync_mu, NULL)))
         sync = true;
+    if (!rc && !(rc = pthread_cond_init(&st->sync_cv, NULL)))
+        scv = true;
     if (!rc && !(rc = pthread_cond_init(&st->group_cv, NULL)))
         gcv = true;
     if (!rc && !(rc = pthread_mutex_init(&st->tick_mu, NULL)))
@@ -1139,6 +1165,8 @@ store_locks_init(Store *st)
         pthread_mutex_destroy(&st->tick_mu);
     if (gcv)
         pthread_cond_destroy(&st->group_cv);
+    if (scv)
+        pthread_cond_destroy(&st->sync_cv);
     if (sync)
         pthread_mutex_destroy(&st->sync_mu);
     if (group)
@@ -1176,6 +1204,7 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     st->sync = !opts || opts->sync;
     st->sync_fd = -1;
     st->ckpt_fd = -1;
+    st->pin_id = UINT64_MAX;
     st->queue_tail = &st->queue;
     if (opts && opts->boot_id)
         snprintf(st->boot, sizeof st->boot, "%s", opts->boot_id);
@@ -1206,7 +1235,7 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     return STORE_OK;
 fail:
     store_open_message(errbuf, errlen, location, what, rc);
-    if (st && st->pin)
+    if (st && st->pin && st->shared)
         store_unpin(st);
     if (st)
         store_free(st, locks);
@@ -1334,6 +1363,17 @@ store_map_grow(Store *st)
 
 static int store_env_begin(Store *st, unsigned flags, MDB_txn **out);
 
+/* As the sync leader: replaces this process's pin (aborting the old one)
+ * with "pin" of transaction "id" (NULL and UINT64_MAX: none). */
+static void
+store_pin_set(Store *st, MDB_txn *pin, uint64_t id)
+{
+    if (st->pin)
+        mdb_txn_abort(st->pin);
+    st->pin = pin;
+    __atomic_store_n(&st->pin_id, id, __ATOMIC_RELEASE);
+}
+
 /* Fills in what every checkpoint record of this store says. */
 static void
 checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
@@ -1421,10 +1461,7 @@ checkpoint_take(Store *st)
             mdb_txn_abort(pin);
         return rc;
     }
-    if (st->pin)
-        mdb_txn_abort(st->pin);
-    st->pin = pin;
-    st->pin_id = id;
+    store_pin_set(st, pin, id);
     __atomic_store_n(&st->checkpointed, true, __ATOMIC_RELEASE);
     __atomic_store_n(&sh->fast, 1, __ATOMIC_RELEASE);
     counter_raise(&sh->synced, id);
@@ -1472,19 +1509,15 @@ checkpoint_tick(Store *st)
 {
     SyncShared *sh = st->shared;
     uint64_t last = store_last_txnid(st);
-    pthread_mutex_lock(&st->sync_mu);
-    bool stale_pin = st->pin && st->pin_id < counter_get(&sh->record);
-    pthread_mutex_unlock(&st->sync_mu);
+    bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < counter_get(&sh->record);
     if (!stale_pin && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) &&
         counter_get(&sh->synced) >= last)
         return;
     sync_lock(st);
     if (!__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) || counter_get(&sh->synced) < last)
         (void)checkpoint_take(st);
-    if (st->pin && st->pin_id < counter_get(&sh->record)) {
-        mdb_txn_abort(st->pin);
-        st->pin = NULL;
-    }
+    if (st->pin && st->pin_id < counter_get(&sh->record))
+        store_pin_set(st, NULL, UINT64_MAX);
     sync_unlock(st);
 }
 
@@ -1528,34 +1561,59 @@ store_first_checkpoint(Store *st)
     return rc;
 }
 
+/* As the sync leader: makes every commit so far outlive a machine crash,
+ * unless "id" already does.  0 or an errno or LMDB code. */
+static int
+sync_once(Store *st, uint64_t id)
+{
+    SyncShared *sh = st->shared;
+    if (counter_get(&sh->synced) >= id)
+        return 0;
+    if (st->checkpoints && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE))
+        return checkpoint_take(st);
+    uint64_t target = counter_get(&sh->committed);
+    stat_add(&st->syncs, 1);
+    int rc = mdb_env_sync(st->env, 1);
+    counter_raise(rc ? &sh->failed : &sh->synced, target);
+    return rc;
+}
+
 /* Makes transaction "id" (committed) durable, sharing the sync with every
- * thread and process on the store: 0, or the errno of the failed sync
- * (EIO also when an earlier sync failed after "id" committed). */
+ * thread and process on the store: a thread that finds a sync under way
+ * waits for it, and returns at once if it covered "id"; otherwise one of
+ * the waiters leads the next.  0, or the errno of the failed sync (EIO also
+ * when an earlier sync failed after "id" committed). */
 static int
 store_sync_upto(Store *st, uint64_t id)
 {
     SyncShared *sh = st->shared;
     if (!st->sync)
         return 0;
-    if (counter_get(&sh->failed) >= id)
-        return EIO;
-    if (counter_get(&sh->synced) >= id)
-        return 0;
-    sync_lock(st);
+    /* A commit that changed nothing took no id: there is nothing of it to
+     * sync beyond what came before. */
+    uint64_t last = store_last_txnid(st);
+    if (id > last)
+        id = last;
     int rc = 0;
-    if (counter_get(&sh->failed) >= id) {
-        rc = EIO;
-    } else if (counter_get(&sh->synced) < id) {
-        if (st->checkpoints && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)) {
-            rc = checkpoint_take(st);
-        } else {
-            uint64_t target = counter_get(&sh->committed);
-            stat_add(&st->syncs, 1);
-            rc = mdb_env_sync(st->env, 1);
-            counter_raise(rc ? &sh->failed : &sh->synced, target);
+    pthread_mutex_lock(&st->sync_mu);
+    for (;;) {
+        if (counter_get(&sh->failed) >= id) {
+            rc = EIO;
+            break;
         }
+        if (counter_get(&sh->synced) >= id)
+            break;
+        if (st->syncing) {
+            pthread_cond_wait(&st->sync_cv, &st->sync_mu);
+            continue;
+        }
+        sync_lead_locked(st);
+        rc = sync_once(st, id);
+        sync_unlead_locked(st);
+        if (rc)
+            break;
     }
-    sync_unlock(st);
+    pthread_mutex_unlock(&st->sync_mu);
     return rc;
 }
 
