@@ -72,16 +72,18 @@
  * a process drops its pins once a newer record exists, and clears the
  * reader slots of dead processes (mdb_reader_check) only right after
  * recording a checkpoint of its own.  A closing process — whose pin would
- * vanish with it — makes the store safe: under the writer lock it clears
- * "fast", syncs the file and records "trust the disk"; the others' next
+ * vanish with it — makes the store safe: under the writer lock it syncs
+ * the file, records "trust the disk" and clears "fast"; the others' next
  * checkpoint makes it fast again.  The counters: "committed" — the last
  * transaction id a committer saw once its commit was done — "synced" —
  * every id up to it outlives a machine crash — and "failed" — a sync
  * failed when ids up to it had committed, so they may be lost (and a later
  * successful sync proves nothing about them: Linux may drop pages whose
  * writeback failed).  A durable write is done when synced >= its id;
- * otherwise its writer takes the sync lock, checks again, and syncs (safe)
- * or takes a checkpoint (fast).
+ * otherwise its writer waits for a sync under way — in its process (a
+ * condition) or in another (a futex in the shared page) — and when none
+ * covers it leads one (flock on the shared file): a sync (safe) or a
+ * checkpoint (fast).
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
  * locks on the lock file are per process, so closing a second handle to the
@@ -93,6 +95,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -102,6 +106,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,6 +131,7 @@
 #define SYNC_FILE_LEN 4096
 #define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
 #define CHECKPOINT_INTERVAL_MS 20    /* how often sync off takes a checkpoint */
+#define SYNC_WAIT_MS 10              /* a wait for another process's sync, at most */
 
 /* The page of "queuefs.sync", shared by every process on the store; the
  * counters are LMDB transaction ids, read and written atomically. */
@@ -138,6 +144,8 @@ typedef struct SyncShared {
     uint64_t failed;      /* a sync failed: ids <= failed may be lost */
     uint64_t fast;        /* 1: commits need not sync (see "Durability") */
     uint64_t record;      /* the transaction of the newest checkpoint record */
+    uint32_t sync_ends;   /* bumped (a futex, woken) whenever a sync ends */
+    uint32_t pad;
     char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
 } SyncShared;
 
@@ -891,12 +899,22 @@ sync_lead_locked(Store *st)
         ;
 }
 
-/* Ends the lead and wakes the threads waiting for a sync; returns with
- * sync_mu held. */
+/* Wakes the threads of every process waiting for the sync that ended, and
+ * releases the flock that led it. */
+static void
+sync_ended(Store *st)
+{
+    __atomic_add_fetch(&st->shared->sync_ends, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &st->shared->sync_ends, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    flock(st->sync_fd, LOCK_UN);
+}
+
+/* Ends the lead and wakes the threads waiting for a sync, in this process
+ * and in the others; returns with sync_mu held. */
 static void
 sync_unlead_locked(Store *st)
 {
-    flock(st->sync_fd, LOCK_UN);
+    sync_ended(st);
     pthread_mutex_lock(&st->sync_mu);
     st->syncing = false;
     pthread_cond_broadcast(&st->sync_cv);
@@ -1578,11 +1596,31 @@ sync_once(Store *st, uint64_t id)
     return rc;
 }
 
+/* As this process's would-be sync leader (st->syncing set, sync_mu not
+ * held): leads a sync when no other process does, else waits for the one
+ * under way to end (SYNC_WAIT_MS at most, in case its process died).  0
+ * or what the sync it led returned. */
+static int
+sync_lead_or_wait(Store *st, uint64_t id)
+{
+    uint32_t ends = __atomic_load_n(&st->shared->sync_ends, __ATOMIC_ACQUIRE);
+    if (flock(st->sync_fd, LOCK_EX | LOCK_NB) == 0) {
+        int rc = sync_once(st, id);
+        sync_ended(st);
+        return rc;
+    }
+    struct timespec wait = {0, SYNC_WAIT_MS * 1000000L};
+    if (counter_get(&st->shared->synced) < id)
+        syscall(SYS_futex, &st->shared->sync_ends, FUTEX_WAIT, ends, &wait, NULL, 0);
+    return 0;
+}
+
 /* Makes transaction "id" (committed) durable, sharing the sync with every
- * thread and process on the store: a thread that finds a sync under way
- * waits for it, and returns at once if it covered "id"; otherwise one of
- * the waiters leads the next.  0, or the errno of the failed sync (EIO also
- * when an earlier sync failed after "id" committed). */
+ * thread and process on the store: a thread that finds a sync under way —
+ * in its process or another — waits for it, and returns at once if it
+ * covered "id"; otherwise one of the waiters leads the next.  0, or the
+ * errno of the failed sync (EIO also when an earlier sync failed after
+ * "id" committed). */
 static int
 store_sync_upto(Store *st, uint64_t id)
 {
@@ -1607,9 +1645,12 @@ store_sync_upto(Store *st, uint64_t id)
             pthread_cond_wait(&st->sync_cv, &st->sync_mu);
             continue;
         }
-        sync_lead_locked(st);
-        rc = sync_once(st, id);
-        sync_unlead_locked(st);
+        st->syncing = true;
+        pthread_mutex_unlock(&st->sync_mu);
+        rc = sync_lead_or_wait(st, id);
+        pthread_mutex_lock(&st->sync_mu);
+        st->syncing = false;
+        pthread_cond_broadcast(&st->sync_cv);
         if (rc)
             break;
     }
