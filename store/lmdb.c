@@ -99,6 +99,7 @@
 #include <linux/futex.h>
 #include <lmdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1245,7 +1246,13 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     }
     what = "cannot start the checkpoint thread";
     if (st->checkpoints) {
-        if ((rc = pthread_create(&st->ticker, NULL, checkpoint_ticker, st)))
+        /* The thread takes no signals: they stay with the caller's threads. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        rc = pthread_create(&st->ticker, NULL, checkpoint_ticker, st);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc)
             goto fail;
         st->ticking = true;
     }
