@@ -260,6 +260,9 @@ print("OK")
         QUEUEFS_FAIL=fsync QUEUEFS_FAIL_WHEN="$arm" mount_fs
     run cat "$M/jobs/8"
     assert_success
+    # A write while the disk works: the mount has taken its first checkpoint.
+    run ctl_errno "UPDATE jobs:8 MERGE { seen: true };"
+    assert_output OK
     touch "$arm"
     run cat "$M/jobs/claim"
     assert_failure

@@ -64,11 +64,12 @@
  *    alone loses nothing (the page cache has every commit), so that is
  *    done only in another boot.
  *
- * Every open takes a checkpoint before its first commit, and the store is
- * fast from then on.  Every process takes one every CHECKPOINT_INTERVAL_MS
- * while there are commits since the last (see checkpoint_tick); with sync
- * on a write returns once a checkpoint covers it, and concurrent writers in
- * every process share that checkpoint.  Only the newest record matters, so
+ * Every process takes a checkpoint before its first commit (so an open
+ * that only reads syncs nothing), and the store is fast from then on.  A
+ * process takes one every CHECKPOINT_INTERVAL_MS while it has commits
+ * since the last (see checkpoint_tick); with sync on a write returns once
+ * a checkpoint covers it, and concurrent writers in every process share
+ * that checkpoint.  Only the newest record matters, so
  * a process drops its pins once a newer record exists, and clears the
  * reader slots of dead processes (mdb_reader_check) only right after
  * recording a checkpoint of its own.  A closing process — whose pin would
@@ -188,6 +189,7 @@ struct Store {
     unsigned page_size;
     bool checkpoints;            /* the data file's meta pages are understood */
     bool checkpointed;           /* this process took a checkpoint (atomic) */
+    uint64_t last_commit;        /* the id of this process's last commit (atomic) */
     MDB_txn *pin;                /* the read transaction holding this process's
                                   * checkpoint, or NULL (the sync leader's) */
     uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
@@ -1111,19 +1113,21 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
             return rc;
         return store_sync_all(st);
     }
-    /* A store that holds transactions opens for reading even when the disk
-     * fails to sync now; it takes the checkpoint before its first commit. */
-    rc = store_first_checkpoint(st);
-    return rc && store_last_txnid(st) > 0 ? 0 : rc;
+    /* A process takes its first checkpoint before its first commit, so an
+     * open that only reads waits for no writer and syncs nothing; a new
+     * store's first commit is the schema's, just after this. */
+    return store_last_txnid(st) == 0 ? store_first_checkpoint(st) : 0;
 }
 
 /* Drops this process's pin, which the environment's closing would drop
- * anyway, leaving the store safe first (see "Durability"). */
+ * anyway, leaving the store safe first (see "Durability") when the newest
+ * checkpoint record is this pin's. */
 static void
 store_unpin(Store *st)
 {
     sync_lock(st);
-    (void)checkpoint_trust_disk(st);
+    if (st->pin && st->pin_id >= counter_get(&st->shared->record))
+        (void)checkpoint_trust_disk(st);
     store_pin_set(st, NULL, UINT64_MAX);
     sync_unlock(st);
 }
@@ -1523,9 +1527,10 @@ checkpoint_trust_disk(Store *st)
     return rc;
 }
 
-/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when there are commits
- * since the last (or the store is safe), and drops this process's pin once
- * a newer record exists.  A pin keeps LMDB from reusing every page freed
+/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when this process has
+ * committed since the last checkpoint (another process's commits are its
+ * own to cover) or, having committed, finds the store safe; and drops this
+ * process's pin once a newer record exists.  A pin keeps LMDB from reusing every page freed
  * after it, so the data file grows by what is written between two
  * checkpoints: the interval bounds that as well as what a machine crash
  * may undo with sync off. */
@@ -1533,13 +1538,13 @@ static void
 checkpoint_tick(Store *st)
 {
     SyncShared *sh = st->shared;
-    uint64_t last = store_last_txnid(st);
+    uint64_t mine = __atomic_load_n(&st->last_commit, __ATOMIC_ACQUIRE);
     bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < counter_get(&sh->record);
-    if (!stale_pin && __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) &&
-        counter_get(&sh->synced) >= last)
+    bool fast = __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE);
+    if (!stale_pin && counter_get(&sh->synced) >= mine && (fast || !mine))
         return;
     sync_lock(st);
-    if (!__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) || counter_get(&sh->synced) < last)
+    if (counter_get(&sh->synced) < mine || (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)))
         (void)checkpoint_take(st);
     if (st->pin && st->pin_id < counter_get(&sh->record))
         store_pin_set(st, NULL, UINT64_MAX);
@@ -1675,6 +1680,7 @@ store_commit_note(Store *st)
     uint64_t last;
     store_env_info(st, NULL, &last);
     counter_raise(&st->shared->committed, last);
+    counter_raise(&st->last_commit, last);
 }
 
 /* Notes a failed commit: when the disk failed (with sync on, the commit's

@@ -127,10 +127,10 @@ typedef struct StoreStats {
  * Besides LMDB's files the directory holds "queuefs.sync", through which
  * the processes on the store share syncs, and "queuefs.checkpoint" (see
  * store/checkpoint.h): opened first in a boot after a machine crash, the
- * store is put back to its last checkpoint.  Opening takes a checkpoint; if
- * the disk fails to sync then, a store that holds data opens for reading
- * and its writes fail with STORE_IO until a checkpoint succeeds.  A thread
- * takes checkpoints while the store is open.  On failure "*out" is NULL and
+ * store is put back to its last checkpoint.  A process takes a checkpoint
+ * before its first write (a write fails with STORE_IO while the disk fails
+ * to sync), and a thread takes more while the store is open.  On failure
+ * "*out" is NULL and
  * "errbuf" (when non-NULL) holds a message; STORE_INVALID when
  * QUEUEFS_MAP_SIZE is malformed. */
 int store_open(const char *location, const StoreOptions *opts, Store **out,
