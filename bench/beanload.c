@@ -225,12 +225,9 @@ main(int argc, char **argv)
     Config cfg = {0};
     BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
                       .teardown = teardown, .arg = &cfg};
-    int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage);
-    if (first < 0 || argc - first != 2) {
-        if (first >= 0)
-            fputs(usage, stderr);
+    int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage, 2);
+    if (first < 0)
         return 2;
-    }
     const char *mode = argv[first];
     cfg.mode = strcmp(mode, "cycle") == 0     ? CYCLE
                : strcmp(mode, "release") == 0 ? RELEASE
@@ -245,8 +242,5 @@ main(int argc, char **argv)
     cfg.host = argv[first + 1];
     cfg.port = colon + 1;
     cfg.batch = batch_option;
-    BenchResult r;
-    int rc = bench_run(&spec, &r);
-    bench_result_print(&r, stdout);
-    return rc < 0 ? 1 : 0;
+    return bench_run_and_print(&spec);
 }

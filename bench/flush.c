@@ -69,15 +69,9 @@ main(int argc, char **argv)
 {
     BenchSpec spec = {.workers = 1, .seconds = 1, .setup = setup, .unit = unit,
                       .teardown = teardown};
-    int first = bench_parse_options(argc, argv, &spec, "", NULL, usage);
-    if (first < 0 || argc - first != 1) {
-        if (first >= 0)
-            fputs(usage, stderr);
+    int first = bench_parse_options(argc, argv, &spec, "", NULL, usage, 1);
+    if (first < 0)
         return 2;
-    }
     spec.arg = argv[first];
-    BenchResult r;
-    int rc = bench_run(&spec, &r);
-    bench_result_print(&r, stdout);
-    return rc < 0 ? 1 : 0;
+    return bench_run_and_print(&spec);
 }

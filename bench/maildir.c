@@ -152,19 +152,13 @@ main(int argc, char **argv)
     Config cfg = {0};
     BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
                       .teardown = teardown, .arg = &cfg};
-    int first = bench_parse_options(argc, argv, &spec, "f", take_option, usage);
-    if (first < 0 || argc - first != 1) {
-        if (first >= 0)
-            fputs(usage, stderr);
+    int first = bench_parse_options(argc, argv, &spec, "f", take_option, usage, 1);
+    if (first < 0)
         return 2;
-    }
     cfg.dir = argv[first];
     cfg.durable = durable_option;
     if (make_dir(cfg.dir, "") || make_dir(cfg.dir, "tmp") || make_dir(cfg.dir, "new") ||
         make_dir(cfg.dir, "cur"))
         return 1;
-    BenchResult r;
-    int rc = bench_run(&spec, &r);
-    bench_result_print(&r, stdout);
-    return rc < 0 ? 1 : 0;
+    return bench_run_and_print(&spec);
 }

@@ -220,7 +220,7 @@ bench_result_print(const BenchResult *r, FILE *to)
 /* -w -t -n and the program's own options (see run.h). */
 int
 bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
-                    int (*take)(int opt, const char *arg), const char *usage)
+                    int (*take)(int opt, const char *arg), const char *usage, int operands)
 {
     char optstring[64];
     snprintf(optstring, sizeof optstring, "+w:t:n:%s", extra ? extra : "");
@@ -246,11 +246,21 @@ bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
             }
         }
     }
-    if (spec->workers < 1 || spec->seconds <= 0) {
+    if (spec->workers < 1 || spec->seconds <= 0 || argc - optind != operands) {
         fputs(usage, stderr);
         return -1;
     }
     return optind;
+}
+
+/* Runs and prints (see run.h). */
+int
+bench_run_and_print(const BenchSpec *spec)
+{
+    BenchResult r;
+    int rc = bench_run(spec, &r);
+    bench_result_print(&r, stdout);
+    return rc < 0 ? 1 : 0;
 }
 
 /* The record's file name from a claimed line (see run.h). */

@@ -56,11 +56,17 @@ bench_result_print(const BenchResult *r, FILE *to);
 
 /* The common options: -w WORKERS -t SECONDS -n UNITS.  Parses them out of
  * argv into "spec", and the program's own options ("extra", in getopt's
- * syntax: "b:" or "f") through "take".  Returns the index of the first
- * operand, or -1 after printing "usage" on a bad option. */
+ * syntax: "b:" or "f") through "take".  Returns the index of the first of
+ * exactly "operands" operands, or -1 after printing "usage" on a bad option
+ * or another number of operands. */
 int
 bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
-                    int (*take)(int opt, const char *arg), const char *usage);
+                    int (*take)(int opt, const char *arg), const char *usage, int operands);
+
+/* Runs "spec" and prints its line on standard output: a program's exit
+ * status, 0, or 1 when the run failed. */
+int
+bench_run_and_print(const BenchSpec *spec);
 
 /* The file name, in the JSON line "json" a claim reads, of the record it
  * is: the key after "table:" in its "id" (an integer identity, as a

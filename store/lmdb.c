@@ -148,6 +148,7 @@ typedef struct SyncShared {
     uint64_t record;      /* the transaction of the newest checkpoint record */
     uint32_t sync_ends;   /* bumped (a futex, woken) whenever a sync ends */
     uint32_t pad;
+    uint64_t record_seq;  /* the sequence number of the newest record */
     char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
 } SyncShared;
 
@@ -190,6 +191,8 @@ struct Store {
     bool checkpoints;            /* the data file's meta pages are understood */
     bool checkpointed;           /* this process took a checkpoint (atomic) */
     uint64_t last_commit;        /* the id of this process's last commit (atomic) */
+    time_t dead_cleared_at;      /* when it last cleared dead readers (the sync
+                                  * leader's), in monotonic seconds */
     MDB_txn *pin;                /* the read transaction holding this process's
                                   * checkpoint, or NULL (the sync leader's) */
     uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
@@ -974,9 +977,12 @@ store_sync_open(Store *st, const char *location)
             sh->ino != (uint64_t)db.st_ino || strncmp(sh->boot, st->boot, sizeof sh->boot) ||
             counter_get(&sh->committed) > last || counter_get(&sh->synced) > last ||
             counter_get(&sh->failed) > last || counter_get(&sh->record) > last) {
+            Checkpoint newest;
             *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
                                .ino = (uint64_t)db.st_ino};
             snprintf(sh->boot, sizeof sh->boot, "%s", st->boot);
+            if (checkpoint_read(st->ckpt_fd, &newest) == 0)
+                sh->record_seq = newest.seq;
             msync(sh, SYNC_FILE_LEN, MS_ASYNC);
         }
     }
@@ -1011,24 +1017,19 @@ store_lockfile_allocate(const char *location)
     close(fd);
 }
 
+static int sync_once(Store *st, uint64_t id);
+
 /* Makes every commit so far durable: STORE_OK, or the sync's failure.
  * Used once at open, whatever earlier failures were recorded. */
 static int
 store_sync_all(Store *st)
 {
-    SyncShared *sh = st->shared;
     uint64_t last = store_last_txnid(st);
-    counter_raise(&sh->committed, last);
-    if (!st->sync || counter_get(&sh->synced) >= last)
+    counter_raise(&st->shared->committed, last);
+    if (!st->sync)
         return 0;
     sync_lock(st);
-    int rc = 0;
-    if (counter_get(&sh->synced) < last) {
-        uint64_t target = counter_get(&sh->committed);
-        stat_add(&st->syncs, 1);
-        if ((rc = mdb_env_sync(st->env, 1)) == 0)
-            counter_raise(&sh->synced, target);
-    }
+    int rc = sync_once(st, last);
     sync_unlock(st);
     return rc;
 }
@@ -1416,23 +1417,27 @@ checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
 
 /* Writes checkpoint record "c" after the newest one, under flock on the
  * record file: 0 or an errno.  With "clear_dead" it then clears the reader
- * slots of dead processes: the newest record is this process's own and
- * pinned, so no pin a dead process left is needed any more. */
+ * slots of dead processes (once a second at most: they only hold pages
+ * back): the newest record is this process's own and pinned, so no pin a
+ * dead process left is needed any more. */
 static int
 checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
 {
-    Checkpoint last;
+    SyncShared *sh = st->shared;
     while (flock(st->ckpt_fd, LOCK_EX) != 0)
         if (errno != EINTR)
             return errno;
-    int rc = checkpoint_read(st->ckpt_fd, &last);
-    c->seq = rc == 0 ? last.seq + 1 : 1;
-    if (rc == 0 || rc == ENOENT)
-        rc = checkpoint_write(st->ckpt_fd, c);
+    c->seq = sh->record_seq + 1;
+    int rc = checkpoint_write(st->ckpt_fd, c);
     if (!rc) {
-        __atomic_store_n(&st->shared->record, c->txnid, __ATOMIC_RELEASE);
-        if (clear_dead)
+        sh->record_seq = c->seq;
+        __atomic_store_n(&sh->record, c->txnid, __ATOMIC_RELEASE);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (clear_dead && now.tv_sec != st->dead_cleared_at) {
             mdb_reader_check(st->env, NULL);
+            st->dead_cleared_at = now.tv_sec;
+        }
     }
     flock(st->ckpt_fd, LOCK_UN);
     return rc;
@@ -1639,11 +1644,6 @@ store_sync_upto(Store *st, uint64_t id)
     SyncShared *sh = st->shared;
     if (!st->sync)
         return 0;
-    /* A commit that changed nothing took no id: there is nothing of it to
-     * sync beyond what came before. */
-    uint64_t last = store_last_txnid(st);
-    if (id > last)
-        id = last;
     int rc = 0;
     pthread_mutex_lock(&st->sync_mu);
     for (;;) {
@@ -1670,17 +1670,18 @@ store_sync_upto(Store *st, uint64_t id)
     return rc;
 }
 
-/* Notes a write transaction of this process committed: raises "committed"
- * to the last id LMDB shows, which is at least the transaction's own (an
- * empty commit writes nothing and adds no id).  The caller still holds the
- * map lock. */
-static void
-store_commit_note(Store *st)
+/* Notes that write transaction "id" of this process committed: raises
+ * "committed" to the last id LMDB shows.  Returns the id to sync up to:
+ * "id", or the last id when the commit changed nothing and so took none.
+ * The caller still holds the map lock. */
+static uint64_t
+store_commit_note(Store *st, uint64_t id)
 {
     uint64_t last;
     store_env_info(st, NULL, &last);
     counter_raise(&st->shared->committed, last);
     counter_raise(&st->last_commit, last);
+    return id < last ? id : last;
 }
 
 /* Notes a failed commit: when the disk failed (with sync on, the commit's
@@ -1738,7 +1739,7 @@ store_txn_commit(StoreTxn *txn)
     uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
     int rc = write ? store_commit(st, txn->txn) : mdb_txn_commit(txn->txn);
     if (write && rc == 0)
-        store_commit_note(st);
+        id = store_commit_note(st, id);
     pthread_rwlock_unlock(&st->map_lock);
     free(txn);
     if (write && rc)
@@ -1826,7 +1827,7 @@ group_run(Store *st, WriteReq *head)
         uint64_t id = mdb_txn_id(parent);
         rc = store_commit(st, parent);
         if (rc == 0)
-            store_commit_note(st);
+            id = store_commit_note(st, id);
         pthread_rwlock_unlock(&st->map_lock);
         if (rc == 0) {
             stat_add(&st->groups, 1);
