@@ -11,18 +11,20 @@
  *   /jobs/released/   rename of /jobs/N to /jobs/released/N succeeds
  *   /jobs/new         writes are accepted and dropped
  *
- * Settings as queuefs's: direct_io, entry/attribute/negative timeouts 0,
- * hard_remove, the multithreaded loop.  --cache lets the kernel keep
- * entries and attributes for a second instead, to show what the lookups
- * of every path cost.  --unlink-us N makes every unlink take N µs, as an
- * unlink that waits for its commit to reach the disk does: it shows how
- * the kernel serialises unlinks in one directory.  Returns
- * once mounted (libfuse daemonizes after the mount); unmount with
- * fusermount3 -u MOUNTPOINT. */
+ * Settings as queuefs's: the low-level API, direct_io, the kernel keeping
+ * the queue's directory for a second and its fixed names (claim, new,
+ * released) for a day, records and attributes not at all, no absent
+ * names; the multithreaded loop.  --cache lets the kernel keep records'
+ * names and every attribute for a second too, to show what the lookups
+ * left cost.  --unlink-us N makes every unlink take N µs, as an unlink that
+ * waits for its commit to reach the disk does: it shows how the kernel
+ * serialises unlinks in one directory.  Returns once mounted (it
+ * daemonizes after the mount); unmount with fusermount3 -u MOUNTPOINT. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
-#include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +32,7 @@
 #include <unistd.h>
 
 static atomic_ulong next_id;
-static double cache_seconds;   /* --cache: entry and attribute timeouts */
+static double cache_seconds;   /* --cache: records' names and attributes kept */
 static useconds_t unlink_us;   /* --unlink-us: how long an unlink takes */
 
 /* The content of one open claim. */
@@ -51,35 +53,86 @@ is_number(const char *s)
     return 1;
 }
 
-/* Directories: / /jobs /jobs/released; files: claim, new, N. */
+/* The inodes: the fixed ones, and a record N's (N + INO_RECORD). */
+enum { INO_ROOT = FUSE_ROOT_ID, INO_JOBS, INO_CLAIM, INO_NEW, INO_RELEASED, INO_RECORD = 16 };
+
+/* The attributes of inode "ino"; 0 when it is none of the floor's. */
 static int
-floor_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+stat_ino(fuse_ino_t ino, struct stat *st)
 {
-    (void)fi;
     memset(st, 0, sizeof *st);
+    st->st_ino = ino;
     st->st_uid = getuid();
     st->st_gid = getgid();
-    if (!strcmp(path, "/") || !strcmp(path, "/jobs") || !strcmp(path, "/jobs/released")) {
+    st->st_nlink = 1;
+    if (ino == INO_ROOT || ino == INO_JOBS || ino == INO_RELEASED) {
         st->st_mode = S_IFDIR | 0755;
         st->st_nlink = 2;
-        return 0;
+    } else if (ino == INO_CLAIM) {
+        st->st_mode = S_IFREG | 0444;
+    } else if (ino == INO_NEW || ino >= INO_RECORD) {
+        st->st_mode = S_IFREG | 0644;
+    } else {
+        return -1;
     }
-    if (!strncmp(path, "/jobs/", 6) &&
-        (!strcmp(path + 6, "claim") || !strcmp(path + 6, "new") || is_number(path + 6))) {
-        st->st_mode = S_IFREG | (!strcmp(path + 6, "claim") ? 0444 : 0644);
-        st->st_nlink = 1;
-        return 0;
-    }
-    return -ENOENT;
+    return 0;
 }
 
-/* claim opens a new claim; numeric names and new open as empty files. */
-static int
-floor_open(const char *path, struct fuse_file_info *fi)
+/* jobs in the root; claim, new, released and any N in jobs. */
+static void
+floor_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    struct fuse_entry_param e = {0};
+    if (parent == INO_ROOT && !strcmp(name, "jobs")) {
+        e.ino = INO_JOBS;
+        e.entry_timeout = 1;
+    } else if (parent == INO_JOBS && !strcmp(name, "claim")) {
+        e.ino = INO_CLAIM;
+    } else if (parent == INO_JOBS && !strcmp(name, "new")) {
+        e.ino = INO_NEW;
+    } else if (parent == INO_JOBS && !strcmp(name, "released")) {
+        e.ino = INO_RELEASED;
+    } else if (parent == INO_JOBS && is_number(name) && strlen(name) < 18) {
+        e.ino = INO_RECORD + strtoull(name, NULL, 10);
+        e.entry_timeout = cache_seconds;
+    } else {
+        fuse_reply_err(req, ENOENT);
+        return;
+    }
+    if (e.ino < INO_RECORD && e.ino != INO_JOBS)
+        e.entry_timeout = 86400;
+    e.attr_timeout = cache_seconds;
+    stat_ino(e.ino, &e.attr);
+    fuse_reply_entry(req, &e);
+}
+
+/* Nothing is kept per inode: nothing to forget. */
+static void
+floor_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    (void)ino, (void)nlookup;
+    fuse_reply_none(req);
+}
+
+static void
+floor_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)fi;
+    struct stat st;
+    if (stat_ino(ino, &st) != 0)
+        fuse_reply_err(req, ENOENT);
+    else
+        fuse_reply_attr(req, &st, cache_seconds);
+}
+
+/* claim opens a new claim; records and new open as empty files. */
+static void
+floor_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     fi->direct_io = 1;
     fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
-    if (!strcmp(path, "/jobs/claim")) {
+    fi->fh = 0;
+    if (ino == INO_CLAIM) {
         Claim *c = malloc(sizeof *c);
         unsigned long id = atomic_fetch_add(&next_id, 1) + 1;
         c->len = (size_t)snprintf(c->json, sizeof c->json,
@@ -88,107 +141,101 @@ floor_open(const char *path, struct fuse_file_info *fi)
                                   id, id);
         fi->fh = (uint64_t)(uintptr_t)c;
         fi->nonseekable = 1;
-        return 0;
+    } else if (ino != INO_NEW && ino < INO_RECORD) {
+        fuse_reply_err(req, EISDIR);
+        return;
     }
-    if (!strcmp(path, "/jobs/new") || (!strncmp(path, "/jobs/", 6) && is_number(path + 6))) {
-        fi->fh = 0;
-        return 0;
-    }
-    return -ENOENT;
+    if (fuse_reply_open(req, fi) != 0)
+        free((Claim *)(uintptr_t)fi->fh);
 }
 
 /* Reads serve the claim's line; other files read empty. */
-static int
-floor_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+static void
+floor_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-    (void)path;
-    Claim *c = (Claim *)(uintptr_t)fi->fh;
-    if (!c || (size_t)off >= c->len)
-        return 0;
-    size_t n = c->len - (size_t)off;
-    if (n > size)
-        n = size;
-    memcpy(buf, c->json + off, n);
-    return (int)n;
+    (void)ino;
+    const Claim *c = (const Claim *)(uintptr_t)fi->fh;
+    size_t n = c && (size_t)off < c->len ? c->len - (size_t)off : 0;
+    fuse_reply_buf(req, n ? c->json + off : NULL, n < size ? n : size);
 }
 
 /* Every write is accepted whole. */
-static int
-floor_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+static void
+floor_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+            struct fuse_file_info *fi)
 {
-    (void)path, (void)buf, (void)off, (void)fi;
-    return (int)size;
+    (void)ino, (void)buf, (void)off, (void)fi;
+    fuse_reply_write(req, size);
 }
 
 /* Nothing to store at close. */
-static int
-floor_flush(const char *path, struct fuse_file_info *fi)
+static void
+floor_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)path, (void)fi;
-    return 0;
+    (void)ino, (void)fi;
+    fuse_reply_err(req, 0);
 }
 
 /* Frees an open claim. */
-static int
-floor_release(const char *path, struct fuse_file_info *fi)
+static void
+floor_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    (void)path;
+    (void)ino;
     free((Claim *)(uintptr_t)fi->fh);
-    return 0;
+    fuse_reply_err(req, 0);
 }
 
 /* Any record "finishes". */
-static int
-floor_unlink(const char *path)
+static void
+floor_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     if (unlink_us)
         usleep(unlink_us);
-    return !strncmp(path, "/jobs/", 6) && is_number(path + 6) ? 0 : -EPERM;
+    fuse_reply_err(req, parent == INO_JOBS && is_number(name) ? 0 : EPERM);
 }
 
-/* /jobs/N to /jobs/released/… "releases"; everything else is EXDEV. */
-static int
-floor_rename(const char *from, const char *to, unsigned int flags)
+/* jobs/N to jobs/released/… "releases"; everything else is EXDEV. */
+static void
+floor_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
+             const char *new_name, unsigned int flags)
 {
-    (void)flags;
-    if (!strncmp(from, "/jobs/", 6) && is_number(from + 6) && !strncmp(to, "/jobs/released/", 15))
-        return 0;
-    return -EXDEV;
+    (void)new_name, (void)flags;
+    fuse_reply_err(req, parent == INO_JOBS && is_number(name) && new_parent == INO_RELEASED ? 0 : EXDEV);
 }
 
 /* Lists the fixed entries only. */
-static int
-floor_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-              struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+static void
+floor_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-    (void)off, (void)fi, (void)flags;
-    filler(buf, ".", NULL, 0, 0);
-    filler(buf, "..", NULL, 0, 0);
-    if (!strcmp(path, "/")) {
-        filler(buf, "jobs", NULL, 0, 0);
-    } else if (!strcmp(path, "/jobs")) {
-        filler(buf, "claim", NULL, 0, 0);
-        filler(buf, "new", NULL, 0, 0);
-        filler(buf, "released", NULL, 0, 0);
+    (void)fi;
+    static const char *const root[] = {".", "..", "jobs"};
+    static const char *const jobs[] = {".", "..", "claim", "new", "released"};
+    const char *const *names = ino == INO_ROOT ? root : jobs;
+    size_t count = ino == INO_ROOT ? 3 : ino == INO_JOBS ? 5 : 2;
+    char buf[512];
+    size_t cap = size < sizeof buf ? size : sizeof buf, used = 0;
+    for (size_t i = (size_t)off; i < count; i++) {
+        struct stat st = {.st_ino = 0xffffffff, .st_mode = i < 2 ? S_IFDIR : S_IFREG};
+        size_t need = fuse_add_direntry(req, buf + used, cap - used, names[i], &st, (off_t)i + 1);
+        if (need > cap - used)
+            break;
+        used += need;
     }
-    return 0;
+    fuse_reply_buf(req, buf, used);
 }
 
-/* queuefs's settings: nothing cached by the kernel (unless --cache). */
-static void *
-floor_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+/* queuefs's limit on a write. */
+static void
+floor_init(void *userdata, struct fuse_conn_info *conn)
 {
-    cfg->entry_timeout = cache_seconds;
-    cfg->attr_timeout = cache_seconds;
-    cfg->negative_timeout = 0;
-    cfg->hard_remove = 1;
-    cfg->use_ino = 0;
+    (void)userdata;
     conn->max_write = 1 << 20;
-    return NULL;
 }
 
-static const struct fuse_operations operations = {
+static const struct fuse_lowlevel_ops operations = {
     .init = floor_init,
+    .lookup = floor_lookup,
+    .forget = floor_forget,
     .getattr = floor_getattr,
     .open = floor_open,
     .read = floor_read,
@@ -225,27 +272,27 @@ main(int argc, char **argv)
     }
     fuse_opt_add_arg(&args, "-o");
     fuse_opt_add_arg(&args, "subtype=queuefs-floor,fsname=queuefs-floor");
-    struct fuse *fuse = fuse_new(&args, &operations, sizeof operations, NULL);
-    if (!fuse)
+    struct fuse_session *se = fuse_session_new(&args, &operations, sizeof operations, NULL);
+    if (!se)
         return 1;
     int rc = 1;
-    if (fuse_mount(fuse, opts.mountpoint) != 0)
+    if (fuse_session_mount(se, opts.mountpoint) != 0)
         goto out;
-    if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(fuse_get_session(fuse)) != 0)
+    if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(se) != 0)
         goto unmount;
     if (opts.singlethread) {
-        rc = fuse_loop(fuse);
+        rc = fuse_session_loop(se);
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(cfg, 64);
-        rc = fuse_loop_mt(fuse, cfg);
+        rc = fuse_session_loop_mt(se, cfg);
         fuse_loop_cfg_destroy(cfg);
     }
-    fuse_remove_signal_handlers(fuse_get_session(fuse));
+    fuse_remove_signal_handlers(se);
 unmount:
-    fuse_unmount(fuse);
+    fuse_session_unmount(se);
 out:
-    fuse_destroy(fuse);
+    fuse_session_destroy(se);
     free(opts.mountpoint);
     fuse_opt_free_args(&args);
     return rc ? 1 : 0;

@@ -17,8 +17,7 @@
 #include <unistd.h>
 
 #include "mount.h"
-
-#include <fuse_lowlevel.h>
+#include "nodes.h"
 
 typedef struct Options {
     char *consumer;
@@ -232,12 +231,14 @@ run(struct fuse_args *args, const Options *o)
         snprintf(detail, sizeof detail, "%s: %s", m.store_path, msg[0] ? msg : store_strerror(rc));
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
-    struct fuse *fuse = fuse_new(args, queuefs_operations(), sizeof(struct fuse_operations), &m);
-    if (!fuse)
+    m.nodes = nodes_new();
+    struct fuse_session *se =
+        fuse_session_new(args, queuefs_operations(), sizeof(struct fuse_lowlevel_ops), &m);
+    if (!se)
         fail_to_parent(m.ready_fd, "bad options (see queuefs --help)", "");
-    if (fuse_mount(fuse, mountpoint) != 0)
+    m.session = se;
+    if (fuse_session_mount(se, mountpoint) != 0)
         fail_to_parent(m.ready_fd, "cannot mount on ", mountpoint);
-    struct fuse_session *se = fuse_get_session(fuse);
     if (fuse_set_signal_handlers(se) != 0)
         fail_to_parent(m.ready_fd, "cannot set signal handlers", "");
     if (!o->foreground) {
@@ -247,17 +248,18 @@ run(struct fuse_args *args, const Options *o)
     }
 
     if (o->single_thread) {
-        rc = fuse_loop(fuse);
+        rc = fuse_session_loop(se);
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
         fuse_loop_cfg_set_max_threads(cfg, QUEUEFS_MAX_THREADS);
-        rc = fuse_loop_mt(fuse, cfg);
+        rc = fuse_session_loop_mt(se, cfg);
         fuse_loop_cfg_destroy(cfg);
     }
     bool signalled = fuse_session_exited(se);   /* SIGTERM, SIGINT or an unmount */
     fuse_remove_signal_handlers(se);
-    fuse_unmount(fuse);
-    fuse_destroy(fuse);
+    fuse_session_unmount(se);
+    fuse_session_destroy(se);
+    nodes_free(m.nodes);
     store_close(m.store);
     status = rc && !signalled ? 1 : 0;
 out:
@@ -276,7 +278,7 @@ main(int argc, char **argv)
         status = 2;
     } else if (o.help) {
         usage(stdout);
-        fuse_lib_help(&args);
+        fuse_lowlevel_help();
         status = 0;
     } else if (o.version) {
         printf("queuefs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());

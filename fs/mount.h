@@ -4,7 +4,7 @@
 #define QUEUEFS_MOUNT_H
 
 #define FUSE_USE_VERSION 314
-#include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <time.h>
@@ -23,14 +23,15 @@ typedef struct Mount {
     int     ready_fd;                         /* written once the mount answers; -1 after */
     bool    enforce;                          /* -o default_permissions: the engine checks
                                                  ctl statements as the kernel checks files */
+    struct Nodes        *nodes;               /* the inodes the kernel knows */
+    struct fuse_session *session;
 } Mount;
 
 /* The most threads serving requests at once.  Blocking opens of wait files
  * may hold all but 32 of them. */
 #define QUEUEFS_MAX_THREADS 256
 
-/* The operations table of a queuefs mount; fuse_get_context()->private_data
- * is the Mount. */
-const struct fuse_operations *queuefs_operations(void);
+/* The operations table of a queuefs mount, whose user data is the Mount. */
+const struct fuse_lowlevel_ops *queuefs_operations(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* ops.c — the file view (SPEC section 2): the fuse_operations table.
+/* ops.c — the file view (SPEC section 2): the FUSE low-level operations.
  *
  *   /ctl                  statements in, results out (ctl.c)
  *   /metrics              every queue's figures, Prometheus text
@@ -13,10 +13,12 @@
  *   /T/dead/ID            the records at the ATTEMPTS ceiling
  *   /T/stats              the queue's figures, one JSON line
  *
- * Handlers are thin: they map a path to a lang_view_* call and its error to
- * an errno.  Every file is direct_io (sizes are not known in advance) and
- * the kernel caches no attribute and no absent name, so nothing is ever
- * shown stale. */
+ * Handlers are thin: each finds the path of the inode it is given
+ * (nodes.c), maps the path to a lang_view_* call and its error to an
+ * errno.  Every file is direct_io (sizes are not known in advance); the
+ * kernel caches no attribute and no absent name, and of the names it
+ * finds keeps only those that cannot change while their directory stays
+ * the same table (entry_timeout), so nothing is ever shown stale. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -30,13 +32,24 @@
 #include "ctl.h"
 #include "mount.h"
 #include "names.h"
+#include "nodes.h"
 
-#include <fuse_lowlevel.h>   /* fuse_session_exited */
+/* The request this thread serves: who asks, and whether they gave up. */
+static __thread fuse_req_t current_request;
 
 static Mount *
 mount_of(void)
 {
-    return fuse_get_context()->private_data;
+    return fuse_req_userdata(current_request);
+}
+
+/* The caller's supplementary groups (with default_permissions only: the
+ * engine checks nothing otherwise) into "groups"; how many. */
+static int
+caller_groups(gid_t groups[64])
+{
+    int n = mount_of()->enforce ? fuse_req_getgroups(current_request, 64, groups) : 0;
+    return n < 0 || n > 64 ? 0 : n;
 }
 
 /* Tells "s" who makes the current request: the owner of what it defines,
@@ -44,16 +57,13 @@ mount_of(void)
 static void
 set_caller(LangSession *s)
 {
-    Mount *m = mount_of();
-    const struct fuse_context *cx = fuse_get_context();
+    const struct fuse_ctx *cx = fuse_req_ctx(current_request);
     gid_t groups[64];
     uint32_t ids[64];
-    int n = m->enforce ? fuse_getgroups(64, groups) : 0;
-    if (n < 0 || n > 64)
-        n = 0;
+    int n = caller_groups(groups);
     for (int i = 0; i < n; i++)
         ids[i] = groups[i];
-    lang_session_set_caller(s, cx->uid, cx->gid, ids, n, m->enforce);
+    lang_session_set_caller(s, cx->uid, cx->gid, ids, n, mount_of()->enforce);
 }
 
 /* A session acting as the mount, for one operation of the caller. */
@@ -170,6 +180,35 @@ path_parse(const char *path)
                                    : P_DEAD_ENTRY;
     }
     return p;
+}
+
+/* How long the kernel may keep a name it found, in seconds.  Absent names
+ * and records are asked for on every use: another mount or process may
+ * add or delete one at any time.  The names fixed by their directory (ctl
+ * and metrics; claim, new, … of a table) are kept for a day: they exist
+ * exactly while their directory is the same kind of table, and a table
+ * that changes kind gets a new inode (the generation lookup gives
+ * nodes_lookup), which drops what was kept under the old one.  A table is
+ * kept for a second: once it is dropped, a kept name still leads nowhere
+ * stale — its attributes, its listing and every file in it are asked for
+ * and found gone, and mkdir of it is checked anew (the kernel looks a name
+ * up again before creating it) — but the kernel forgets it soon. */
+static double
+entry_timeout(PathKind kind)
+{
+    switch (kind) {
+    case P_TABLE: return 1;
+    case P_CTL:
+    case P_METRICS:
+    case P_CLAIM:
+    case P_WAIT:
+    case P_NEW:
+    case P_STATS:
+    case P_RELEASED:
+    case P_HELD:
+    case P_DEAD: return 86400;
+    default: return 0;
+    }
 }
 
 /* 0 when "p"'s table exists (and, for what only queues have, is a queue),
@@ -386,15 +425,18 @@ file_mode(PathKind kind, mode_t dir)
     }
 }
 
+/* The attributes of "path" (parsed: "p") into "st", and into
+ * "*generation" (may be NULL) what tells its versions apart: for a table,
+ * whether it is a queue. */
 static int
-qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
+stat_path(const char *path, const Path *p, struct stat *st, uint32_t *generation)
 {
-    (void)fi;
-    Path p = path_parse(path);
+    if (generation)
+        *generation = 0;
     LangTableInfo info;
     off_t size = 0;
     int rc;
-    switch (p.kind) {
+    switch (p->kind) {
     case P_ROOT:
         /* With permissions enforced, anyone may define a table, as in /tmp:
          * it is theirs, and only they may remove it. */
@@ -409,10 +451,10 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
     case P_RECORD:
     case P_HELD_ENTRY:
     case P_DEAD_ENTRY:
-        if (p.kind == P_RECORD && pending_has(path)) {
-            if ((rc = table_check(&p, &info)))
+        if (p->kind == P_RECORD && pending_has(path)) {
+            if ((rc = table_check(p, &info)))
                 return rc;
-        } else if ((rc = record_size(&p, &size, &info))) {
+        } else if ((rc = record_size(p, &size, &info))) {
             return rc;
         }
         break;
@@ -422,22 +464,46 @@ qfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
     case P_TOOLONG:
         return -ENAMETOOLONG;
     default:
-        if ((rc = table_check(&p, &info)))
+        if ((rc = table_check(p, &info)))
             return rc;
+        if (generation && p->kind == P_TABLE)
+            *generation = info.is_queue ? 2 : 1;
     }
-    fill_stat(st, file_mode(p.kind, info.mode), size, &info);
+    fill_stat(st, file_mode(p->kind, info.mode), size, &info);
     return 0;
 }
 
 /* ---- directories ---- */
 
+/* A reply to READDIR being filled: at most "size" bytes of entries. */
+typedef struct DirReply {
+    fuse_req_t req;
+    char      *data;
+    size_t     size;
+    size_t     used;
+} DirReply;
+
+/* Adds entry "name" (its type from "mode"), after which a READDIR goes on
+ * at offset "next"; 1 when the reply is full (the entry is not in it). */
+static int
+dir_add(DirReply *r, const char *name, mode_t mode, off_t next)
+{
+    /* As for every name it lists, the kernel asks for the inode by a
+     * lookup; a directory entry carries no number (FUSE_UNKNOWN_INO). */
+    struct stat st = {.st_ino = 0xffffffff, .st_mode = mode};
+    size_t need = fuse_add_direntry(r->req, r->data + r->used, r->size - r->used, name, &st, next);
+    if (need > r->size - r->used)
+        return 1;
+    r->used += need;
+    return 0;
+}
+
 typedef struct DirFill {
-    void            *buf;
-    fuse_fill_dir_t  filler;
-    off_t            next_off;   /* the offset of the entry after the last one given */
-    off_t            skip;       /* records still to pass over (a seek) */
-    Value            last;       /* the last record given */
-    bool             full;
+    DirReply *out;
+    off_t     next_off;   /* the offset of the entry after the last one given */
+    off_t     skip;       /* records still to pass over (a seek) */
+    Value     last;       /* the last record given */
+    bool      full;
 } DirFill;
 
 /* What readdir keeps between calls on one open directory: where the last
@@ -457,8 +523,7 @@ fill_record(void *ctx, const Value *key)
     }
     Buf name = {0};
     name_from_key(key, &name);
-    struct stat st = {.st_mode = S_IFREG};
-    int full = d->filler(d->buf, name.data, &st, d->next_off + 1, 0);
+    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
     buf_free(&name);
     if (full) {
         d->full = true;
@@ -482,8 +547,7 @@ fill_held(void *ctx, const Value *key, int64_t attempts)
     Buf name = {0};
     name_from_key(key, &name);
     buf_printf(&name, "~%lld", (long long)attempts);
-    struct stat st = {.st_mode = S_IFREG};
-    int full = d->filler(d->buf, name.data, &st, d->next_off + 1, 0);
+    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
     buf_free(&name);
     if (full)
         return 1;
@@ -495,10 +559,9 @@ static int
 fill_table(void *ctx, const char *name)
 {
     DirFill *d = ctx;
-    struct stat st = {.st_mode = S_IFDIR};
     if (d->next_off++ < d->skip)
         return 0;
-    return d->filler(d->buf, name, &st, d->next_off, 0);
+    return dir_add(d->out, name, S_IFDIR, d->next_off);
 }
 
 static int
@@ -515,27 +578,22 @@ qfs_opendir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-static int
-qfs_releasedir(const char *path, struct fuse_file_info *fi)
+static void
+dir_handle_free(struct fuse_file_info *fi)
 {
-    (void)path;
     DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
     if (dh) {
         value_free(&dh->last);
         free(dh);
     }
-    return 0;
 }
 
 static int
-qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
-            struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info *fi)
 {
-    (void)flags;
     Path p = path_parse(path);
     DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
-    struct stat dir = {.st_mode = S_IFDIR}, file = {.st_mode = S_IFREG};
-    DirFill d = {buf, filler, offset, 0, {0}, false};
+    DirFill d = {out, offset, 0, {0}, false};
     LangError err = {0};
     LangSession *s = session();
     int rc = 0;
@@ -558,7 +616,7 @@ qfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offset,
         }
     }
     for (size_t i = (size_t)offset; i < nfixed; i++) {
-        if (filler(buf, fixed[i], fixed_dir[i] ? &dir : &file, (off_t)i + 1, 0)) {
+        if (dir_add(out, fixed[i], fixed_dir[i] ? S_IFDIR : S_IFREG, (off_t)i + 1)) {
             lang_session_free(s);
             return 0;
         }
@@ -690,8 +748,8 @@ request_interrupted(void *ctx)
     (void)ctx;
     /* The caller gave up (a signal), or the mount is ending (SIGTERM, an
      * unmount): either way nobody would read the claim. */
-    return fuse_interrupted() != 0 ||
-           fuse_session_exited(fuse_get_session(fuse_get_context()->fuse)) != 0;
+    return fuse_req_interrupted(current_request) != 0 ||
+           fuse_session_exited(mount_of()->session) != 0;
 }
 
 /* Claims for an open of T/wait: at once with O_NONBLOCK (EAGAIN when
@@ -725,7 +783,8 @@ open_wait(const Path *p, int flags, Handle **out)
     return 0;
 }
 
-/* A snapshot of the queue's figures (stats) or every queue's (metrics). */
+/* A snapshot of the queue's figures (stats), or every queue's and the
+ * mount's own (metrics). */
 static int
 open_figures(const Path *p, Handle **out)
 {
@@ -738,6 +797,12 @@ open_figures(const Path *p, Handle **out)
         handle_free(h);
         return rc;
     }
+    if (p->kind == P_METRICS)
+        buf_printf(&h->data,
+                   "# HELP queuefs_mount_inodes Files and directories of this mount the kernel holds.\n"
+                   "# TYPE queuefs_mount_inodes gauge\n"
+                   "queuefs_mount_inodes %zu\n",
+                   nodes_count(mount_of()->nodes));
     *out = h;
     return 0;
 }
@@ -850,25 +915,30 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return 0;
 }
 
-static int
-qfs_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+/* Replies to a read of "size" bytes at "off".  What is sent is a copy:
+ * once the reply is out, the caller may close the file, and its handle be
+ * freed, before this thread goes on. */
+static void
+reply_read(fuse_req_t req, Handle *h, size_t size, off_t off)
 {
-    (void)path;
-    Handle *h = handle_of(fi);
-    if (h->kind == H_CTL)
-        return (int)ctl_read(h->ctl, buf, size);
-    if (h->kind == H_NEW)
-        return 0;
-    pthread_mutex_lock(&h->lock);
+    char *copy = NULL;
     size_t n = 0;
-    if ((size_t)off < h->data.len) {
-        n = h->data.len - (size_t)off;
-        if (n > size)
-            n = size;
-        memcpy(buf, h->data.data + off, n);
+    if (h->kind == H_CTL) {
+        copy = xmalloc(size);
+        n = ctl_read(h->ctl, copy, size);
+    } else {
+        pthread_mutex_lock(&h->lock);
+        if (h->kind != H_NEW && (size_t)off < h->data.len) {
+            n = h->data.len - (size_t)off;
+            if (n > size)
+                n = size;
+            copy = xmalloc(n);
+            memcpy(copy, h->data.data + off, n);
+        }
+        pthread_mutex_unlock(&h->lock);
     }
-    pthread_mutex_unlock(&h->lock);
-    return (int)n;
+    fuse_reply_buf(req, copy, n);
+    free(copy);
 }
 
 /* Creates the records of the complete lines "new" holds, in one
@@ -899,17 +969,13 @@ new_write(Handle *h, const char *buf, size_t size)
 }
 
 static int
-qfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+qfs_write(Handle *h, const char *buf, size_t size, off_t off)
 {
-    (void)path;
-    Handle *h = handle_of(fi);
     if (h->kind == H_CTL) {
-        Mount *m = mount_of();
-        const struct fuse_context *cx = fuse_get_context();
+        const struct fuse_ctx *cx = fuse_req_ctx(current_request);
         gid_t groups[64];
-        int n = m->enforce ? fuse_getgroups(64, groups) : 0;
-        return (int)ctl_write(h->ctl, buf, size, cx->uid, cx->gid, groups,
-                              n < 0 || n > 64 ? 0 : n, m->enforce);
+        int n = caller_groups(groups);
+        return (int)ctl_write(h->ctl, buf, size, cx->uid, cx->gid, groups, n, mount_of()->enforce);
     }
     if (h->kind == H_SNAPSHOT)
         return -EBADF;
@@ -936,10 +1002,8 @@ qfs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse
 /* close() reports what storing the file's writes met: flush is the durable
  * step (release is asynchronous). */
 static int
-qfs_flush(const char *path, struct fuse_file_info *fi)
+qfs_flush(Handle *h)
 {
-    (void)path;
-    Handle *h = handle_of(fi);
     int rc = 0;
     pthread_mutex_lock(&h->lock);
     LangError err = {0};
@@ -963,31 +1027,27 @@ qfs_flush(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
-static int
-qfs_release(const char *path, struct fuse_file_info *fi)
+/* ftruncate of an open file: a record being written is cut; every other
+ * file ignores it. */
+static void
+handle_truncate(Handle *h, off_t size)
 {
-    (void)path;
-    handle_free(handle_of(fi));
-    return 0;
+    pthread_mutex_lock(&h->lock);
+    if (h->kind == H_WRITE && (size_t)size < h->data.len) {
+        h->data.len = (size_t)size;
+        h->data.data[size] = '\0';
+        h->dirty = true;
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
+/* truncate of a path: allowed (and a no-op) where an open with O_TRUNC
+ * would be; the content written through an open replaces the record at
+ * close. */
 static int
-qfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+qfs_truncate(const char *path, off_t size)
 {
     Path p = path_parse(path);
-    if (fi) {
-        Handle *h = handle_of(fi);
-        if (h->kind == H_WRITE && (size_t)size < h->data.len) {
-            pthread_mutex_lock(&h->lock);
-            h->data.len = (size_t)size;
-            h->data.data[size] = '\0';
-            h->dirty = true;
-            pthread_mutex_unlock(&h->lock);
-        }
-        return 0;
-    }
-    /* O_TRUNC arrives as a truncate before the open: the content written
-     * through the open replaces the record at close. */
     switch (p.kind) {
     case P_CTL:
     case P_NEW:
@@ -1086,40 +1146,26 @@ qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
  * in the store; on a file (as cp -p and mv make) they are accepted and
  * change nothing: a file's mode follows its directory's. */
 static int
-chattr(const char *path, int64_t mode, int64_t uid, int64_t gid, struct fuse_file_info *fi)
+chattr(const char *path, int64_t mode, int64_t uid, int64_t gid)
 {
     Path p = path_parse(path);
     if (p.kind != P_TABLE) {
         struct stat st;
-        return qfs_getattr(path, &st, fi);
+        return stat_path(path, &p, &st, NULL);
     }
     LangSession *s = session();
     LangError err = {0};
     return finish(s, lang_view_chattr(s, p.table, mode, uid, gid, &err));
 }
 
-static int
-qfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
-{
-    return chattr(path, mode & 07777, -1, -1, fi);
-}
-
-static int
-qfs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
-{
-    return chattr(path, -1, uid == (uid_t)-1 ? -1 : (int64_t)uid,
-                  gid == (gid_t)-1 ? -1 : (int64_t)gid, fi);
-}
-
 /* touch of a queue's record extends its hold (TOUCH); on every other file
  * it is accepted and no time is kept. */
 static int
-qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+qfs_utimens(const char *path)
 {
-    (void)tv;
     Path p = path_parse(path);
     struct stat st;
-    int rc = qfs_getattr(path, &st, fi);
+    int rc = stat_path(path, &p, &st, NULL);
     if (rc || (p.kind != P_RECORD && p.kind != P_HELD_ENTRY) || pending_has(path))
         return rc;
     LangTableInfo info;
@@ -1137,35 +1183,115 @@ qfs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info
     return rc;
 }
 
-static int
-qfs_statfs(const char *path, struct statvfs *sv)
+/* ---- the requests ----
+ * Each finds the path of the inode(s) it is given, runs the path's
+ * operation above, and replies. */
+
+/* Room for the longest path a request names: a table, a view directory
+ * and an entry name of up to FUSE's 1024 bytes. */
+#define PATH_BUF 4096
+
+/* Starts serving "req" on this thread; its mount. */
+static Mount *
+begin(fuse_req_t req)
 {
-    (void)path;
-    Mount *m = mount_of();
-    if (statvfs(m->store_path, sv) < 0)
-        return -errno;
-    sv->f_namemax = 255;
+    current_request = req;
+    return fuse_req_userdata(req);
+}
+
+/* The path of inode "ino" into "out" (PATH_BUF bytes). */
+static int
+ino_path(const Mount *m, fuse_ino_t ino, char *out)
+{
+    return nodes_path(m->nodes, ino, out, PATH_BUF);
+}
+
+/* The path of "name" in directory "parent" into "out" (PATH_BUF bytes). */
+static int
+child_path(const Mount *m, fuse_ino_t parent, const char *name, char *out)
+{
+    int rc = ino_path(m, parent, out);
+    if (rc)
+        return rc;
+    size_t len = strlen(out), name_len = strlen(name);
+    if (len + 1 + name_len + 1 > PATH_BUF)
+        return -ENAMETOOLONG;
+    if (len > 1)
+        out[len++] = '/';
+    memcpy(out + len, name, name_len + 1);
     return 0;
+}
+
+/* Finds "name" in "parent" (at "path") for the kernel: its inode, counted
+ * as one more lookup, its attributes, and how long the name may be kept. */
+static int
+find_entry(const Mount *m, fuse_ino_t parent, const char *name, const char *path,
+           struct fuse_entry_param *e)
+{
+    Path p = path_parse(path);
+    uint32_t generation;
+    memset(e, 0, sizeof *e);
+    int rc = stat_path(path, &p, &e->attr, &generation);
+    if (rc)
+        return rc;
+    e->ino = nodes_lookup(m->nodes, parent, name, generation);
+    if (!e->ino)
+        return -ENOENT;   /* its directory went while we looked */
+    e->attr.st_ino = e->ino;
+    e->entry_timeout = entry_timeout(p.kind);
+    return 0;
+}
+
+/* Replies with "e", or with error "rc". */
+static void
+reply_entry(const Mount *m, fuse_req_t req, int rc, const struct fuse_entry_param *e)
+{
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else if (fuse_reply_entry(req, e) != 0)
+        nodes_forget(m->nodes, e->ino, 1);   /* the caller gave up: no lookup counted */
+}
+
+/* Replies with the attributes of inode "ino" at "path", or error "rc". */
+static void
+reply_attr(fuse_req_t req, int rc, fuse_ino_t ino, const char *path)
+{
+    struct stat st;
+    if (!rc) {
+        Path p = path_parse(path);
+        rc = stat_path(path, &p, &st, NULL);
+    }
+    if (rc) {
+        fuse_reply_err(req, -rc);
+        return;
+    }
+    st.st_ino = ino;
+    fuse_reply_attr(req, &st, 0);
+}
+
+/* Replies to an open of a file (or directory) with its handle in "fi";
+ * when the caller gave up, the handle is closed again. */
+static void
+reply_open(fuse_req_t req, int rc, struct fuse_file_info *fi, void (*undo)(struct fuse_file_info *))
+{
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else if (fuse_reply_open(req, fi) != 0)
+        undo(fi);
+}
+
+static void
+file_handle_free(struct fuse_file_info *fi)
+{
+    handle_free(handle_of(fi));
 }
 
 /* Called once the kernel has answered FUSE_INIT: the mount now answers
  * requests, which is when the command that mounted it may return. */
-static void *
-qfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+static void
+ll_init(void *userdata, struct fuse_conn_info *conn)
 {
-    Mount *m = fuse_get_context()->private_data;
-    /* Nothing is cached by the kernel.  Caching names for a second would
-     * save a worker's cycle three lookups (its queue's directory, claim),
-     * but a record deleted through another mount or process would then
-     * still be a name here: open(O_CREAT|O_EXCL) of it would be a false
-     * EEXIST.  The high-level API has one timeout for every name; only
-     * per-name timeouts (the low-level API) could cache the fixed names
-     * alone. */
-    cfg->entry_timeout = 0;
-    cfg->attr_timeout = 0;
-    cfg->negative_timeout = 0;
-    cfg->hard_remove = 1;     /* rm of an open record deletes it; no .fuse_hidden files */
-    cfg->use_ino = 0;
+    Mount *m = userdata;
     conn->max_write = CTL_MAX_WRITE;
     if (m->ready_fd >= 0) {
         ssize_t ignored = write(m->ready_fd, "", 1);
@@ -1173,33 +1299,262 @@ qfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
         close(m->ready_fd);
         m->ready_fd = -1;
     }
-    return m;
 }
 
-static const struct fuse_operations operations = {
-    .init = qfs_init,
-    .getattr = qfs_getattr,
-    .opendir = qfs_opendir,
-    .readdir = qfs_readdir,
-    .releasedir = qfs_releasedir,
-    .mkdir = qfs_mkdir,
-    .rmdir = qfs_rmdir,
-    .open = qfs_open,
-    .create = qfs_create,
-    .read = qfs_read,
-    .write = qfs_write,
-    .flush = qfs_flush,
-    .release = qfs_release,
-    .truncate = qfs_truncate,
-    .unlink = qfs_unlink,
-    .rename = qfs_rename,
-    .chmod = qfs_chmod,
-    .chown = qfs_chown,
-    .utimens = qfs_utimens,
-    .statfs = qfs_statfs,
+static void
+ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    struct fuse_entry_param e;
+    int rc = child_path(m, parent, name, path);
+    if (!rc)
+        rc = find_entry(m, parent, name, path, &e);
+    reply_entry(m, req, rc, &e);
+}
+
+static void
+ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+    nodes_forget(begin(req)->nodes, ino, nlookup);
+    fuse_reply_none(req);
+}
+
+static void
+ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+    Mount *m = begin(req);
+    for (size_t i = 0; i < count; i++)
+        nodes_forget(m->nodes, forgets[i].ino, forgets[i].nlookup);
+    fuse_reply_none(req);
+}
+
+static void
+ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)fi;
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    reply_attr(req, ino_path(m, ino, path), ino, path);
+}
+
+/* chmod and chown (chattr), truncate, touch; then the attributes. */
+static void
+ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+           struct fuse_file_info *fi)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    int rc = ino_path(m, ino, path);
+    if (!rc && (to_set & FUSE_SET_ATTR_MODE))
+        rc = chattr(path, attr->st_mode & 07777, -1, -1);
+    if (!rc && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+        rc = chattr(path, -1, to_set & FUSE_SET_ATTR_UID ? (int64_t)attr->st_uid : -1,
+                    to_set & FUSE_SET_ATTR_GID ? (int64_t)attr->st_gid : -1);
+    if (!rc && (to_set & FUSE_SET_ATTR_SIZE)) {
+        if (fi)
+            handle_truncate(handle_of(fi), attr->st_size);
+        else
+            rc = qfs_truncate(path, attr->st_size);
+    }
+    if (!rc && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
+        rc = qfs_utimens(path);
+    reply_attr(req, rc, ino, path);
+}
+
+static void
+ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    int rc = ino_path(m, ino, path);
+    reply_open(req, rc ? rc : qfs_opendir(path, fi), fi, dir_handle_free);
+}
+
+static void
+ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    DirReply out = {req, xmalloc(size), size, 0};
+    int rc = ino_path(m, ino, path);
+    if (!rc)
+        rc = qfs_readdir(path, &out, off, fi);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_buf(req, out.data, out.used);
+    free(out.data);
+}
+
+static void
+ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    begin(req);
+    dir_handle_free(fi);
+    fuse_reply_err(req, 0);
+}
+
+static void
+ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    struct fuse_entry_param e;
+    int rc = child_path(m, parent, name, path);
+    if (!rc)
+        rc = qfs_mkdir(path, mode);
+    if (!rc)
+        rc = find_entry(m, parent, name, path, &e);
+    reply_entry(m, req, rc, &e);
+}
+
+/* Replies to a removal of "name" from "parent" that ended "rc": a name
+ * removed no longer has its inode. */
+static void
+reply_removed(const Mount *m, fuse_req_t req, int rc, fuse_ino_t parent, const char *name)
+{
+    if (!rc)
+        nodes_detach(m->nodes, parent, name);
+    fuse_reply_err(req, -rc);
+}
+
+static void
+ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    int rc = child_path(m, parent, name, path);
+    reply_removed(m, req, rc ? rc : qfs_rmdir(path), parent, name);
+}
+
+static void
+ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    int rc = child_path(m, parent, name, path);
+    reply_removed(m, req, rc ? rc : qfs_unlink(path), parent, name);
+}
+
+/* A release moves a record's name into released/ for the kernel; the
+ * record keeps its name, which gets a new inode at its next lookup. */
+static void
+ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
+          const char *new_name, unsigned int flags)
+{
+    Mount *m = begin(req);
+    char from[PATH_BUF], to[PATH_BUF];
+    int rc = child_path(m, parent, name, from);
+    if (!rc)
+        rc = child_path(m, new_parent, new_name, to);
+    reply_removed(m, req, rc ? rc : qfs_rename(from, to, flags), parent, name);
+}
+
+static void
+ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    int rc = ino_path(m, ino, path);
+    reply_open(req, rc ? rc : qfs_open(path, fi), fi, file_handle_free);
+}
+
+static void
+ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+          struct fuse_file_info *fi)
+{
+    Mount *m = begin(req);
+    char path[PATH_BUF];
+    struct fuse_entry_param e;
+    int rc = child_path(m, parent, name, path);
+    if (!rc && !(rc = qfs_create(path, mode, fi)) && (rc = find_entry(m, parent, name, path, &e)))
+        file_handle_free(fi);
+    if (rc) {
+        fuse_reply_err(req, -rc);
+    } else if (fuse_reply_create(req, &e, fi) != 0) {
+        nodes_forget(m->nodes, e.ino, 1);
+        file_handle_free(fi);
+    }
+}
+
+static void
+ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    (void)ino;
+    begin(req);
+    reply_read(req, handle_of(fi), size, off);
+}
+
+static void
+ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+         struct fuse_file_info *fi)
+{
+    (void)ino;
+    begin(req);
+    int rc = qfs_write(handle_of(fi), buf, size, off);
+    if (rc < 0)
+        fuse_reply_err(req, -rc);
+    else
+        fuse_reply_write(req, (size_t)rc);
+}
+
+static void
+ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    begin(req);
+    fuse_reply_err(req, -qfs_flush(handle_of(fi)));
+}
+
+static void
+ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    (void)ino;
+    begin(req);
+    file_handle_free(fi);
+    fuse_reply_err(req, 0);
+}
+
+static void
+ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+    (void)ino;
+    Mount *m = begin(req);
+    struct statvfs sv;
+    if (statvfs(m->store_path, &sv) < 0) {
+        fuse_reply_err(req, errno);
+        return;
+    }
+    sv.f_namemax = 255;
+    fuse_reply_statfs(req, &sv);
+}
+
+static const struct fuse_lowlevel_ops operations = {
+    .init = ll_init,
+    .lookup = ll_lookup,
+    .forget = ll_forget,
+    .forget_multi = ll_forget_multi,
+    .getattr = ll_getattr,
+    .setattr = ll_setattr,
+    .mkdir = ll_mkdir,
+    .unlink = ll_unlink,
+    .rmdir = ll_rmdir,
+    .rename = ll_rename,
+    .open = ll_open,
+    .read = ll_read,
+    .write = ll_write,
+    .flush = ll_flush,
+    .release = ll_release,
+    .opendir = ll_opendir,
+    .readdir = ll_readdir,
+    .releasedir = ll_releasedir,
+    .statfs = ll_statfs,
+    .create = ll_create,
 };
 
-const struct fuse_operations *
+const struct fuse_lowlevel_ops *
 queuefs_operations(void)
 {
     return &operations;

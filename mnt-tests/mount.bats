@@ -1077,3 +1077,74 @@ null'
     run cat "$tmp/a/jobs/claim"
     assert_output ""
 }
+
+@test "multi: a queue dropped through another mount is gone here at once, however its names were used" {
+    mount_jobs "$BATS_TEST_TMPDIR/a"
+    mount_fs "$BATS_TEST_TMPDIR/b"
+    A=$BATS_TEST_TMPDIR/a B=$BATS_TEST_TMPDIR/b
+    # Every name on a worker's path used through B first.
+    cat "$B/jobs/claim" >/dev/null
+    ls "$B/jobs" >/dev/null
+    printf '{"n":1}\n' >>"$B/jobs/new"
+    echo 'DROP QUEUE jobs;' >"$A/ctl"
+    run cat "$B/jobs/claim"
+    assert_failure
+    assert_output --partial "No such file or directory"
+    run ls "$B/jobs"
+    assert_failure
+    run bash -c "printf '{\"n\":2}\n' >>'$B/jobs/new'"
+    assert_failure
+    [ ! -e "$B/jobs" ] || fail "$B/jobs still exists"
+    # Made anew through B at once (no stale EEXIST), a collection now:
+    # B shows no queue files, and A sees it.
+    mkdir "$B/jobs"
+    run ls "$B/jobs"
+    assert_success
+    assert_output new
+    run cat "$B/jobs/claim"
+    assert_failure
+    run ls "$A/jobs"
+    assert_output new
+}
+
+@test "multi: a record deleted through another mount can be made anew here with O_EXCL (no stale EEXIST)" {
+    mount_jobs "$BATS_TEST_TMPDIR/a"
+    mount_fs "$BATS_TEST_TMPDIR/b"
+    A=$BATS_TEST_TMPDIR/a B=$BATS_TEST_TMPDIR/b
+    cat "$B/jobs/7" >/dev/null
+    rm "$A/jobs/7"
+    run bash -c "set -o noclobber; printf '{\"url\":\"again\"}\n' >'$B/jobs/7'"
+    assert_success
+    assert_equal "$(jqr .url "$(cat "$A/jobs/7")")" again
+    # And the other way: made through A, B's O_EXCL create is refused.
+    printf '{"url":"c"}\n' >"$A/jobs/30"
+    run bash -c "set -o noclobber; printf '{\"url\":\"d\"}\n' >'$B/jobs/30'"
+    assert_failure
+    assert_output --partial "cannot overwrite existing file"
+}
+
+@test "lifecycle: the daemon forgets the files the kernel forgets (metrics: queuefs_mount_inodes)" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    mount_fs
+    seq 2000 | sed 's/.*/{"n":&}/' >>"$M/jobs/new"
+    inodes() { sed -n 's/^queuefs_mount_inodes //p' "$M/metrics"; }
+    # Records looked up and kept are held.
+    for i in $(seq 10); do stat "$M/jobs/$i" >/dev/null; done
+    [ "$(inodes)" -ge 10 ] || fail "queuefs_mount_inodes is $(inodes) with 10 records looked up"
+    # Claimed, looked up and removed: let go.
+    python3 - "$M/jobs" <<'PY'
+import os, sys, json
+d = sys.argv[1]
+while True:
+    with open(os.path.join(d, "claim")) as f:
+        line = f.read()
+    if not line:
+        break
+    name = json.loads(line)["id"].split(":")[1]
+    os.stat(os.path.join(d, name))
+    os.unlink(os.path.join(d, name))
+PY
+    assert_equal "$(count_records jobs)" 0
+    echo 2 >/proc/sys/vm/drop_caches   # the kernel lets go of what it keeps unused
+    [ "$(inodes)" -lt 20 ] || fail "queuefs_mount_inodes is $(inodes) after 2,000 records came and went"
+}
