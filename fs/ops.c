@@ -718,7 +718,8 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
     h->created = created;
     h->exclusive = created && (flags & O_EXCL);
     if (!created) {
-        /* The record must exist; O_RDWR and O_APPEND start from its content. */
+        /* The record must exist; O_RDWR and O_APPEND start from its content
+         * (with O_TRUNC, from nothing). */
         Buf json = {0};
         LangSession *s = session();
         LangError err = {0};
@@ -728,7 +729,7 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
             handle_free(h);
             return rc;
         }
-        if ((flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND))
+        if (((flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND)) && !(flags & O_TRUNC))
             h->data = json;
         else
             buf_free(&json);

@@ -525,6 +525,16 @@ load mount_helpers
     assert_equal "$(cat "$M/jobs/7")" '{"id":"jobs:7","url":"a"}'
 }
 
+@test "write: open(O_RDWR|O_TRUNC) (python 'w+') replaces the record with what is written" {
+    mount_jobs
+    printf '{"url":"a-much-longer-value"}\n' >"$M/jobs/7"
+    python3 -c 'import sys; f = open(sys.argv[1], "w+"); f.write("{\"u\":1}\n"); f.close()' "$M/jobs/7"
+    assert_equal "$(cat "$M/jobs/7")" '{"id":"jobs:7","u":1}'
+    # O_RDWR without O_TRUNC starts from the record's content (r+).
+    python3 -c 'import sys; f = open(sys.argv[1], "r+"); line = f.read(); f.seek(0); f.write(line.replace("1", "2")); f.close()' "$M/jobs/7"
+    assert_equal "$(cat "$M/jobs/7")" '{"id":"jobs:7","u":2}'
+}
+
 @test "write: cat FILE > jobs/9 with content that does not parse fails and stores nothing" {
     mount_jobs
     printf '{"url": \n' >"$BATS_TEST_TMPDIR/bad"
