@@ -916,9 +916,10 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return 0;
 }
 
-/* Replies to a read of "size" bytes at "off".  What is sent is a copy:
- * once the reply is out, the caller may close the file, and its handle be
- * freed, before this thread goes on. */
+/* Replies to a read of "size" bytes at "off".  What is sent is a copy
+ * taken under the handle's lock: once the reply is out, the caller may
+ * close the file and another thread free the handle while this one is
+ * still in the reply's system call. */
 static void
 reply_read(fuse_req_t req, Handle *h, size_t size, off_t off)
 {
@@ -930,9 +931,7 @@ reply_read(fuse_req_t req, Handle *h, size_t size, off_t off)
     } else {
         pthread_mutex_lock(&h->lock);
         if (h->kind != H_NEW && (size_t)off < h->data.len) {
-            n = h->data.len - (size_t)off;
-            if (n > size)
-                n = size;
+            n = h->data.len - (size_t)off < size ? h->data.len - (size_t)off : size;
             copy = xmalloc(n);
             memcpy(copy, h->data.data + off, n);
         }
