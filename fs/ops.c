@@ -503,7 +503,6 @@ typedef struct DirFill {
     off_t     next_off;   /* the offset of the entry after the last one given */
     off_t     skip;       /* records still to pass over (a seek) */
     Value     last;       /* the last record given */
-    bool      full;
 } DirFill;
 
 /* What readdir keeps between calls on one open directory: where the last
@@ -525,10 +524,8 @@ fill_record(void *ctx, const Value *key)
     name_from_key(key, &name);
     int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
     buf_free(&name);
-    if (full) {
-        d->full = true;
+    if (full)
         return 1;
-    }
     d->next_off++;
     value_free(&d->last);
     d->last = value_clone(key);
@@ -593,7 +590,7 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
 {
     Path p = path_parse(path);
     DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
-    DirFill d = {out, offset, 0, {0}, false};
+    DirFill d = {out, offset, 0, {0}};
     LangError err = {0};
     LangSession *s = session();
     int rc = 0;
@@ -1269,17 +1266,6 @@ reply_attr(fuse_req_t req, int rc, fuse_ino_t ino, const char *path)
     fuse_reply_attr(req, &st, 0);
 }
 
-/* Replies to an open of a file (or directory) with its handle in "fi";
- * when the caller gave up, the handle is closed again. */
-static void
-reply_open(fuse_req_t req, int rc, struct fuse_file_info *fi, void (*undo)(struct fuse_file_info *))
-{
-    if (rc)
-        fuse_reply_err(req, -rc);
-    else if (fuse_reply_open(req, fi) != 0)
-        undo(fi);
-}
-
 static void
 file_handle_free(struct fuse_file_info *fi)
 {
@@ -1362,13 +1348,28 @@ ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
     reply_attr(req, rc, ino, path);
 }
 
+/* Opens inode "ino" with "open_path" (qfs_open, qfs_opendir) and replies
+ * with the handle in "fi"; "undo" closes it again when the caller gave up. */
 static void
-ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+open_ino(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+         int (*open_path)(const char *path, struct fuse_file_info *fi),
+         void (*undo)(struct fuse_file_info *))
 {
     Mount *m = begin(req);
     char path[PATH_BUF];
     int rc = ino_path(m, ino, path);
-    reply_open(req, rc ? rc : qfs_opendir(path, fi), fi, dir_handle_free);
+    if (!rc)
+        rc = open_path(path, fi);
+    if (rc)
+        fuse_reply_err(req, -rc);
+    else if (fuse_reply_open(req, fi) != 0)
+        undo(fi);
+}
+
+static void
+ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+    open_ino(req, ino, fi, qfs_opendir, dir_handle_free);
 }
 
 static void
@@ -1420,22 +1421,26 @@ reply_removed(const Mount *m, fuse_req_t req, int rc, fuse_ino_t parent, const c
     fuse_reply_err(req, -rc);
 }
 
+/* Removes "name" from "parent" with "remove" (qfs_unlink, qfs_rmdir). */
 static void
-ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+remove_name(fuse_req_t req, fuse_ino_t parent, const char *name, int (*remove)(const char *path))
 {
     Mount *m = begin(req);
     char path[PATH_BUF];
     int rc = child_path(m, parent, name, path);
-    reply_removed(m, req, rc ? rc : qfs_rmdir(path), parent, name);
+    reply_removed(m, req, rc ? rc : remove(path), parent, name);
+}
+
+static void
+ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+    remove_name(req, parent, name, qfs_rmdir);
 }
 
 static void
 ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-    Mount *m = begin(req);
-    char path[PATH_BUF];
-    int rc = child_path(m, parent, name, path);
-    reply_removed(m, req, rc ? rc : qfs_unlink(path), parent, name);
+    remove_name(req, parent, name, qfs_unlink);
 }
 
 /* A release moves a record's name into released/ for the kernel; the
@@ -1455,10 +1460,7 @@ ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_pa
 static void
 ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-    Mount *m = begin(req);
-    char path[PATH_BUF];
-    int rc = ino_path(m, ino, path);
-    reply_open(req, rc ? rc : qfs_open(path, fi), fi, file_handle_free);
+    open_ino(req, ino, fi, qfs_open, file_handle_free);
 }
 
 static void
