@@ -42,7 +42,7 @@ name_from_key(const Value *key, Buf *out)
 {
     buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
     if (key->kind == VAL_INT) {
-        buf_printf(out, "%lld", (long long)key->u.i);
+        buf_put_int(out, key->u.i);
         return;
     }
     const char *s = key->u.str.s;

@@ -106,6 +106,29 @@ buf_printf(Buf *b, const char *fmt, ...)
 }
 
 void
+buf_put_digits(Buf *b, uint64_t v, int width)
+{
+    char digits[20];   /* UINT64_MAX has 20 */
+    int n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (; width > n; width--)
+        buf_putc(b, '0');
+    buf_append(b, digits + sizeof digits - n, (size_t)n);
+}
+
+void
+buf_put_int(Buf *b, int64_t v)
+{
+    if (v < 0)
+        buf_putc(b, '-');
+    /* The magnitude as unsigned, so INT64_MIN too. */
+    buf_put_digits(b, v < 0 ? -(uint64_t)v : (uint64_t)v, 1);
+}
+
+void
 buf_put_u64be(Buf *b, uint64_t v)
 {
     unsigned char bytes[8];

@@ -32,6 +32,11 @@ void buf_puts(Buf *b, const char *s);
 void buf_putc(Buf *b, char c);
 /* Appends printf-formatted text. */
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends "v" in decimal, as printf's "%" PRId64 does (without its cost:
+ * records' numbers and datetimes are rendered on every read). */
+void buf_put_int(Buf *b, int64_t v);
+/* Appends "v" in decimal, zero-padded to at least "width" digits. */
+void buf_put_digits(Buf *b, uint64_t v, int width);
 /* Appends "v" as 8 big-endian bytes (so byte order equals numeric order). */
 void buf_put_u64be(Buf *b, uint64_t v);
 /* Empties the buffer, keeping its allocation. */

@@ -559,7 +559,7 @@ value_to_json(const Value *v, Buf *out)
         buf_puts(out, v->u.b ? "true" : "false");
         break;
     case VAL_INT:
-        buf_printf(out, "%" PRId64, v->u.i);
+        buf_put_int(out, v->u.i);
         break;
     case VAL_FLOAT:
         json_float(v->u.f, out);
@@ -633,7 +633,7 @@ record_id_format(const RecordId *id, Buf *out)
     if (!key)
         return;
     if (key->kind == VAL_INT) {
-        buf_printf(out, "%" PRId64, key->u.i);
+        buf_put_int(out, key->u.i);
     } else if (key->kind == VAL_STRING) {
         const char *s = key->u.str.s;
         size_t len = key->u.str.len;
@@ -918,16 +918,20 @@ datetime_format(int64_t ns, Buf *out)
     int64_t y;
     int m, d;
     civil_from_days(days, &y, &m, &d);
-    buf_printf(out, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d", y, m, d,
-               (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60));
+    /* Every int64 nanosecond count falls in the years 1677..2262. */
+    buf_put_digits(out, (uint64_t)y, 4);
+    const int parts[] = {m, d, (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60)};
+    const char seps[] = "--T::";
+    for (int i = 0; i < 5; i++) {
+        buf_putc(out, seps[i]);
+        buf_put_digits(out, (uint64_t)parts[i], 2);
+    }
     if (nanos) {
-        char frac[16];
-        snprintf(frac, sizeof frac, "%09" PRId64, nanos);
-        size_t n = strlen(frac);
-        while (n > 0 && frac[n - 1] == '0')
-            n--;
+        int width = 9;   /* the fraction without its trailing zeros */
+        for (; nanos % 10 == 0; nanos /= 10)
+            width--;
         buf_putc(out, '.');
-        buf_append(out, frac, n);
+        buf_put_digits(out, (uint64_t)nanos, width);
     }
     buf_putc(out, 'Z');
 }
