@@ -24,6 +24,7 @@ typedef struct Options {
     char *sync;
     int   help;
     int   version;
+    int   bats_helper;
     int   foreground;
     int   debug;
     int   single_thread;
@@ -32,7 +33,8 @@ typedef struct Options {
     char *mountpoint;
 } Options;
 
-enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_PERMISSIONS };
+enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_PERMISSIONS,
+       KEY_BATS_HELPER };
 
 static const struct fuse_opt option_spec[] = {
     {"consumer=%s", offsetof(Options, consumer), 0},
@@ -45,6 +47,7 @@ static const struct fuse_opt option_spec[] = {
     FUSE_OPT_KEY("-d", KEY_DEBUG),
     FUSE_OPT_KEY("debug", KEY_DEBUG),
     FUSE_OPT_KEY("-s", KEY_SINGLE),
+    FUSE_OPT_KEY("--bats-helper", KEY_BATS_HELPER),
     FUSE_OPT_KEY("default_permissions", KEY_PERMISSIONS),
     FUSE_OPT_END,
 };
@@ -57,6 +60,7 @@ take_option(void *data, const char *arg, int key, struct fuse_args *args)
     switch (key) {
     case KEY_HELP: o->help = 1; return 0;
     case KEY_VERSION: o->version = 1; return 0;
+    case KEY_BATS_HELPER: o->bats_helper = 1; return 0;
     case KEY_FOREGROUND: o->foreground = 1; return 0;
     case KEY_DEBUG: o->debug = o->foreground = 1; return 1;   /* libfuse logs requests too */
     case KEY_SINGLE: o->single_thread = 1; return 0;
@@ -95,6 +99,7 @@ usage(FILE *to)
           "  -s                 serve requests on one thread\n"
           "  -h, --help         this text, then libfuse's options\n"
           "  -V, --version      the version\n"
+          "  --bats-helper      the path of the helper for users' bats suites\n"
           "\n"
           "Unmount with: fusermount3 -u MOUNTPOINT\n",
           to);
@@ -163,6 +168,84 @@ detach_stdio(void)
         close(null);
 }
 
+/* Decodes the \\ooo escapes /proc/self/mountinfo writes for blanks and
+ * backslashes in place; always true. */
+static bool
+unescape_octal(char *s)
+{
+    char *out = s;
+    for (const char *in = s; *in; out++) {
+        if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
+            in[3] >= '0' && in[3] <= '7') {
+            *out = (char)((in[1] - '0') << 6 | (in[2] - '0') << 3 | (in[3] - '0'));
+            in += 4;
+        } else {
+            *out = *in++;
+        }
+    }
+    *out = '\0';
+    return true;
+}
+
+/* The store of the queuefs mount at "path" (absolute) when there is one,
+ * from /proc/self/mountinfo (malloc'd), else NULL. */
+static char *
+queuefs_mounted_at(const char *path)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "r");
+    if (!f)
+        return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    while (!found && getline(&line, &cap, f) > 0) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [TAGS…] - TYPE SOURCE … */
+        char point[PATH_MAX], type[64], source[PATH_MAX];
+        const char *dash = strstr(line, " - ");
+        if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+            sscanf(dash + 3, "%63s %4095s", type, source) != 2)
+            continue;
+        if (strcmp(type, "fuse.queuefs") == 0 && unescape_octal(point) &&
+            strcmp(point, path) == 0 && unescape_octal(source))
+            found = xstrdup(source);
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* True when "mountpoint" (absolute) is a directory queuefs may mount on;
+ * else says why on stderr: not a directory, a dead mount (and the command
+ * that clears it), or a queuefs mount already. */
+static bool
+mountpoint_usable(const char *mountpoint)
+{
+    struct stat st;
+    if (stat(mountpoint, &st) < 0) {
+        if (errno == ENOTCONN)
+            fprintf(stderr,
+                    "queuefs: %s is a dead mount (its daemon is gone: %s); clear it with\n"
+                    "  fusermount3 -u %s\n",
+                    mountpoint, strerror(errno), mountpoint);
+        else
+            fprintf(stderr, "queuefs: mount point %s: %s\n", mountpoint, strerror(errno));
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);
+        return false;
+    }
+    char *store = queuefs_mounted_at(mountpoint);
+    if (store) {
+        fprintf(stderr,
+                "queuefs: %s is a queuefs mount already (of %s); unmount it first:\n"
+                "  fusermount3 -u %s\n",
+                mountpoint, store, mountpoint);
+        free(store);
+        return false;
+    }
+    return true;
+}
+
 /* Mounts and serves until unmounted; returns the exit status.  In the
  * background, the parent returns once the child's mount answers. */
 static int
@@ -180,9 +263,7 @@ run(struct fuse_args *args, const Options *o)
         return 2;
     }
     char *mountpoint = absolute(o->mountpoint);
-    struct stat st;
-    if (stat(mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "queuefs: mount point %s is not a directory\n", mountpoint);
+    if (!mountpoint_usable(mountpoint)) {
         free(mountpoint);
         return 1;
     }
@@ -283,8 +364,14 @@ main(int argc, char **argv)
     } else if (o.version) {
         printf("queuefs %s (libfuse %s)\n", PACKAGE_VERSION, fuse_pkgversion());
         status = 0;
+    } else if (o.bats_helper) {
+        printf("%s/queuefs.bash\n", QUEUEFS_PKGDATADIR);
+        status = 0;
     } else if (!o.store || !o.mountpoint) {
-        usage(stderr);
+        fprintf(stderr,
+                "queuefs: %s\n"
+                "usage: queuefs [options] STORE MOUNTPOINT (queuefs --help for the options)\n",
+                !o.store ? "no STORE and no MOUNTPOINT given" : "no MOUNTPOINT given");
         status = 2;
     } else {
         status = run(&args, &o);

@@ -26,6 +26,8 @@
 # sql, jqr, epoch_of and assert_near come from helpers.bash; setup and
 # teardown here replace its own.
 load helpers
+# shellcheck source=../scripts/queuefs.bash
+. "$BATS_TEST_DIRNAME/../scripts/queuefs.bash"
 
 QUEUEFS="$QUEUEFS_BUILD/queuefs"
 QUEUEFS_CTL="$BATS_TEST_DIRNAME/../scripts/queuefs-ctl"
@@ -65,58 +67,13 @@ teardown() {
     [ "${#stuck[@]}" -eq 0 ] || fail "queuefs did not exit after its mount was unmounted: ${stuck[*]}"
 }
 
-# True while process PID exists and is not a zombie.
-alive() {
-    local state
-    state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
-    [ -n "$state" ] && [ "$state" != Z ]
-}
-
-wait_gone() {
-    local i
-    for i in $(seq 200); do
-        alive "$1" || return 0
-        sleep 0.05
-    done
-    return 1
-}
-
-# True once MNT is a mount point (polls up to 5 s).
-wait_mounted() {
-    local i
-    for i in $(seq 100); do
-        mountpoint -q "$1" && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
-# True once MNT is no longer in /proc/mounts (polls up to 5 s).
-wait_unmounted() {
-    local i
-    for i in $(seq 100); do
-        grep -qF " $1 " /proc/mounts || return 0
-        sleep 0.05
-    done
-    return 1
-}
-
-daemon_pid() {
-    local mnt=$1 p a
-    local -a args
-    for p in /proc/[0-9]*; do
-        { mapfile -d '' -t args <"$p/cmdline"; } 2>/dev/null || continue
-        [ "${#args[@]}" -gt 1 ] || continue
-        [ "${args[0]##*/}" = queuefs ] || continue
-        for a in "${args[@]:1}"; do
-            if [ "$a" = "$mnt" ]; then
-                echo "${p#/proc/}"
-                return 0
-            fi
-        done
-    done
-    return 1
-}
+# The waits and the daemon's pid are those of the bats helper queuefs
+# installs (scripts/queuefs.bash), so the suites test it too.
+alive() { queuefs_alive "$@"; }
+wait_gone() { queuefs_wait_gone "$@"; }
+wait_mounted() { queuefs_wait_mounted "$@"; }
+wait_unmounted() { queuefs_wait_unmounted "$@"; }
+daemon_pid() { queuefs_daemon_pid "$@"; }
 
 # Remembers MNT (and its daemon) for teardown.
 track_mount() {

@@ -2,11 +2,21 @@
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
 
-QUEUEFS_DEBIAN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev lmdb-utils zlib1g-dev libfuse3-dev fuse3 bats bats-assert bats-support jq clang libclang-rt-14-dev"
+# What building and running queuefs needs (jq: queuefs-work), and what the
+# test suite needs besides (clang: the fuzz targets; systemd: checking the
+# unit file).
+QUEUEFS_RUN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev zlib1g-dev libfuse3-dev fuse3 jq"
+QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang libclang-rt-14-dev systemd"
 
+# queuefs_install_deps [--run] [PACKAGE…] — the test suite's packages (with
+# --run, only what running needs), and PACKAGE….
 queuefs_install_deps() {
-    local missing=() pkg
-    for pkg in $QUEUEFS_DEBIAN_PACKAGES "$@"; do
+    local missing=() pkg list=$QUEUEFS_TEST_PACKAGES
+    if [ "${1:-}" = --run ]; then
+        list=$QUEUEFS_RUN_PACKAGES
+        shift
+    fi
+    for pkg in $list "$@"; do
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' ||
             missing+=("$pkg")
     done
