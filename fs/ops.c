@@ -29,6 +29,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "content.h"
 #include "ctl.h"
 #include "mount.h"
 #include "names.h"
@@ -322,6 +323,10 @@ typedef struct Handle {
     bool            dirty;      /* H_WRITE: content to store at flush */
     bool            created;    /* H_WRITE: made by create() */
     bool            exclusive;  /* H_WRITE: O_EXCL: an existing record is EEXIST */
+    bool            scanning;   /* H_WRITE: written in order so far, so "scan" knows
+                                   what the content is: the write that completes
+                                   the object stores it */
+    ContentScan     scan;       /* H_WRITE: the shape of the content so far */
     CtlFile        *ctl;
 } Handle;
 
@@ -731,6 +736,8 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
         else
             buf_free(&json);
     }
+    h->scanning = true;
+    content_feed(&h->scan, h->data.data, h->data.len);
     *out = h;
     return 0;
 }
@@ -965,6 +972,51 @@ new_write(Handle *h, const char *buf, size_t size)
     return (int)size;
 }
 
+/* Stores the content of record handle "h" (its lock held): CREATE or a
+ * whole-record UPDATE.  Stored or refused, the content is no longer due,
+ * and a new record's name is no longer pending. */
+static int
+record_store_content(Handle *h)
+{
+    LangSession *s = session();
+    LangError err = {0};
+    h->dirty = false;
+    int rc = finish(s, lang_view_write(s, h->table, &h->key, h->data.data ? h->data.data : "",
+                                       h->data.len, h->exclusive, &err));
+    if (h->created) {
+        pending_remove(h->path);
+        h->created = false;
+    }
+    return rc;
+}
+
+/* A write at the end of what record handle "h" holds (its lock held): the
+ * bytes that complete one object store it now, so this write() reports
+ * what storing met; bytes that cannot begin an object, or that follow a
+ * whole one, are refused (EINVAL) and change nothing.  Blanks after a
+ * stored object are accepted and store nothing more. */
+static int
+record_write_in_order(Handle *h, const char *buf, size_t size)
+{
+    ContentScan before = h->scan;
+    switch (content_feed(&h->scan, buf, size)) {
+    case CONTENT_INVALID:
+        h->scan = before;
+        return -EINVAL;
+    case CONTENT_COMPLETE:
+        buf_append(&h->data, buf, size);
+        if (before.state == CONTENT_COMPLETE)
+            return (int)size;   /* blanks after the object */
+        h->dirty = true;
+        int rc = record_store_content(h);
+        return rc ? rc : (int)size;
+    default:
+        buf_append(&h->data, buf, size);
+        h->dirty = true;
+        return (int)size;
+    }
+}
+
 static int
 qfs_write(Handle *h, const char *buf, size_t size, off_t off)
 {
@@ -982,7 +1034,10 @@ qfs_write(Handle *h, const char *buf, size_t size, off_t off)
         rc = new_write(h, buf, size);
     } else if ((size_t)off + size > RECORD_MAX_BYTES) {
         rc = -EFBIG;   /* content this large could never be stored */
+    } else if (h->scanning && (size_t)off == h->data.len) {
+        rc = record_write_in_order(h, buf, size);
     } else {
+        h->scanning = false;   /* rewritten in place: stored at close */
         if ((size_t)off + size > h->data.len) {
             size_t grow = (size_t)off + size - h->data.len;
             char *zeros = xcalloc(1, grow);
@@ -1005,15 +1060,7 @@ qfs_flush(Handle *h)
     pthread_mutex_lock(&h->lock);
     LangError err = {0};
     if (h->kind == H_WRITE && h->dirty) {
-        h->dirty = false;
-        LangSession *s = session();
-        rc = finish(s, lang_view_write(s, h->table, &h->key, h->data.data ? h->data.data : "",
-                                       h->data.len, h->exclusive, &err));
-        if (h->created) {
-            /* Stored, or refused: either way the name is no longer pending. */
-            pending_remove(h->path);
-            h->created = false;
-        }
+        rc = record_store_content(h);
     } else if (h->kind == H_NEW && h->data.len) {
         /* A last line without its newline is a line too. */
         LangSession *s = session();
@@ -1034,6 +1081,10 @@ handle_truncate(Handle *h, off_t size)
         h->data.len = (size_t)size;
         h->data.data[size] = '\0';
         h->dirty = true;
+        /* Cut to nothing, the content starts again; cut elsewhere, it is
+         * stored at close. */
+        h->scanning = size == 0;
+        memset(&h->scan, 0, sizeof h->scan);
     }
     pthread_mutex_unlock(&h->lock);
 }

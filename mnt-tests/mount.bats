@@ -525,6 +525,75 @@ load mount_helpers
     assert_equal "$(cat "$M/jobs/7")" '{"id":"jobs:7","url":"a"}'
 }
 
+# write_steps PATH FLAGS CHUNK… — opens PATH (FLAGS: "trunc", "excl"), writes
+# each CHUNK with its own write(), then closes; prints one word a step:
+# OK or the errno name, "write:" or "close:" before it.
+write_steps() {
+    python3 -c '
+import errno, os, sys
+path, flags, chunks = sys.argv[1], sys.argv[2], sys.argv[3:]
+f = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if flags == "excl" else os.O_TRUNC)
+fd = os.open(path, f)
+out = []
+for c in chunks:
+    try:
+        os.write(fd, c.encode()); out.append("write:OK")
+    except OSError as e:
+        out.append("write:" + errno.errorcode[e.errno])
+try:
+    os.close(fd); out.append("close:OK")
+except OSError as e:
+    out.append("close:" + errno.errorcode[e.errno])
+print(" ".join(out))
+' "$@"
+}
+
+@test "write: the write() that completes or cannot begin a record gets its error, not the close()" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; DEFINE FIELD n ON jobs TYPE option<int>;" >/dev/null
+    mount_fs
+    # The shell reports it: echo's write fails.
+    run bash -c 'echo "not json" > "$M/jobs/9"'
+    assert_failure
+    assert_output --partial "write error: Invalid argument"
+    # Each case: chunks, then what each write() and the close() answered.
+    while IFS='|' read -r want chunks; do
+        local -a parts
+        IFS=';' read -r -a parts <<<"$chunks"
+        run write_steps "$M/jobs/9" trunc "${parts[@]}"
+        assert_output "$want"
+        assert_equal "$(sql 'SELECT * FROM jobs:9')" '[]'
+    done <<'CASES'
+write:EINVAL close:OK|not json
+write:EINVAL close:OK|[1,2]
+write:EINVAL close:OK|{"a":1}{"b":2}
+write:EINVAL close:OK|{"n":"text"}
+write:EPERM close:OK|{"attempts":3}
+write:OK close:EINVAL|{"a":
+write:OK write:OK close:EINVAL|{"a":1;x
+CASES
+}
+
+@test "write: an object completed by a later write() is stored then, before the close()" {
+    mount_jobs
+    run python3 -c '
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"{\"url\": ")
+before = subprocess.run(sys.argv[2:] + ["SELECT url FROM jobs:9"], capture_output=True, text=True).stdout.strip()
+os.write(fd, b"\"z\"}")
+after = subprocess.run(sys.argv[2:] + ["SELECT url FROM jobs:9"], capture_output=True, text=True).stdout.strip()
+os.write(fd, b"\n")   # blanks after the object store nothing more (O_EXCL: no EEXIST)
+os.close(fd)
+print(before, after)
+' "$M/jobs/9" "$QUEUEFS_SQL" "$STORE"
+    assert_success
+    assert_output '[] [{"url":"z"}]'
+    # More than blanks after a stored object is refused and changes nothing.
+    run write_steps "$M/jobs/7" trunc '{"url":"b"}' ' {"url":"c"}'
+    assert_output "write:OK write:EINVAL close:OK"
+    assert_equal "$(cat "$M/jobs/7")" '{"id":"jobs:7","url":"b"}'
+}
+
 @test "write: open(O_RDWR|O_TRUNC) (python 'w+') replaces the record with what is written" {
     mount_jobs
     printf '{"url":"a-much-longer-value"}\n' >"$M/jobs/7"
