@@ -430,6 +430,23 @@ file_mode(PathKind kind, mode_t dir)
     }
 }
 
+/* What a name in released/ is before anything is moved there: never a
+ * file (ENOENT), but a name whose @WHEN is neither a duration nor a
+ * datetime is refused (EINVAL) when it is looked up, so mv reports the
+ * bad name itself rather than failing the rename. */
+static int
+release_name_check(const char *name)
+{
+    const char *at = strchr(name, '@');
+    if (!at)
+        return -ENOENT;
+    const char *spec = at + 1;
+    int64_t ns;
+    size_t len = strlen(spec);
+    return duration_parse(spec, len, &ns) == 0 || datetime_parse(spec, len, &ns) == 0 ? -ENOENT
+                                                                                     : -EINVAL;
+}
+
 /* The attributes of "path" (parsed: "p") into "st", and into
  * "*generation" (may be NULL) what tells its versions apart: for a table,
  * whether it is a queue. */
@@ -464,6 +481,7 @@ stat_path(const char *path, const Path *p, struct stat *st, uint32_t *generation
         }
         break;
     case P_RELEASED_ENTRY:
+        return release_name_check(p->name);
     case P_NONE:
         return -ENOENT;
     case P_TOOLONG:

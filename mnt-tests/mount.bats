@@ -403,6 +403,20 @@ load mount_helpers
     assert_equal "$(cat "$M/jobs/7")" "$held"
 }
 
+@test "release: mv to a malformed @WHEN names the bad name, not 'a subdirectory of itself'" {
+    mount_jobs
+    run cat "$M/jobs/claim"
+    held=$(cat "$M/jobs/7")
+    run mv "$M/jobs/7" "$M/jobs/released/7@tomorrow"
+    assert_failure
+    assert_output --partial "released/7@tomorrow': Invalid argument"
+    refute_output --partial "subdirectory"
+    # The name is refused where it is looked up.
+    assert_equal "$(errno_of 'os.stat(a[2])' "$M/jobs/released/7@tomorrow")" EINVAL
+    assert_equal "$(errno_of 'os.stat(a[2])' "$M/jobs/released/7@10m")" ENOENT
+    assert_equal "$(cat "$M/jobs/7")" "$held"
+}
+
 @test "release: mv of another consumer's hold is EBUSY (Device or resource busy)" {
     mount_jobs -o consumer=a "$BATS_TEST_TMPDIR/a"
     mount_fs -o consumer=b "$BATS_TEST_TMPDIR/b"
