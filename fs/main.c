@@ -308,8 +308,12 @@ run(struct fuse_args *args, const Options *o)
     char msg[256] = "";
     int rc = store_open(m.store_path, &store_opts, &m.store, msg, sizeof msg);
     if (rc) {
+        /* The store's message names the store already. */
         char detail[600];
-        snprintf(detail, sizeof detail, "%s: %s", m.store_path, msg[0] ? msg : store_strerror(rc));
+        if (msg[0])
+            snprintf(detail, sizeof detail, "%s", msg);
+        else
+            snprintf(detail, sizeof detail, "%s: %s", m.store_path, store_strerror(rc));
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
     m.nodes = nodes_new();

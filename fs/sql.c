@@ -94,8 +94,12 @@ main(int argc, char **argv)
     Store *store;
     int rc = store_open(location, &opts, &store, msg, sizeof msg);
     if (rc) {
-        fprintf(stderr, "queuefs-sql: cannot open store %s: %s\n", location,
-                msg[0] ? msg : store_strerror(rc));
+        /* The store's message names the store already. */
+        if (msg[0])
+            fprintf(stderr, "queuefs-sql: cannot open store %s\n", msg);
+        else
+            fprintf(stderr, "queuefs-sql: cannot open store %s: %s\n", location,
+                    store_strerror(rc));
         return 1;
     }
     LangSession *session = lang_session_new(store, NULL, NULL);

@@ -188,3 +188,16 @@ teardown() {
     assert_failure
     assert_output --partial "Permission denied"
 }
+
+@test "a store that cannot be opened is named once in the message" {
+    local file="$BATS_TEST_TMPDIR/afile"
+    touch "$file"
+    run --separate-stderr "$QUEUEFS_SQL" "$file" "SELECT 1;"
+    assert_failure
+    [[ $stderr == "queuefs-sql: cannot open store $file: "* ]] || fail "stderr: $stderr"
+    [ "$(grep -o "$file" <<<"$stderr" | wc -l)" -eq 1 ] || fail "the path is named more than once: $stderr"
+    run --separate-stderr "$QUEUEFS" "$file" "$M"
+    assert_failure
+    [[ $stderr == "queuefs: cannot open store $file: "* ]] || fail "stderr: $stderr"
+    [ "$(grep -o "$file" <<<"$stderr" | wc -l)" -eq 1 ] || fail "the path is named more than once: $stderr"
+}
