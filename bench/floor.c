@@ -6,7 +6,7 @@
  *
  *   /jobs/            a directory, as a queue is
  *   /jobs/claim       every open hands out the next of 1, 2, 3 …: reads give
- *                     {"attempts":1,"claimed_until":"…","id":"jobs:N","n":N}
+ *                     {"attempts":1,"claimed_until":"…","hold":N,"id":"jobs:N","n":N}
  *   /jobs/N           any decimal name exists (size 0); unlink succeeds
  *   /jobs/released/   rename of /jobs/N to /jobs/released/N succeeds
  *   /jobs/new         writes are accepted and dropped
@@ -137,8 +137,8 @@ floor_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         unsigned long id = atomic_fetch_add(&next_id, 1) + 1;
         c->len = (size_t)snprintf(c->json, sizeof c->json,
                                   "{\"attempts\":1,\"claimed_until\":\"2030-01-01T00:00:00.000000000Z\","
-                                  "\"id\":\"jobs:%lu\",\"n\":%lu}\n",
-                                  id, id);
+                                  "\"hold\":%lu,\"id\":\"jobs:%lu\",\"n\":%lu}\n",
+                                  id, id, id);
         fi->fh = (uint64_t)(uintptr_t)c;
         fi->nonseekable = 1;
     } else if (ino != INO_NEW && ino < INO_RECORD) {

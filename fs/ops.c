@@ -9,7 +9,7 @@
  *   /T/wait               the same, blocking until something is claimable
  *   /T/new                each complete line written is one new record
  *   /T/released/          rename target: moving ID here releases it
- *   /T/held/ID~N          the records held now, fenced by their attempt
+ *   /T/held/ID~N          the records held now, fenced by their hold's number
  *   /T/dead/ID            the records at the ATTEMPTS ceiling
  *   /T/stats              the queue's figures, one JSON line
  *
@@ -232,7 +232,7 @@ table_check(const Path *p, LangTableInfo *info)
 }
 
 /* The identity a record path names and the fence its view promises:
- * jobs/7 (none), jobs/held/7~3 (held by attempt 3), jobs/dead/7 (dead).
+ * jobs/7 (none), jobs/held/7~3 (held by hold 3), jobs/dead/7 (dead).
  * -ENOENT when the name is no record's. */
 static int
 entry_key(const Path *p, Value *key, int64_t *fence)
@@ -555,9 +555,9 @@ fill_record(void *ctx, const Value *key)
     return 0;
 }
 
-/* A held/ entry: ID~N. */
+/* A held/ entry: ID~N, N the hold's number. */
 static int
-fill_held(void *ctx, const Value *key, int64_t attempts)
+fill_held(void *ctx, const Value *key, int64_t hold)
 {
     DirFill *d = ctx;
     if (d->skip > 0) {
@@ -566,7 +566,7 @@ fill_held(void *ctx, const Value *key, int64_t attempts)
     }
     Buf name = {0};
     name_from_key(key, &name);
-    buf_printf(&name, "~%lld", (long long)attempts);
+    buf_printf(&name, "~%lld", (long long)hold);
     int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
     buf_free(&name);
     if (full)

@@ -142,7 +142,7 @@ struct Stmt {
             Target  target;
             Expr   *where;        /* or NULL */
             int64_t fence;        /* the file view's held/ID~N: act only while the live
-                                     hold has attempts N; 0 = no fence */
+                                     hold is number N; 0 = no fence */
         } del;
         struct {                  /* ST_SELECT */
             bool         star;    /* SELECT * */

@@ -274,10 +274,12 @@ engine_value_same(const Value *stored, const Value *incoming)
 }
 
 static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
-                                            FIELD_CLAIMED_BY};
+                                            FIELD_CLAIMED_BY, FIELD_HOLD};
 
 /* On a queue, "incoming" may not introduce, change or remove the engine's
- * fields of "old" (NULL for a new record).  With "carry", fields that
+ * fields of "old" (NULL for a new record).  A field "incoming" repeats
+ * takes the engine's own value (a claimed_until read back as a string
+ * stays a datetime, so the hold stays live); with "carry", fields that
  * "incoming" leaves out are copied from "old" (a whole-record write). */
 static LangErrorCode
 guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incoming,
@@ -285,7 +287,7 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
 {
     if (!def->is_queue)
         return LANG_OK;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof engine_fields / sizeof *engine_fields; i++) {
         const char *f = engine_fields[i];
         const Value *was = old ? value_object_get(old, f) : NULL;
         const Value *now = value_object_get(incoming, f);
@@ -294,7 +296,7 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
                                   "'%s' on queue '%s' belongs to the engine: a write may not "
                                   "set or change it",
                                   f, def->decl.name);
-        if (!now && was && carry)
+        if (was && (now || carry))
             value_object_set(incoming, f, value_clone(was));
     }
     return LANG_OK;
@@ -781,20 +783,23 @@ exec_select(Exec *x, const Stmt *st)
 
 /* ---- CLAIM and RELEASE ---- */
 
-/* Takes the hold on "r" for the session: counts the attempt, sets the
- * deadline and signs it when the session has a consumer. */
+/* Takes the hold on "r" for the session: counts the attempt, numbers the
+ * hold (the store's next hold number), sets the deadline and signs it
+ * when the session has a consumer. */
 static LangErrorCode
 take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
 {
     const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
-    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0;
+    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0, hold;
     /* A hold that was never released nor finished has lapsed. */
     if (value_object_get(&r->fields, FIELD_CLAIMED_UNTIL) &&
         counter_add(x->txn, def, COUNTER_LAPSES, 1, x->err))
         return x->err->code;
-    if (counter_add(x->txn, def, COUNTER_CLAIMS, 1, x->err))
+    if (counter_add(x->txn, def, COUNTER_CLAIMS, 1, x->err) ||
+        hold_number_next(x->txn, &hold, x->err))
         return x->err->code;
     value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
+    value_object_set(&r->fields, FIELD_HOLD, value_int(hold));
     int64_t until = x->now + def->decl.timeout_ns;
     if (until < x->now)
         until = INT64_MAX;
@@ -912,6 +917,7 @@ end_hold(Exec *x, const TableDef *def, Record *r, int64_t delay_to, Value *resul
 {
     value_object_remove(&r->fields, FIELD_CLAIMED_UNTIL);
     value_object_remove(&r->fields, FIELD_CLAIMED_BY);
+    value_object_remove(&r->fields, FIELD_HOLD);
     free(r->holder);
     r->holder = NULL;
     r->since = x->now;

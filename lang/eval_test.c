@@ -47,20 +47,30 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = { url: 'a' }; CREATE jobs:2 = { url: 'b' };"
      "CLAIM FROM jobs; CLAIM FROM jobs; CLAIM FROM jobs;",
      "null\n[{\"id\":\"jobs:1\",\"url\":\"a\"}]\n[{\"id\":\"jobs:2\",\"url\":\"b\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:2\",\"url\":\"b\"}]\n[]\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:2\",\"url\":\"b\"}]\n[]\n",
      LANG_OK},
     /* engine fields: refused on a queue, ordinary on a collection */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { url: 'd', claimed_until: 1 };",
      "null\n", LANG_ENGINE_FIELD},
     {"DEFINE COLLECTION notes; CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };",
      "null\n[{\"attempts\":3,\"claimed_until\":\"whenever\",\"id\":\"notes:2\"}]\n", LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { hold: 1 };", "null\n", LANG_ENGINE_FIELD},
+    /* hold numbers are the store's: a dropped and re-defined queue goes on
+     * from the last, and a release takes the number away */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; DROP QUEUE jobs;"
+     "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; RELEASE jobs:1;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
+     "null\nnull\n[{\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"id\":\"jobs:1\"}]\n",
+     LANG_OK},
     /* a whole-record write carries the engine's fields forward */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {url:'a'}; CLAIM FROM jobs;"
      "UPDATE jobs:7 = {url:'b'}; CLAIM FROM jobs;",
      "null\n[{\"id\":\"jobs:7\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:7\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:7\",\"url\":\"b\"}]\n[]\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:7\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:7\",\"url\":\"b\"}]\n[]\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {url:'a'}; UPDATE jobs:7 MERGE {attempts: 9};",
      "null\n[{\"id\":\"jobs:7\",\"url\":\"a\"}]\n", LANG_ENGINE_FIELD},
@@ -68,9 +78,9 @@ static const Case cases[] = {
     {"DEFINE QUEUE fast TIMEOUT 1ns ATTEMPTS 2; CREATE fast:1 = {url:'a'}; CREATE fast:2 = {url:'b'};"
      "CLAIM FROM fast; CLAIM FROM fast; CLAIM FROM fast; SELECT url FROM fast WHERE attempts >= 2;",
      "null\n[{\"id\":\"fast:1\",\"url\":\"a\"}]\n[{\"id\":\"fast:2\",\"url\":\"b\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"fast:1\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":2,\"claimed_until\":\"T\",\"id\":\"fast:1\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"fast:2\",\"url\":\"b\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"fast:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"fast:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":3,\"id\":\"fast:2\",\"url\":\"b\"}]\n"
      "[{\"url\":\"a\"}]\n",
      LANG_OK},
     /* priority: greatest first; the claim plan names the index */
@@ -81,22 +91,22 @@ static const Case cases[] = {
      "null\n[{\"plan\":\"scan\"}]\nnull\n[{\"index\":\"by_severity\",\"plan\":\"ordered\"}]\n"
      "[{\"id\":\"alerts:1\",\"severity\":2,\"text\":\"disk at 80%\"}]\n"
      "[{\"id\":\"alerts:2\",\"severity\":9,\"text\":\"disk full\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"alerts:2\",\"severity\":9,\"text\":\"disk full\"}]\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"alerts:2\",\"severity\":9,\"text\":\"disk full\"}]\n",
      LANG_OK},
     /* NOT BEFORE: a delayed record is not handed out; RELEASE … NOT BEFORE */
     {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due; CREATE later:1 = { job: 'resize' };"
      "CLAIM FROM later; RELEASE later:1 NOT BEFORE 10m; CLAIM FROM later;",
      "null\n[{\"id\":\"later:1\",\"job\":\"resize\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"later:1\",\"job\":\"resize\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"later:1\",\"job\":\"resize\"}]\n"
      "[{\"attempts\":1,\"due\":\"T\",\"id\":\"later:1\",\"job\":\"resize\"}]\n[]\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; RELEASE jobs:1 NOT BEFORE 1m;",
-     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n",
      LANG_NO_DELAY_FIELD},
     /* a NOT BEFORE value that is not a datetime is no delay */
     {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due; CREATE later:1 = { due: 'soon' }; CLAIM FROM later;",
      "null\n[{\"due\":\"soon\",\"id\":\"later:1\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"due\":\"soon\",\"id\":\"later:1\"}]\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"due\":\"soon\",\"hold\":1,\"id\":\"later:1\"}]\n",
      LANG_OK},
     /* deduplicate */
     {"DEFINE QUEUE reclaim TIMEOUT 1m DEDUPLICATE 10m;"
@@ -111,20 +121,20 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {}; USE CONSUMER 'billing'; CLAIM FROM jobs;"
      "USE CONSUMER 'other'; RELEASE jobs:7;",
      "null\n[{\"id\":\"jobs:7\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"billing\","
-     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:7\"}]\nnull\n",
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:7\"}]\nnull\n",
      LANG_HELD_BY_OTHER},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = {}; USE CONSUMER 'billing'; CLAIM FROM jobs;"
      "USE CONSUMER 'billing'; RELEASE ALL FROM jobs; RELEASE ALL FROM jobs FOR CONSUMER 'billing';",
      "null\n[{\"id\":\"jobs:7\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"billing\","
-     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:7\"}]\nnull\n[]\n"
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:7\"}]\nnull\n[]\n"
      "[{\"attempts\":1,\"id\":\"jobs:7\"}]\n",
      LANG_OK},
     /* transactions: the second claim sees the first hold */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CREATE jobs:2 = {};"
      "BEGIN; CLAIM FROM jobs; CLAIM FROM jobs; COMMIT;",
      "null\n[{\"id\":\"jobs:1\"}]\n[{\"id\":\"jobs:2\"}]\nnull\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:2\"}]\nnull\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:2\"}]\nnull\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs:1 = {}; CREATE jobs:1 = {}; COMMIT;",
      "null\nnull\n", LANG_RECORD_EXISTS},
@@ -141,7 +151,7 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s SCHEMAFULL; DEFINE FIELD url ON jobs TYPE string REQUIRED;"
      "CREATE jobs = { url: 'a' }; CLAIM FROM jobs; CREATE jobs = { url: 'b', x: 1 };",
      "null\nnull\n[{\"id\":\"jobs:1\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\",\"url\":\"a\"}]\n",
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\",\"url\":\"a\"}]\n",
      LANG_SCHEMA_VIOLATION},
     {"DEFINE QUEUE q TIMEOUT 5m ATTEMPTS 3 IN work SCHEMAFULL DEDUPLICATE 1m NOT BEFORE at;"
      "INFO FOR TABLE q;",
@@ -158,19 +168,19 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; TOUCH jobs:1;",
      "null\n[{\"id\":\"jobs:1\"}]\n", LANG_NOT_HELD},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; TOUCH jobs:1;",
-     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
-     "[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; USE CONSUMER 'a'; CLAIM FROM jobs;"
      "USE CONSUMER 'b'; TOUCH jobs:1;",
      "null\n[{\"id\":\"jobs:1\"}]\nnull\n[{\"attempts\":1,\"claimed_by\":{\"consumer\":\"a\","
-     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\nnull\n",
+     "\"instance\":\"I\"},\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\nnull\n",
      LANG_HELD_BY_OTHER},
     /* CLAIM … WAIT answers [] when nothing comes, and cannot wait inside BEGIN */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM FROM jobs WAIT 20ms;", "null\n[]\n", LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 1ns; CREATE jobs:1 = {}; CLAIM FROM jobs; CLAIM FROM jobs WAIT 1s;",
-     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n"
-     "[{\"attempts\":2,\"claimed_until\":\"T\",\"id\":\"jobs:1\"}]\n",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:1\"}]\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CLAIM FROM jobs WAIT 1s;", "null\nnull\n",
      LANG_PARSE_ERROR},

@@ -86,10 +86,12 @@ LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
  * "\n" to "out", or nothing when nothing is claimable. */
 LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err);
 /* A fence: what a name in the held/ or dead/ views promises about its
- * record.  0: nothing; N > 0: held now by the hold that counted attempt N
- * (held/ID~N); LANG_FENCE_DEAD: at the ATTEMPTS ceiling and not held
- * (dead/ID).  An operation whose fence fails is NoSuchRecord and changes
- * nothing. */
+ * record.  0: nothing; N > 0: held now by hold number N, the live hold's
+ * `hold` field (held/ID~N; numbers are never reused on a store, so the
+ * name of a hold that lapsed, ended, or whose record was deleted and
+ * created again never names a later hold); LANG_FENCE_DEAD: at the
+ * ATTEMPTS ceiling and not held (dead/ID).  An operation whose fence
+ * fails is NoSuchRecord and changes nothing. */
 #define LANG_FENCE_DEAD (-1)
 
 /* What a table directory shows: its kind, owner and mode. */
@@ -126,10 +128,10 @@ LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangEr
 LangErrorCode lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err);
 /* The same figures for every queue, in Prometheus text exposition format. */
 LangErrorCode lang_view_metrics(LangSession *s, Buf *out, LangError *err);
-/* Calls "fn" with each record of the queue held now and the attempt its
- * hold counted, until it returns non-zero. */
+/* Calls "fn" with each record of the queue held now and the number of
+ * its hold, until it returns non-zero. */
 LangErrorCode lang_view_held(LangSession *s, const char *table,
-                             int (*fn)(void *ctx, const Value *key, int64_t attempts),
+                             int (*fn)(void *ctx, const Value *key, int64_t hold),
                              void *ctx, LangError *err);
 /* Calls "fn" with each record of the queue at its ATTEMPTS ceiling and not
  * held, until it returns non-zero. */

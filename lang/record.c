@@ -152,16 +152,16 @@ record_is_dead(const Record *r, const TableDef *def)
 LangErrorCode
 record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now, LangError *err)
 {
-    const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
+    const Value *h = value_object_get(&r->fields, FIELD_HOLD);
     bool held = record_is_held(r, now);
     if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && record_is_dead(r, def)) ||
-        (fence > 0 && held && a && a->kind == VAL_INT && a->u.i == fence))
+        (fence > 0 && held && h && h->kind == VAL_INT && h->u.i == fence))
         return LANG_OK;
     RecordId id = {def->decl.name, (Value *)&r->key};
     Buf name = {0};
     record_id_format(&id, &name);
     if (fence > 0)
-        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by attempt %lld",
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by hold %lld",
                        name.data, (long long)fence);
     else
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer dead", name.data);
@@ -223,6 +223,18 @@ counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by, La
     if (counter_get(txn, def, what, &n, err))
         return err->code;
     return meta_put_i64(txn, def->id, what, strlen(what), n + by, err);
+}
+
+#define META_HOLDS "holds"
+
+LangErrorCode
+hold_number_next(StoreTxn *txn, int64_t *out, LangError *err)
+{
+    int64_t last;
+    if (meta_get_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), &last, err))
+        return err->code;
+    *out = last + 1;
+    return meta_put_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), *out, err);
 }
 
 LangErrorCode
@@ -398,7 +410,7 @@ static bool
 is_engine_field(const char *name)
 {
     return strcmp(name, FIELD_ATTEMPTS) == 0 || strcmp(name, FIELD_CLAIMED_UNTIL) == 0 ||
-           strcmp(name, FIELD_CLAIMED_BY) == 0;
+           strcmp(name, FIELD_CLAIMED_BY) == 0 || strcmp(name, FIELD_HOLD) == 0;
 }
 
 LangErrorCode

@@ -208,7 +208,7 @@ typedef struct HeldWalk {
     StoreTxn *txn;
     const TableDef *def;
     int64_t now;
-    int (*fn)(void *ctx, const Value *key, int64_t attempts);
+    int (*fn)(void *ctx, const Value *key, int64_t hold);
     void *ctx;
     LangError *err;
 } HeldWalk;
@@ -225,10 +225,11 @@ held_entry(void *ctx, StoreBytes key, int64_t wake_ns)
         return 0;
     Record r = {0};
     int stop = 0;
-    if (!record_decode(val, &r, w->err) && record_is_held(&r, w->now)) {
-        const Value *a = value_object_get(&r.fields, FIELD_ATTEMPTS);
-        stop = w->fn(w->ctx, &r.key, a && a->kind == VAL_INT ? a->u.i : 0);
-    }
+    const Value *h;
+    /* A hold taken before holds were numbered has no name here. */
+    if (!record_decode(val, &r, w->err) && record_is_held(&r, w->now) &&
+        (h = value_object_get(&r.fields, FIELD_HOLD)) && h->kind == VAL_INT)
+        stop = w->fn(w->ctx, &r.key, h->u.i);
     record_free(&r);
     return stop || w->err->code;
 }
@@ -245,7 +246,7 @@ walk_held(StoreTxn *txn, const TableDef *def, void *ctx)
 
 LangErrorCode
 lang_view_held(LangSession *s, const char *table,
-               int (*fn)(void *ctx, const Value *key, int64_t attempts), void *ctx,
+               int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
                LangError *err)
 {
     HeldWalk w = {NULL, NULL, store_now(session_store(s)), fn, ctx, err};

@@ -289,10 +289,10 @@ figures() {
 }
 
 # ---------------------------------------------------------------------------
-# held/ID~N: the live holds, fenced by their attempt
+# held/ID~N: the live holds, fenced by the number of the hold
 # ---------------------------------------------------------------------------
 
-@test "held: ls jobs/held/ lists the live holds as ID~N (N = attempts), string ids encoded; cat reads the record" {
+@test "held: ls jobs/held/ lists the live holds as ID~N (N = the hold's number), string ids encoded; cat reads the record" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;
          CREATE jobs:7 = { url: 'a' }; CREATE jobs:8 = {};
          CREATE jobs:'a/b~1' = {}; CREATE jobs:'007' = {};" >/dev/null
@@ -300,23 +300,25 @@ figures() {
     run ls "$M/jobs/held"
     assert_success
     assert_output ""
-    run cat "$M/jobs/claim"    # jobs:7, attempt 1
+    run cat "$M/jobs/claim"    # jobs:7, attempt 1, hold 1
     run mv "$M/jobs/7" "$M/jobs/released/"
-    run cat "$M/jobs/claim"    # jobs:7, attempt 2
+    run cat "$M/jobs/claim"    # jobs:7, attempt 2, hold 2
     assert_equal "$(jqr .attempts "$output")" 2
-    sql "CLAIM jobs:'a/b~1'; CLAIM jobs:'007';" >/dev/null
+    assert_equal "$(jqr .hold "$output")" 2
+    sql "CLAIM jobs:'a/b~1'; CLAIM jobs:'007';" >/dev/null    # holds 3 and 4, attempt 1
     run ls "$M/jobs/held"
     assert_success
-    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "%3007~1 7~2 a%2Fb%7E1~1 "
+    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "%3007~4 7~2 a%2Fb%7E1~3 "
     run cat "$M/jobs/held/7~2"
     assert_success
     assert_output "$(cat "$M/jobs/7")"
     assert_equal "$(jqr .url "$output")" a
-    run cat "$M/jobs/held/a%2Fb%7E1~1"
+    run cat "$M/jobs/held/a%2Fb%7E1~3"
     assert_success
     assert_equal "$(jqr .id "$output")" "jobs:'a/b~1'"
-    # Other attempts, unheld records and malformed names name nothing.
-    for name in 7~1 7~3 7 8~1 8~0 7~ 7~x; do
+    # Earlier holds, other records' holds, unheld records and malformed
+    # names name nothing.
+    for name in 7~1 7~3 7~4 a%2Fb%7E1~1 7 8~1 8~0 7~ 7~x; do
         run cat "$M/jobs/held/$name"
         assert_failure
         assert_output --partial "No such file or directory"
@@ -424,6 +426,8 @@ figures() {
     assert_output ""
     assert_equal "$(cat "$M/jobs/7")" "$rec"
     assert_equal "$(jqr .attempts "$rec")" 1
+    # Like claimed_until, now past, the record keeps its last hold's number.
+    assert_equal "$(jqr .hold "$rec")" 1
 }
 
 @test "held: touch held/7~N extends only hold N" {
@@ -450,6 +454,137 @@ figures() {
     assert_equal "$(jqr .attempts "$(cat "$M2/jobs/7")")" 2
     run ls "$M2/jobs/held"
     assert_output "7~2"
+}
+
+@test "held: order-1 finished, created again and claimed again: the old hold's name is ENOENT for rm, mv, touch and cat, and the new hold stands" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s NOT BEFORE due;" >/dev/null
+    mount_ab
+    printf '{"n":1}\n' >"$M/jobs/order-1"
+    first_claim=$(cat "$M/jobs/claim")
+    first=$(ls "$M/jobs/held")
+    assert_equal "$(jqr .attempts "$first_claim")" 1
+    run rm "$M/jobs/held/$first"
+    assert_success
+    # The identity comes back and another worker claims it: attempt 1
+    # again, but a hold with a number of its own.
+    printf '{"n":2}\n' >"$M2/jobs/order-1"
+    second_claim=$(cat "$M2/jobs/claim")
+    assert_equal "$(jqr .attempts "$second_claim")" 1
+    rec=$(cat "$M2/jobs/order-1")
+    # The first worker, late, finishes or releases "its" record: nothing.
+    run rm "$M/jobs/held/$first"
+    assert_failure
+    assert_output --partial "No such file or directory"
+    assert_equal "$(renameat2 "$M/jobs/held/$first" "$M/jobs/released/order-1@10m")" ENOENT
+    assert_equal "$(errno_of 'os.utime(a[2])' "$M/jobs/held/$first")" ENOENT
+    run cat "$M/jobs/held/$first"
+    assert_failure
+    assert_equal "$(cat "$M/jobs/order-1")" "$rec"
+    assert_equal "$(jqr .n "$rec")" 2
+    # The names are the holds' numbers, the new one above the old.
+    a=$(jqr .hold "$first_claim") b=$(jqr .hold "$second_claim")
+    assert_equal "$first" "order-1~$a"
+    [ "$b" -gt "$a" ] || fail "the new hold's number $b is not above the finished one's $a"
+    run ls "$M/jobs/held"
+    assert_output "order-1~$b"
+    # The new holder's name still finishes it.
+    run rm "$M2/jobs/held/order-1~$b"
+    assert_success
+    assert_equal "$(sql 'SELECT * FROM jobs')" '[]'
+}
+
+@test "held: hold numbers are the store's: they increase across records, re-claims, queues and a queue dropped and defined again; hold is in the JSON while held and gone on release" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; DEFINE QUEUE other TIMEOUT 30s;
+         CREATE jobs:1 = {}; CREATE jobs:2 = {}; CREATE other:1 = {};" >/dev/null
+    mount_fs
+    assert_equal "$(jqr .hold "$(cat "$M/jobs/claim")")" 1      # jobs:1
+    assert_equal "$(jqr .hold "$(cat "$M/jobs/claim")")" 2      # jobs:2
+    assert_equal "$(jqr .hold "$(cat "$M/other/claim")")" 3     # other:1
+    assert_equal "$(jqr .hold "$(cat "$M/jobs/1")")" 1
+    assert_equal "$(jqr .hold "$(cat "$M/jobs/held/1~1")")" 1
+    assert_equal "$(sql 'SELECT hold FROM jobs ORDER BY id' | jq -c 'map(.hold)')" '[1,2]'
+    # A release ends the hold: its number leaves the record.
+    mv "$M/jobs/1" "$M/jobs/released/"
+    rec=$(cat "$M/jobs/1")
+    assert_equal "$(jqr 'has("hold")' "$rec")" false
+    assert_equal "$(jqr .attempts "$rec")" 1
+    # A finish, a re-create and a re-claim of the same identity.
+    rm "$M/jobs/held/2~2"
+    printf '{}\n' >"$M/jobs/2"
+    assert_equal "$(jqc '[.id, .hold]' "$(cat "$M/jobs/claim")")" '["jobs:1",4]'
+    assert_equal "$(jqc '[.id, .hold, .attempts]' "$(cat "$M/jobs/claim")")" '["jobs:2",5,1]'
+    # A queue dropped and defined again goes on from the store's last number.
+    sql "DROP QUEUE other; DEFINE QUEUE other TIMEOUT 30s; CREATE other:1 = {};" >/dev/null
+    assert_equal "$(jqr .hold "$(cat "$M/other/claim")")" 6
+    run cat "$M/other/held/1~3"
+    assert_failure
+    run ls "$M/other/held"
+    assert_output "1~6"
+}
+
+@test "held: a held record read and written back whole stays held: still in held/, not claimable, released by mv" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = { url: 'a' };" >/dev/null
+    mount_fs
+    run cat "$M/jobs/claim"
+    name=$(ls "$M/jobs/held")
+    # The worker saves its progress: the JSON it read, changed, written whole.
+    jq -c '.url = "b"' "$M/jobs/7" >"$BATS_TEST_TMPDIR/rec"
+    run bash -c 'cat "$1" > "$M/jobs/7"' bash "$BATS_TEST_TMPDIR/rec"
+    assert_success
+    assert_equal "$(jqr .url "$(cat "$M/jobs/7")")" b
+    run ls "$M/jobs/held"
+    assert_output "$name"
+    run cat "$M/jobs/claim"
+    assert_output ""
+    run mv "$M/jobs/held/$name" "$M/jobs/released/"
+    assert_success
+    assert_equal "$(jqr 'has("claimed_until")' "$(cat "$M/jobs/7")")" false
+}
+
+@test "held: hold is the engine's: a file write, a new line or an UPDATE that sets or changes it is EPERM QueueFieldIsTheEngines; repeating it is fine" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s SCHEMAFULL; DEFINE FIELD url ON jobs TYPE string;
+         CREATE jobs:7 = { url: 'a' };" >/dev/null
+    mount_fs
+    run cat "$M/jobs/claim"
+    assert_equal "$(jqr .hold "$output")" 1
+    rec=$(cat "$M/jobs/7")
+    # The record read back and written whole, hold and all, is accepted
+    # (SCHEMAFULL declares no field hold: it is the engine's).
+    printf '%s\n' "$rec" >"$BATS_TEST_TMPDIR/rec"
+    run bash -c 'cat "$1" > "$M/jobs/7"' bash "$BATS_TEST_TMPDIR/rec"
+    assert_success
+    assert_equal "$(cat "$M/jobs/7")" "$rec"
+    # … and the hold stays live (claimed_until read back as text stays the
+    # engine's datetime): still listed, not claimable again.
+    run ls "$M/jobs/held"
+    assert_output "7~1"
+    run cat "$M/jobs/claim"
+    assert_output ""
+    # Changing it is refused, through every way in, and nothing changes.
+    jq -c '.hold = 2' <<<"$rec" >"$BATS_TEST_TMPDIR/rec2"
+    run bash -c 'cat "$1" > "$M/jobs/7"' bash "$BATS_TEST_TMPDIR/rec2"
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_TRUNC); os.write(fd, open(a[3], "rb").read()); os.close(fd)' \
+        "$M/jobs/7" "$BATS_TEST_TMPDIR/rec2"
+    assert_output EPERM
+    run bash -c 'printf "%s\n" "{\"url\":\"b\",\"hold\":9}" >> "$M/jobs/new"'
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    assert_equal "$(ctl_errno 'UPDATE jobs:7 MERGE { hold: 9 };')" "EPERM QueueFieldIsTheEngines"
+    assert_equal "$(ctl_errno 'CREATE jobs:8 = { url: "c", hold: 1 };')" "EPERM QueueFieldIsTheEngines"
+    assert_equal "$(cat "$M/jobs/7")" "$rec"
+    assert_equal "$(count_records jobs)" 1
+    # Once released, the old JSON with its hold introduces it again: refused.
+    mv "$M/jobs/7" "$M/jobs/released/"
+    released=$(cat "$M/jobs/7")
+    run bash -c 'cat "$1" > "$M/jobs/7"' bash "$BATS_TEST_TMPDIR/rec"
+    assert_failure
+    assert_equal "$(cat "$M/jobs/7")" "$released"
+    # On a collection hold is any field.
+    mkdir "$M/notes"
+    printf '{"hold":5}\n' >"$M/notes/1"
+    assert_equal "$(cat "$M/notes/1")" '{"hold":5,"id":"notes:1"}'
 }
 
 # ---------------------------------------------------------------------------
@@ -851,10 +986,11 @@ figures() {
     # deletes: the other mount, queuefs-sql, and a held/ name; a fenced rm that fails is none
     rm "$M2/jobs/2"
     sql "DELETE jobs:6;" >/dev/null
-    assert_equal "$(jqr .attempts "$(cat "$M/jobs/claim")")" 2     # jobs:1 again
+    again=$(cat "$M/jobs/claim")                                  # jobs:1 again
+    assert_equal "$(jqc '[.attempts, .hold]' "$again")" '[2,4]'
     run rm "$M/jobs/held/1~1"
     assert_failure
-    rm "$M/jobs/held/1~2"
+    rm "$M/jobs/held/1~4"
     # lapses: every fast hold lapses at once, and counts when claimed again
     cat "$M/fast/claim" >/dev/null
     assert_equal "$(jqc '[.claims, .lapses]' "$(cat "$M2/fast/stats")")" '[1,0]'

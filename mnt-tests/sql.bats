@@ -194,8 +194,8 @@ CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };"
     until=$(jqr '.[0].claimed_until' "$output")
     run --separate-stderr sql "UPDATE jobs:7 = { url: 'b' }"
     assert_success
-    assert_equal "$(jqr '.[0] | keys | join(",")' "$output")" "attempts,claimed_until,id,url"
-    assert_equal "$(jqr '.[0] | [.url, .attempts, .claimed_until] | join(" ")' "$output")" "b 1 $until"
+    assert_equal "$(jqr '.[0] | keys | join(",")' "$output")" "attempts,claimed_until,hold,id,url"
+    assert_equal "$(jqr '.[0] | [.url, .attempts, .claimed_until, .hold] | join(" ")' "$output")" "b 1 $until 1"
     # the hold is still live: the next claim passes over jobs:7
     run sql "CLAIM FROM jobs"
     assert_equal "$(jqr '.[0].id' "$output")" jobs:8
@@ -240,6 +240,44 @@ CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };"
     assert_error QueueFieldIsTheEngines
 }
 
+@test "engine fields: hold may not be introduced, changed or removed by CREATE or UPDATE; repeating it is accepted" {
+    seed_jobs
+    run --separate-stderr sql "CREATE jobs:9 = { url: 'd', hold: 1 }"
+    assert_error QueueFieldIsTheEngines
+    run --separate-stderr sql "UPDATE jobs:2 MERGE { hold: 1 }"
+    assert_error QueueFieldIsTheEngines
+    sql "CLAIM jobs:1" >/dev/null
+    run --separate-stderr sql "UPDATE jobs:1 MERGE { hold: 2 }"
+    assert_error QueueFieldIsTheEngines
+    run --separate-stderr sql "UPDATE jobs:1 = { url: 'a', hold: 7 }"
+    assert_error QueueFieldIsTheEngines
+    run --separate-stderr sql "UPDATE jobs:1 MERGE { hold: null }"
+    assert_error QueueFieldIsTheEngines
+    run --separate-stderr sql "UPDATE jobs:1 = { url: 'z', hold: 1 }"
+    assert_success
+    run sql "SELECT hold, url FROM jobs ORDER BY id"
+    assert_output '[{"hold":1,"url":"z"},{"url":"b"},{"url":"c"}]'
+}
+
+@test "hold: every claim numbers its hold anew, CLAIM n included, across queues; RELEASE and RELEASE ALL take the number away" {
+    seed_jobs
+    sql "DEFINE QUEUE other TIMEOUT 30s; CREATE other:1 = {};" >/dev/null
+    run sql "CLAIM 2 FROM jobs" "CLAIM other:1" "CLAIM FROM jobs" \
+        "SELECT id, hold FROM jobs ORDER BY id" "RELEASE jobs:1" "RELEASE ALL FROM jobs" \
+        "SELECT id, hold FROM jobs ORDER BY id"
+    assert_success
+    assert_equal "$(jqc 'map([.id, .hold])' "${lines[0]}")" '[["jobs:1",1],["jobs:2",2]]'
+    assert_equal "$(jqc 'map([.id, .hold])' "${lines[1]}")" '[["other:1",3]]'
+    assert_equal "$(jqc 'map([.id, .hold])' "${lines[2]}")" '[["jobs:3",4]]'
+    assert_equal "${lines[3]}" '[{"hold":1,"id":"jobs:1"},{"hold":2,"id":"jobs:2"},{"hold":4,"id":"jobs:3"}]'
+    assert_equal "$(jqc 'map(has("hold"))' "${lines[4]}")" '[false]'
+    assert_equal "$(jqc 'map([.id, has("hold")])' "${lines[5]}")" '[["jobs:2",false],["jobs:3",false]]'
+    assert_equal "${lines[6]}" '[{"id":"jobs:1"},{"id":"jobs:2"},{"id":"jobs:3"}]'
+    # A record finished and created again is held under a new number.
+    run sql "DELETE jobs:2; CREATE jobs:2 = {}; CLAIM jobs:2"
+    assert_equal "$(jqc 'map([.id, .attempts, .hold])' "${lines[2]}")" '[["jobs:2",1,5]]'
+}
+
 # ---------------------------------------------------------------------------
 # Putting work in, and taking it out
 # ---------------------------------------------------------------------------
@@ -264,8 +302,8 @@ CREATE jobs:3 = { url: 'c' };"
     after=$(date +%s)
     assert_success
     assert_equal "$(jqr 'length' "$output")" 1
-    assert_equal "$(jqr '.[0] | keys | join(",")' "$output")" "attempts,claimed_until,id,url"
-    assert_equal "$(jqr '.[0] | [.id, .url, .attempts] | join(" ")' "$output")" "jobs:1 a 1"
+    assert_equal "$(jqr '.[0] | keys | join(",")' "$output")" "attempts,claimed_until,hold,id,url"
+    assert_equal "$(jqr '.[0] | [.id, .url, .attempts, .hold] | join(" ")' "$output")" "jobs:1 a 1 1"
     local until
     until=$(epoch_of "$(jqr '.[0].claimed_until' "$output")")
     [ "$until" -ge $((before + 29)) ] && [ "$until" -le $((after + 31)) ] ||
@@ -896,7 +934,7 @@ SELECT * FROM reclaim;"
 CLAIM FROM jobs;"
     assert_success
     assert_line -n 0 'null'
-    assert_equal "$(jqr '.[0] | keys | join(",")' "${lines[1]}")" "attempts,claimed_by,claimed_until,id,url"
+    assert_equal "$(jqr '.[0] | keys | join(",")' "${lines[1]}")" "attempts,claimed_by,claimed_until,hold,id,url"
     assert_equal "$(jqr '.[0].claimed_by | keys | join(",")' "${lines[1]}")" "consumer,instance"
     assert_equal "$(jqr '.[0].claimed_by.consumer' "${lines[1]}")" billing
     [[ "$(jqr '.[0].claimed_by.instance' "${lines[1]}")" =~ ^[0-9a-f]{32}$ ]] ||

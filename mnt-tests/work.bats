@@ -214,14 +214,16 @@ EOF
 
 @test "command: the record's JSON on stdin, QUEUEFS_* in the environment, stdout passed through" {
     mount_queue "TIMEOUT 30s" "7 = { url: 'a' }"
-    start_work "$M/jobs" -- bash -c 'cat >"$D/stdin"; env | grep -E "^QUEUEFS_(ID|ATTEMPTS|RECORD|QUEUE|WORKER)=" | sort >"$D/env"; echo "ran $QUEUEFS_ID"'
+    start_work "$M/jobs" -- bash -c 'cat >"$D/stdin"; env | grep -E "^QUEUEFS_(ID|ATTEMPTS|HOLD|RECORD|QUEUE|WORKER)=" | sort >"$D/env"; echo "ran $QUEUEFS_ID"'
     wait_log "id=7 attempt=1 outcome=finished"
     json=$(cat "$D/stdin")
     assert_equal "$(jqr .id "$json")" "jobs:7"
     assert_equal "$(jqr .url "$json")" "a"
     assert_equal "$(jqr .attempts "$json")" 1
+    assert_equal "$(jqr .hold "$json")" 1
     [ -n "$(jqr '.claimed_until | strings' "$json")" ] || fail "no claimed_until in $json"
     assert_equal "$(cat "$D/env")" "QUEUEFS_ATTEMPTS=1
+QUEUEFS_HOLD=1
 QUEUEFS_ID=7
 QUEUEFS_QUEUE=$M/jobs
 QUEUEFS_RECORD=jobs:7
@@ -408,6 +410,24 @@ lost_hold() {
 
 @test "hold: a worker whose hold lapsed logs a lost hold and does not release the new holder's record" {
     lost_hold 1
+}
+
+@test "hold: a worker whose record was deleted, created again and claimed by another logs a lost hold and leaves the new hold alone" {
+    mount_queue "TIMEOUT 30s" "7 = {}"
+    start_work -t 0 "$M/jobs" -- bash -c "$WAIT_GO" _ 0 go
+    poll 10 test -e "$D/started.7.1" || fail "the command did not start; log: $(cat "$LOG")"
+    # While the worker runs, the record is finished elsewhere, created
+    # again and claimed: attempt 1 again, but a hold of another number.
+    rm "$M/jobs/7"
+    sql "CREATE jobs:7 = { again: true }; CLAIM jobs:7;" >/dev/null
+    json=$(record 7)
+    assert_equal "$(jqr .attempts "$json")" 1
+    touch "$D/go"
+    wait_log "id=7 attempt=1 outcome=lost status=0 "
+    stop_work
+    assert_equal "$(record 7)" "$json"
+    assert_equal "$(jqr .hold "$json")" 2
+    assert_equal "$(ls "$M/jobs/held")" "7~2"
 }
 
 # ---------------------------------------------------------------------------

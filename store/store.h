@@ -267,7 +267,9 @@ int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
 
 /* ---- per-table meta values ----
  * Small named values kept with a table and dropped with it: counters,
- * deduplicate tombstones.  Names are byte strings <= STORE_MAX_KEY. */
+ * deduplicate tombstones.  Names are byte strings <= STORE_MAX_KEY.
+ * Table id 0 is never a table's: its meta values are the store's own
+ * (the hold numbers), and no drop removes them. */
 int store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
 int store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
 int store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name);
