@@ -317,14 +317,55 @@ EOF
     done
 }
 
-@test "release: without NOT BEFORE a failure is a plain release, and the record comes back" {
-    mount_queue "TIMEOUT 30s" "7 = {}"
-    start_work -b 1h "$M/jobs" -- bash -c '[ "$QUEUEFS_ATTEMPTS" -ge 2 ] || exit 1'
+@test "release: without NOT BEFORE a failure keeps the hold, touched, for its backoff, then releases it" {
+    # A backoff longer than TIMEOUT: the hold must be touched to last.
+    mount_queue "TIMEOUT 2s ATTEMPTS 5" "7 = {}"
+    start_work -b 3s "$M/jobs" -- bash -c '
+        if [ "$QUEUEFS_ATTEMPTS" -ge 2 ]; then exit 0; fi
+        touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
+    wait_log "starts 1 worker.*no NOT BEFORE: a failed record is held, touched, for its backoff"
+    poll 10 test -e "$D/failed.1" || fail "the command did not run; log: $(cat "$LOG")"
+    # The failed record is still held, by its first claim, during the backoff.
+    json=$(record 7)
+    assert_equal "$(jqr .attempts "$json")" 1
+    [ "$(jqr .claimed_until "$json")" != null ] || fail "released at once: $json"
     wait_log "id=7 attempt=2 outcome=finished"
     stop_work
     line=$(log_line 7 1)
-    [[ $line == *" outcome=released status=1 duration="* ]] || fail "unexpected log line: $line"
-    [[ $line != *delay=* ]] || fail "a delay without NOT BEFORE: $line"
+    [[ $line == *" outcome=released status=1 duration="*" delay=3s" ]] || fail "unexpected log line: $line"
+    assert_equal "$(count_records jobs)" 0
+    stats=$(cat "$M/jobs/stats")
+    assert_equal "$(jqr .claims "$stats")" 2
+    assert_equal "$(jqr .lapses "$stats")" 0
+}
+
+@test "release: SIGTERM during a held backoff releases the record at once" {
+    mount_queue "TIMEOUT 30s" "7 = {}"
+    start_work -b 1h "$M/jobs" -- bash -c 'touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
+    poll 10 test -e "$D/failed.1" || fail "the command did not run; log: $(cat "$LOG")"
+    stop_work
+    line=$(log_line 7 1)
+    [[ $line == *" outcome=released status=1 "* ]] || fail "unexpected log line: $(cat "$LOG")"
+    json=$(record 7)
+    assert_equal "$(jqr .attempts "$json")" 1
+    assert_equal "$(jqr .claimed_until "$json")" null
+}
+
+@test "cancel: rm of a record while its command runs stops the command and logs outcome=cancelled" {
+    mount_queue "TIMEOUT 30s" "7 = {}" "8 = {}"
+    start_work -g 1s "$M/jobs" -- bash -c '
+        trap "touch \"\$D/term.\$QUEUEFS_ID\"; exit 3" TERM
+        touch "$D/started.$QUEUEFS_ID"
+        [ "$QUEUEFS_ID" = 8 ] && exit 0
+        sleep 60 & wait'
+    poll 10 test -e "$D/started.7" || fail "the command did not start; log: $(cat "$LOG")"
+    rm "$M/jobs/7"
+    # Noticed within a second or two: the command gets SIGTERM.
+    poll 5 test -e "$D/term.7" || fail "the command was not stopped; log: $(cat "$LOG")"
+    wait_log "id=7 attempt=1 outcome=cancelled status=3"
+    # The worker goes on with the next record.
+    wait_log "id=8 attempt=1 outcome=finished"
+    stop_work
     assert_equal "$(count_records jobs)" 0
 }
 
