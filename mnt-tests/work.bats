@@ -199,7 +199,7 @@ EOF
         IFS='|' read -r q timeout want <<<"$c"
         start_work "$M/$q" -- true
         wait_log "starts 1 worker"
-        assert_equal "$(grep -c "on $M/$q (TIMEOUT $timeout, touching holds every $want)" "$LOG")" 1
+        assert_equal "$(grep -c "on $M/$q (TIMEOUT $timeout, touching holds every $want; " "$LOG")" 1
         stop_work
     done
     start_work -t 0 "$M/q1" -- true
