@@ -301,17 +301,30 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
 }
 
 #define META_NEXT_ID "next_id"
+/* What META_NEXT_ID holds once the largest integer has been held: no
+ * identity is left for the store to assign. */
+#define NEXT_ID_EXHAUSTED INT64_MIN
 
-/* The identity the store assigns: 1 + the greatest integer ever held. */
+static bool record_exists(Exec *x, const TableDef *def, const Value *key);
+
+/* The identity the store assigns: 1 + the greatest integer ever held.
+ * IdentitiesExhausted when that would pass the largest integer (or when
+ * the identity is taken, as a store from before the exhausted mark may
+ * have it): a store-assigned CREATE never replaces a record. */
 static LangErrorCode
 next_identity(Exec *x, const TableDef *def, Value *key)
 {
     int64_t next;
     if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
-    if (next < 1)
+    if (next < 1 && next != NEXT_ID_EXHAUSTED)
         next = 1;
-    *key = value_int(next);
+    *key = value_int(next == NEXT_ID_EXHAUSTED ? INT64_MAX : next);
+    if (next == NEXT_ID_EXHAUSTED || (next == INT64_MAX && record_exists(x, def, key)))
+        return lang_error_set(x->err, LANG_IDS_EXHAUSTED,
+                              "table '%s' has held identity %lld, the largest integer: the "
+                              "store has no identity left to assign (name the record)",
+                              def->decl.name, (long long)INT64_MAX);
     return LANG_OK;
 }
 
@@ -324,9 +337,10 @@ note_identity(Exec *x, const TableDef *def, const Value *key)
     int64_t next;
     if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
-    if (key->u.i >= next && key->u.i < INT64_MAX)
-        return meta_put_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), key->u.i + 1, x->err);
-    return LANG_OK;
+    if (next == NEXT_ID_EXHAUSTED || key->u.i < next)
+        return LANG_OK;
+    return meta_put_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID),
+                        key->u.i == INT64_MAX ? NEXT_ID_EXHAUSTED : key->u.i + 1, x->err);
 }
 
 /* DEDUPLICATE: true in "*repeat" when "key" was first written less than

@@ -601,6 +601,27 @@ load mount_helpers
     assert_line 11
 }
 
+@test "new: at the largest integer identity a write to new is EOVERFLOW and replaces no record" {
+    sql "DEFINE QUEUE ov TIMEOUT 30s; CREATE ov:9223372036854775806 = {n: 0}" >/dev/null
+    mount_fs
+    # Three lines in one write: only one identity is left, so none is stored.
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND)
+try:
+    os.write(fd, b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")
+finally:
+    os.close(fd)' "$M/ov/new"
+    assert_output EOVERFLOW
+    printf '%s\n' '{"n":4}' >>"$M/ov/new"
+    run bash -c 'printf "%s\n" "{\"n\":5}" >> "$M/ov/new"'
+    assert_failure
+    assert_output --partial "Value too large"
+    run ctl "CREATE ov = {n: 6};"
+    assert_failure
+    assert_output --partial '"error":"IdentitiesExhausted"'
+    assert_equal "$(sql 'SELECT id, n FROM ov ORDER BY n' | jq -c '[.[] | [.id, .n]]')" \
+        '[["ov:9223372036854775806",0],["ov:9223372036854775807",4]]'
+}
+
 @test "new: printf lines >> jobs/new; a last line without newline counts at close" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs
