@@ -429,6 +429,25 @@ decl_copy(const TableDecl *d)
     return c;
 }
 
+/* True, with WrongKind (or the error loading it) in x->err, unless the
+ * existing table "name" is of the kind a DEFINE … IF NOT EXISTS asks for:
+ * a queue when "queue", else a collection. */
+static bool
+existing_kind_differs(Exec *x, const char *name, bool queue)
+{
+    TableDef def;
+    if (table_def_load(x->txn, name, &def, x->err))
+        return true;
+    bool differs = def.is_queue != queue;
+    table_def_free(&def);
+    if (differs)
+        lang_error_set(x->err, LANG_WRONG_KIND,
+                       "'%s' exists and is a %s, not a %s: DEFINE %s IF NOT EXISTS refuses it",
+                       name, queue ? "collection" : "queue", queue ? "queue" : "collection",
+                       queue ? "QUEUE" : "COLLECTION");
+    return differs;
+}
+
 /* define_table -> DEFINE (QUEUE | COLLECTION) … */
 static LangErrorCode
 exec_define_table(Exec *x, const Stmt *st)
@@ -450,6 +469,8 @@ exec_define_table(Exec *x, const Stmt *st)
     if (rc == STORE_EXISTS && !d->if_not_exists)
         return lang_error_set(x->err, LANG_TABLE_EXISTS, "a table named '%s' already exists",
                               d->name);
+    if (rc == STORE_EXISTS && existing_kind_differs(x, d->name, st->kind == ST_DEFINE_QUEUE))
+        return x->err->code;
     if (rc && rc != STORE_EXISTS)
         return store_error(rc, "defining a table", x->err);
     buf_puts(x->out, "null");

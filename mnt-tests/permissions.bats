@@ -158,6 +158,19 @@ mount_shared() {
     assert_success
 }
 
+@test "permissions: DEFINE QUEUE IF NOT EXISTS of another user's collection is WrongKind, not an answer" {
+    mount_shared
+    mkdir "$M/payroll"
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE QUEUE IF NOT EXISTS payroll TIMEOUT 1m;"
+    assert_failure
+    assert_output --partial '"error":"WrongKind"'
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE COLLECTION IF NOT EXISTS jobs;"
+    assert_failure
+    assert_output --partial '"error":"WrongKind"'
+    run sql "INFO FOR TABLE payroll;"
+    assert_output --partial '"kind":"collection"'
+}
+
 @test "permissions: without default_permissions nothing is checked" {
     mount_fs -o allow_other
     echo 'DEFINE QUEUE jobs TIMEOUT 1m;' >"$M/ctl"

@@ -135,6 +135,23 @@ load helpers
     assert_line -n 1 '[{"url":"a"}]'
 }
 
+@test "define: DEFINE QUEUE IF NOT EXISTS of a collection's name is WrongKind, and the other way round" {
+    sql "DEFINE COLLECTION payroll; CREATE payroll:1 = {n: 1}; DEFINE QUEUE jobs TIMEOUT 30s" >/dev/null
+    run --separate-stderr sql "DEFINE QUEUE IF NOT EXISTS payroll TIMEOUT 1m"
+    assert_error WrongKind
+    run --separate-stderr sql "DEFINE COLLECTION IF NOT EXISTS jobs"
+    assert_error WrongKind
+    run --separate-stderr sql "DEFINE TABLE IF NOT EXISTS jobs"
+    assert_error WrongKind
+    # The same kind is still an answer, and neither table changed.
+    run sql "DEFINE QUEUE IF NOT EXISTS jobs TIMEOUT 1m; DEFINE COLLECTION IF NOT EXISTS payroll"
+    assert_success
+    run sql "INFO FOR TABLE payroll" "INFO FOR TABLE jobs" "SELECT * FROM payroll"
+    assert_equal "$(jqr '.kind' "${lines[0]}")" collection
+    assert_equal "$(jqr '.kind + " " + .timeout' "${lines[1]}")" "queue 30s"
+    assert_line -n 2 '[{"id":"payroll:1","n":1}]'
+}
+
 @test "seed: on a collection, attempts and claimed_until are ordinary fields" {
     run --separate-stderr sql "DEFINE COLLECTION notes;
 CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };"
