@@ -191,7 +191,9 @@ load_queue(Exec *x, const char *table, int want, TableDef *def)
     return LANG_OK;
 }
 
-/* A table name must also be a directory name in the mount. */
+/* A table name must also be a directory name in the mount, and one a
+ * statement can spell: a `backticked` identifier holds well-formed UTF-8
+ * without control characters (lex.c), so mkdir may make no other. */
 static LangErrorCode
 check_table_name(const char *name, LangError *err)
 {
@@ -203,9 +205,12 @@ check_table_name(const char *name, LangError *err)
                               "'.', '..', 'ctl' or 'metrics'",
                               name);
     for (const char *p = name; *p; p++)
-        if ((unsigned char)*p < 0x20)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return lang_error_set(err, LANG_PARSE_ERROR,
                                   "a table name cannot hold control characters");
+    if (!utf8_valid(name, n))
+        return lang_error_set(err, LANG_PARSE_ERROR,
+                              "a table name must be valid UTF-8, as a statement spells it");
     return LANG_OK;
 }
 

@@ -685,6 +685,23 @@ os.close(fd)' "$M/jobs/new"
     assert_output --partial "File exists"
 }
 
+@test "mkdir: a name no statement can spell is EINVAL; any name one can spell works through ctl" {
+    mount_fs
+    run errno_of 'os.mkdir(a[2].encode() + b"/\xff")' "$M"
+    assert_output EINVAL
+    run errno_of 'os.mkdir(a[2].encode() + b"/a\x7fb")' "$M"
+    assert_output EINVAL
+    run ls "$M"
+    assert_output "$(printf 'ctl\nmetrics')"
+    # UTF-8, a space, a backtick and a backslash: ctl names it in backticks.
+    mkdir "$M/café \`x\\"
+    run ctl 'CREATE `café \`x\\`:1 = {n: 1}; INFO FOR TABLE `café \`x\\`;'
+    assert_success
+    assert_line -n 0 '[{"id":"café `x\\:1","n":1}]'
+    assert_equal "$(jqr .definition "${lines[1]}")" 'DEFINE COLLECTION `café \`x\\`'
+    assert_equal "$(cat "$M/café \`x\\/1")" '{"id":"café `x\\:1","n":1}'
+}
+
 @test "rmdir: rmdir drops an empty table" {
     sql "DEFINE COLLECTION notes;" >/dev/null
     mount_fs
