@@ -725,9 +725,12 @@ store_commit(Store *st, MDB_txn *txn)
     return mdb_txn_commit(txn);
 }
 
+static int store_env_begin(Store *st, unsigned flags, MDB_txn **out);
+
 /* In one write transaction: recognises (or, in an empty environment,
  * creates) the store's databases and format marker.  An environment with
- * other contents yields MDB_INVALID or MDB_INCOMPATIBLE. */
+ * other contents yields MDB_INVALID or MDB_INCOMPATIBLE.  A map another
+ * process grew since this one opened the environment is adopted first. */
 static int
 store_schema_open(Store *st)
 {
@@ -735,7 +738,7 @@ store_schema_open(Store *st)
     MDB_dbi main_dbi;
     MDB_stat ms;
     bool fresh = false;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    int rc = store_env_begin(st, 0, &txn);
     if (rc)
         return rc;
     if ((rc = mdb_dbi_open(txn, NULL, 0, &main_dbi)))
@@ -761,9 +764,12 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
         goto fail;
-    return store_commit(st, txn);
+    rc = store_commit(st, txn);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
 fail:
     mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&st->map_lock);
     return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
 }
 
