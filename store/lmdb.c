@@ -203,6 +203,10 @@ struct Store {
     pthread_cond_t tick_cv;
 
     uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
+
+    bool owner_known;            /* the directory's owner, when opened */
+    uid_t owner_uid;
+    gid_t owner_gid;
 };
 
 struct StoreTxn {
@@ -1231,6 +1235,12 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         goto fail;
     st = store_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
+    struct stat dir;
+    if (stat(location, &dir) == 0) {
+        st->owner_known = true;
+        st->owner_uid = dir.st_uid;
+        st->owner_gid = dir.st_gid;
+    }
     st->sync = !opts || opts->sync;
     st->sync_fd = -1;
     st->ckpt_fd = -1;
@@ -1338,6 +1348,17 @@ store_stats(Store *st, StoreStats *out)
     out->syncs = __atomic_load_n(&st->syncs, __ATOMIC_RELAXED);
     out->grows = __atomic_load_n(&st->grows, __ATOMIC_RELAXED);
     out->map_size = __atomic_load_n(&st->map_size, __ATOMIC_RELAXED);
+}
+
+bool
+store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
+{
+    const Store *st = txn->st;
+    if (!st->owner_known)
+        return false;
+    *uid = (uint32_t)st->owner_uid;
+    *gid = (uint32_t)st->owner_gid;
+    return true;
 }
 
 /* ---- the map's size ---- */
