@@ -656,6 +656,66 @@ os.close(fd)' "$M/jobs/new"
     assert_equal "$(grep -c '^[0-9]' <<<"$output")" 2
 }
 
+# write_new KIND SIZE — one write() of SIZE bytes of lines to $M/jobs/new
+# from a page-aligned buffer (as dd's): 100-byte lines {"n":I,"p":"…"},
+# the last padded to fill SIZE; with KIND bad the last line does not
+# parse.  Prints the count write() returned (or the errno's name) and the
+# number of lines, then "close ERRNO" when close() fails.
+write_new() {
+    python3 -c '
+import errno, mmap, os, sys
+path, kind, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines, n = [], 0
+while size - sum(map(len, lines)) > 200:
+    n += 1
+    head = b"{\"n\":%d,\"p\":\"" % n
+    lines.append(head + b"x" * (100 - len(head) - 3) + b"\"}\n")
+n += 1
+head = b"{\"n\":%d,\"p\":\"" % n
+rest = size - sum(map(len, lines)) - len(head)
+lines.append(head + b"x" * (rest - 3) + (b"\"}\n" if kind == "good" else b"  \n"))
+buf = mmap.mmap(-1, size)
+buf.write(b"".join(lines))
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+try:
+    print(os.write(fd, buf), n)
+except OSError as e:
+    print(errno.errorcode[e.errno], n)
+try:
+    os.close(fd)
+except OSError as e:
+    print("close", errno.errorcode[e.errno])' "$M/jobs/new" "$1" "$2"
+}
+
+@test "new: one write() of 1 MiB is one transaction: a bad last line stores none of its lines" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    run write_new bad 1048576
+    assert_output "EINVAL 10485"
+    assert_equal "$(count_records jobs)" 0
+    run write_new good 1048576
+    assert_output "1048576 10485"
+    assert_equal "$(sql 'SELECT n FROM jobs' | jq -c '[.[].n] == [range(1; 10486)]')" true
+}
+
+@test "new: a write() larger than 1 MiB commits piece by piece, and never splits a line" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    # 3 MiB: lines straddle the places where the kernel cuts the write.
+    # Half a line would not parse: the write succeeding whole, with every
+    # line stored once, is every line arriving whole.
+    run write_new good $((3 * 1048576))
+    assert_output "$((3 * 1048576)) 31457"
+    assert_equal "$(sql 'SELECT n FROM jobs' | jq -c '[.[].n] == [range(1; 31458)]')" true
+    # A bad line in the last piece: the two pieces before it stay, and the
+    # write() says so by returning their bytes; the line the last piece
+    # would have completed fails the close().
+    sql "DELETE jobs;" >/dev/null
+    run write_new bad $((3 * 1048576))
+    assert_output "$(printf '%s\n' "$((2 * 1048576)) 31457" "close EINVAL")"
+    assert_equal "$(count_records jobs)" $((2 * 1048576 / 100))
+}
+
 @test "new: cat FILE >> jobs/new with a bad line fails and creates nothing" {
     mount_jobs
     printf '{"url":"ok1"}\n{"url":"ok2"}\nnot json\n' >"$BATS_TEST_TMPDIR/lines"
