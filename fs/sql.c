@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../lang/lang.h"
@@ -103,6 +104,10 @@ main(int argc, char **argv)
         return 1;
     }
     LangSession *session = lang_session_new(store, NULL, NULL);
+    /* Tables defined outside any mount belong to the store's owner. */
+    struct stat dir;
+    if (stat(location, &dir) == 0)
+        lang_session_set_caller(session, dir.st_uid, dir.st_gid, NULL, 0, false);
     LangError err = {0};
     int status = 0;
     if (optind == argc) {

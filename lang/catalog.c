@@ -212,6 +212,19 @@ def_cache_put(StoreBytes bytes, const TableDef *def)
     pthread_mutex_unlock(&def_cache_lock);
 }
 
+/* A table with no recorded owner (defined before tables had owners)
+ * belongs to the owner of the store, for the file view and ctl alike. */
+static void
+owner_default(StoreTxn *txn, TableDef *def)
+{
+    uint32_t uid, gid;
+    if (def->uid >= 0 || !store_owner(txn, &uid, &gid))
+        return;
+    def->uid = uid;
+    if (def->gid < 0)
+        def->gid = gid;
+}
+
 LangErrorCode
 table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
@@ -223,8 +236,10 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
         return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
     if (rc)
         return store_error(rc, "reading the catalog", err);
-    if (def_cache_get(id, bytes, def))
+    if (def_cache_get(id, bytes, def)) {
+        owner_default(txn, def);
         return LANG_OK;
+    }
     Value o;
     if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
         value_free(&o);
@@ -237,6 +252,7 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
     if (!def->decl.name)
         def->decl.name = xstrdup(name);
     def_cache_put(bytes, def);
+    owner_default(txn, def);
     return LANG_OK;
 }
 

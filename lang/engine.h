@@ -38,7 +38,8 @@ typedef struct IndexDef {
 typedef struct TableDef {
     uint32_t  id;         /* the store's id for the table */
     bool      is_queue;
-    int64_t   uid, gid;   /* the table's owner; -1: the mount's user */
+    int64_t   uid, gid;   /* the table's owner; -1: none recorded (table_def_load
+                           * gives the store's owner then, when it is known) */
     int64_t   mode;       /* permission bits (07777); -1: 0755 */
     TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
     FieldDef *fields;
@@ -47,8 +48,10 @@ typedef struct TableDef {
     size_t    nindexes;
 } TableDef;
 
-/* Loads table "name" into "def" (free with table_def_free).  NoSuchTable
- * when it does not exist; StoreError when the catalog entry is unreadable. */
+/* Loads table "name" into "def" (free with table_def_free); a table with
+ * no recorded owner comes owned by the store's owner (store_owner).
+ * NoSuchTable when it does not exist; StoreError when the catalog entry is
+ * unreadable. */
 LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
 /* Encodes "def" (without its id) for the store's catalog. */
 void table_def_encode(const TableDef *def, Buf *out);

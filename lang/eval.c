@@ -144,7 +144,7 @@ check_access(const LangSession *s, const TableDef *def, int want, LangError *err
     if (!s->caller.enforce || s->caller.uid == 0)
         return LANG_OK;
     if (def->uid < 0)
-        return LANG_OK;   /* a table from before owners: as open as the mount */
+        return LANG_OK;   /* no owner known, not even the store's: as open as the mount */
     bool owner = (int64_t)s->caller.uid == def->uid;
     if (want == ACCESS_OWNER) {
         if (owner)
@@ -191,7 +191,9 @@ load_queue(Exec *x, const char *table, int want, TableDef *def)
     return LANG_OK;
 }
 
-/* A table name must also be a directory name in the mount. */
+/* A table name must also be a directory name in the mount, and one a
+ * statement can spell: a `backticked` identifier holds well-formed UTF-8
+ * without control characters (lex.c), so mkdir may make no other. */
 static LangErrorCode
 check_table_name(const char *name, LangError *err)
 {
@@ -203,9 +205,12 @@ check_table_name(const char *name, LangError *err)
                               "'.', '..', 'ctl' or 'metrics'",
                               name);
     for (const char *p = name; *p; p++)
-        if ((unsigned char)*p < 0x20)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
             return lang_error_set(err, LANG_PARSE_ERROR,
                                   "a table name cannot hold control characters");
+    if (!utf8_valid(name, n))
+        return lang_error_set(err, LANG_PARSE_ERROR,
+                              "a table name must be valid UTF-8, as a statement spells it");
     return LANG_OK;
 }
 
@@ -303,17 +308,30 @@ guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incom
 }
 
 #define META_NEXT_ID "next_id"
+/* What META_NEXT_ID holds once the largest integer has been held: no
+ * identity is left for the store to assign. */
+#define NEXT_ID_EXHAUSTED INT64_MIN
 
-/* The identity the store assigns: 1 + the greatest integer ever held. */
+static bool record_exists(Exec *x, const TableDef *def, const Value *key);
+
+/* The identity the store assigns: 1 + the greatest integer ever held.
+ * IdentitiesExhausted when that would pass the largest integer (or when
+ * the identity is taken, as a store from before the exhausted mark may
+ * have it): a store-assigned CREATE never replaces a record. */
 static LangErrorCode
 next_identity(Exec *x, const TableDef *def, Value *key)
 {
     int64_t next;
     if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
-    if (next < 1)
+    if (next < 1 && next != NEXT_ID_EXHAUSTED)
         next = 1;
-    *key = value_int(next);
+    *key = value_int(next == NEXT_ID_EXHAUSTED ? INT64_MAX : next);
+    if (next == NEXT_ID_EXHAUSTED || (next == INT64_MAX && record_exists(x, def, key)))
+        return lang_error_set(x->err, LANG_IDS_EXHAUSTED,
+                              "table '%s' has held identity %lld, the largest integer: the "
+                              "store has no identity left to assign (name the record)",
+                              def->decl.name, (long long)INT64_MAX);
     return LANG_OK;
 }
 
@@ -326,9 +344,10 @@ note_identity(Exec *x, const TableDef *def, const Value *key)
     int64_t next;
     if (meta_get_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), &next, x->err))
         return x->err->code;
-    if (key->u.i >= next && key->u.i < INT64_MAX)
-        return meta_put_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID), key->u.i + 1, x->err);
-    return LANG_OK;
+    if (next == NEXT_ID_EXHAUSTED || key->u.i < next)
+        return LANG_OK;
+    return meta_put_i64(x->txn, def->id, META_NEXT_ID, strlen(META_NEXT_ID),
+                        key->u.i == INT64_MAX ? NEXT_ID_EXHAUSTED : key->u.i + 1, x->err);
 }
 
 /* DEDUPLICATE: true in "*repeat" when "key" was first written less than
@@ -417,6 +436,25 @@ decl_copy(const TableDecl *d)
     return c;
 }
 
+/* True, with WrongKind (or the error loading it) in x->err, unless the
+ * existing table "name" is of the kind a DEFINE … IF NOT EXISTS asks for:
+ * a queue when "queue", else a collection. */
+static bool
+existing_kind_differs(Exec *x, const char *name, bool queue)
+{
+    TableDef def;
+    if (table_def_load(x->txn, name, &def, x->err))
+        return true;
+    bool differs = def.is_queue != queue;
+    table_def_free(&def);
+    if (differs)
+        lang_error_set(x->err, LANG_WRONG_KIND,
+                       "'%s' exists and is a %s, not a %s: DEFINE %s IF NOT EXISTS refuses it",
+                       name, queue ? "collection" : "queue", queue ? "queue" : "collection",
+                       queue ? "QUEUE" : "COLLECTION");
+    return differs;
+}
+
 /* define_table -> DEFINE (QUEUE | COLLECTION) … */
 static LangErrorCode
 exec_define_table(Exec *x, const Stmt *st)
@@ -438,6 +476,8 @@ exec_define_table(Exec *x, const Stmt *st)
     if (rc == STORE_EXISTS && !d->if_not_exists)
         return lang_error_set(x->err, LANG_TABLE_EXISTS, "a table named '%s' already exists",
                               d->name);
+    if (rc == STORE_EXISTS && existing_kind_differs(x, d->name, st->kind == ST_DEFINE_QUEUE))
+        return x->err->code;
     if (rc && rc != STORE_EXISTS)
         return store_error(rc, "defining a table", x->err);
     buf_puts(x->out, "null");

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lang.h"
@@ -189,6 +190,70 @@ static const Case cases[] = {
      "null\n[{\"a\":\"T\",\"b\":3.5,\"c\":7,\"id\":\"t:1\"}]\n", LANG_OK},
 };
 
+/* Runs "script" as "s"; the code of the error it ends with. */
+static LangErrorCode
+run_as(LangSession *s, const char *script)
+{
+    LangError err = {0};
+    return lang_session_exec(s, script, strlen(script), NULL, NULL, &err);
+}
+
+/* A table with no recorded owner, as a session that never says who is
+ * asking defines (and as older stores hold), belongs to the store's
+ * owner: its directory shows that owner and its mode is enforced. */
+static void
+test_unowned_table(void)
+{
+    char dir[] = "/tmp/queuefs-eval-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    StoreOptions opts = {.sync = false};
+    Store *st;
+    char msg[256];
+    struct stat sb;
+    if (store_open(dir, &opts, &st, msg, sizeof msg) || stat(dir, &sb)) {
+        CHECK(0, "store_open: %s", msg);
+        return;
+    }
+    LangSession *anon = lang_session_new(st, NULL, NULL);
+    LangError err = {0};
+    CHECK(run_as(anon, "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {};") == LANG_OK, "define");
+    CHECK(lang_view_chattr(anon, "jobs", 0700, -1, -1, &err) == LANG_OK, "chmod: %s", err.message);
+    LangTableInfo info = {0};
+    CHECK(lang_view_table(anon, "jobs", &info, &err) == LANG_OK && info.has_owner &&
+              info.uid == sb.st_uid && info.gid == sb.st_gid && info.mode == 0700,
+          "the directory shows the store's owner: %d %u:%u %o", info.has_owner, info.uid,
+          info.gid, info.mode);
+
+    LangSession *other = lang_session_new(st, NULL, NULL);
+    uint32_t stranger = sb.st_uid == 65534 ? 65533 : 65534;
+    lang_session_set_caller(other, stranger, stranger, NULL, 0, true);
+    static const char *const refused[] = {
+        "SELECT * FROM jobs;", "INFO FOR TABLE jobs;", "CLAIM FROM jobs;", "DELETE jobs:1;",
+        "DEFINE FIELD n ON jobs TYPE int;", "DROP QUEUE jobs;",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        CHECK(run_as(other, refused[i]) == LANG_PERMISSION, "refused to a stranger: %s",
+              refused[i]);
+    Buf b = {0};
+    Value key = value_int(1);
+    err = (LangError){0};
+    CHECK(lang_view_read(other, "jobs", &key, 0, &b, NULL, &err) == LANG_PERMISSION && !b.len,
+          "a stranger cannot read the record's file");
+    buf_free(&b);
+
+    LangSession *owner = lang_session_new(st, NULL, NULL);
+    lang_session_set_caller(owner, sb.st_uid, sb.st_gid, NULL, 0, true);
+    CHECK(run_as(owner, "CLAIM FROM jobs; DEFINE FIELD n ON jobs TYPE int;") == LANG_OK,
+          "the store's owner may");
+    lang_session_free(owner);
+    lang_session_free(other);
+    lang_session_free(anon);
+    store_close(st);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "rm");
+}
+
 int
 main(void)
 {
@@ -218,5 +283,6 @@ main(void)
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
         CHECK(system(cmd) == 0, "rm");
     }
+    test_unowned_table();
     return unit_test_summary();
 }

@@ -97,7 +97,8 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangE
 /* What a table directory shows: its kind, owner and mode. */
 typedef struct LangTableInfo {
     bool     is_queue;
-    bool     has_owner;   /* false: the table predates owners; show the mount's */
+    bool     has_owner;   /* false: no owner is known (neither the table's nor
+                           * the store's); show the mount's */
     uint32_t uid, gid;
     uint32_t mode;        /* permission bits; 0755 when never set */
 } LangTableInfo;

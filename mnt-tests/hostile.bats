@@ -12,8 +12,10 @@
 #    kernel cuts longer ones in pieces, and only the first piece's error
 #    reaches the writer): a longer one is TooLarge (EFBIG), nothing run;
 #  - a table name that cannot be a directory (holding '/' or a control
-#    byte, '.', '..', longer than 255 bytes, `ctl`, `metrics`) and the empty
-#    record key (`jobs:''`, which no file name can stand for) are ParseError;
+#    byte, '.', '..', longer than 255 bytes, `ctl`, `metrics`) or that no
+#    statement can spell (not valid UTF-8, or holding DEL) and the empty
+#    record key (`jobs:''`, which no file name can stand for) are ParseError
+#    (mkdir of such a name is EINVAL);
 #  - a file name that is not exactly the name of an identity is EINVAL for
 #    a create and ENOENT for a lookup; a rename target naming another
 #    identity, or an @ suffix that is not a duration or a datetime, EINVAL.
@@ -26,7 +28,7 @@ load hostile_helpers
 
 # The table: HOW ERRNO NAME INPUT…, one case a line.  HOW is how the input is
 # delivered (hostile_helpers.bash: ctl sql record update new rename create
-# lookup); ERRNO NAME what it must meet ("OK -" for inputs that must work,
+# lookup mkdir); ERRNO NAME what it must meet ("OK -" for inputs that must work,
 # NAME "-" where a system call carries no name); INPUT… a bash command
 # whose standard output is the input's bytes.  MiB=1048576.
 cases() {
@@ -147,6 +149,16 @@ lookup ENOENT -                  printf '007'
 lookup ENOENT -                  printf 'bucket/key'
 lookup ENOENT -                  printf '%%'
 lookup ENAMETOOLONG -            rep 4096 l
+mkdir  EINVAL -                  printf '\xff'
+mkdir  EINVAL -                  printf 'no\xc3tes2'
+mkdir  EINVAL -                  printf 'a\xc0\xafb'
+mkdir  EINVAL -                  printf 'a\xed\xa0\x80b'
+mkdir  EINVAL -                  printf 'a\xf4\x90\x80\x80b'
+mkdir  EINVAL -                  printf 'a\x7fb'
+mkdir  EINVAL -                  printf 'a\x01b'
+mkdir  EINVAL -                  printf 'a\x1bb'
+mkdir  EEXIST -                  printf 'ctl'
+mkdir  EEXIST -                  printf 'jobs'
 TABLE
 }
 
@@ -234,6 +246,10 @@ run_cases() {
 
 @test "hostile file names" {
     run_cases create lookup
+}
+
+@test "hostile table names for mkdir" {
+    run_cases mkdir
 }
 
 @test "a record whose file name is longer than 255 bytes can be read, replaced and removed" {

@@ -21,6 +21,7 @@
 #   rename   rename jobs/7 to jobs/released/BYTES
 #   create   open(O_CREAT|O_EXCL) notes/BYTES, write '{}', close
 #   lookup   stat jobs/BYTES
+#   mkdir    mkdir BYTES at the top of the mount
 # For the system calls the errno is that of the first call that failed.
 
 rep() {
@@ -117,6 +118,9 @@ try:
         print("OK")
     elif how == "lookup":
         os.stat(b(b"jobs", data))
+        print("OK")
+    elif how == "mkdir":
+        os.mkdir(b(data))
         print("OK")
     else:
         print("no such delivery", how)

@@ -684,6 +684,27 @@ print(before, after)
     assert_line 11
 }
 
+@test "new: at the largest integer identity a write to new is EOVERFLOW and replaces no record" {
+    sql "DEFINE QUEUE ov TIMEOUT 30s; CREATE ov:9223372036854775806 = {n: 0}" >/dev/null
+    mount_fs
+    # Three lines in one write: only one identity is left, so none is stored.
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND)
+try:
+    os.write(fd, b"{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")
+finally:
+    os.close(fd)' "$M/ov/new"
+    assert_output EOVERFLOW
+    printf '%s\n' '{"n":4}' >>"$M/ov/new"
+    run bash -c 'printf "%s\n" "{\"n\":5}" >> "$M/ov/new"'
+    assert_failure
+    assert_output --partial "Value too large"
+    run ctl "CREATE ov = {n: 6};"
+    assert_failure
+    assert_output --partial '"error":"IdentitiesExhausted"'
+    assert_equal "$(sql 'SELECT id, n FROM ov ORDER BY n' | jq -c '[.[] | [.id, .n]]')" \
+        '[["ov:9223372036854775806",0],["ov:9223372036854775807",4]]'
+}
+
 @test "new: printf lines >> jobs/new; a last line without newline counts at close" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs
@@ -718,6 +739,66 @@ os.close(fd)' "$M/jobs/new"
     assert_equal "$(grep -c '^[0-9]' <<<"$output")" 2
 }
 
+# write_new KIND SIZE — one write() of SIZE bytes of lines to $M/jobs/new
+# from a page-aligned buffer (as dd's): 100-byte lines {"n":I,"p":"…"},
+# the last padded to fill SIZE; with KIND bad the last line does not
+# parse.  Prints the count write() returned (or the errno's name) and the
+# number of lines, then "close ERRNO" when close() fails.
+write_new() {
+    python3 -c '
+import errno, mmap, os, sys
+path, kind, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines, n = [], 0
+while size - sum(map(len, lines)) > 200:
+    n += 1
+    head = b"{\"n\":%d,\"p\":\"" % n
+    lines.append(head + b"x" * (100 - len(head) - 3) + b"\"}\n")
+n += 1
+head = b"{\"n\":%d,\"p\":\"" % n
+rest = size - sum(map(len, lines)) - len(head)
+lines.append(head + b"x" * (rest - 3) + (b"\"}\n" if kind == "good" else b"  \n"))
+buf = mmap.mmap(-1, size)
+buf.write(b"".join(lines))
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+try:
+    print(os.write(fd, buf), n)
+except OSError as e:
+    print(errno.errorcode[e.errno], n)
+try:
+    os.close(fd)
+except OSError as e:
+    print("close", errno.errorcode[e.errno])' "$M/jobs/new" "$1" "$2"
+}
+
+@test "new: one write() of 1 MiB is one transaction: a bad last line stores none of its lines" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    run write_new bad 1048576
+    assert_output "EINVAL 10485"
+    assert_equal "$(count_records jobs)" 0
+    run write_new good 1048576
+    assert_output "1048576 10485"
+    assert_equal "$(sql 'SELECT n FROM jobs' | jq -c '[.[].n] == [range(1; 10486)]')" true
+}
+
+@test "new: a write() larger than 1 MiB commits piece by piece, and never splits a line" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    # 3 MiB: lines straddle the places where the kernel cuts the write.
+    # Half a line would not parse: the write succeeding whole, with every
+    # line stored once, is every line arriving whole.
+    run write_new good $((3 * 1048576))
+    assert_output "$((3 * 1048576)) 31457"
+    assert_equal "$(sql 'SELECT n FROM jobs' | jq -c '[.[].n] == [range(1; 31458)]')" true
+    # A bad line in the last piece: the two pieces before it stay, and the
+    # write() says so by returning their bytes; the line the last piece
+    # would have completed fails the close().
+    sql "DELETE jobs;" >/dev/null
+    run write_new bad $((3 * 1048576))
+    assert_output "$(printf '%s\n' "$((2 * 1048576)) 31457" "close EINVAL")"
+    assert_equal "$(count_records jobs)" $((2 * 1048576 / 100))
+}
+
 @test "new: cat FILE >> jobs/new with a bad line fails and creates nothing" {
     mount_jobs
     printf '{"url":"ok1"}\n{"url":"ok2"}\nnot json\n' >"$BATS_TEST_TMPDIR/lines"
@@ -745,6 +826,23 @@ os.close(fd)' "$M/jobs/new"
     run mkdir "$M/notes"
     assert_failure
     assert_output --partial "File exists"
+}
+
+@test "mkdir: a name no statement can spell is EINVAL; any name one can spell works through ctl" {
+    mount_fs
+    run errno_of 'os.mkdir(a[2].encode() + b"/\xff")' "$M"
+    assert_output EINVAL
+    run errno_of 'os.mkdir(a[2].encode() + b"/a\x7fb")' "$M"
+    assert_output EINVAL
+    run ls "$M"
+    assert_output "$(printf 'ctl\nmetrics')"
+    # UTF-8, a space, a backtick and a backslash: ctl names it in backticks.
+    mkdir "$M/café \`x\\"
+    run ctl 'CREATE `café \`x\\`:1 = {n: 1}; INFO FOR TABLE `café \`x\\`;'
+    assert_success
+    assert_line -n 0 '[{"id":"café `x\\:1","n":1}]'
+    assert_equal "$(jqr .definition "${lines[1]}")" 'DEFINE COLLECTION `café \`x\\`'
+    assert_equal "$(cat "$M/café \`x\\/1")" '{"id":"café `x\\:1","n":1}'
 }
 
 @test "rmdir: rmdir drops an empty table" {

@@ -158,6 +158,54 @@ mount_shared() {
     assert_success
 }
 
+@test "permissions: a table queuefs-sql defined belongs to the store's owner; files and ctl enforce its mode alike" {
+    # The store belongs to uid 65533, not to the mount's user (root).
+    mkdir -m 0700 "$STORE"
+    chown 65533:65533 "$STORE"
+    sql "DEFINE QUEUE pay TIMEOUT 1m; CREATE pay:1 = {n: 1}; CREATE pay:2 = {n: 2};" >/dev/null
+    mount_fs -o allow_other,default_permissions
+    run stat -c '%u %g %a' "$M/pay"
+    assert_output "65533 65533 755"
+    chmod 0700 "$M/pay"
+    run ls -ld "$M/pay"
+    assert_output --regexp '^drwx------ [0-9]+ 65533 65533 '
+    run as_nobody cat "$M/pay/1"
+    assert_failure
+    assert_output --partial "Permission denied"
+    run as_nobody cat "$M/pay/claim"
+    assert_failure
+    local stmt
+    for stmt in "SELECT * FROM pay;" "CLAIM FROM pay;" "DELETE pay:1;" \
+        "DEFINE FIELD n ON pay TYPE int;" "DROP QUEUE pay;" "INFO FOR TABLE pay;"; do
+        run as_nobody "$QUEUEFS_CTL" "$M" "$stmt"
+        assert_failure
+        assert_output --partial '"error":"PermissionDenied"'
+    done
+    # Nothing changed: both records, unclaimed, and no field defined.
+    run sql "SELECT * FROM pay ORDER BY id;" "INFO FOR TABLE pay;"
+    assert_line -n 0 '[{"id":"pay:1","n":1},{"id":"pay:2","n":2}]'
+    assert_equal "$(jqc '.fields' "${lines[1]}")" '{}'
+    # The store's owner may, by file and by ctl.
+    run setpriv --reuid=65533 --regid=65533 --clear-groups cat "$M/pay/1"
+    assert_success
+    assert_output '{"id":"pay:1","n":1}'
+    run setpriv --reuid=65533 --regid=65533 --clear-groups "$QUEUEFS_CTL" "$M" "CLAIM FROM pay;"
+    assert_success
+}
+
+@test "permissions: DEFINE QUEUE IF NOT EXISTS of another user's collection is WrongKind, not an answer" {
+    mount_shared
+    mkdir "$M/payroll"
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE QUEUE IF NOT EXISTS payroll TIMEOUT 1m;"
+    assert_failure
+    assert_output --partial '"error":"WrongKind"'
+    run as_nobody "$QUEUEFS_CTL" "$M" "DEFINE COLLECTION IF NOT EXISTS jobs;"
+    assert_failure
+    assert_output --partial '"error":"WrongKind"'
+    run sql "INFO FOR TABLE payroll;"
+    assert_output --partial '"kind":"collection"'
+}
+
 @test "permissions: without default_permissions nothing is checked" {
     mount_fs -o allow_other
     echo 'DEFINE QUEUE jobs TIMEOUT 1m;' >"$M/ctl"

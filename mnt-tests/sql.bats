@@ -135,6 +135,23 @@ load helpers
     assert_line -n 1 '[{"url":"a"}]'
 }
 
+@test "define: DEFINE QUEUE IF NOT EXISTS of a collection's name is WrongKind, and the other way round" {
+    sql "DEFINE COLLECTION payroll; CREATE payroll:1 = {n: 1}; DEFINE QUEUE jobs TIMEOUT 30s" >/dev/null
+    run --separate-stderr sql "DEFINE QUEUE IF NOT EXISTS payroll TIMEOUT 1m"
+    assert_error WrongKind
+    run --separate-stderr sql "DEFINE COLLECTION IF NOT EXISTS jobs"
+    assert_error WrongKind
+    run --separate-stderr sql "DEFINE TABLE IF NOT EXISTS jobs"
+    assert_error WrongKind
+    # The same kind is still an answer, and neither table changed.
+    run sql "DEFINE QUEUE IF NOT EXISTS jobs TIMEOUT 1m; DEFINE COLLECTION IF NOT EXISTS payroll"
+    assert_success
+    run sql "INFO FOR TABLE payroll" "INFO FOR TABLE jobs" "SELECT * FROM payroll"
+    assert_equal "$(jqr '.kind' "${lines[0]}")" collection
+    assert_equal "$(jqr '.kind + " " + .timeout' "${lines[1]}")" "queue 30s"
+    assert_line -n 2 '[{"id":"payroll:1","n":1}]'
+}
+
 @test "seed: on a collection, attempts and claimed_until are ordinary fields" {
     run --separate-stderr sql "DEFINE COLLECTION notes;
 CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };"
@@ -412,6 +429,35 @@ CREATE jobs:3 = { url: 'c' };"
     run sql "DELETE jobs:11; CREATE jobs = {}"
     assert_success
     assert_line -n 1 '[{"id":"jobs:12"}]'
+}
+
+@test "identity: at the largest integer a store-assigned CREATE is IdentitiesExhausted and replaces nothing" {
+    sql "DEFINE COLLECTION ov; CREATE ov:9223372036854775806 = {n: 1}" >/dev/null
+    run sql "CREATE ov = {n: 2}"
+    assert_success
+    assert_output '[{"id":"ov:9223372036854775807","n":2}]'
+    run --separate-stderr sql "CREATE ov = {n: 3}"
+    assert_error IdentitiesExhausted
+    # A batch that would pass the top is refused whole.
+    run --separate-stderr sql "BEGIN; CREATE ov:5 = {n: 5}; CREATE ov = {n: 4}; COMMIT;"
+    assert_error IdentitiesExhausted
+    # Named identities still work; the store still assigns none.
+    run sql "CREATE ov:3 = {n: 6}"
+    assert_success
+    run --separate-stderr sql "CREATE ov = {n: 7}"
+    assert_error IdentitiesExhausted
+    assert_equal "$(sql 'SELECT id, n FROM ov ORDER BY n' | jq -c '[.[] | [.id, .n]]')" \
+        '[["ov:9223372036854775806",1],["ov:9223372036854775807",2],["ov:3",6]]'
+}
+
+@test "identity: after a named CREATE of the largest integer the store assigns none, even once it is deleted" {
+    sql "DEFINE QUEUE top TIMEOUT 30s; CREATE top:9223372036854775807 = {n: 1}" >/dev/null
+    run --separate-stderr sql "CREATE top = {n: 2}"
+    assert_error IdentitiesExhausted
+    sql "DELETE top:9223372036854775807" >/dev/null
+    run --separate-stderr sql "CREATE top = {n: 3}"
+    assert_error IdentitiesExhausted
+    assert_equal "$(sql 'SELECT * FROM top')" '[]'
 }
 
 @test "identity: store-assigned identities follow arrival order, so CLAIM FROM does too" {

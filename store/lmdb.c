@@ -203,6 +203,10 @@ struct Store {
     pthread_cond_t tick_cv;
 
     uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
+
+    bool owner_known;            /* the directory's owner, when opened */
+    uid_t owner_uid;
+    gid_t owner_gid;
 };
 
 struct StoreTxn {
@@ -725,9 +729,12 @@ store_commit(Store *st, MDB_txn *txn)
     return mdb_txn_commit(txn);
 }
 
+static int store_env_begin(Store *st, unsigned flags, MDB_txn **out);
+
 /* In one write transaction: recognises (or, in an empty environment,
  * creates) the store's databases and format marker.  An environment with
- * other contents yields MDB_INVALID or MDB_INCOMPATIBLE. */
+ * other contents yields MDB_INVALID or MDB_INCOMPATIBLE.  A map another
+ * process grew since this one opened the environment is adopted first. */
 static int
 store_schema_open(Store *st)
 {
@@ -735,7 +742,7 @@ store_schema_open(Store *st)
     MDB_dbi main_dbi;
     MDB_stat ms;
     bool fresh = false;
-    int rc = mdb_txn_begin(st->env, NULL, 0, &txn);
+    int rc = store_env_begin(st, 0, &txn);
     if (rc)
         return rc;
     if ((rc = mdb_dbi_open(txn, NULL, 0, &main_dbi)))
@@ -761,9 +768,12 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
         goto fail;
-    return store_commit(st, txn);
+    rc = store_commit(st, txn);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
 fail:
     mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&st->map_lock);
     return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
 }
 
@@ -1225,6 +1235,12 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         goto fail;
     st = store_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
+    struct stat dir;
+    if (stat(location, &dir) == 0) {
+        st->owner_known = true;
+        st->owner_uid = dir.st_uid;
+        st->owner_gid = dir.st_gid;
+    }
     st->sync = !opts || opts->sync;
     st->sync_fd = -1;
     st->ckpt_fd = -1;
@@ -1332,6 +1348,17 @@ store_stats(Store *st, StoreStats *out)
     out->syncs = __atomic_load_n(&st->syncs, __ATOMIC_RELAXED);
     out->grows = __atomic_load_n(&st->grows, __ATOMIC_RELAXED);
     out->map_size = __atomic_load_n(&st->map_size, __ATOMIC_RELAXED);
+}
+
+bool
+store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
+{
+    const Store *st = txn->st;
+    if (!st->owner_known)
+        return false;
+    *uid = (uint32_t)st->owner_uid;
+    *gid = (uint32_t)st->owner_gid;
+    return true;
 }
 
 /* ---- the map's size ---- */

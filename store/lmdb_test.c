@@ -5,10 +5,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -720,6 +722,70 @@ test_map_resized_and_full(void)
         CHECK(put(t, id, "after", "x", NULL, 0) == STORE_OK, "put after resize");
         commit(t);
     }
+    store_close(st);
+}
+
+/* When set, the next open() of a "queuefs.sync" runs it first (once).
+ * store_open makes that call after it has opened the environment and
+ * before its first transaction: the window in which another process
+ * growing the map used to make the open fail with MDB_MAP_RESIZED. */
+static void (*before_sync_open)(void);
+
+/* open(2), for every caller in this program, with the hook above. */
+int
+open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    size_t n = strlen(path), k = strlen("/queuefs.sync");
+    if (before_sync_open && n >= k && strcmp(path + n - k, "/queuefs.sync") == 0) {
+        void (*hook)(void) = before_sync_open;
+        before_sync_open = NULL;
+        hook();
+    }
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+/* Grows the map of store "resize-open" from a child process, and waits. */
+static void
+grow_in_child(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        child_grow("resize-open");
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+/* A map another process grows while this one opens the store is adopted:
+ * the open succeeds and reads what the other process wrote. */
+static void
+test_map_resized_while_opening(void)
+{
+    Store *st = open_store("resize-open", false, 1 << 20);
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    StoreBytes v;
+    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
+    commit(t);
+    store_close(st);
+
+    before_sync_open = grow_in_child;
+    st = open_store("resize-open", false, 1 << 20);
+    CHECK(before_sync_open == NULL, "the child grew the map during the open");
+    if (!st)
+        return;
+    t = begin(st, false);
+    CHECK(store_record_get(t, id, bytes_of("g127"), &v, NULL) == STORE_OK &&
+          v.len == 64 << 10, "reads what the child wrote");
+    store_txn_abort(t);
     store_close(st);
 }
 
@@ -1439,6 +1505,7 @@ main(void)
     }
     test_two_processes();
     test_map_resized_and_full();
+    test_map_resized_while_opening();
     test_nosync();
     test_machine_crash();
     test_write_threads();

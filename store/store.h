@@ -149,6 +149,11 @@ uint64_t store_version(Store *st);
 /* Fills "out" with the store's figures (see StoreStats). */
 void store_stats(Store *st, StoreStats *out);
 
+/* The owner of the store "txn" is on — for LMDB, of its directory, as it
+ * was when the store was opened: a table with no owner of its own belongs
+ * to it.  False (nothing filled) when it is not known. */
+bool store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
+
 /* ---- transactions ---- */
 
 /* Runs "fn" inside a write transaction and commits it: with sync on, the
