@@ -275,6 +275,7 @@ chattr_run(StoreTxn *txn, void *ctx)
     ChattrRun *c = ctx;
     TableDef def;
     *c->err = (LangError){0};
+    store_txn_use_reserve(txn);   /* the definition keeps its size */
     if (table_def_load(txn, c->name, &def, c->err))
         return -1;
     int rc = check_access(c->s, &def, ACCESS_OWNER, c->err) ? -1 : 0;
@@ -410,6 +411,7 @@ rmdir_run(StoreTxn *txn, void *ctx)
     TableDef def;
     bool any = false;
     *r->err = (LangError){0};
+    store_txn_use_reserve(txn);   /* a drop */
     if (table_def_load(txn, r->name, &def, r->err))
         return -1;
     if (check_access(r->s, &def, ACCESS_OWNER, r->err)) {
