@@ -192,7 +192,7 @@ load_queue(Exec *x, const char *table, int want, TableDef *def)
 }
 
 /* A table name must also be a directory name in the mount. */
-static LangErrorCode
+LangErrorCode
 check_table_name(const char *name, LangError *err)
 {
     size_t n = strlen(name);

@@ -2198,6 +2198,29 @@ store_table_drop(StoreTxn *txn, const char *name)
     return STORE_OK;
 }
 
+int
+store_table_rename(StoreTxn *txn, const char *from, const char *to)
+{
+    KeyBuf fk, tk;
+    int rc = catalog_key_build(&fk, from);
+    if (rc)
+        return rc;
+    if (catalog_key_build(&tk, to))
+        return STORE_TOOBIG;         /* too long, or empty */
+    MDB_val fkv = key_val(&fk), tkv = key_val(&tk), v, taken;
+    if ((rc = mdb_get(txn->txn, txn->st->catalog, &fkv, &v)))
+        return store_status_of(rc);
+    rc = mdb_get(txn->txn, txn->st->catalog, &tkv, &taken);
+    if (rc == 0)
+        return STORE_EXISTS;
+    if (rc != MDB_NOTFOUND)
+        return store_status_of(rc);
+    /* The records are under the id: only the catalog entry moves. */
+    if ((rc = db_put_copy(txn->txn, txn->st->catalog, tkv, v.mv_data, v.mv_size)))
+        return rc;
+    return store_status_of(mdb_del(txn->txn, txn->st->catalog, &fkv, NULL));
+}
+
 /* ---- records ---- */
 
 /* Builds the records key [T][key]; STORE_TOOBIG when key is too long. */

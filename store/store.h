@@ -241,6 +241,12 @@ int store_table_each(StoreTxn *txn,
                      void *ctx);
 /* Removes the table, its records, its indexes and its meta entries. */
 int store_table_drop(StoreTxn *txn, const char *name);
+/* Renames table "from" to "to": its id goes with the name, and so do its
+ * records, indexes, meta entries and definition (kept as it is: a caller
+ * whose definition holds the name redefines it).  STORE_NOTFOUND when
+ * there is no table "from", STORE_EXISTS when "to" is taken (even by
+ * "from"), STORE_TOOBIG when "to" is empty or too long. */
+int store_table_rename(StoreTxn *txn, const char *from, const char *to);
 
 /* ---- records ----
  * A record lives under (table id, key).  Keys order by memcmp; the caller
