@@ -222,6 +222,31 @@ stats_of() {
     assert_success
 }
 
+@test "full store, sync=none: 2,000 claims and releases in a row all succeed (the pages freed since the last checkpoint are pinned)" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    mount_fs -o sync=none
+    run python3 -c '
+import errno, json, os, sys
+m, fails = sys.argv[1], {}
+for i in range(2000):
+    try:
+        fd = os.open(m + "/jobs/claim", os.O_RDONLY)
+        rec = json.loads(os.read(fd, 1 << 20))
+        os.close(fd)
+        key = rec["id"].split(":")[1]
+        os.rename(m + "/jobs/" + key, m + "/jobs/released/" + key)
+    except OSError as e:
+        name = errno.errorcode.get(e.errno, e.errno)
+        fails[name] = fails.get(name, 0) + 1
+print(json.dumps(fails, sort_keys=True))
+' "$M"
+    assert_success
+    assert_output '{}'
+    assert_equal "$(jqc '[.claims, .releases, .held]' "$(cat "$M/jobs/stats")")" '[2000,2000,0]'
+}
+
 @test "full disk: with the disk filled by another file, creates end in ENOSPC and claims, releases, touches, deletes and drops still work" {
     DISK="$BATS_TEST_TMPDIR/disk"
     mkdir -p "$DISK"

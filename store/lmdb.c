@@ -128,6 +128,8 @@
 #define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
 
 #define STORE_GROW_TRIES 32          /* map growths one group may ask for */
+#define STORE_UNPIN_TRIES 3          /* checkpoints a full write of the reserve's
+                                      * may wait for (see store_unpin_freed) */
 #define STORE_DISK_MARGIN ((uint64_t)256 << 10)  /* disk left to the filesystem */
 #define RESERVE_SHARE 8              /* the reserve: 1/8 of the room the store has, */
 #define RESERVE_MIN_PAGES 64         /* at least 256 KiB (with 4 KiB pages) */
@@ -164,6 +166,7 @@ typedef struct WriteReq {
     void *ctx;
     int rc;               /* what store_write returns to this caller */
     bool in_group;        /* taken into a group by a leader */
+    bool reserve;         /* its last run may use the reserve */
     bool committed;       /* its changes are committed (sync pending) */
     bool done;            /* rc is final: the caller may return */
     struct WriteReq *next;
@@ -1415,7 +1418,11 @@ store_map_grow(Store *st)
  * reserve is really on disk: before each write transaction the leader
  * allocates the data file up to the used pages plus the reserve and half
  * as much again (fallocate, which never changes data), while the disk has
- * room; the map grows into the allocated file when a write needs it. */
+ * room; the map grows into the allocated file when a write needs it.  The
+ * pages freed since the last checkpoint are pinned (see "Durability"), and
+ * a fast stream of claims and releases frees them faster than the ticker
+ * unpins them: a write of the reserve's that finds the map full takes a
+ * checkpoint and runs again (store_unpin_freed). */
 
 /* The reserve for a store that has "room" pages: RESERVE_SHARE of it,
  * within RESERVE_MIN_PAGES and RESERVE_MAX_PAGES. */
@@ -1500,6 +1507,29 @@ void
 store_txn_use_reserve(StoreTxn *txn)
 {
     txn->reserve = true;
+}
+
+static int checkpoint_take(Store *st);
+
+/* For a write of the reserve's that found the map full and cannot grow
+ * it: the pages the commits since the last checkpoint freed are pinned
+ * (see "Durability"), so it takes a checkpoint of the newest commit, which
+ * drops this process's older pin; from the second try on it first waits
+ * two checkpoint intervals, in which the other processes drop theirs.  0
+ * when the write may run again. */
+static int
+store_unpin_freed(Store *st, int attempt)
+{
+    if (!st->checkpoints)
+        return -1;
+    if (attempt > 0) {
+        struct timespec pause = {0, 2L * CHECKPOINT_INTERVAL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    sync_lock(st);
+    int rc = checkpoint_take(st);
+    sync_unlock(st);
+    return rc;
 }
 
 /* ---- durability ---- */
@@ -1899,6 +1929,7 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     res = r->fn(&t, r->ctx);
     if (res == 0 && !t.reserve)
         res = reserve_check(st, txn);
+    r->reserve = t.reserve;
     if (nested) {
         if (res != 0)
             mdb_txn_abort(txn);
@@ -1909,6 +1940,17 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     return res;
 }
 
+/* True when a request from "from" up to "to" (excluded) that succeeded
+ * may use the reserve. */
+static bool
+group_uses_reserve(const WriteReq *from, const WriteReq *to)
+{
+    for (const WriteReq *q = from; q != to; q = q->next)
+        if (q->rc == 0 && q->reserve)
+            return true;
+    return false;
+}
+
 /* Runs the group "head" to the end (see "Group commit" above): every
  * request gets its rc, and those whose changes committed are marked.
  * Returns the id of the last transaction committed (0: none). */
@@ -1916,7 +1958,7 @@ static uint64_t
 group_run(Store *st, WriteReq *head)
 {
     uint64_t last = 0;
-    int grows = 0;
+    int grows = 0, unpins = 0;
     WriteReq *from = head;
     while (from) {
         MDB_txn *parent;
@@ -1944,6 +1986,9 @@ group_run(Store *st, WriteReq *head)
                 grows++;
                 continue;                /* run it again in the larger map */
             }
+            if (full == FULL_MAP && from->reserve && unpins < STORE_UNPIN_TRIES &&
+                store_unpin_freed(st, unpins++) == 0)
+                continue;                /* again, with the pages pins held free */
             from = from->next;           /* it keeps its failure */
             continue;
         }
@@ -1965,6 +2010,9 @@ group_run(Store *st, WriteReq *head)
             grows++;
             continue;                    /* the commit needed room: all again */
         }
+        if (rc == MDB_MAP_FULL && group_uses_reserve(from, r) && unpins < STORE_UNPIN_TRIES &&
+            store_unpin_freed(st, unpins++) == 0)
+            continue;                    /* all again, with the pages pins held free */
         for (WriteReq *q = from; q != r; q = q->next)
             if (q->rc == 0)
                 q->rc = store_status_of(rc);
