@@ -1988,7 +1988,7 @@ group_run(Store *st, WriteReq *head)
             }
             if (full == FULL_MAP && from->reserve && unpins < STORE_UNPIN_TRIES &&
                 store_unpin_freed(st, unpins++) == 0)
-                continue;                /* again, with the pages pins held free */
+                continue;                /* run it again: the pinned pages are free */
             from = from->next;           /* it keeps its failure */
             continue;
         }
@@ -2012,7 +2012,7 @@ group_run(Store *st, WriteReq *head)
         }
         if (rc == MDB_MAP_FULL && group_uses_reserve(from, r) && unpins < STORE_UNPIN_TRIES &&
             store_unpin_freed(st, unpins++) == 0)
-            continue;                    /* all again, with the pages pins held free */
+            continue;                    /* all again: the pinned pages are free */
         for (WriteReq *q = from; q != r; q = q->next)
             if (q->rc == 0)
                 q->rc = store_status_of(rc);
