@@ -268,6 +268,34 @@ nodes_detach(Nodes *n, uint64_t parent_ino, const char *name)
     pthread_mutex_unlock(&n->lock);
 }
 
+void
+nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_parent_ino,
+             const char *new_name)
+{
+    pthread_mutex_lock(&n->lock);
+    Node *parent = find_ino(n, parent_ino), *to = find_ino(n, new_parent_ino);
+    Node *node = parent ? *find_name(n, parent, name) : NULL;
+    if (node && to && (to == &n->root || to->parent)) {
+        to->children++;   /* the renamed node's, from now on */
+        Node *old = *find_name(n, to, new_name);
+        if (old && old != node) {
+            unhook(n, old);
+            release_if_unused(n, old);
+        }
+        unhook(n, node);
+        free(node->name);
+        node->name = xstrdup(new_name);
+        node->parent = to;
+        size_t b = name_bucket(n, to->ino, new_name);
+        node->next_by_name = n->by_name[b];
+        n->by_name[b] = node;
+    } else if (node) {
+        unhook(n, node);   /* its new directory is gone: it names nothing */
+        release_if_unused(n, node);
+    }
+    pthread_mutex_unlock(&n->lock);
+}
+
 size_t
 nodes_count(Nodes *n)
 {

@@ -41,6 +41,12 @@ void nodes_forget(Nodes *n, uint64_t ino, uint64_t count);
  * has one, names nothing from now on. */
 void nodes_detach(Nodes *n, uint64_t parent, const char *name);
 
+/* "name" in "parent" was renamed to "new_name" in "new_parent": its
+ * number, if it has one, now stands for the new name (as the kernel's
+ * does), and a number the new name had names nothing. */
+void nodes_rename(Nodes *n, uint64_t parent, const char *name, uint64_t new_parent,
+                  const char *new_name);
+
 /* How many numbers are remembered (for tests of forgetting). */
 size_t nodes_count(Nodes *n);
 

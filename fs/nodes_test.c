@@ -114,11 +114,35 @@ test_long_paths_and_growth(void)
     nodes_free(n);
 }
 
+/* A renamed directory keeps its number under the new name, and so do the
+ * names inside it; the old name is free for another number. */
+static void
+test_rename(void)
+{
+    Nodes *n = nodes_new();
+    uint64_t jobs = nodes_lookup(n, NODES_ROOT, "jobs", 2);
+    uint64_t claim = nodes_lookup(n, jobs, "claim", 0);
+    uint64_t work = nodes_lookup(n, NODES_ROOT, "work", 1);
+    nodes_rename(n, NODES_ROOT, "jobs", NODES_ROOT, "work");
+    CHECK_STR(path_of(n, jobs), "/work");
+    CHECK_STR(path_of(n, claim), "/work/claim");
+    CHECK_STR(path_of(n, work), "-2");   /* the number the new name had */
+    CHECK(nodes_lookup(n, NODES_ROOT, "work", 2) == jobs, "the new name finds the moved number");
+    uint64_t again = nodes_lookup(n, NODES_ROOT, "jobs", 2);
+    CHECK(again != jobs, "the old name gets a new number");
+    nodes_rename(n, NODES_ROOT, "absent", NODES_ROOT, "x");   /* no number: nothing */
+    nodes_rename(n, NODES_ROOT, "work", 12345, "x");           /* no such directory */
+    CHECK_STR(path_of(n, jobs), "-2");
+    CHECK_STR(path_of(n, claim), "-2");
+    nodes_free(n);
+}
+
 int
 main(void)
 {
     test_lookup_and_paths();
     test_generation_detach_and_forget();
     test_long_paths_and_growth();
+    test_rename();
     return unit_test_summary();
 }

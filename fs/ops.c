@@ -1178,6 +1178,26 @@ parse_release_target(const Path *from, const Path *to, Value *when)
     return 0;
 }
 
+/* "mv jobs work" renames the table (SPEC section 2).  A name that is taken
+ * (a table, ctl, metrics) is EEXIST, and a name inside a table, where "mv
+ * jobs work" puts jobs when work exists, EPERM: a table holds no tables.
+ * Nothing changes then. */
+static int
+rename_table(const Path *from, const Path *to)
+{
+    if (to->kind == P_TOOLONG)
+        return -ENAMETOOLONG;
+    if (to->kind == P_CTL || to->kind == P_METRICS)
+        return -EEXIST;
+    if (to->kind != P_TABLE)
+        return -EPERM;
+    if (strcmp(from->table, to->table) == 0)
+        return 0;
+    LangSession *s = session();
+    LangError err = {0};
+    return finish(s, lang_view_rename(s, from->table, to->table, &err));
+}
+
 static int
 qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
 {
@@ -1205,6 +1225,8 @@ qfs_rename(const char *from_path, const char *to_path, unsigned int flags)
         value_free(&when);
         return rc;
     }
+    if (from.kind == P_TABLE)
+        return rename_table(&from, &to);
     return -EXDEV;
 }
 
@@ -1513,7 +1535,9 @@ ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* A release moves a record's name into released/ for the kernel; the
- * record keeps its name, which gets a new inode at its next lookup. */
+ * record keeps its name, which gets a new inode at its next lookup.  A
+ * table's directory moves with its table: its inode (and what the kernel
+ * keeps under it) names the new name from now on. */
 static void
 ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_parent,
           const char *new_name, unsigned int flags)
@@ -1523,6 +1547,13 @@ ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_pa
     int rc = child_path(m, parent, name, from);
     if (!rc)
         rc = child_path(m, new_parent, new_name, to);
+    if (!rc && path_parse(from).kind == P_TABLE) {
+        rc = qfs_rename(from, to, flags);
+        if (!rc)
+            nodes_rename(m->nodes, parent, name, new_parent, new_name);
+        fuse_reply_err(req, -rc);
+        return;
+    }
     reply_removed(m, req, rc ? rc : qfs_rename(from, to, flags), parent, name);
 }
 

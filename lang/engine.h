@@ -158,6 +158,10 @@ Store *session_store(const struct LangSession *s);
 LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
                                 LangError *err);
 
+/* ParseError unless "name" can name a table, which must also be a
+ * directory name in the mount. */
+LangErrorCode check_table_name(const char *name, LangError *err);
+
 /* The access a statement needs on the table it names. */
 enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
 

@@ -194,7 +194,7 @@ load_queue(Exec *x, const char *table, int want, TableDef *def)
 /* A table name must also be a directory name in the mount, and one a
  * statement can spell: a `backticked` identifier holds well-formed UTF-8
  * without control characters (lex.c), so mkdir may make no other. */
-static LangErrorCode
+LangErrorCode
 check_table_name(const char *name, LangError *err)
 {
     size_t n = strlen(name);
@@ -1210,6 +1210,26 @@ read_only(const Stmt *st)
            (st->kind == ST_CLAIM && st->u.claim.explain);
 }
 
+/* True for statements that add or enlarge nothing but what a claim,
+ * release, touch, delete or drop does: the store lets them use its
+ * reserve, so they keep working on a full store. */
+static bool
+uses_reserve(const Stmt *st)
+{
+    switch (st->kind) {
+    case ST_CLAIM:
+    case ST_RELEASE:
+    case ST_RELEASE_ALL:
+    case ST_TOUCH:
+    case ST_DELETE:
+    case ST_DROP:
+    case ST_USE_CONSUMER:
+    case ST_SELECT:
+    case ST_INFO_TABLE: return true;
+    default: return false;
+    }
+}
+
 Store *
 session_store(const LangSession *s)
 {
@@ -1228,6 +1248,7 @@ typedef struct SessionRun {
     size_t *ends;
     LangError *err;
     bool spare_counters;
+    bool reserve;                   /* every statement may use the store's reserve */
 } SessionRun;
 
 /* Puts back the consumer and instance the session had before the run. */
@@ -1245,6 +1266,8 @@ static int
 session_run_stmts(StoreTxn *txn, void *ctx)
 {
     SessionRun *r = ctx;
+    if (r->reserve)
+        store_txn_use_reserve(txn);
     session_restore(r);
     buf_reset(&r->lines);
     *r->err = (LangError){0};
@@ -1273,11 +1296,14 @@ session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
-    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
+    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false, false};
     r.ends = xcalloc(n, sizeof *r.ends);
     bool deletes = false;
-    for (size_t i = 0; i < n; i++)
+    r.reserve = true;
+    for (size_t i = 0; i < n; i++) {
         deletes |= stmts[i]->kind == ST_DELETE;
+        r.reserve &= uses_reserve(stmts[i]);
+    }
     int rc;
     if (writes) {
         rc = store_write(s->store, session_run_stmts, &r);

@@ -169,5 +169,11 @@ LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *aft
 LangErrorCode lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err);
 /* Drops table "name" when it holds no record; TableNotEmpty otherwise. */
 LangErrorCode lang_view_rmdir(LangSession *s, const char *name, LangError *err);
+/* Renames table "from" to "to" (mv of its directory), owner only, like a
+ * drop: its records, holds, counters and definition go with it, and
+ * nothing is claimed.  TableExists when "to" is taken, NoSuchTable when
+ * "from" does not exist, ParseError when "to" cannot name a table. */
+LangErrorCode lang_view_rename(LangSession *s, const char *from, const char *to,
+                               LangError *err);
 
 #endif

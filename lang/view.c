@@ -275,6 +275,7 @@ chattr_run(StoreTxn *txn, void *ctx)
     ChattrRun *c = ctx;
     TableDef def;
     *c->err = (LangError){0};
+    store_txn_use_reserve(txn);   /* the definition keeps its size */
     if (table_def_load(txn, c->name, &def, c->err))
         return -1;
     int rc = check_access(c->s, &def, ACCESS_OWNER, c->err) ? -1 : 0;
@@ -410,6 +411,7 @@ rmdir_run(StoreTxn *txn, void *ctx)
     TableDef def;
     bool any = false;
     *r->err = (LangError){0};
+    store_txn_use_reserve(txn);   /* a drop */
     if (table_def_load(txn, r->name, &def, r->err))
         return -1;
     if (check_access(r->s, &def, ACCESS_OWNER, r->err)) {
@@ -436,5 +438,52 @@ lang_view_rmdir(LangSession *s, const char *name, LangError *err)
     int rc = store_write(session_store(s), rmdir_run, &r);
     if (rc > 0)
         store_error(rc, "dropping a table", err);
+    return rc ? err->code : LANG_OK;
+}
+
+typedef struct RenameRun {
+    LangSession *s;
+    const char  *from, *to;
+    LangError   *err;
+} RenameRun;
+
+/* Moves the table's catalog entry to its new name and writes the name into
+ * its definition: 0, or -1 with the error. */
+static int
+rename_run(StoreTxn *txn, void *ctx)
+{
+    RenameRun *r = ctx;
+    TableDef def;
+    *r->err = (LangError){0};
+    store_txn_use_reserve(txn);   /* the definition changes its name only */
+    if (table_def_load(txn, r->from, &def, r->err))
+        return -1;
+    int rc = check_access(r->s, &def, ACCESS_OWNER, r->err) ? -1 : 0;
+    int src = rc ? 0 : store_table_rename(txn, r->from, r->to);
+    if (!rc && !src) {
+        free(def.decl.name);
+        def.decl.name = xstrdup(r->to);
+        Buf b = {0};
+        table_def_encode(&def, &b);
+        src = store_table_redefine(txn, r->to, (StoreBytes){b.data, b.len});
+        buf_free(&b);
+    }
+    if (src == STORE_EXISTS)
+        lang_error_set(r->err, LANG_TABLE_EXISTS, "a table named '%s' already exists", r->to);
+    else if (src)
+        store_error(src, "renaming a table", r->err);
+    table_def_free(&def);
+    return rc || src ? -1 : 0;
+}
+
+LangErrorCode
+lang_view_rename(LangSession *s, const char *from, const char *to, LangError *err)
+{
+    RenameRun r = {s, from, to, err};
+    if (check_table_name(to, err))
+        return err->code;
+    int rc = store_write(session_store(s), rename_run, &r);
+    if (rc > 0)
+        store_error(rc, "renaming a table", err);
     return rc ? err->code : LANG_OK;
 }

@@ -887,6 +887,100 @@ except OSError as e:
 }
 
 # ---------------------------------------------------------------------------
+# Renaming a table: mv jobs work
+# ---------------------------------------------------------------------------
+
+# figures JSON — the counters and counts of a stats line that a rename keeps.
+figures() {
+    jq -c '{records, ready, held, dead, claims, releases, lapses, deletes}' <<<"$1"
+}
+
+@test "rename: mv mvq mvq2 renames the table: records, holds, counters and definition go with it, nothing is claimed" {
+    sql "DEFINE QUEUE mvq TIMEOUT 5m ATTEMPTS 3;
+         CREATE mvq:1 = { n: 1 }; CREATE mvq:2 = { n: 2 }; CREATE mvq:3 = { n: 3 }" >/dev/null
+    mount_fs
+    mount_fs "$BATS_TEST_TMPDIR/b"
+    local B=$BATS_TEST_TMPDIR/b
+    run cat "$M/mvq/claim"
+    assert_equal "$(jqr .id "$output")" mvq:1
+    rm "$M/mvq/3"
+    local held before
+    held=$(ls "$M/mvq/held/")
+    [[ "$held" == 1~* ]] || fail "held/ shows '$held'"
+    before=$(figures "$(cat "$M/mvq/stats")")
+    # The other mount has used the old names (the kernel keeps some).
+    cat "$B/mvq/stats" "$B/mvq/2" >/dev/null
+    ls "$B/mvq" >/dev/null
+
+    run mv "$M/mvq" "$M/mvq2"
+    assert_success
+    assert_output ""
+
+    # The old name is gone at once, through both mounts, whatever was kept.
+    local mnt
+    for mnt in "$M" "$B"; do
+        assert_equal "$(errno_of 'os.stat(a[2])' "$mnt/mvq")" ENOENT
+        assert_equal "$(errno_of 'os.open(a[2], os.O_RDONLY)' "$mnt/mvq/claim")" ENOENT
+        assert_equal "$(errno_of 'os.open(a[2], os.O_RDONLY)' "$mnt/mvq/2")" ENOENT
+        assert_equal "$(errno_of 'os.open(a[2], os.O_RDONLY)' "$mnt/mvq/stats")" ENOENT
+    done
+    run --separate-stderr sql "INFO FOR TABLE mvq"
+    assert_error NoSuchTable
+    # Everything under the new name, and no claim was made.
+    for mnt in "$M" "$B"; do
+        assert_equal "$(figures "$(cat "$mnt/mvq2/stats")")" "$before"
+        assert_equal "$(jqc '[.id, .n]' "$(cat "$mnt/mvq2/2")")" '["mvq2:2",2]'
+        assert_equal "$(ls "$mnt/mvq2/held/")" "$held"
+    done
+    assert_equal "$(jqr '.[0].attempts' "$(sql 'SELECT attempts FROM mvq2:1')")" 1
+    assert_equal "$(sql 'SELECT * FROM mvq2:2')" '[{"id":"mvq2:2","n":2}]'
+    assert_equal "$(jqr .definition "$(sql 'INFO FOR TABLE mvq2')")" "DEFINE QUEUE mvq2 TIMEOUT 5m ATTEMPTS 3"
+    # The hold goes on under the new name: its held/ name finishes it.
+    run rm "$M/mvq2/held/$held"
+    assert_success
+    # A queue with nothing claimable renames as well, and claims nothing.
+    rm "$M/mvq2/2"
+    run timeout 10 mv "$M/mvq2" "$M/mvq3"
+    assert_success
+    assert_equal "$(jqc '[.records, .claims, .deletes]' "$(cat "$M/mvq3/stats")")" '[0,1,3]'
+    run cat "$M/mvq3/claim"
+    assert_success
+    assert_output ""
+    # The old name may be defined anew, empty.
+    mkdir "$M/mvq"
+    assert_equal "$(count_records mvq)" 0
+}
+
+@test "rename: mv onto an existing table is EEXIST, into one EPERM, and changes nothing" {
+    sql "DEFINE QUEUE a TIMEOUT 5m; CREATE a:1 = { n: 1 };
+         DEFINE COLLECTION b; CREATE b:1 = { m: 1 }" >/dev/null
+    mount_fs
+    run renameat2 "$M/a" "$M/b"
+    assert_output EEXIST
+    run renameat2 -n "$M/a" "$M/b"
+    assert_output EEXIST
+    run mv -T "$M/a" "$M/b"
+    assert_failure
+    assert_output --partial "File exists"
+    # mv a b with b a directory moves a into it: a table holds no tables.
+    run mv "$M/a" "$M/b"
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    run renameat2 "$M/a" "$M/b/a"
+    assert_output EPERM
+    run renameat2 "$M/a" "$M/ctl"
+    assert_output ENOTDIR
+    assert_equal "$(sql 'SELECT * FROM a')" '[{"id":"a:1","n":1}]'
+    assert_equal "$(sql 'SELECT * FROM b')" '[{"id":"b:1","m":1}]'
+    assert_equal "$(jqr .claims "$(cat "$M/a/stats")")" 0
+    assert_equal "$(jqr .definition "$(sql 'INFO FOR TABLE b')")" "DEFINE COLLECTION b"
+    # A name that cannot be a table's is EINVAL; the same name is a no-op.
+    assert_equal "$(errno_of 'os.rename(a[2], a[3])' "$M/a" "$M/$(printf 'x\001')")" EINVAL
+    assert_equal "$(errno_of 'os.rename(a[2], a[3])' "$M/a" "$M/a")" OK
+    assert_equal "$(sql 'SELECT * FROM a')" '[{"id":"a:1","n":1}]'
+}
+
+# ---------------------------------------------------------------------------
 # Identities as file names
 # ---------------------------------------------------------------------------
 

@@ -206,6 +206,29 @@ mount_shared() {
     assert_output --partial '"kind":"collection"'
 }
 
+@test "permissions: only a table's owner may rename it (mv of its directory); the owner may" {
+    mount_shared
+    chmod 0777 "$M/jobs"
+    run as_nobody mv -T "$M/jobs" "$M/mine"
+    assert_failure
+    assert_output --partial "Operation not permitted"
+    run as_nobody "$RENAMEAT2" "$M/jobs" "$M/mine"
+    assert_output EPERM
+    assert_equal "$(count_records jobs)" 3
+    run --separate-stderr sql "INFO FOR TABLE mine"
+    assert_error NoSuchTable
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 0
+    # nobody's own table is nobody's to rename.
+    as_nobody mkdir "$M/theirs"
+    run as_nobody mv -T "$M/theirs" "$M/still_theirs"
+    assert_success
+    run stat -c '%u' "$M/still_theirs"
+    assert_output 65534
+    run mv -T "$M/jobs" "$M/work"
+    assert_success
+    assert_equal "$(count_records work)" 3
+}
+
 @test "permissions: without default_permissions nothing is checked" {
     mount_fs -o allow_other
     echo 'DEFINE QUEUE jobs TIMEOUT 1m;' >"$M/ctl"

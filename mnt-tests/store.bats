@@ -147,6 +147,135 @@ assert_records_1_to() {
     assert_equal "$(count_records jobs)" "$((FILLED - 100 + 1))"
 }
 
+# fill_new — appends 1 KiB records (n: 100000) to $M/jobs/new, one write()
+# each, until one fails: prints how many fitted and the errno that stopped
+# it.
+fill_new() {
+    python3 -c '
+import errno, os, sys
+n = 0
+while n < 20000:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, sys.argv[2].encode() + b"\n")
+    except OSError as e:
+        print(n, errno.errorcode.get(e.errno, e.errno))
+        sys.exit(0)
+    finally:
+        os.close(fd)
+    n += 1
+print(n, "OK")
+' "$M/jobs/new" "{\"n\":100000,\"pad\":\"$PAD\"}"
+}
+
+# assert_shrinking_writes_work — on a store where a create is StoreFull:
+# cat claim claims jobs:1, mv releases it, touch extends a new hold, rm
+# deletes jobs:2, DELETE … WHERE through ctl deletes jobs:1 and jobs:3 …
+# jobs:100, and the counters say so;
+# then a create through new fits again.  $1: the records jobs holds.
+assert_shrinking_writes_work() {
+    local records=$1
+    run cat "$M/jobs/claim"
+    assert_success
+    assert_equal "$(jqr '.id' "$output")" jobs:1
+    run mv "$M/jobs/1" "$M/jobs/released/"
+    assert_success
+    assert_equal "$(jqc '[has("claimed_until"), .attempts]' "$(cat "$M/jobs/1")")" '[false,1]'
+    run cat "$M/jobs/claim"
+    assert_success
+    assert_equal "$(jqc '[.id, .attempts]' "$output")" '["jobs:1",2]'
+    run touch "$M/jobs/1"
+    assert_success
+    assert_equal "$(jqr 'has("claimed_until")' "$(cat "$M/jobs/1")")" true
+    run rm "$M/jobs/2"
+    assert_success
+    [ ! -e "$M/jobs/2" ] || fail "jobs/2 is still there"
+    run ctl_errno "DELETE jobs WHERE n <= 100;"
+    assert_output OK
+    assert_equal "$(count_records jobs)" "$((records - 100))"
+    run stats_of jobs
+    assert_equal "$(jqc '[.claims, .releases, .deletes]' "$output")" '[2,1,100]'
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, a[3].encode() + b"\n"); os.close(fd)' \
+        "$M/jobs/new" "$LINE"
+    assert_output OK
+    assert_equal "$(count_records jobs)" "$((records - 99))"
+}
+
+stats_of() {
+    cat "$M/$1/stats"
+}
+
+@test "full store: claims, releases, touches, rm, DELETE … WHERE and DROP QUEUE work; the room they free takes creates again" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    mount_fs
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, a[3].encode() + b"\n"); os.close(fd)' \
+        "$M/jobs/new" "$LINE"
+    assert_output ENOSPC
+    run ctl_errno "CREATE jobs:99999 = { n: 99999, pad: '$PAD' };"
+    assert_output "ENOSPC StoreFull"
+    assert_shrinking_writes_work "$FILLED"
+    run ctl_errno "DROP QUEUE jobs;"
+    assert_output OK
+    run sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { n: 1, pad: '$PAD' }"
+    assert_success
+}
+
+@test "full store, sync=none: 2,000 claims and releases in a row all succeed (the pages freed since the last checkpoint are pinned)" {
+    small_disk
+    sql "DEFINE QUEUE jobs TIMEOUT 5m" >/dev/null
+    fill_store
+    mount_fs -o sync=none
+    run python3 -c '
+import errno, json, os, sys
+m, fails = sys.argv[1], {}
+for i in range(2000):
+    try:
+        fd = os.open(m + "/jobs/claim", os.O_RDONLY)
+        rec = json.loads(os.read(fd, 1 << 20))
+        os.close(fd)
+        key = rec["id"].split(":")[1]
+        os.rename(m + "/jobs/" + key, m + "/jobs/released/" + key)
+    except OSError as e:
+        name = errno.errorcode.get(e.errno, e.errno)
+        fails[name] = fails.get(name, 0) + 1
+print(json.dumps(fails, sort_keys=True))
+' "$M"
+    assert_success
+    assert_output '{}'
+    assert_equal "$(jqc '[.claims, .releases, .held]' "$(cat "$M/jobs/stats")")" '[2000,2000,0]'
+}
+
+@test "full disk: with the disk filled by another file, creates end in ENOSPC and claims, releases, touches, deletes and drops still work" {
+    DISK="$BATS_TEST_TMPDIR/disk"
+    mkdir -p "$DISK"
+    mount -t tmpfs -o size=16m tmpfs "$DISK" || fail "cannot mount a tmpfs at $DISK"
+    STORE="$DISK/store"
+    local i
+    {
+        echo "DEFINE QUEUE jobs TIMEOUT 5m; BEGIN;"
+        for i in $(seq 300); do echo "CREATE jobs:$i = { n: $i, pad: '$PAD' };"; done
+        echo "COMMIT;"
+    } >"$BATS_TEST_TMPDIR/setup.sql"
+    sql <"$BATS_TEST_TMPDIR/setup.sql" >/dev/null
+    mount_fs
+    # Another file takes every block the disk has left.
+    dd if=/dev/zero of="$DISK/filler" bs=64k 2>/dev/null && fail "dd filled a 16 MiB disk"
+    [ "$(stat -f -c %a "$DISK")" -eq 0 ] || fail "the disk still has room"
+    run fill_new
+    assert_equal "${lines[0]#* }" ENOSPC
+    local fitted=${lines[0]%% *}
+    run ctl_errno "CREATE jobs:99999 = { n: 99999, pad: '$PAD' };"
+    assert_output "ENOSPC StoreFull"
+    assert_shrinking_writes_work "$((300 + fitted))"
+    run ctl_errno "DROP QUEUE jobs;"
+    assert_output OK
+    rm "$DISK/filler"
+    run sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { n: 1, pad: '$PAD' }"
+    assert_success
+}
+
 # ---------------------------------------------------------------------------
 # The map grows by itself
 # ---------------------------------------------------------------------------

@@ -128,7 +128,15 @@
 #define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
 
 #define STORE_GROW_TRIES 32          /* map growths one group may ask for */
+#define STORE_UNPIN_TRIES 3          /* checkpoints a full write of the reserve's
+                                      * may wait for (see store_unpin_freed) */
 #define STORE_DISK_MARGIN ((uint64_t)256 << 10)  /* disk left to the filesystem */
+#define RESERVE_SHARE 8              /* the reserve: 1/8 of the room the store has, */
+#define RESERVE_MIN_PAGES 64         /* at least 256 KiB (with 4 KiB pages) */
+#define RESERVE_MAX_PAGES 2048       /* and at most 8 MiB */
+#define LMDB_META_PAGES 2            /* LMDB's two meta pages */
+#define LMDB_FREE_DBI 0              /* LMDB's own databases: its free list */
+#define LMDB_MAIN_DBI 1              /* and the one naming the others */
 #define SYNC_FILE "queuefs.sync"
 #define SYNC_FILE_LEN 4096
 #define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
@@ -158,6 +166,7 @@ typedef struct WriteReq {
     void *ctx;
     int rc;               /* what store_write returns to this caller */
     bool in_group;        /* taken into a group by a leader */
+    bool reserve;         /* its last run may use the reserve */
     bool committed;       /* its changes are committed (sync pending) */
     bool done;            /* rc is final: the caller may return */
     struct WriteReq *next;
@@ -207,12 +216,17 @@ struct Store {
     bool owner_known;            /* the directory's owner, when opened */
     uid_t owner_uid;
     gid_t owner_gid;
+
+    uint64_t reserve_pages;      /* the reserve (see "The reserve"; atomic) */
+    uint64_t file_bytes;         /* the data file's size as last seen: it never
+                                  * shrinks, so a lower bound (atomic) */
 };
 
 struct StoreTxn {
     Store *st;
     MDB_txn *txn;
     bool write;
+    bool reserve;                /* it may use the reserve (store_txn_use_reserve) */
 };
 
 /* A record's stored header, decoded; pointers are into the stored value. */
@@ -1070,6 +1084,7 @@ static void store_pin_set(Store *st, MDB_txn *pin, uint64_t id);
 static int checkpoint_trust_disk(Store *st);
 static int store_first_checkpoint(Store *st);
 static void *checkpoint_ticker(void *arg);
+static uint64_t store_room_pages(Store *st);
 
 /* Opens the environment of "st" at "location" with its first checkpoint:
  * puts the store back to its checkpoint after a machine crash, opens LMDB,
@@ -1112,6 +1127,7 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     *what = "cannot size the map";
     if ((rc = store_map_init(st, map_size)))
         return rc;
+    (void)store_room_pages(st);
     *what = "cannot open " SYNC_FILE;
     if ((rc = store_sync_open(st, location)))
         return rc;
@@ -1413,6 +1429,134 @@ store_map_grow(Store *st)
         __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
     }
     pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+/* ---- the reserve ----
+ *
+ * LMDB copies every page a transaction changes, so even a delete needs
+ * free pages, and on a full map and a full disk everything would fail.
+ * The store keeps a reserve that only the transactions which said so
+ * (store_txn_use_reserve: claims, releases, touches, deletes, drops) may
+ * use: any other write transaction is refused (STORE_FULL) when, after it,
+ * the room left would be less than the reserve.  The room is the largest
+ * map the disk allows (store_map_room) less the pages that hold data, in
+ * the transaction's own view: the pages of every tree, LMDB's free list
+ * included, and the meta pages; the free list's pages count as room.  The
+ * reserve is really on disk: before each write transaction the leader
+ * allocates the data file up to the used pages plus the reserve and half
+ * as much again (fallocate, which never changes data), while the disk has
+ * room; the map grows into the allocated file when a write needs it.  The
+ * pages freed since the last checkpoint are pinned (see "Durability"), and
+ * a fast stream of claims and releases frees them faster than the ticker
+ * unpins them: a write of the reserve's that finds the map full takes a
+ * checkpoint and runs again (store_unpin_freed). */
+
+/* The reserve for a store that has "room" pages: RESERVE_SHARE of it,
+ * within RESERVE_MIN_PAGES and RESERVE_MAX_PAGES. */
+static uint64_t
+reserve_of(uint64_t room)
+{
+    uint64_t r = room / RESERVE_SHARE;
+    return r < RESERVE_MIN_PAGES ? RESERVE_MIN_PAGES : r > RESERVE_MAX_PAGES ? RESERVE_MAX_PAGES : r;
+}
+
+/* The largest map the disk allows, in pages, with the data file's size
+ * and the reserve brought up to date. */
+static uint64_t
+store_room_pages(Store *st)
+{
+    uint64_t room = store_map_room(st) / st->page_size;
+    counter_raise(&st->file_bytes, store_file_size(st));
+    __atomic_store_n(&st->reserve_pages, reserve_of(room), __ATOMIC_RELAXED);
+    return room;
+}
+
+/* The pages that hold data in "txn"'s view: every tree's (LMDB's free list
+ * and main database included) and the meta pages.  0 when a figure cannot
+ * be read. */
+static uint64_t
+txn_used_pages(Store *st, MDB_txn *txn)
+{
+    const MDB_dbi dbis[] = {LMDB_FREE_DBI, LMDB_MAIN_DBI, st->sys,      st->catalog,
+                            st->records,   st->ready,     st->deadline, st->meta};
+    uint64_t used = LMDB_META_PAGES;
+    for (size_t i = 0; i < sizeof dbis / sizeof dbis[0]; i++) {
+        MDB_stat ms;
+        if (mdb_stat(txn, dbis[i], &ms) != 0)
+            return 0;
+        used += ms.ms_branch_pages + ms.ms_leaf_pages + ms.ms_overflow_pages;
+    }
+    return used;
+}
+
+/* STORE_OK when write transaction "txn", as it stands, leaves the reserve
+ * free; else STORE_FULL.  Looks at the disk only when the data file as
+ * last seen is too small to tell. */
+static int
+reserve_check(Store *st, MDB_txn *txn)
+{
+    uint64_t used = txn_used_pages(st, txn);
+    if (!used)
+        return STORE_OK;             /* no figure: LMDB itself will tell */
+    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    if ((used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
+        return STORE_OK;
+    uint64_t room = store_room_pages(st);
+    reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    return used + reserve <= room ? STORE_OK : STORE_FULL;
+}
+
+/* As the holder of LMDB's writer lock: allocates the data file up to the
+ * pages in use plus one and a half reserves when it holds less than the
+ * pages in use plus the reserve, as far as the disk has room.  Failures
+ * are left for the writes to meet. */
+static void
+store_reserve_allocate(Store *st)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(st->env, &info) != 0)
+        return;
+    uint64_t used = (uint64_t)info.me_last_pgno + 1;
+    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    if ((used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
+        return;
+    uint64_t room = store_room_pages(st), file = store_file_size(st);
+    reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    uint64_t want = (used + reserve + reserve / 2) * st->page_size;
+    if (want > room * st->page_size)
+        want = room * st->page_size;
+    if (want > file && want <= (uint64_t)INT64_MAX &&
+        fallocate(st->data_fd, 0, (off_t)file, (off_t)(want - file)) == 0)
+        counter_raise(&st->file_bytes, want);
+}
+
+void
+store_txn_use_reserve(StoreTxn *txn)
+{
+    txn->reserve = true;
+}
+
+static int checkpoint_take(Store *st);
+
+/* For a write of the reserve's that found the map full and cannot grow
+ * it: the pages the commits since the last checkpoint freed are pinned
+ * (see "Durability"), so it takes a checkpoint of the newest commit, which
+ * drops this process's older pin; from the second try on it first waits
+ * two checkpoint intervals, in which the other processes drop theirs.  0
+ * when the write may run again. */
+static int
+store_unpin_freed(Store *st, int attempt)
+{
+    if (!st->checkpoints)
+        return -1;
+    if (attempt > 0) {
+        struct timespec pause = {0, 2L * CHECKPOINT_INTERVAL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    sync_lock(st);
+    int rc = checkpoint_take(st);
+    sync_unlock(st);
     return rc;
 }
 
@@ -1752,6 +1896,8 @@ store_txn_begin(Store *st, bool write, StoreTxn **out)
         rc = store_env_begin(st, write ? 0 : MDB_RDONLY, &txn);
     if (rc)
         return store_status_of(rc);
+    if (write)
+        store_reserve_allocate(st);
     StoreTxn *t = store_alloc(sizeof *t);
     *t = (StoreTxn){.st = st, .txn = txn, .write = write};
     *out = t;
@@ -1763,6 +1909,10 @@ store_txn_commit(StoreTxn *txn)
 {
     Store *st = txn->st;
     bool write = txn->write;
+    if (write && !txn->reserve && reserve_check(st, txn->txn)) {
+        store_txn_abort(txn);
+        return STORE_FULL;
+    }
     uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
     int rc = write ? store_commit(st, txn->txn) : mdb_txn_commit(txn->txn);
     if (write && rc == 0)
@@ -1805,6 +1955,9 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     }
     StoreTxn t = {.st = st, .txn = txn, .write = true};
     res = r->fn(&t, r->ctx);
+    if (res == 0 && !t.reserve)
+        res = reserve_check(st, txn);
+    r->reserve = t.reserve;
     if (nested) {
         if (res != 0)
             mdb_txn_abort(txn);
@@ -1815,6 +1968,17 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     return res;
 }
 
+/* True when a request from "from" up to "to" (excluded) that succeeded
+ * may use the reserve. */
+static bool
+group_uses_reserve(const WriteReq *from, const WriteReq *to)
+{
+    for (const WriteReq *q = from; q != to; q = q->next)
+        if (q->rc == 0 && q->reserve)
+            return true;
+    return false;
+}
+
 /* Runs the group "head" to the end (see "Group commit" above): every
  * request gets its rc, and those whose changes committed are marked.
  * Returns the id of the last transaction committed (0: none). */
@@ -1822,13 +1986,15 @@ static uint64_t
 group_run(Store *st, WriteReq *head)
 {
     uint64_t last = 0;
-    int grows = 0;
+    int grows = 0, unpins = 0;
     WriteReq *from = head;
     while (from) {
         MDB_txn *parent;
         int rc = store_first_checkpoint(st);
         if (!rc)
             rc = store_env_begin(st, 0, &parent);
+        if (!rc)
+            store_reserve_allocate(st);
         if (rc) {
             for (WriteReq *q = from; q; q = q->next)
                 q->rc = store_status_of(rc);
@@ -1848,6 +2014,9 @@ group_run(Store *st, WriteReq *head)
                 grows++;
                 continue;                /* run it again in the larger map */
             }
+            if (full == FULL_MAP && from->reserve && unpins < STORE_UNPIN_TRIES &&
+                store_unpin_freed(st, unpins++) == 0)
+                continue;                /* run it again: the pinned pages are free */
             from = from->next;           /* it keeps its failure */
             continue;
         }
@@ -1869,6 +2038,9 @@ group_run(Store *st, WriteReq *head)
             grows++;
             continue;                    /* the commit needed room: all again */
         }
+        if (rc == MDB_MAP_FULL && group_uses_reserve(from, r) && unpins < STORE_UNPIN_TRIES &&
+            store_unpin_freed(st, unpins++) == 0)
+            continue;                    /* all again: the pinned pages are free */
         for (WriteReq *q = from; q != r; q = q->next)
             if (q->rc == 0)
                 q->rc = store_status_of(rc);
@@ -2100,6 +2272,29 @@ store_table_drop(StoreTxn *txn, const char *name)
         (rc = db_delete_table(txn->txn, txn->st->meta, id, 0)))
         return rc;
     return STORE_OK;
+}
+
+int
+store_table_rename(StoreTxn *txn, const char *from, const char *to)
+{
+    KeyBuf fk, tk;
+    int rc = catalog_key_build(&fk, from);
+    if (rc)
+        return rc;
+    if (catalog_key_build(&tk, to))
+        return STORE_TOOBIG;         /* too long, or empty */
+    MDB_val fkv = key_val(&fk), tkv = key_val(&tk), v, taken;
+    if ((rc = mdb_get(txn->txn, txn->st->catalog, &fkv, &v)))
+        return store_status_of(rc);
+    rc = mdb_get(txn->txn, txn->st->catalog, &tkv, &taken);
+    if (rc == 0)
+        return STORE_EXISTS;
+    if (rc != MDB_NOTFOUND)
+        return store_status_of(rc);
+    /* The records are under the id: only the catalog entry moves. */
+    if ((rc = db_put_copy(txn->txn, txn->st->catalog, tkv, v.mv_data, v.mv_size)))
+        return rc;
+    return store_status_of(mdb_del(txn->txn, txn->st->catalog, &fkv, NULL));
 }
 
 /* ---- records ---- */

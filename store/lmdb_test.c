@@ -226,6 +226,7 @@ test_catalog(Store *st)
 {
     StoreTxn *t = begin(st, true);
     uint32_t a = 0, b = 0, c = 0, id = 0;
+    int rc0;
     StoreBytes def;
     CHECK(store_table_create(t, "beta", bytes_of("B"), &b) == STORE_OK, "create beta");
     CHECK(store_table_create(t, "alpha", bytes_of("A"), &a) == STORE_OK, "create alpha");
@@ -250,6 +251,19 @@ test_catalog(Store *st)
     CHECK(e.ids[0] == a && e.ids[1] == b, "ids in each");
     int n = 0;
     CHECK(store_table_each(t, stop_at_second, &n) == 42 && n == 2, "each stops");
+
+    /* Rename moves the name; id, definition and records go with it. */
+    CHECK(put(t, c, "g1", "gv", "o", 0) == STORE_OK, "put gamma g1");
+    CHECK(store_table_rename(t, "gamma", "alpha") == STORE_EXISTS, "rename onto a table");
+    CHECK(store_table_rename(t, "gamma", "gamma") == STORE_EXISTS, "rename onto itself");
+    CHECK(store_table_rename(t, "delta", "omega") == STORE_NOTFOUND, "rename absent");
+    CHECK(store_table_rename(t, "gamma", "") == STORE_TOOBIG, "rename to the empty name");
+    CHECK(store_table_rename(t, "gamma", "omega") == STORE_OK, "rename");
+    CHECK(store_table_get(t, "gamma", &id, &def) == STORE_NOTFOUND, "old name gone");
+    CHECK(store_table_get(t, "omega", &id, &def) == STORE_OK && id == c && def.len == 0,
+          "new name keeps id and definition");
+    CHECK(strcmp(head_key(t, c, store_now(st), &rc0), "g1") == 0, "records and index kept");
+    CHECK(store_table_rename(t, "omega", "gamma") == STORE_OK, "rename back");
 
     /* Drop removes records, indexes and meta; the name comes back empty. */
     CHECK(put(t, a, "r1", "v1", "o", 0) == STORE_OK, "put r1");

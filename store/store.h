@@ -49,7 +49,14 @@
  * Space: the store's map starts at StoreOptions.map_size (or the data
  * already stored, if larger) and grows by itself (store_write only) while
  * the filesystem has room.  A write that cannot fit is STORE_FULL; nothing
- * is half-written, and reads and deletes keep working.
+ * is half-written, and reads keep working.  The store keeps a reserve of
+ * room, allocated on disk, for the write transactions that call
+ * store_txn_use_reserve() — those that only claim, release, touch, delete
+ * or drop, which must keep working on a full store or a full disk: every
+ * other write transaction is STORE_FULL when it would leave less than the
+ * reserve free.  The reserve is 1/8 of the room the store has (the disk's
+ * free space and its own file), at least 256 KiB and at most 8 MiB; a
+ * transaction that needs more than what is free still gets STORE_FULL.
  *
  * The store never prints and never sees a path beyond the one it opens.
  */
@@ -212,6 +219,13 @@ int store_txn_begin(Store *st, bool write, StoreTxn **out);
 int store_txn_commit(StoreTxn *txn);
 /* Discards and frees "txn"; NULL is allowed. */
 void store_txn_abort(StoreTxn *txn);
+/* Lets write transaction "txn" use the reserve (see "Space"): call it,
+ * from a store_write "fn" or on a transaction of store_txn_begin, for a
+ * transaction that adds or enlarges nothing but what a claim, release,
+ * touch, delete or drop does.  Without it the transaction is refused with
+ * STORE_FULL (fn's changes rolled back) when it would leave less than the
+ * reserve free. */
+void store_txn_use_reserve(StoreTxn *txn);
 
 /* ---- the catalog ----
  * Each table has a name (<= STORE_MAX_KEY bytes), a definition blob the
@@ -232,6 +246,12 @@ int store_table_each(StoreTxn *txn,
                      void *ctx);
 /* Removes the table, its records, its indexes and its meta entries. */
 int store_table_drop(StoreTxn *txn, const char *name);
+/* Renames table "from" to "to": its id goes with the name, and so do its
+ * records, indexes, meta entries and definition (kept as it is: a caller
+ * whose definition holds the name redefines it).  STORE_NOTFOUND when
+ * there is no table "from", STORE_EXISTS when "to" is taken (even by
+ * "from"), STORE_TOOBIG when "to" is empty or too long. */
+int store_table_rename(StoreTxn *txn, const char *from, const char *to);
 
 /* ---- records ----
  * A record lives under (table id, key).  Keys order by memcmp; the caller
