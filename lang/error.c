@@ -31,6 +31,7 @@ static const struct {
     [LANG_NOT_HELD] = {"NotHeld", ENOLCK},
     [LANG_INTERRUPTED] = {"Interrupted", EINTR},
     [LANG_PERMISSION] = {"PermissionDenied", EACCES},
+    [LANG_SESSION_BUSY] = {"SessionBusy", EBUSY},
 };
 
 const char *

@@ -27,6 +27,7 @@ typedef enum LangErrorCode {
     LANG_NOT_HELD,             /* NotHeld                 ENOLCK */
     LANG_INTERRUPTED,          /* Interrupted             EINTR */
     LANG_PERMISSION,           /* PermissionDenied        EACCES */
+    LANG_SESSION_BUSY,         /* SessionBusy             EBUSY */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

@@ -27,6 +27,7 @@ struct LangSession {
         uint32_t groups[64];
         int      ngroups;
     } caller;
+    struct LangRest *rest;            /* work kept for lang_session_continue, or NULL */
 };
 
 /* What one statement runs with. */
@@ -78,11 +79,14 @@ drop_pending(LangSession *s)
     s->in_txn = false;
 }
 
+static void rest_free(LangSession *s);
+
 void
 lang_session_free(LangSession *s)
 {
     if (!s)
         return;
+    rest_free(s);
     drop_pending(s);
     free(s->pending);
     free(s->consumer);
@@ -1418,4 +1422,328 @@ lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, v
         rc = session_statement(s, st, emit, ctx, err);
     parser_free(p);
     return rc ? rc : err->code;
+}
+
+/* ---- statements run piece by piece (lang_session_start) ---- */
+
+/* How many records one chunk of a streamed SELECT looks at, at most: a
+ * WHERE that few records match still ends each chunk's transaction soon. */
+#define CHUNK_RECORDS 4096
+
+/* Where a streamed SELECT is: the next chunk starts after "after". */
+typedef struct SelectCursor {
+    bool     begun;   /* its checks passed and "[" was written */
+    uint32_t table;   /* the table's id when it began */
+    Buf      after;   /* the store key of the last record looked at */
+    int64_t  rows;    /* rows written (LIMIT) */
+    int64_t  now;     /* the statement's instant, the same for every chunk */
+} SelectCursor;
+
+/* The work a session keeps between lang_session_start and
+ * lang_session_continue. */
+typedef struct LangRest {
+    Stmt    **stmts;      /* parsed statements still to run, from "next" */
+    size_t    n, next;
+    LangError parse_err;  /* the text after them that did not parse */
+    Stmt     *current;    /* in progress: a CLAIM … WAIT or a streamed SELECT */
+    int64_t   deadline;   /* CLAIM … WAIT: the instant it answers [] */
+    SelectCursor cur;     /* streamed SELECT */
+} LangRest;
+
+static void
+rest_free(LangSession *s)
+{
+    LangRest *r = s->rest;
+    if (!r)
+        return;
+    for (size_t i = r->next; i < r->n; i++)
+        stmt_free(r->stmts[i]);
+    free(r->stmts);
+    stmt_free(r->current);
+    buf_free(&r->cur.after);
+    free(r);
+    s->rest = NULL;
+}
+
+bool
+lang_session_pending(const LangSession *s)
+{
+    return s->rest != NULL;
+}
+
+bool
+lang_session_waiting(const LangSession *s)
+{
+    return s->rest && s->rest->current && s->rest->current->kind == ST_CLAIM;
+}
+
+void
+lang_session_cancel(LangSession *s)
+{
+    rest_free(s);
+}
+
+static void
+add_line(void *ctx, const char *line, size_t len)
+{
+    buf_append(ctx, line, len);
+    buf_putc(ctx, '\n');
+}
+
+/* True for a statement that is kept on the session when it cannot end at
+ * once: a CLAIM … WAIT, a SELECT of a whole table in identity order. */
+static bool
+resumable(const LangSession *s, const Stmt *st)
+{
+    if (s->in_txn)
+        return false;
+    if (st->kind == ST_CLAIM)
+        return st->u.claim.wait_ns && !st->u.claim.explain;
+    return st->kind == ST_SELECT && st->u.select.from.id.kind != VAL_RECORD &&
+           !st->u.select.norder;
+}
+
+/* What one chunk of a streamed SELECT walks with. */
+typedef struct ChunkWalk {
+    Exec         *x;
+    const Stmt   *st;
+    const TableDef *def;
+    SelectCursor *cur;
+    size_t        room;
+    size_t        looked;
+    bool          full;   /* stopped for room: more may follow */
+} ChunkWalk;
+
+/* Writes record "value" as the next row when WHERE holds; stops (-1)
+ * when the chunk is full, LIMIT is reached or an error is met. */
+static int
+chunk_row(void *ctx, StoreBytes key, StoreBytes value)
+{
+    ChunkWalk *w = ctx;
+    SelectCursor *c = w->cur;
+    const Buf *after = &c->after;
+    if (after->len && key.len == after->len && memcmp(key.data, after->data, key.len) == 0)
+        return 0;   /* the last record of the chunk before */
+    if (w->st->u.select.limit >= 0 && c->rows >= w->st->u.select.limit)
+        return -1;
+    if (w->x->out->len >= w->room || w->looked >= CHUNK_RECORDS) {
+        w->full = true;
+        return -1;
+    }
+    w->looked++;
+    buf_reset(&c->after);
+    buf_append(&c->after, key.data, key.len);
+    Record r = {0};
+    if (record_decode(value, &r, w->x->err)) {
+        record_free(&r);
+        return -1;
+    }
+    Value view = record_view(&r, w->def), row;
+    bool yes;
+    if (!matches(w->x, w->st->u.select.where, &view, &yes) && yes &&
+        !project(w->x, w->st, &view, &row)) {
+        if (c->rows++)
+            buf_putc(w->x->out, ',');
+        value_to_json(&row, w->x->out);
+        value_free(&row);
+    }
+    value_free(&view);
+    record_free(&r);
+    return w->x->err->code ? -1 : 0;
+}
+
+/* Writes the next rows of streamed SELECT "st" to "out", in a read
+ * transaction of its own, until "out" reaches "room" (or CHUNK_RECORDS were
+ * looked at); "*done" once the line has ended.  The first chunk checks the
+ * statement (NoSuchTable, PermissionDenied…) and an error in it leaves
+ * "out" as it was; a later error ends the line where it stopped.  A table
+ * dropped meanwhile ends the line. */
+static LangErrorCode
+select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t room, bool *done,
+             LangError *err)
+{
+    StoreTxn *txn;
+    size_t start = out->len;
+    *done = true;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    Exec x = {s, txn, c->now, out, err, false};
+    TableDef def;
+    LangError gone = {0};
+    bool first = !c->begun;
+    if (first ? load_table(&x, st->u.select.from.table, ACCESS_READ, &def)
+              : table_def_load(txn, st->u.select.from.table, &def, &gone)) {
+        store_txn_abort(txn);
+        if (first)
+            return err->code;
+        buf_puts(out, "]\n");   /* dropped meanwhile: no more records */
+        return LANG_OK;
+    }
+    if (first) {
+        c->begun = true;
+        c->table = def.id;
+        buf_putc(out, '[');
+    }
+    ChunkWalk w = {&x, st, &def, c, room, 0, false};
+    if (def.id == c->table) {
+        const Buf *a = &c->after;
+        rc = store_record_each(txn, def.id, (StoreBytes){a->data, a->len}, chunk_row, &w);
+        if (rc > 0)
+            store_error(rc, "reading records", err);
+    }
+    table_def_free(&def);
+    store_txn_abort(txn);
+    if (err->code && first) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+        return err->code;
+    }
+    if (w.full && !err->code) {
+        *done = false;
+        return LANG_OK;
+    }
+    buf_puts(out, "]\n");
+    return err->code;
+}
+
+/* CLAIM … WAIT's checks that need no waiting, made when it is written:
+ * the ceiling, and that its table is a queue the session may claim from. */
+static LangErrorCode
+claim_check(LangSession *s, const Stmt *st, LangError *err)
+{
+    if (st->u.claim.count > CLAIM_CEILING)
+        return lang_error_set(err, LANG_CLAIM_CEILING,
+                              "CLAIM %lld is above the ceiling of %d records per claim",
+                              (long long)st->u.claim.count, CLAIM_CEILING);
+    StoreTxn *txn;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    Exec x = {s, txn, store_now(s->store), NULL, err, false};
+    TableDef def;
+    if (!load_queue(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
+        table_def_free(&def);
+    store_txn_abort(txn);
+    return err->code;
+}
+
+/* Runs CLAIM … WAIT "st" as claim_wait does, waiting at most "wait_ns"
+ * (0: one attempt); its result line goes to "line". */
+static LangErrorCode
+claim_wait_for(LangSession *s, Stmt *st, int64_t wait_ns, Buf *line, LangError *err)
+{
+    int64_t whole = st->u.claim.wait_ns;
+    st->u.claim.wait_ns = wait_ns > 0 ? wait_ns : 0;
+    LangErrorCode rc = claim_wait(s, st, keep_line, line, err);
+    st->u.claim.wait_ns = whole;
+    return rc;
+}
+
+/* Goes on with the statement in progress; "*done" once its line ended. */
+static LangErrorCode
+current_step(LangSession *s, Buf *out, size_t room, bool block, bool *done, LangError *err)
+{
+    LangRest *r = s->rest;
+    if (r->current->kind == ST_SELECT)
+        return select_chunk(s, r->current, &r->cur, out, room, done, err);
+    int64_t left = r->deadline - store_now(s->store);
+    Buf line = {0};
+    *done = true;
+    if (!claim_wait_for(s, r->current, block ? left : 0, &line, err)) {
+        *done = block || left <= 0 || strcmp(line.data, "[]") != 0;
+        if (*done)
+            add_line(out, line.data, line.len);
+    }
+    buf_free(&line);
+    return err->code;
+}
+
+/* Starts statement "st" (taking it): runs it, or makes it the statement in
+ * progress when it is resumable. */
+static LangErrorCode
+rest_start(LangSession *s, Stmt *st, Buf *out, LangError *err)
+{
+    LangRest *r = s->rest;
+    if (!resumable(s, st))
+        return session_statement(s, st, add_line, out, err);
+    if (st->kind == ST_CLAIM) {
+        int64_t now = store_now(s->store);
+        if (claim_check(s, st, err)) {
+            stmt_free(st);
+            return err->code;
+        }
+        if (__builtin_add_overflow(now, st->u.claim.wait_ns, &r->deadline))
+            r->deadline = INT64_MAX;
+    } else {
+        buf_reset(&r->cur.after);
+        r->cur.begun = false;
+        r->cur.rows = 0;
+        r->cur.now = store_now(s->store);
+    }
+    r->current = st;
+    return LANG_OK;
+}
+
+/* Runs what the session keeps until it is all done (the rest is freed),
+ * an error ends it (freed too), or the statement in progress stops for
+ * room or for a claim that would wait — unless "block" and nothing was
+ * appended yet, when the claim waits. */
+static LangErrorCode
+rest_run(LangSession *s, Buf *out, size_t room, bool block, LangError *err)
+{
+    LangRest *r = s->rest;
+    size_t start = out->len;
+    while (!err->code) {
+        if (r->current) {
+            bool done;
+            /* Lines already produced are read before a claim waits. */
+            if (current_step(s, out, room, block && out->len == start, &done, err))
+                break;
+            if (!done)
+                return LANG_OK;
+            stmt_free(r->current);
+            r->current = NULL;
+        } else if (r->next < r->n) {
+            rest_start(s, r->stmts[r->next++], out, err);
+        } else {
+            if (r->parse_err.code)
+                *err = r->parse_err;
+            break;
+        }
+    }
+    rest_free(s);
+    return err->code;
+}
+
+LangErrorCode
+lang_session_start(LangSession *s, const char *text, size_t len, Buf *out, size_t room,
+                   LangError *err)
+{
+    if (s->rest)
+        return lang_error_set(err, LANG_SESSION_BUSY,
+                              "the session's last result has not been read to its end");
+    LangRest *r = xcalloc(1, sizeof *r);
+    Parser *p = parser_new(text, len);
+    Stmt *st;
+    size_t cap = 0;
+    while (parser_next(p, &st, &r->parse_err) == 1) {
+        if (r->n == cap) {
+            cap = cap ? 2 * cap : 8;
+            r->stmts = xrealloc(r->stmts, cap * sizeof *r->stmts);
+        }
+        r->stmts[r->n++] = st;
+    }
+    parser_free(p);
+    s->rest = r;
+    return rest_run(s, out, room, false, err);
+}
+
+LangErrorCode
+lang_session_continue(LangSession *s, Buf *out, size_t room, bool block, LangError *err)
+{
+    if (!s->rest)
+        return LANG_OK;
+    return rest_run(s, out, room, block, err);
 }
