@@ -1620,3 +1620,25 @@ make_hundred() {
     run sql "CREATE jobs = {}"
     assert_output '[{"id":"jobs:41"}]'
 }
+
+@test "streaming: SELECT * of 200,000 records prints them all, in order, holding little more than the store's pages" {
+    python3 -c '
+pad = "x" * 400
+print("DEFINE COLLECTION big; BEGIN;")
+for i in range(1, 200001):
+    print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
+print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    run --separate-stderr bash -c '/usr/bin/time -f "%M" "$QUEUEFS_SQL" "$STORE" "SELECT * FROM big;" |
+        python3 -c "
+import json, sys
+r = json.loads(sys.stdin.readline())
+print(len(r), [x[\"n\"] for x in r] == list(range(1, 200001)), len({x[\"id\"] for x in r}), sys.stdin.read() == \"\")"'
+    assert_success
+    assert_output "200000 True 200000 True"
+    # Its peak resident size counts the store's pages it read (the map), not
+    # the records it printed.
+    peak=$(tail -n 1 <<<"$stderr")
+    map=$(($(stat -c %s "$STORE/data.mdb") / 1024))
+    echo "# queuefs-sql peak ${peak} KiB, the store's data file ${map} KiB" >&3
+    [ "$peak" -lt $((map + 65536)) ] || fail "queuefs-sql peaked at $peak KiB for a $map KiB store"
+}
