@@ -38,6 +38,8 @@ typedef struct Exec {
     Buf         *out;      /* the result line */
     LangError   *err;
     bool         spare_counters;  /* a delete on a full disk leaves the count alone */
+    Buf         *changed;  /* UPDATE: collects the changed records' store keys
+                              instead of answering them (a streamed answer) */
 } Exec;
 
 void
@@ -555,6 +557,18 @@ done:
     return answer_records(x, &results);
 }
 
+/* Appends the store key of "key" to "keys", after its length (4 bytes). */
+static void
+changed_key(Buf *keys, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    uint32_t len = (uint32_t)kb.len;
+    buf_append(keys, &len, sizeof len);
+    buf_append(keys, kb.data, kb.len);
+    buf_free(&kb);
+}
+
 /* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
 static LangErrorCode
 exec_update(Exec *x, const Stmt *st)
@@ -595,7 +609,10 @@ exec_update(Exec *x, const Stmt *st)
         if (record_validate(&def, &r.fields, x->err) ||
             record_store(x->txn, &def, &r, x->now, x->err))
             goto next;
-        value_array_push(&results, record_view(&r, &def));
+        if (x->changed)
+            changed_key(x->changed, &r.key);
+        else
+            value_array_push(&results, record_view(&r, &def));
     next:
         value_free(&view);
         value_free(&content);
@@ -1206,7 +1223,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
     session_restore(r);
     buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters};
+    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters, NULL};
     for (size_t i = 0; i < r->n; i++) {
         x.now = store_now(r->s->store);
         if (exec_stmt(&x, r->stmts[i]))
@@ -1447,7 +1464,9 @@ typedef struct LangRest {
     LangError parse_err;  /* the text after them that did not parse */
     Stmt     *current;    /* in progress: a CLAIM … WAIT or a streamed SELECT */
     int64_t   deadline;   /* CLAIM … WAIT: the instant it answers [] */
-    SelectCursor cur;     /* streamed SELECT */
+    SelectCursor cur;     /* streamed SELECT; UPDATE: "begun" and "table" */
+    Buf       keys;       /* UPDATE: the changed records' keys (changed_key) */
+    size_t    key_off;    /* UPDATE: where the next chunk of its answer starts */
 } LangRest;
 
 static void
@@ -1461,6 +1480,7 @@ rest_free(LangSession *s)
     free(r->stmts);
     stmt_free(r->current);
     buf_free(&r->cur.after);
+    buf_free(&r->keys);
     free(r);
     s->rest = NULL;
 }
@@ -1491,7 +1511,8 @@ add_line(void *ctx, const char *line, size_t len)
 }
 
 /* True for a statement that is kept on the session when it cannot end at
- * once: a CLAIM … WAIT, a SELECT of a whole table in identity order. */
+ * once: a CLAIM … WAIT, a SELECT of a whole table in identity order, an
+ * UPDATE of a whole table (its answer). */
 static bool
 resumable(const LangSession *s, const Stmt *st)
 {
@@ -1499,6 +1520,8 @@ resumable(const LangSession *s, const Stmt *st)
         return false;
     if (st->kind == ST_CLAIM)
         return st->u.claim.wait_ns && !st->u.claim.explain;
+    if (st->kind == ST_UPDATE)
+        return st->u.write.target.id.kind != VAL_RECORD;
     return st->kind == ST_SELECT && st->u.select.from.id.kind != VAL_RECORD &&
            !st->u.select.norder;
 }
@@ -1568,7 +1591,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     int rc = store_txn_begin(s->store, false, &txn);
     if (rc)
         return store_error(rc, "beginning a transaction", err);
-    Exec x = {s, txn, c->now, out, err, false};
+    Exec x = {s, txn, c->now, out, err, false, NULL};
     TableDef def;
     LangError gone = {0};
     bool first = !c->begun;
@@ -1608,6 +1631,89 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     return err->code;
 }
 
+/* What a whole-table UPDATE runs with: its statement and where the keys
+ * of the records it changed go. */
+typedef struct UpdateRun {
+    LangSession *s;
+    const Stmt  *st;
+    Buf         *keys;
+    LangError   *err;
+} UpdateRun;
+
+static int
+update_txn(StoreTxn *txn, void *ctx)
+{
+    UpdateRun *u = ctx;
+    Buf unused = {0};
+    buf_reset(u->keys);
+    *u->err = (LangError){0};
+    Exec x = {u->s, txn, store_now(u->s->store), &unused, u->err, false, u->keys};
+    int rc = exec_update(&x, u->st) ? -1 : 0;
+    buf_free(&unused);
+    return rc;
+}
+
+/* Runs UPDATE "st" as one write transaction, keeping only the keys of the
+ * records it changed in "keys": its answer is then streamed from them. */
+static LangErrorCode
+update_keep_keys(LangSession *s, const Stmt *st, Buf *keys, LangError *err)
+{
+    UpdateRun u = {s, st, keys, err};
+    int rc = store_write(s->store, update_txn, &u);
+    if (rc > 0)
+        store_error(rc, "committing", err);
+    return err->code;
+}
+
+/* Writes the next records of a streamed UPDATE answer to "out", read by
+ * key in a read transaction of its own, until "out" reaches "room";
+ * "*done" once the line has ended.  A record deleted since is left out; a
+ * table dropped since ends the line. */
+static LangErrorCode
+update_chunk(LangSession *s, LangRest *r, Buf *out, size_t room, bool *done, LangError *err)
+{
+    StoreTxn *txn;
+    *done = true;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    TableDef def;
+    LangError gone = {0};
+    bool have = !table_def_load(txn, r->current->u.write.target.table, &def, &gone);
+    if (!r->cur.begun) {
+        r->cur.begun = true;
+        r->cur.table = have ? def.id : 0;
+        buf_putc(out, '[');
+    }
+    while (have && def.id == r->cur.table && r->key_off < r->keys.len && !err->code) {
+        if (out->len >= room) {
+            *done = false;
+            break;
+        }
+        uint32_t len;
+        memcpy(&len, r->keys.data + r->key_off, sizeof len);
+        StoreBytes kb = {r->keys.data + r->key_off + sizeof len, len}, val;
+        r->key_off += sizeof len + len;
+        Record rec = {0};
+        if ((rc = store_record_get(txn, def.id, kb, &val, NULL)) && rc != STORE_NOTFOUND) {
+            store_error(rc, "reading a record", err);
+        } else if (!rc && !record_decode(val, &rec, err)) {
+            Value view = record_view(&rec, &def);
+            if (r->cur.rows++)
+                buf_putc(out, ',');
+            value_to_json(&view, out);
+            value_free(&view);
+        }
+        record_free(&rec);
+    }
+    if (have)
+        table_def_free(&def);
+    store_txn_abort(txn);
+    if (*done || err->code)
+        buf_puts(out, "]\n");
+    return err->code;
+}
+
 /* CLAIM … WAIT's checks that need no waiting, made when it is written:
  * the ceiling, and that its table is a queue the session may claim from. */
 static LangErrorCode
@@ -1621,7 +1727,7 @@ claim_check(LangSession *s, const Stmt *st, LangError *err)
     int rc = store_txn_begin(s->store, false, &txn);
     if (rc)
         return store_error(rc, "beginning a transaction", err);
-    Exec x = {s, txn, store_now(s->store), NULL, err, false};
+    Exec x = {s, txn, store_now(s->store), NULL, err, false, NULL};
     TableDef def;
     if (!load_queue(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
         table_def_free(&def);
@@ -1648,6 +1754,8 @@ current_step(LangSession *s, Buf *out, size_t room, bool block, bool *done, Lang
     LangRest *r = s->rest;
     if (r->current->kind == ST_SELECT)
         return select_chunk(s, r->current, &r->cur, out, room, done, err);
+    if (r->current->kind == ST_UPDATE)
+        return update_chunk(s, r, out, room, done, err);
     int64_t left = r->deadline - store_now(s->store);
     Buf line = {0};
     *done = true;
@@ -1676,6 +1784,14 @@ rest_start(LangSession *s, Stmt *st, Buf *out, LangError *err)
         }
         if (__builtin_add_overflow(now, st->u.claim.wait_ns, &r->deadline))
             r->deadline = INT64_MAX;
+    } else if (st->kind == ST_UPDATE) {
+        r->cur.begun = false;
+        r->cur.rows = 0;
+        r->key_off = 0;
+        if (update_keep_keys(s, st, &r->keys, err)) {
+            stmt_free(st);
+            return err->code;
+        }
     } else {
         buf_reset(&r->cur.after);
         r->cur.begun = false;

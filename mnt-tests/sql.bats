@@ -1642,3 +1642,26 @@ print(len(r), [x[\"n\"] for x in r] == list(range(1, 200001)), len({x[\"id\"] fo
     echo "# queuefs-sql peak ${peak} KiB, the store's data file ${map} KiB" >&3
     [ "$peak" -lt $((map + 65536)) ] || fail "queuefs-sql peaked at $peak KiB for a $map KiB store"
 }
+
+@test "streaming: UPDATE of a whole table answers every changed record, in order, once, in many pieces; one transaction all the same" {
+    python3 -c '
+pad = "x" * 400
+print("DEFINE QUEUE big TIMEOUT 30s; BEGIN;")
+for i in range(1, 20001):
+    print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
+print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" "UPDATE big MERGE { m: 1 } WHERE n > 10000; SELECT n FROM big WHERE n = 10001;" |
+        python3 -c "
+import json, sys
+r = json.loads(sys.stdin.readline())
+print(len(r), [x[\"n\"] for x in r] == list(range(10001, 20001)), all(x[\"m\"] == 1 and len(x[\"pad\"]) == 400 for x in r))
+print(sys.stdin.read().strip())"'
+    assert_success
+    assert_line -n 0 "10000 True True"
+    assert_line -n 1 '[{"n":10001}]'
+    # A refused write in the middle of the table changes nothing at all.
+    run --separate-stderr sql "UPDATE big MERGE { attempts: 9 } WHERE n > 5000;"
+    assert_error QueueFieldIsTheEngines
+    assert_equal "$(sql 'SELECT n FROM big WHERE m = 1' | jq length)" 10000
+    assert_equal "$(sql 'SELECT n FROM big WHERE attempts = 9' | jq length)" 0
+}
