@@ -91,11 +91,15 @@ LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
  *     is not one snapshot: a record changed while the result is read shows
  *     as it is when its piece is produced, one created or deleted behind
  *     the cursor is missed.  A table dropped meanwhile ends the result;
+ *   - an UPDATE of a whole table (outside BEGIN) changes its records in one
+ *     write transaction as before, keeping only their keys, and its answer
+ *     is streamed from them the same way (each record as it is when its
+ *     piece is produced; one deleted since is left out);
  *   - a CLAIM … WAIT that cannot claim at once (outside BEGIN) is checked
  *     (ClaimAboveCeiling, NoSuchTable, WrongKind, PermissionDenied),
  *     tried once, and kept: its wait (counted from lang_session_start)
  *     happens in lang_session_continue with "block";
- *   - the statements after either of those, and a ParseError in the text
+ *   - the statements after any of those, and a ParseError in the text
  *     after them, are kept and run (or reported) in order once it ends.
  *
  * Errors met in the first piece of a statement (its checks) are returned
