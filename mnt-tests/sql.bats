@@ -1628,6 +1628,8 @@ print("DEFINE COLLECTION big; BEGIN;")
 for i in range(1, 200001):
     print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
 print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    # On a sanitizer build, ASan's quarantine of freed memory is kept small.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
     run --separate-stderr bash -c '/usr/bin/time -f "%M" "$QUEUEFS_SQL" "$STORE" "SELECT * FROM big;" |
         python3 -c "
 import json, sys
