@@ -174,7 +174,8 @@ ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock)
         size_t n = c->out.len - c->read_pos;
         if (n > size)
             n = size;
-        memcpy(buf, c->out.data + c->read_pos, n);
+        if (n)
+            memcpy(buf, c->out.data + c->read_pos, n);
         c->read_pos += n;
         rc = (ssize_t)n;
     }
