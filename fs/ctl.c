@@ -1,17 +1,34 @@
 /* ctl.c — sessions on the ctl file (see ctl.h). */
 #include "ctl.h"
 
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../lang/lang.h"
 
+/* A streamed result is produced this much at a time (plus one record). */
+#define CTL_CHUNK ((size_t)256 << 10)
+/* Unread lines beyond which a write is SessionBusy. */
+#define CTL_UNREAD_MAX ((size_t)1 << 20)
+/* Reads blocked on a waiting claim, at most, over all sessions: the rest
+ * of the mount's request threads stay free. */
+#define CTL_MAX_BLOCKED 128
+
+static _Atomic int blocked_reads;
+
 struct CtlFile {
     pthread_mutex_t lock;     /* writes and reads of one description may race */
+    pthread_cond_t  idle;     /* signalled when "running" ends */
+    bool            running;  /* a read goes on with the session outside the lock */
     LangSession    *session;
     Buf             out;      /* result lines not yet read */
     size_t          read_pos; /* how much of "out" has been read */
+    LangError       busy;     /* a write refused as SessionBusy: read after the rest */
+    bool (*interrupted)(void *ctx);
 };
 
 CtlFile *
@@ -20,17 +37,12 @@ ctl_open(Store *store, const char *consumer, const char *instance,
 {
     CtlFile *c = xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->idle, NULL);
     c->session = lang_session_new(store, consumer, instance);
+    c->interrupted = interrupted;
     if (interrupted)
         lang_session_set_interrupt(c->session, interrupted, NULL);
     return c;
-}
-
-static void
-add_line(void *ctx, const char *line, size_t len)
-{
-    buf_append(ctx, line, len);
-    buf_putc(ctx, '\n');
 }
 
 /* True when "data" ends with ';' and blanks: a complete statement. */
@@ -43,6 +55,23 @@ ends_statement(const char *data, size_t n)
     return n && data[n - 1] == ';';
 }
 
+/* Appends the error line of "err" to the unread lines. */
+static void
+add_error(CtlFile *c, const LangError *err)
+{
+    lang_error_to_json(err, &c->out);
+    buf_putc(&c->out, '\n');
+}
+
+/* True while the session cannot take a write: its last result is still
+ * being produced or waits, or too much of it is unread. */
+static bool
+session_busy(const CtlFile *c)
+{
+    return c->running || lang_session_pending(c->session) ||
+           c->out.len - c->read_pos > CTL_UNREAD_MAX;
+}
+
 ssize_t
 ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const gid_t *groups,
           int ngroups, bool enforce)
@@ -51,6 +80,13 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
     for (int i = 0; i < ngroups && i < 64; i++)
         ids[i] = groups[i];
     pthread_mutex_lock(&c->lock);
+    if (session_busy(c)) {
+        lang_error_set(&c->busy, LANG_SESSION_BUSY,
+                       "a write came before the session's last result was read to its end: "
+                       "nothing of it ran");
+        pthread_mutex_unlock(&c->lock);
+        return -(ssize_t)lang_error_errno(LANG_SESSION_BUSY);
+    }
     lang_session_set_caller(c->session, uid, gid, ids, ngroups < 64 ? ngroups : 64, enforce);
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len) {
@@ -66,26 +102,90 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
                        "a write to ctl carries at most %zu KiB of statements; "
                        "write large records to their files", (CTL_MAX_WRITE - 4096) >> 10);
     else
-        lang_session_exec(c->session, data, size, add_line, &c->out, &err);
-    if (err.code) {
-        lang_error_to_json(&err, &c->out);
-        buf_putc(&c->out, '\n');
-    }
+        lang_session_start(c->session, data, size, &c->out, c->out.len + CTL_CHUNK, &err);
+    if (err.code)
+        add_error(c, &err);
     pthread_mutex_unlock(&c->lock);
     return err.code ? -(ssize_t)lang_error_errno(err.code) : (ssize_t)size;
 }
 
-size_t
-ctl_read(CtlFile *c, char *buf, size_t size)
+/* Goes on with the session's kept work until there is something to read
+ * or it ended.  A claim that waits is waited for outside the lock
+ * ("running" keeps writes and other reads off the session meanwhile).  0,
+ * -EAGAIN (O_NONBLOCK and the claim would wait, or too many reads block
+ * already) or -EINTR (the caller's interruption ended the claim: its
+ * Interrupted line is read next). */
+static ssize_t
+produce(CtlFile *c, bool nonblock)
 {
+    LangError err = {0};
+    buf_reset(&c->out);
+    c->read_pos = 0;
+    while (c->out.len == 0 && lang_session_pending(c->session) && !err.code) {
+        if (!lang_session_waiting(c->session) || nonblock) {
+            /* A claim is tried once: with O_NONBLOCK, EAGAIN while it waits. */
+            lang_session_continue(c->session, &c->out, CTL_CHUNK, false, &err);
+            if (nonblock && c->out.len == 0 && lang_session_waiting(c->session) && !err.code)
+                return -EAGAIN;
+            continue;
+        }
+        if (++blocked_reads > CTL_MAX_BLOCKED) {
+            blocked_reads--;
+            return -EAGAIN;
+        }
+        c->running = true;
+        pthread_mutex_unlock(&c->lock);
+        lang_session_continue(c->session, &c->out, CTL_CHUNK, true, &err);
+        pthread_mutex_lock(&c->lock);
+        c->running = false;
+        pthread_cond_broadcast(&c->idle);
+        blocked_reads--;
+    }
+    if (err.code)
+        add_error(c, &err);
+    return err.code == LANG_INTERRUPTED ? -EINTR : 0;
+}
+
+ssize_t
+ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock)
+{
+    ssize_t rc = 0;
     pthread_mutex_lock(&c->lock);
-    size_t n = c->out.len - c->read_pos;
-    if (n > size)
-        n = size;
-    memcpy(buf, c->out.data + c->read_pos, n);
-    c->read_pos += n;
+    /* Another read of this description waits for the claim: wait behind
+     * it, as long as this one is not given up. */
+    while (c->running && !rc) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 20 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        if (nonblock)
+            rc = -EAGAIN;
+        else if (c->interrupted && c->interrupted(NULL))
+            rc = -EINTR;
+        else
+            pthread_cond_timedwait(&c->idle, &c->lock, &until);
+    }
+    if (!rc && c->read_pos == c->out.len && lang_session_pending(c->session))
+        rc = produce(c, nonblock);
+    if (!rc) {
+        size_t n = c->out.len - c->read_pos;
+        if (n > size)
+            n = size;
+        if (n)
+            memcpy(buf, c->out.data + c->read_pos, n);
+        c->read_pos += n;
+        rc = (ssize_t)n;
+    }
+    /* A refused write's line comes once everything before it was read. */
+    if (c->read_pos == c->out.len && !lang_session_pending(c->session) && c->busy.code) {
+        add_error(c, &c->busy);
+        c->busy = (LangError){0};
+    }
     pthread_mutex_unlock(&c->lock);
-    return n;
+    return rc;
 }
 
 void
@@ -93,8 +193,14 @@ ctl_close(CtlFile *c)
 {
     if (!c)
         return;
+    bool large = c->out.cap > CTL_CHUNK;
     lang_session_free(c->session);
     buf_free(&c->out);
+    pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
     free(c);
+    /* A large result's memory goes back to the system, not only to the
+     * allocator's free lists. */
+    if (large)
+        malloc_trim(0);
 }

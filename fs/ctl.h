@@ -4,7 +4,11 @@
  * mount's identity (consumer and instance), keeps USE CONSUMER and BEGIN …
  * COMMIT between writes, and is cancelled when closed.  A write runs the
  * complete statements it carries; reading then returns one line per
- * statement that ran, and end of file until the next write. */
+ * statement that ran, and end of file until the next write.  A result is
+ * produced as it is read (lang_session_start): a streamed SELECT a chunk
+ * at a time, a CLAIM … WAIT that cannot claim at once in the read, which
+ * blocks until it ends; statements after either run as the reader reaches
+ * them.  A write while that is under way is SessionBusy (EBUSY). */
 #ifndef QUEUEFS_CTL_H
 #define QUEUEFS_CTL_H
 
@@ -34,9 +38,16 @@ CtlFile *ctl_open(Store *store, const char *consumer, const char *instance,
  * statement is TooLarge (EFBIG). */
 ssize_t ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid,
                   const gid_t *groups, int ngroups, bool enforce);
-/* Copies up to "size" bytes of unread result lines to "buf"; 0 at the end. */
-size_t ctl_read(CtlFile *c, char *buf, size_t size);
-/* Ends the session, cancelling a transaction it left open. */
+/* Copies up to "size" bytes of unread result lines to "buf"; 0 at the
+ * end.  When everything produced has been read and the session keeps work
+ * (a streamed result, a waiting claim and the statements after it), goes
+ * on with it first — blocking while the claim waits, unless "nonblock"
+ * (then -EAGAIN).  -EINTR when the caller's interruption ended the claim
+ * (its Interrupted line is read next); -EAGAIN too when too many reads
+ * block already. */
+ssize_t ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock);
+/* Ends the session, cancelling a transaction it left open and the work it
+ * kept (a waiting claim claims nothing, statements kept do not run). */
 void ctl_close(CtlFile *c);
 
 #endif

@@ -943,13 +943,19 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
  * close the file and another thread free the handle while this one is
  * still in the reply's system call. */
 static void
-reply_read(fuse_req_t req, Handle *h, size_t size, off_t off)
+reply_read(fuse_req_t req, Handle *h, size_t size, off_t off, int flags)
 {
     char *copy = NULL;
     size_t n = 0;
     if (h->kind == H_CTL) {
         copy = xmalloc(size);
-        n = ctl_read(h->ctl, copy, size);
+        ssize_t got = ctl_read(h->ctl, copy, size, (flags & O_NONBLOCK) != 0);
+        if (got < 0) {
+            free(copy);
+            fuse_reply_err(req, (int)-got);
+            return;
+        }
+        n = (size_t)got;
     } else {
         pthread_mutex_lock(&h->lock);
         if (h->kind != H_NEW && (size_t)off < h->data.len) {
@@ -1586,7 +1592,7 @@ ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file
 {
     (void)ino;
     begin(req);
-    reply_read(req, handle_of(fi), size, off);
+    reply_read(req, handle_of(fi), size, off, fi->flags);
 }
 
 static void

@@ -33,12 +33,24 @@ usage(FILE *to)
           to);
 }
 
+/* Result lines are printed as they are produced, this much at a time. */
+#define SQL_CHUNK ((size_t)256 << 10)
+
+/* Runs the statements in "text" as "session", printing each result line
+ * as it is produced: a large SELECT is streamed, never held whole. */
 static void
-print_line(void *ctx, const char *line, size_t len)
+run_text(LangSession *session, const char *text, size_t len, LangError *err)
 {
-    (void)ctx;
-    fwrite(line, 1, len, stdout);
-    fputc('\n', stdout);
+    Buf out = {0};
+    lang_session_start(session, text, len, &out, SQL_CHUNK, err);
+    for (;;) {
+        fwrite(out.data ? out.data : "", 1, out.len, stdout);
+        buf_reset(&out);
+        if (err->code || !lang_session_pending(session))
+            break;
+        lang_session_continue(session, &out, SQL_CHUNK, true, err);
+    }
+    buf_free(&out);
 }
 
 /* Reads all of standard input into "b". */
@@ -116,12 +128,12 @@ main(int argc, char **argv)
             fprintf(stderr, "queuefs-sql: reading standard input: %s\n", strerror(errno));
             status = 1;
         } else {
-            lang_session_exec(session, in.data ? in.data : "", in.len, print_line, NULL, &err);
+            run_text(session, in.data ? in.data : "", in.len, &err);
         }
         buf_free(&in);
     }
     for (; optind < argc && !err.code; optind++)
-        lang_session_exec(session, argv[optind], strlen(argv[optind]), print_line, NULL, &err);
+        run_text(session, argv[optind], strlen(argv[optind]), &err);
     if (!err.code && lang_session_in_transaction(session))
         lang_error_set(&err, LANG_PARSE_ERROR,
                        "the input ended inside BEGIN: its statements were cancelled");

@@ -32,6 +32,7 @@ static const struct {
     [LANG_INTERRUPTED] = {"Interrupted", EINTR},
     [LANG_PERMISSION] = {"PermissionDenied", EACCES},
     [LANG_IDS_EXHAUSTED] = {"IdentitiesExhausted", EOVERFLOW},
+    [LANG_SESSION_BUSY] = {"SessionBusy", EBUSY},
 };
 
 const char *

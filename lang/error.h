@@ -28,6 +28,7 @@ typedef enum LangErrorCode {
     LANG_INTERRUPTED,          /* Interrupted             EINTR */
     LANG_PERMISSION,           /* PermissionDenied        EACCES */
     LANG_IDS_EXHAUSTED,        /* IdentitiesExhausted     EOVERFLOW */
+    LANG_SESSION_BUSY,         /* SessionBusy             EBUSY */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

@@ -27,6 +27,7 @@ struct LangSession {
         uint32_t groups[64];
         int      ngroups;
     } caller;
+    struct LangRest *rest;            /* work kept for lang_session_continue, or NULL */
 };
 
 /* What one statement runs with. */
@@ -37,6 +38,8 @@ typedef struct Exec {
     Buf         *out;      /* the result line */
     LangError   *err;
     bool         spare_counters;  /* a delete on a full disk leaves the count alone */
+    Buf         *changed;  /* UPDATE: collects the changed records' store keys
+                              instead of answering them (a streamed answer) */
 } Exec;
 
 void
@@ -78,11 +81,14 @@ drop_pending(LangSession *s)
     s->in_txn = false;
 }
 
+static void rest_free(LangSession *s);
+
 void
 lang_session_free(LangSession *s)
 {
     if (!s)
         return;
+    rest_free(s);
     drop_pending(s);
     free(s->pending);
     free(s->consumer);
@@ -593,6 +599,18 @@ done:
     return answer_records(x, &results);
 }
 
+/* Appends the store key of "key" to "keys", after its length (4 bytes). */
+static void
+changed_key(Buf *keys, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    uint32_t len = (uint32_t)kb.len;
+    buf_append(keys, &len, sizeof len);
+    buf_append(keys, kb.data, kb.len);
+    buf_free(&kb);
+}
+
 /* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
 static LangErrorCode
 exec_update(Exec *x, const Stmt *st)
@@ -633,7 +651,10 @@ exec_update(Exec *x, const Stmt *st)
         if (record_validate(&def, &r.fields, x->err) ||
             record_store(x->txn, &def, &r, x->now, x->err))
             goto next;
-        value_array_push(&results, record_view(&r, &def));
+        if (x->changed)
+            changed_key(x->changed, &r.key);
+        else
+            value_array_push(&results, record_view(&r, &def));
     next:
         value_free(&view);
         value_free(&content);
@@ -1271,7 +1292,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
     session_restore(r);
     buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters};
+    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters, NULL};
     for (size_t i = 0; i < r->n; i++) {
         x.now = store_now(r->s->store);
         if (exec_stmt(&x, r->stmts[i]))
@@ -1490,4 +1511,427 @@ lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, v
         rc = session_statement(s, st, emit, ctx, err);
     parser_free(p);
     return rc ? rc : err->code;
+}
+
+/* ---- statements run piece by piece (lang_session_start) ---- */
+
+/* How many records one chunk of a streamed SELECT looks at, at most: a
+ * WHERE that few records match still ends each chunk's transaction soon. */
+#define CHUNK_RECORDS 4096
+
+/* Where a streamed SELECT is: the next chunk starts after "after". */
+typedef struct SelectCursor {
+    bool     begun;   /* its checks passed and "[" was written */
+    uint32_t table;   /* the table's id when it began */
+    Buf      after;   /* the store key of the last record looked at */
+    int64_t  rows;    /* rows written (LIMIT) */
+    int64_t  now;     /* the statement's instant, the same for every chunk */
+} SelectCursor;
+
+/* The work a session keeps between lang_session_start and
+ * lang_session_continue. */
+typedef struct LangRest {
+    Stmt    **stmts;      /* parsed statements still to run, from "next" */
+    size_t    n, next;
+    LangError parse_err;  /* the text after them that did not parse */
+    Stmt     *current;    /* in progress: a CLAIM … WAIT or a streamed SELECT */
+    int64_t   deadline;   /* CLAIM … WAIT: the instant it answers [] */
+    SelectCursor cur;     /* streamed SELECT; UPDATE: "begun" and "table" */
+    Buf       keys;       /* UPDATE: the changed records' keys (changed_key) */
+    size_t    key_off;    /* UPDATE: where the next chunk of its answer starts */
+} LangRest;
+
+static void
+rest_free(LangSession *s)
+{
+    LangRest *r = s->rest;
+    if (!r)
+        return;
+    for (size_t i = r->next; i < r->n; i++)
+        stmt_free(r->stmts[i]);
+    free(r->stmts);
+    stmt_free(r->current);
+    buf_free(&r->cur.after);
+    buf_free(&r->keys);
+    free(r);
+    s->rest = NULL;
+}
+
+bool
+lang_session_pending(const LangSession *s)
+{
+    return s->rest != NULL;
+}
+
+bool
+lang_session_waiting(const LangSession *s)
+{
+    return s->rest && s->rest->current && s->rest->current->kind == ST_CLAIM;
+}
+
+void
+lang_session_cancel(LangSession *s)
+{
+    rest_free(s);
+}
+
+static void
+add_line(void *ctx, const char *line, size_t len)
+{
+    buf_append(ctx, line, len);
+    buf_putc(ctx, '\n');
+}
+
+/* True for a statement that is kept on the session when it cannot end at
+ * once: a CLAIM … WAIT, a SELECT of a whole table in identity order, an
+ * UPDATE of a whole table (its answer). */
+static bool
+resumable(const LangSession *s, const Stmt *st)
+{
+    if (s->in_txn)
+        return false;
+    if (st->kind == ST_CLAIM)
+        return st->u.claim.wait_ns && !st->u.claim.explain;
+    if (st->kind == ST_UPDATE)
+        return st->u.write.target.id.kind != VAL_RECORD;
+    return st->kind == ST_SELECT && st->u.select.from.id.kind != VAL_RECORD &&
+           !st->u.select.norder;
+}
+
+/* What one chunk of a streamed SELECT walks with. */
+typedef struct ChunkWalk {
+    Exec         *x;
+    const Stmt   *st;
+    const TableDef *def;
+    SelectCursor *cur;
+    size_t        room;
+    size_t        looked;
+    bool          full;   /* stopped for room: more may follow */
+} ChunkWalk;
+
+/* Writes record "value" as the next row when WHERE holds; stops (-1)
+ * when the chunk is full, LIMIT is reached or an error is met. */
+static int
+chunk_row(void *ctx, StoreBytes key, StoreBytes value)
+{
+    ChunkWalk *w = ctx;
+    SelectCursor *c = w->cur;
+    const Buf *after = &c->after;
+    if (after->len && key.len == after->len && memcmp(key.data, after->data, key.len) == 0)
+        return 0;   /* the last record of the chunk before */
+    if (w->st->u.select.limit >= 0 && c->rows >= w->st->u.select.limit)
+        return -1;
+    if (w->x->out->len >= w->room || w->looked >= CHUNK_RECORDS) {
+        w->full = true;
+        return -1;
+    }
+    w->looked++;
+    buf_reset(&c->after);
+    buf_append(&c->after, key.data, key.len);
+    Record r = {0};
+    if (record_decode(value, &r, w->x->err)) {
+        record_free(&r);
+        return -1;
+    }
+    Value view = record_view(&r, w->def), row;
+    bool yes;
+    if (!matches(w->x, w->st->u.select.where, &view, &yes) && yes &&
+        !project(w->x, w->st, &view, &row)) {
+        if (c->rows++)
+            buf_putc(w->x->out, ',');
+        value_to_json(&row, w->x->out);
+        value_free(&row);
+    }
+    value_free(&view);
+    record_free(&r);
+    return w->x->err->code ? -1 : 0;
+}
+
+/* Writes the next rows of streamed SELECT "st" to "out", in a read
+ * transaction of its own, until "out" reaches "room" (or CHUNK_RECORDS were
+ * looked at); "*done" once the line has ended.  The first chunk checks the
+ * statement (NoSuchTable, PermissionDenied…) and an error in it leaves
+ * "out" as it was; a later error ends the line where it stopped.  A table
+ * dropped meanwhile ends the line. */
+static LangErrorCode
+select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t room, bool *done,
+             LangError *err)
+{
+    StoreTxn *txn;
+    size_t start = out->len;
+    *done = true;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    Exec x = {s, txn, c->now, out, err, false, NULL};
+    TableDef def;
+    LangError gone = {0};
+    bool first = !c->begun;
+    if (first ? load_table(&x, st->u.select.from.table, ACCESS_READ, &def)
+              : table_def_load(txn, st->u.select.from.table, &def, &gone)) {
+        store_txn_abort(txn);
+        if (first)
+            return err->code;
+        buf_puts(out, "]\n");   /* dropped meanwhile: no more records */
+        return LANG_OK;
+    }
+    if (first) {
+        c->begun = true;
+        c->table = def.id;
+        buf_putc(out, '[');
+    }
+    ChunkWalk w = {&x, st, &def, c, room, 0, false};
+    if (def.id == c->table) {
+        const Buf *a = &c->after;
+        rc = store_record_each(txn, def.id, (StoreBytes){a->data, a->len}, chunk_row, &w);
+        if (rc > 0)
+            store_error(rc, "reading records", err);
+    }
+    table_def_free(&def);
+    store_txn_abort(txn);
+    if (err->code && first) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+        return err->code;
+    }
+    if (w.full && !err->code) {
+        *done = false;
+        return LANG_OK;
+    }
+    buf_puts(out, "]\n");
+    return err->code;
+}
+
+/* What a whole-table UPDATE runs with: its statement and where the keys
+ * of the records it changed go. */
+typedef struct UpdateRun {
+    LangSession *s;
+    const Stmt  *st;
+    Buf         *keys;
+    LangError   *err;
+} UpdateRun;
+
+static int
+update_txn(StoreTxn *txn, void *ctx)
+{
+    UpdateRun *u = ctx;
+    Buf unused = {0};
+    buf_reset(u->keys);
+    *u->err = (LangError){0};
+    Exec x = {u->s, txn, store_now(u->s->store), &unused, u->err, false, u->keys};
+    int rc = exec_update(&x, u->st) ? -1 : 0;
+    buf_free(&unused);
+    return rc;
+}
+
+/* Runs UPDATE "st" as one write transaction, keeping only the keys of the
+ * records it changed in "keys": its answer is then streamed from them. */
+static LangErrorCode
+update_keep_keys(LangSession *s, const Stmt *st, Buf *keys, LangError *err)
+{
+    UpdateRun u = {s, st, keys, err};
+    int rc = store_write(s->store, update_txn, &u);
+    if (rc > 0)
+        store_error(rc, "committing", err);
+    return err->code;
+}
+
+/* Writes the next records of a streamed UPDATE answer to "out", read by
+ * key in a read transaction of its own, until "out" reaches "room";
+ * "*done" once the line has ended.  A record deleted since is left out; a
+ * table dropped since ends the line. */
+static LangErrorCode
+update_chunk(LangSession *s, LangRest *r, Buf *out, size_t room, bool *done, LangError *err)
+{
+    StoreTxn *txn;
+    *done = true;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    TableDef def;
+    LangError gone = {0};
+    bool have = !table_def_load(txn, r->current->u.write.target.table, &def, &gone);
+    if (!r->cur.begun) {
+        r->cur.begun = true;
+        r->cur.table = have ? def.id : 0;
+        buf_putc(out, '[');
+    }
+    while (have && def.id == r->cur.table && r->key_off < r->keys.len && !err->code) {
+        if (out->len >= room) {
+            *done = false;
+            break;
+        }
+        uint32_t len;
+        memcpy(&len, r->keys.data + r->key_off, sizeof len);
+        StoreBytes kb = {r->keys.data + r->key_off + sizeof len, len}, val;
+        r->key_off += sizeof len + len;
+        Record rec = {0};
+        if ((rc = store_record_get(txn, def.id, kb, &val, NULL)) && rc != STORE_NOTFOUND) {
+            store_error(rc, "reading a record", err);
+        } else if (!rc && !record_decode(val, &rec, err)) {
+            Value view = record_view(&rec, &def);
+            if (r->cur.rows++)
+                buf_putc(out, ',');
+            value_to_json(&view, out);
+            value_free(&view);
+        }
+        record_free(&rec);
+    }
+    if (have)
+        table_def_free(&def);
+    store_txn_abort(txn);
+    if (*done || err->code)
+        buf_puts(out, "]\n");
+    return err->code;
+}
+
+/* CLAIM … WAIT's checks that need no waiting, made when it is written:
+ * the ceiling, and that its table is a queue the session may claim from. */
+static LangErrorCode
+claim_check(LangSession *s, const Stmt *st, LangError *err)
+{
+    if (st->u.claim.count > CLAIM_CEILING)
+        return lang_error_set(err, LANG_CLAIM_CEILING,
+                              "CLAIM %lld is above the ceiling of %d records per claim",
+                              (long long)st->u.claim.count, CLAIM_CEILING);
+    StoreTxn *txn;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
+    Exec x = {s, txn, store_now(s->store), NULL, err, false, NULL};
+    TableDef def;
+    if (!load_queue(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
+        table_def_free(&def);
+    store_txn_abort(txn);
+    return err->code;
+}
+
+/* Runs CLAIM … WAIT "st" as claim_wait does, waiting at most "wait_ns"
+ * (0: one attempt); its result line goes to "line". */
+static LangErrorCode
+claim_wait_for(LangSession *s, Stmt *st, int64_t wait_ns, Buf *line, LangError *err)
+{
+    int64_t whole = st->u.claim.wait_ns;
+    st->u.claim.wait_ns = wait_ns > 0 ? wait_ns : 0;
+    LangErrorCode rc = claim_wait(s, st, keep_line, line, err);
+    st->u.claim.wait_ns = whole;
+    return rc;
+}
+
+/* Goes on with the statement in progress; "*done" once its line ended. */
+static LangErrorCode
+current_step(LangSession *s, Buf *out, size_t room, bool block, bool *done, LangError *err)
+{
+    LangRest *r = s->rest;
+    if (r->current->kind == ST_SELECT)
+        return select_chunk(s, r->current, &r->cur, out, room, done, err);
+    if (r->current->kind == ST_UPDATE)
+        return update_chunk(s, r, out, room, done, err);
+    int64_t left = r->deadline - store_now(s->store);
+    Buf line = {0};
+    *done = true;
+    if (!claim_wait_for(s, r->current, block ? left : 0, &line, err)) {
+        *done = block || left <= 0 || strcmp(line.data, "[]") != 0;
+        if (*done)
+            add_line(out, line.data, line.len);
+    }
+    buf_free(&line);
+    return err->code;
+}
+
+/* Starts statement "st" (taking it): runs it, or makes it the statement in
+ * progress when it is resumable. */
+static LangErrorCode
+rest_start(LangSession *s, Stmt *st, Buf *out, LangError *err)
+{
+    LangRest *r = s->rest;
+    if (!resumable(s, st))
+        return session_statement(s, st, add_line, out, err);
+    if (st->kind == ST_CLAIM) {
+        int64_t now = store_now(s->store);
+        if (claim_check(s, st, err)) {
+            stmt_free(st);
+            return err->code;
+        }
+        if (__builtin_add_overflow(now, st->u.claim.wait_ns, &r->deadline))
+            r->deadline = INT64_MAX;
+    } else if (st->kind == ST_UPDATE) {
+        r->cur.begun = false;
+        r->cur.rows = 0;
+        r->key_off = 0;
+        if (update_keep_keys(s, st, &r->keys, err)) {
+            stmt_free(st);
+            return err->code;
+        }
+    } else {
+        buf_reset(&r->cur.after);
+        r->cur.begun = false;
+        r->cur.rows = 0;
+        r->cur.now = store_now(s->store);
+    }
+    r->current = st;
+    return LANG_OK;
+}
+
+/* Runs what the session keeps until it is all done (the rest is freed),
+ * an error ends it (freed too), or the statement in progress stops for
+ * room or for a claim that would wait — unless "block" and nothing was
+ * appended yet, when the claim waits. */
+static LangErrorCode
+rest_run(LangSession *s, Buf *out, size_t room, bool block, LangError *err)
+{
+    LangRest *r = s->rest;
+    size_t start = out->len;
+    while (!err->code) {
+        if (r->current) {
+            bool done;
+            /* Lines already produced are read before a claim waits. */
+            if (current_step(s, out, room, block && out->len == start, &done, err))
+                break;
+            if (!done)
+                return LANG_OK;
+            stmt_free(r->current);
+            r->current = NULL;
+        } else if (r->next < r->n) {
+            rest_start(s, r->stmts[r->next++], out, err);
+        } else {
+            if (r->parse_err.code)
+                *err = r->parse_err;
+            break;
+        }
+    }
+    rest_free(s);
+    return err->code;
+}
+
+LangErrorCode
+lang_session_start(LangSession *s, const char *text, size_t len, Buf *out, size_t room,
+                   LangError *err)
+{
+    if (s->rest)
+        return lang_error_set(err, LANG_SESSION_BUSY,
+                              "the session's last result has not been read to its end");
+    LangRest *r = xcalloc(1, sizeof *r);
+    Parser *p = parser_new(text, len);
+    Stmt *st;
+    size_t cap = 0;
+    while (parser_next(p, &st, &r->parse_err) == 1) {
+        if (r->n == cap) {
+            cap = cap ? 2 * cap : 8;
+            r->stmts = xrealloc(r->stmts, cap * sizeof *r->stmts);
+        }
+        r->stmts[r->n++] = st;
+    }
+    parser_free(p);
+    s->rest = r;
+    return rest_run(s, out, room, false, err);
+}
+
+LangErrorCode
+lang_session_continue(LangSession *s, Buf *out, size_t room, bool block, LangError *err)
+{
+    if (!s->rest)
+        return LANG_OK;
+    return rest_run(s, out, room, block, err);
 }

@@ -76,6 +76,58 @@ void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), 
 LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
                                 LangEmit emit, void *ctx, LangError *err);
 
+/* ---- statements run piece by piece (the ctl file, queuefs-sql) ----
+ * lang_session_exec runs all of its text before it returns, holding every
+ * result line whole.  lang_session_start runs the same statements, in the
+ * same order, but appends their result lines (each ending in "\n") to a
+ * Buf and may stop early, keeping the rest on the session for
+ * lang_session_continue:
+ *
+ *   - a SELECT of a whole table in identity order (no ORDER BY, outside
+ *     BEGIN) is streamed: each piece of it is produced in a read
+ *     transaction of its own, resuming after the last record's key, until
+ *     "out" holds "room" bytes (or 4096 records were looked at), so a
+ *     result of any size needs about "room" plus one record of memory.  It
+ *     is not one snapshot: a record changed while the result is read shows
+ *     as it is when its piece is produced, one created or deleted behind
+ *     the cursor is missed.  A table dropped meanwhile ends the result;
+ *   - an UPDATE of a whole table (outside BEGIN) changes its records in one
+ *     write transaction as before, keeping only their keys, and its answer
+ *     is streamed from them the same way (each record as it is when its
+ *     piece is produced; one deleted since is left out);
+ *   - a CLAIM … WAIT that cannot claim at once (outside BEGIN) is checked
+ *     (ClaimAboveCeiling, NoSuchTable, WrongKind, PermissionDenied),
+ *     tried once, and kept: its wait (counted from lang_session_start)
+ *     happens in lang_session_continue with "block";
+ *   - the statements after any of those, and a ParseError in the text
+ *     after them, are kept and run (or reported) in order once it ends.
+ *
+ * Errors met in the first piece of a statement (its checks) are returned
+ * and leave "out" as it was; an error met in a later piece of a streamed
+ * result ends its line where it stopped (a valid JSON array) and is
+ * returned.  Every error frees what was kept: nothing after it runs.
+ * Memory kept lives until the work ends, lang_session_cancel or
+ * lang_session_free.  SessionBusy (EBUSY) when the session still keeps
+ * work from an earlier start. */
+LangErrorCode lang_session_start(LangSession *s, const char *text, size_t len, Buf *out,
+                                 size_t room, LangError *err);
+/* Goes on with the work kept: returns once "out" holds "room" bytes, the
+ * work ended (lang_session_pending false) or an error ended it, or — when
+ * "block" is false — the claim in progress would have to wait (it is tried
+ * once).  With "block" a CLAIM … WAIT blocks until it claims, answers []
+ * at its deadline, or the interrupt hook ends it with Interrupted.  May
+ * return having appended nothing while work remains (a piece whose records
+ * WHERE refused): call again.  LANG_OK when nothing is kept. */
+LangErrorCode lang_session_continue(LangSession *s, Buf *out, size_t room, bool block,
+                                    LangError *err);
+/* True while the session keeps work for lang_session_continue. */
+bool lang_session_pending(const LangSession *s);
+/* True while that work is a CLAIM … WAIT still waiting. */
+bool lang_session_waiting(const LangSession *s);
+/* Drops the work kept, running none of it (a waiting claim claims
+ * nothing). */
+void lang_session_cancel(LangSession *s);
+
 /* ---- the file view ----
  * What the mount's files do, each one statement's worth of work in its own
  * transaction, acting as the session.  Tables are named by their text and

@@ -1704,3 +1704,50 @@ make_hundred() {
     run sql "CREATE jobs = {}"
     assert_output '[{"id":"jobs:41"}]'
 }
+
+@test "streaming: SELECT * of 200,000 records prints them all, in order, holding little more than the store's pages" {
+    python3 -c '
+pad = "x" * 400
+print("DEFINE COLLECTION big; BEGIN;")
+for i in range(1, 200001):
+    print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
+print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    # On a sanitizer build, ASan's quarantine of freed memory is kept small.
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+    run --separate-stderr bash -c '/usr/bin/time -f "%M" "$QUEUEFS_SQL" "$STORE" "SELECT * FROM big;" |
+        python3 -c "
+import json, sys
+r = json.loads(sys.stdin.readline())
+print(len(r), [x[\"n\"] for x in r] == list(range(1, 200001)), len({x[\"id\"] for x in r}), sys.stdin.read() == \"\")"'
+    assert_success
+    assert_output "200000 True 200000 True"
+    # Its peak resident size counts the store's pages it read (the map), not
+    # the records it printed.
+    peak=$(tail -n 1 <<<"$stderr")
+    map=$(($(stat -c %s "$STORE/data.mdb") / 1024))
+    echo "# queuefs-sql peak ${peak} KiB, the store's data file ${map} KiB" >&3
+    [ "$peak" -lt $((map + 65536)) ] || fail "queuefs-sql peaked at $peak KiB for a $map KiB store"
+}
+
+@test "streaming: UPDATE of a whole table answers every changed record, in order, once, in many pieces; one transaction all the same" {
+    python3 -c '
+pad = "x" * 400
+print("DEFINE QUEUE big TIMEOUT 30s; BEGIN;")
+for i in range(1, 20001):
+    print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
+print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" "UPDATE big MERGE { m: 1 } WHERE n > 10000; SELECT n FROM big WHERE n = 10001;" |
+        python3 -c "
+import json, sys
+r = json.loads(sys.stdin.readline())
+print(len(r), [x[\"n\"] for x in r] == list(range(10001, 20001)), all(x[\"m\"] == 1 and len(x[\"pad\"]) == 400 for x in r))
+print(sys.stdin.read().strip())"'
+    assert_success
+    assert_line -n 0 "10000 True True"
+    assert_line -n 1 '[{"n":10001}]'
+    # A refused write in the middle of the table changes nothing at all.
+    run --separate-stderr sql "UPDATE big MERGE { attempts: 9 } WHERE n > 5000;"
+    assert_error QueueFieldIsTheEngines
+    assert_equal "$(sql 'SELECT n FROM big WHERE m = 1' | jq length)" 10000
+    assert_equal "$(sql 'SELECT n FROM big WHERE attempts = 9' | jq length)" 0
+}
