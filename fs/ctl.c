@@ -1,5 +1,6 @@
 /* ctl.c — sessions on the ctl file (see ctl.h). */
 #include "ctl.h"
+#include "log.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -28,6 +29,7 @@ struct CtlFile {
     Buf             out;      /* result lines not yet read */
     size_t          read_pos; /* how much of "out" has been read */
     LangError       busy;     /* a write refused as SessionBusy: read after the rest */
+    uid_t           uid;      /* who wrote last: named in the log */
     bool (*interrupted)(void *ctx);
 };
 
@@ -59,6 +61,9 @@ ends_statement(const char *data, size_t n)
 static void
 add_error(CtlFile *c, const LangError *err)
 {
+    /* The writer sees only an errno; the administrator sees why. */
+    FS_LOG(err->code == LANG_STORE_ERROR || err->code == LANG_STORE_FULL ? LOG_ERR : LOG_NOTICE,
+           "ctl: uid %u: %s: %s", (unsigned)c->uid, lang_error_name(err->code), err->message);
     lang_error_to_json(err, &c->out);
     buf_putc(&c->out, '\n');
 }
@@ -88,6 +93,7 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
         return -(ssize_t)lang_error_errno(LANG_SESSION_BUSY);
     }
     lang_session_set_caller(c->session, uid, gid, ids, ngroups < 64 ? ngroups : 64, enforce);
+    c->uid = uid;
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len) {
         buf_reset(&c->out);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "mount.h"
 #include "nodes.h"
 
@@ -331,6 +332,8 @@ run(struct fuse_args *args, const Options *o)
             fail_to_parent(m.ready_fd, "cannot leave the working directory", "");
         detach_stdio();
     }
+    fs_log_open(o->foreground);
+    FS_LOG(LOG_INFO, "serving the store %s at %s", m.store_path, mountpoint);
 
     if (o->single_thread) {
         rc = fuse_session_loop(se);

@@ -31,6 +31,7 @@
 
 #include "content.h"
 #include "ctl.h"
+#include "log.h"
 #include "mount.h"
 #include "names.h"
 #include "nodes.h"
@@ -82,6 +83,11 @@ static int
 finish(LangSession *s, LangErrorCode rc)
 {
     lang_session_free(s);
+    if (rc == LANG_STORE_ERROR || rc == LANG_STORE_FULL)
+        FS_LOG(LOG_ERR, "a file operation of uid %u met %s (%s)",
+               (unsigned)fuse_req_ctx(current_request)->uid, lang_error_name(rc),
+               rc == LANG_STORE_FULL ? "the store cannot grow: the disk is full"
+                                     : "the disk failed");
     return rc ? -lang_error_errno(rc) : 0;
 }
 

@@ -201,3 +201,16 @@ teardown() {
     [[ $stderr == "queuefs: cannot open store $file: "* ]] || fail "stderr: $stderr"
     [ "$(grep -o "$file" <<<"$stderr" | wc -l)" -eq 1 ] || fail "the path is named more than once: $stderr"
 }
+
+@test "the daemon logs refused ctl statements (stderr with -f), naming who and why" {
+    local log="$BATS_TEST_TMPDIR/daemon.log"
+    "$QUEUEFS" -f "$STORE" "$M" 2>"$log" 3>&- &
+    wait_mounted "$M" || fail "not mounted; log: $(cat "$log")"
+    track_mount "$M"
+    run bash -c 'echo "CLAIM FORM jobs;" > "$M/ctl"'
+    assert_failure
+    assert_output --partial "Invalid argument"
+    grep -q "^queuefs: ctl\.c:[0-9]*: ctl: uid 0: ParseError: " "$log" ||
+        fail "no log line for the refused statement: $(cat "$log")"
+    grep -q "serving the store $STORE at $M" "$log" || fail "no start line: $(cat "$log")"
+}
