@@ -27,6 +27,7 @@ struct Nodes {
     pthread_mutex_t lock;
     uint64_t        next_ino;
     size_t          count;      /* nodes in by_ino */
+    size_t          peak;       /* the most since nodes_shrunk last said so */
     size_t          nbuckets;   /* both tables */
     Node          **by_ino;
     Node          **by_name;
@@ -68,33 +69,14 @@ find_name(Nodes *n, const Node *parent, const char *name)
     return at;
 }
 
+static void rehash(Nodes *n, size_t nbuckets);
+
 /* Doubles both tables when they hold more nodes than buckets. */
 static void
 grow(Nodes *n)
 {
-    if (n->count < n->nbuckets)
-        return;
-    size_t old = n->nbuckets;
-    Node **by_ino = n->by_ino, **by_name = n->by_name;
-    n->nbuckets *= 2;
-    n->by_ino = xcalloc(n->nbuckets, sizeof *n->by_ino);
-    n->by_name = xcalloc(n->nbuckets, sizeof *n->by_name);
-    for (size_t i = 0; i < old; i++) {
-        for (Node *node = by_ino[i], *next; node; node = next) {
-            next = node->next_by_ino;
-            size_t b = ino_bucket(n, node->ino);
-            node->next_by_ino = n->by_ino[b];
-            n->by_ino[b] = node;
-        }
-        for (Node *node = by_name[i], *next; node; node = next) {
-            next = node->next_by_name;
-            size_t b = name_bucket(n, node->parent->ino, node->name);
-            node->next_by_name = n->by_name[b];
-            n->by_name[b] = node;
-        }
-    }
-    free(by_ino);
-    free(by_name);
+    if (n->count >= n->nbuckets)
+        rehash(n, 2 * n->nbuckets);
 }
 
 static void release_if_unused(Nodes *n, Node *node);
@@ -191,6 +173,8 @@ nodes_lookup(Nodes *n, uint64_t parent_ino, const char *name, uint32_t generatio
         node->next_by_name = n->by_name[b];
         n->by_name[b] = node;
         n->count++;
+        if (n->count > n->peak)
+            n->peak = n->count;
     }
     node->lookups++;
     ino = node->ino;
@@ -303,4 +287,48 @@ nodes_count(Nodes *n)
     size_t count = n->count;
     pthread_mutex_unlock(&n->lock);
     return count;
+}
+
+/* Rebuilds both tables with "nbuckets" buckets (a power of two). */
+static void
+rehash(Nodes *n, size_t nbuckets)
+{
+    size_t old = n->nbuckets;
+    Node **by_ino = n->by_ino, **by_name = n->by_name;
+    n->nbuckets = nbuckets;
+    n->by_ino = xcalloc(n->nbuckets, sizeof *n->by_ino);
+    n->by_name = xcalloc(n->nbuckets, sizeof *n->by_name);
+    for (size_t i = 0; i < old; i++) {
+        for (Node *node = by_ino[i], *next; node; node = next) {
+            next = node->next_by_ino;
+            size_t b = ino_bucket(n, node->ino);
+            node->next_by_ino = n->by_ino[b];
+            n->by_ino[b] = node;
+        }
+        for (Node *node = by_name[i], *next; node; node = next) {
+            next = node->next_by_name;
+            size_t b = name_bucket(n, node->parent->ino, node->name);
+            node->next_by_name = n->by_name[b];
+            n->by_name[b] = node;
+        }
+    }
+    free(by_ino);
+    free(by_name);
+}
+
+bool
+nodes_shrunk(Nodes *n)
+{
+    pthread_mutex_lock(&n->lock);
+    bool shrunk = n->peak >= NODES_SHRINK_MIN && n->count <= n->peak / 2;
+    if (shrunk) {
+        n->peak = n->count;
+        size_t want = 1024;
+        while (want < n->count)
+            want *= 2;
+        if (want < n->nbuckets)
+            rehash(n, want);   /* the tables shrink with what they hold */
+    }
+    pthread_mutex_unlock(&n->lock);
+    return shrunk;
 }

@@ -11,6 +11,7 @@
 #ifndef QUEUEFS_NODES_H
 #define QUEUEFS_NODES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,5 +50,12 @@ void nodes_rename(Nodes *n, uint64_t parent, const char *name, uint64_t new_pare
 
 /* How many numbers are remembered (for tests of forgetting). */
 size_t nodes_count(Nodes *n);
+
+/* True once the numbers remembered have fallen to half of the most there
+ * were since the last time it answered true (and that most was at least
+ * NODES_SHRINK_MIN): the moment to give freed memory back to the system
+ * (malloc_trim), after the kernel forgot a large listing. */
+#define NODES_SHRINK_MIN 4096
+bool nodes_shrunk(Nodes *n);
 
 #endif

@@ -111,6 +111,22 @@ test_long_paths_and_growth(void)
     snprintf(want, sizeof want, "%s/4999", path_of(n, dir));
     CHECK_STR(path_of(n, last), want);
     CHECK(nodes_count(n) == 5002, "got %zu", nodes_count(n));
+    CHECK(!nodes_shrunk(n), "nothing forgotten yet");
+
+    /* The kernel forgets them: past half of the peak it is time to give
+     * memory back, and the tables shrink with the nodes. */
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "%d", i);
+        uint64_t ino = nodes_lookup(n, dir, name, 0);
+        nodes_forget(n, ino, 100);
+    }
+    CHECK(nodes_count(n) == 2, "forgotten: got %zu", nodes_count(n));
+    CHECK(nodes_shrunk(n), "shrunk after 5000 forgotten");
+    CHECK(!nodes_shrunk(n), "said once");
+    uint64_t again = nodes_lookup(n, dir, "7", 0);
+    snprintf(want, sizeof want, "%s/7", path_of(n, dir));
+    CHECK(again > last && strcmp(path_of(n, again), want) == 0, "names still resolve");
+    CHECK(nodes_lookup(n, dir, "7", 0) == again, "and keep their number");
     nodes_free(n);
 }
 

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -504,19 +505,32 @@ stat_path(const char *path, const Path *p, struct stat *st, uint32_t *generation
 
 /* ---- directories ---- */
 
-/* A reply to READDIR being filled: at most "size" bytes of entries. */
+/* A reply to READDIR or READDIRPLUS being filled: at most "size" bytes of
+ * entries. */
 typedef struct DirReply {
-    fuse_req_t req;
-    char      *data;
-    size_t     size;
-    size_t     used;
+    fuse_req_t    req;
+    char         *data;
+    size_t        size;
+    size_t        used;
+    bool          plus;    /* READDIRPLUS: each entry with its attributes */
+    fuse_ino_t    ino;     /* the directory (plus) */
+    LangTableInfo info;    /* its table's, for its records' attributes (plus) */
+    uint64_t     *inos;    /* the lookups the entries count (plus), to undo */
+    size_t        ninos, cap;
 } DirReply;
 
+static int dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next,
+                        const off_t *size);
+
 /* Adds entry "name" (its type from "mode"), after which a READDIR goes on
- * at offset "next"; 1 when the reply is full (the entry is not in it). */
+ * at offset "next"; to a READDIRPLUS reply with its attributes — those of
+ * a record of "*size" bytes when "size" is given.  1 when the reply is
+ * full (the entry is not in it). */
 static int
-dir_add(DirReply *r, const char *name, mode_t mode, off_t next)
+dir_add(DirReply *r, const char *name, mode_t mode, off_t next, const off_t *size)
 {
+    if (r->plus)
+        return dir_add_plus(r, name, mode, next, size);
     /* As for every name it lists, the kernel asks for the inode by a
      * lookup; a directory entry carries no number (FUSE_UNKNOWN_INO). */
     struct stat st = {.st_ino = 0xffffffff, .st_mode = mode};
@@ -541,17 +555,17 @@ typedef struct DirHandle {
     Value last;
 } DirHandle;
 
+/* A record's entry; "size" (may be NULL) is its file's, when known. */
 static int
-fill_record(void *ctx, const Value *key)
+fill_entry(DirFill *d, const Value *key, const off_t *size)
 {
-    DirFill *d = ctx;
     if (d->skip > 0) {
         d->skip--;
         return 0;
     }
     Buf name = {0};
     name_from_key(key, &name);
-    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
+    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1, size);
     buf_free(&name);
     if (full)
         return 1;
@@ -559,6 +573,20 @@ fill_record(void *ctx, const Value *key)
     value_free(&d->last);
     d->last = value_clone(key);
     return 0;
+}
+
+static int
+fill_record(void *ctx, const Value *key)
+{
+    return fill_entry(ctx, key, NULL);
+}
+
+/* A record's entry with its size, from a listing that read it. */
+static int
+fill_listed(void *ctx, const Value *key, size_t size)
+{
+    off_t sz = (off_t)size;
+    return fill_entry(ctx, key, &sz);
 }
 
 /* A held/ entry: ID~N, N the hold's number. */
@@ -573,7 +601,7 @@ fill_held(void *ctx, const Value *key, int64_t hold)
     Buf name = {0};
     name_from_key(key, &name);
     buf_printf(&name, "~%lld", (long long)hold);
-    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1);
+    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1, NULL);
     buf_free(&name);
     if (full)
         return 1;
@@ -587,7 +615,7 @@ fill_table(void *ctx, const char *name)
     DirFill *d = ctx;
     if (d->next_off++ < d->skip)
         return 0;
-    return dir_add(d->out, name, S_IFDIR, d->next_off);
+    return dir_add(d->out, name, S_IFDIR, d->next_off, NULL);
 }
 
 static int
@@ -635,6 +663,7 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
         LangTableInfo info;
         if ((rc = finish(s, lang_view_table(s, p.table, &info, &err))))
             return rc;
+        out->info = info;
         s = session();
         for (size_t i = 0; i < (info.is_queue ? NRESERVED : 1); i++) {
             fixed_dir[nfixed] = reserved_entries[i].is_dir;
@@ -642,7 +671,7 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
         }
     }
     for (size_t i = (size_t)offset; i < nfixed; i++) {
-        if (dir_add(out, fixed[i], fixed_dir[i] ? S_IFDIR : S_IFREG, (off_t)i + 1)) {
+        if (dir_add(out, fixed[i], fixed_dir[i] ? S_IFDIR : S_IFREG, (off_t)i + 1, NULL)) {
             lang_session_free(s);
             return 0;
         }
@@ -672,7 +701,10 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
                 d.next_off = (off_t)nfixed;
             }
         }
-        rc = finish(s, lang_view_keys(s, p.table, after, fill_record, &d, &err));
+        /* READDIRPLUS reads the records' sizes in the same walk. */
+        rc = out->plus
+                 ? finish(s, lang_view_listing(s, p.table, after, fill_listed, &d, NULL, &err))
+                 : finish(s, lang_view_keys(s, p.table, after, fill_record, &d, &err));
         if (dh && d.last.kind != VAL_NONE) {
             value_free(&dh->last);
             dh->last = d.last;
@@ -1352,6 +1384,45 @@ reply_entry(const Mount *m, fuse_req_t req, int rc, const struct fuse_entry_para
         nodes_forget(m->nodes, e->ino, 1);   /* the caller gave up: no lookup counted */
 }
 
+/* See dir_add: the entry with its attributes and inode, which counts one
+ * lookup (as LOOKUP of it would: a record's from the listing, with the
+ * same timeouts, anything else's by find_entry); "." and "..", and a name
+ * that is gone, carry none. */
+static int
+dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next, const off_t *size)
+{
+    size_t room = r->size - r->used;
+    if (fuse_add_direntry_plus(r->req, NULL, 0, name, NULL, 0) > room)
+        return 1;
+    Mount *m = mount_of();
+    struct fuse_entry_param e = {0};
+    char path[PATH_BUF];
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+        /* the kernel links neither */
+    } else if (size) {
+        fill_stat(&e.attr, file_mode(P_RECORD, r->info.mode), *size, &r->info);
+        e.ino = nodes_lookup(m->nodes, r->ino, name, 0);
+        e.attr.st_ino = e.ino;
+        e.entry_timeout = entry_timeout(P_RECORD);
+    } else if (child_path(m, r->ino, name, path) || find_entry(m, r->ino, name, path, &e)) {
+        memset(&e, 0, sizeof e);
+    }
+    if (!e.ino) {
+        memset(&e, 0, sizeof e);
+        e.attr.st_ino = 0xffffffff;
+        e.attr.st_mode = mode;
+    }
+    r->used += fuse_add_direntry_plus(r->req, r->data + r->used, room, name, &e, next);
+    if (e.ino) {
+        if (r->ninos == r->cap) {
+            r->cap = r->cap ? 2 * r->cap : 64;
+            r->inos = xrealloc(r->inos, r->cap * sizeof *r->inos);
+        }
+        r->inos[r->ninos++] = e.ino;
+    }
+    return 0;
+}
+
 /* Replies with the attributes of inode "ino" at "path", or error "rc". */
 static void
 reply_attr(fuse_req_t req, int rc, fuse_ino_t ino, const char *path)
@@ -1382,6 +1453,10 @@ ll_init(void *userdata, struct fuse_conn_info *conn)
 {
     Mount *m = userdata;
     conn->max_write = CTL_MAX_WRITE;
+    /* READDIRPLUS where the kernel sees names being looked up after a
+     * listing (ls -l), READDIR for a plain ls. */
+    if (conn->capable & FUSE_CAP_READDIRPLUS)
+        conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
     if (m->ready_fd >= 0) {
         ssize_t ignored = write(m->ready_fd, "", 1);
         (void)ignored;
@@ -1402,11 +1477,23 @@ ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
     reply_entry(m, req, rc, &e);
 }
 
+/* After the kernel forgot many inodes (a large listing it let go of),
+ * gives the memory of their nodes back to the system, so the daemon does
+ * not stay at its peak. */
+static void
+forgotten(const Mount *m)
+{
+    if (nodes_shrunk(m->nodes))
+        malloc_trim(0);
+}
+
 static void
 ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-    nodes_forget(begin(req)->nodes, ino, nlookup);
+    Mount *m = begin(req);
+    nodes_forget(m->nodes, ino, nlookup);
     fuse_reply_none(req);
+    forgotten(m);
 }
 
 static void
@@ -1416,6 +1503,7 @@ ll_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
     for (size_t i = 0; i < count; i++)
         nodes_forget(m->nodes, forgets[i].ino, forgets[i].nlookup);
     fuse_reply_none(req);
+    forgotten(m);
 }
 
 static void
@@ -1475,20 +1563,41 @@ ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     open_ino(req, ino, fi, qfs_opendir, dir_handle_free);
 }
 
+/* READDIR, and READDIRPLUS when "plus": the entries of "ino" from offset
+ * "off".  Lookups counted for entries the kernel does not get (an error,
+ * or the caller gave up) are forgotten again. */
 static void
-ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
+         bool plus)
 {
     Mount *m = begin(req);
     char path[PATH_BUF];
-    DirReply out = {req, xmalloc(size), size, 0};
+    DirReply out = {req, xmalloc(size), size, 0, plus, ino, {0}, NULL, 0, 0};
     int rc = ino_path(m, ino, path);
     if (!rc)
         rc = qfs_readdir(path, &out, off, fi);
     if (rc)
         fuse_reply_err(req, -rc);
-    else
-        fuse_reply_buf(req, out.data, out.used);
+    if (rc || fuse_reply_buf(req, out.data, out.used) != 0)
+        for (size_t i = 0; i < out.ninos; i++)
+            nodes_forget(m->nodes, out.inos[i], 1);
+    free(out.inos);
     free(out.data);
+}
+
+static void
+ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+    read_dir(req, ino, size, off, fi, false);
+}
+
+/* The entries with their attributes, so that ls -l and the like need no
+ * request per name beyond the kernel's own LOOKUP of what it has dropped. */
+static void
+ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+               struct fuse_file_info *fi)
+{
+    read_dir(req, ino, size, off, fi, true);
 }
 
 static void
@@ -1663,6 +1772,7 @@ static const struct fuse_lowlevel_ops operations = {
     .release = ll_release,
     .opendir = ll_opendir,
     .readdir = ll_readdir,
+    .readdirplus = ll_readdirplus,
     .releasedir = ll_releasedir,
     .statfs = ll_statfs,
     .create = ll_create,

@@ -127,8 +127,10 @@ LangErrorCode counter_get(StoreTxn *txn, const TableDef *def, const char *what, 
 LangErrorCode hold_number_next(StoreTxn *txn, int64_t *out, LangError *err);
 
 /* Writes "r" to the store under its key, filing it in the queue indexes by
- * the queue rules: a dead record is in none; otherwise it waits until the
- * later of its hold's end and its NOT BEFORE instant, or is ready now. */
+ * the queue rules: a dead record is in none; a held one waits for its
+ * hold's end, and is then dead, delayed until its NOT BEFORE instant if
+ * that is later, or ready; otherwise it waits until its NOT BEFORE instant,
+ * or is ready now. */
 LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now,
                            LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).

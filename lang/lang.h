@@ -217,6 +217,12 @@ LangErrorCode lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *
  * returns non-zero.  The key passed is valid during the call only. */
 LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *after,
                              int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
+/* The same as lang_view_keys, with the size of each record's file — its
+ * JSON line, as lang_view_read gives it — all read in one transaction;
+ * fills "info" (may be NULL) with the table's. */
+LangErrorCode lang_view_listing(LangSession *s, const char *table, const Value *after,
+                                int (*fn)(void *ctx, const Value *key, size_t size), void *ctx,
+                                LangTableInfo *info, LangError *err);
 /* DEFINE COLLECTION "name", with permission bits "mode". */
 LangErrorCode lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err);
 /* Drops table "name" when it holds no record; TableNotEmpty otherwise. */

@@ -278,13 +278,17 @@ record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now, L
             } else {
                 buf_append(&order, key.data, key.len);
             }
-            int64_t wake = 0;
-            if (held)
-                wake = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL)->u.ns;
+            /* A hold waits for its end; then the record is dead (at the
+             * ceiling), delayed (NOT BEFORE later still) or ready. */
+            int64_t wake = 0, then = 0;
             int64_t nb = record_not_before(r, def);
-            if (nb > now && nb > wake)
+            if (held) {
+                wake = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL)->u.ns;
+                then = record_is_dead(r, def) ? STORE_SLOT_RETIRE : nb > wake ? nb : 0;
+            } else if (nb > now) {
                 wake = nb;
-            slot = (StoreSlot){order.data, order.len, wake};
+            }
+            slot = (StoreSlot){order.data, order.len, wake, held, then};
             slotp = &slot;
         }
     }

@@ -388,6 +388,63 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
     return err->code;
 }
 
+typedef struct ListingWalk {
+    const TableDef *def;
+    int (*fn)(void *ctx, const Value *key, size_t size);
+    void *ctx;
+    const Value *after;
+    Buf json;          /* reused for every record */
+    int stopped;
+    LangError *err;
+} ListingWalk;
+
+static int
+each_listed(void *ctx, StoreBytes key, StoreBytes value)
+{
+    (void)key;
+    ListingWalk *w = ctx;
+    Record r = {0};
+    int stop = 0;
+    if (!record_decode(value, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
+        Value view = record_view(&r, w->def);
+        buf_reset(&w->json);
+        value_to_json(&view, &w->json);
+        value_free(&view);
+        stop = w->fn(w->ctx, &r.key, w->json.len + 1);   /* and its newline */
+    }
+    record_free(&r);
+    if (stop)
+        w->stopped = 1;
+    return stop || w->err->code;
+}
+
+LangErrorCode
+lang_view_listing(LangSession *s, const char *table, const Value *after,
+                  int (*fn)(void *ctx, const Value *key, size_t size), void *ctx,
+                  LangTableInfo *info, LangError *err)
+{
+    StoreTxn *txn;
+    if (begin(s, false, &txn, err))
+        return err->code;
+    TableDef def;
+    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
+        if (info)
+            table_info(&def, info);
+        Buf from = {0};
+        if (after)
+            record_key_encode(after, &from);
+        ListingWalk w = {&def, fn, ctx, after, {0}, 0, err};
+        int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_listed, &w);
+        if (rc && !w.stopped && !err->code)
+            store_error(rc, "listing records", err);
+        buf_free(&w.json);
+        buf_free(&from);
+        table_def_free(&def);
+    }
+    store_txn_abort(txn);
+    return err->code;
+}
+
 static int
 found_one(void *ctx, StoreBytes key, StoreBytes value)
 {

@@ -1024,6 +1024,76 @@ figures() {
     assert_equal "$(figures "$BATS_TEST_TMPDIR/c.jobs")" "$(figures "$BATS_TEST_TMPDIR/a.jobs")"
 }
 
+# figures_of MOUNT TABLE — the figures of MOUNT/TABLE/stats that do not
+# move with the clock, as [records, ready, held, delayed, dead, claims,
+# releases, lapses, deletes].
+figures_of() {
+    jq -c '[.records, .ready, .held, .delayed, .dead, .claims, .releases, .lapses, .deletes]' \
+        "$1/$2/stats"
+}
+
+@test "stats: exact as holds lapse unseen, a last hold lapses dead, held records are deleted, a table comes back; both mounts agree" {
+    sql "DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 2 NOT BEFORE due; DEFINE FIELD due ON jobs TYPE option<datetime>;
+         CREATE jobs:1 = {}; CREATE jobs:2 = {}; CREATE jobs:3 = {}; CREATE jobs:4 = {};
+         CREATE jobs:5 = { n: 5 }; CREATE jobs:6 = { n: 6 }; CREATE jobs:7 = { n: 7 };" >/dev/null
+    mount_ab
+    # jobs:1 takes its last attempt; jobs:2 an ordinary hold; jobs:3 a hold
+    # whose NOT BEFORE lies past the hold's end.
+    sql "CLAIM jobs:1; RELEASE jobs:1; CLAIM jobs:1; CLAIM jobs:2;
+         CLAIM jobs:3; UPDATE jobs:3 MERGE { due: '2099-01-01T00:00:00Z' };" >/dev/null
+    # Held records deleted: by rm of a mount's file and by DELETE … WHERE
+    # of several (one of them held).
+    cat "$M/jobs/claim" >/dev/null    # jobs:4
+    rm "$M2/jobs/4"
+    sql "CLAIM jobs:6; DELETE jobs WHERE n >= 5;" >/dev/null
+    for mnt in "$M" "$M2"; do
+        assert_equal "$(figures_of "$mnt" jobs)" '[3,0,3,0,0,6,1,0,4]'
+    done
+    # Every hold lapses, and nothing claims: jobs:1 is dead, jobs:2 ready,
+    # jobs:3 delayed — before any claim moves them.
+    for id in 1 2 3; do
+        wait_until_past "$(jqr .claimed_until "$(cat "$M/jobs/$id")")" 50
+    done
+    for mnt in "$M" "$M2"; do
+        assert_equal "$(figures_of "$mnt" jobs)" '[3,1,0,1,1,6,1,0,4]'
+    done
+    assert_equal "$(ls "$M/jobs/dead")" 1
+    assert_equal "$(ls "$M/jobs/held")" ""
+    age=$(jqr .oldest_ready_age_seconds "$(cat "$M/jobs/stats")")
+    jq -en --argjson a "$age" '$a > 0 and $a < 60' >/dev/null || fail "oldest_ready_age_seconds $age"
+    # A claim moves them and takes jobs:2 again (a lapse); the same figures
+    # but for that hold.
+    assert_equal "$(jqr .id "$(cat "$M2/jobs/claim")")" jobs:2
+    for mnt in "$M" "$M2"; do
+        assert_equal "$(figures_of "$mnt" jobs)" '[3,0,1,1,1,7,1,1,4]'
+    done
+    # The dead one finished through its dead/ name.
+    rm "$M/jobs/dead/1"
+    assert_equal "$(figures_of "$M2" jobs)" '[2,0,1,1,0,7,1,1,5]'
+    # Dropped and defined again, the table starts from nothing.
+    sql "DROP QUEUE jobs; DEFINE QUEUE jobs TIMEOUT 1s;" >/dev/null
+    for mnt in "$M" "$M2"; do
+        assert_equal "$(figures_of "$mnt" jobs)" '[0,0,0,0,0,0,0,0,0]'
+    done
+    echo '{}' >>"$M/jobs/new"
+    assert_equal "$(figures_of "$M2" jobs)" '[1,1,0,0,0,0,0,0,0]'
+}
+
+@test "stats: oldest_ready_age_seconds is how long the head, the record the next claim takes, has been claimable" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CREATE jobs:2 = {};" >/dev/null
+    mount_fs
+    sleep 1.2    # the subject is time: both records wait 1.2 s
+    # jobs:1, released just now, is the head again: its wait starts anew,
+    # though jobs:2 behind it has waited longer.
+    sql "CLAIM jobs:1; RELEASE jobs:1;" >/dev/null
+    age=$(jqr .oldest_ready_age_seconds "$(cat "$M/jobs/stats")")
+    jq -en --argjson a "$age" '$a >= 0 and $a < 1' >/dev/null || fail "head released just now: age $age"
+    # Held, it is no longer the head: jobs:2 is, waiting since it was created.
+    cat "$M/jobs/claim" >/dev/null
+    age=$(jqr .oldest_ready_age_seconds "$(cat "$M/jobs/stats")")
+    jq -en --argjson a "$age" '$a >= 1.2 and $a < 60' >/dev/null || fail "jobs:2 at the head: age $age"
+}
+
 # validate_metrics FILE — fails the test unless FILE is Prometheus text
 # exposition as queuefs writes it: every line a HELP, a TYPE or a sample
 # NAME{queue="Q"} VALUE; every metric one HELP and one TYPE before its

@@ -1433,3 +1433,73 @@ PY
     echo 2 >/proc/sys/vm/drop_caches   # the kernel lets go of what it keeps unused
     [ "$(inodes)" -lt 20 ] || fail "queuefs_mount_inodes is $(inodes) after 2,000 records came and went"
 }
+
+# listed DIR — "name size mode uid gid" of every entry of DIR as ls -l gives
+# them, sorted; stated DIR — the same from stat of each name.
+listed() {
+    ls -ln --time-style=+%s "$1" | awk 'NR > 1 { print $7, $5, $1, $3, $4 }' | sort
+}
+stated() {
+    local f
+    for f in $(ls "$1"); do
+        stat -c '%n %s %A %u %g' "$1/$f" | sed "s|^$1/||"
+    done | sort
+}
+
+@test "listing: ls -l shows every record's size, mode and owner exactly as stat does, held and dead views too" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m ATTEMPTS 1; DEFINE COLLECTION notes;" >/dev/null
+    mount_fs
+    seq 300 | sed 's/.*/{"n":&,"pad":"&&&"}/' >>"$M/jobs/new"
+    cat "$M/jobs/claim" >/dev/null    # jobs:1 held: its JSON grows
+    mv "$M/jobs/1" "$M/jobs/released/"   # and at its ceiling: dead
+    cat "$M/jobs/claim" >/dev/null    # jobs:2 held
+    echo '{"a":1}' >"$M/notes/x"
+    chmod 0750 "$M/jobs"
+    chown 12:34 "$M/notes"
+    for dir in jobs jobs/held jobs/dead notes; do
+        listed "$M/$dir" >"$BATS_TEST_TMPDIR/ls"
+        stated "$M/$dir" >"$BATS_TEST_TMPDIR/stat"
+        [ "$(wc -l <"$BATS_TEST_TMPDIR/ls")" -gt 0 ] || fail "ls -l $dir lists nothing"
+        diff "$BATS_TEST_TMPDIR/ls" "$BATS_TEST_TMPDIR/stat" >&2 || fail "ls -l of $dir differs from stat"
+    done
+    assert_equal "$(listed "$M/jobs" | awk '$1 ~ /^[0-9]+$/ && $3 == "-rw-r-----"' | wc -l)" 300
+    assert_equal "$(listed "$M/jobs/held" | cut -d' ' -f1)" "2~1"
+    assert_equal "$(listed "$M/jobs/dead" | cut -d' ' -f1)" "1"
+    assert_equal "$(listed "$M/notes" | grep '^x ')" "x 23 -rw-r--r-- 12 34"   # {"a":1,"id":"notes:x"}
+}
+
+@test "listing: a listing gives each name of a table the inode number stat gives it (d_ino)" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    mount_fs
+    seq 8 | sed 's/.*/{"n":&}/' >>"$M/jobs/new"
+    # scandir's inode() is the listing's d_ino, which find, rsync and the
+    # like trust without a stat.
+    run python3 - "$M/jobs" <<'PY'
+import os, sys
+for e in sorted(os.scandir(sys.argv[1]), key=lambda e: e.name):
+    print(e.name, e.inode(), os.stat(e.path).st_ino)
+PY
+    assert_success
+    assert_equal "${#lines[@]}" 15    # 8 records and the 7 reserved names
+    local line
+    for line in "${lines[@]}"; do
+        read -r name listed stated <<<"$line"
+        assert_equal "$name $listed" "$name $stated"
+    done
+}
+
+@test "listing: ls -l of 20,000 records completes, and what the kernel then forgets the daemon forgets too" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    mount_fs
+    seq 20000 | sed 's/.*/{"n":&}/' >>"$M/jobs/new"
+    inodes() { sed -n 's/^queuefs_mount_inodes //p' "$M/metrics"; }
+    run ls -l "$M/jobs"
+    assert_success
+    assert_equal "${#lines[@]}" 20008    # total, 20,000 records, 7 reserved names
+    assert_equal "$(awk '$5 == 22' <<<"$output" | wc -l)" 9   # {"id":"jobs:1","n":1} … 9
+    # Each name the kernel still keeps is one the daemon keeps; once the
+    # kernel drops them, the daemon has let them go.
+    [ "$(inodes)" -le 20010 ] || fail "queuefs_mount_inodes is $(inodes) after listing 20,000"
+    echo 2 >/proc/sys/vm/drop_caches
+    [ "$(inodes)" -lt 20 ] || fail "queuefs_mount_inodes is $(inodes) after the kernel dropped its caches"
+}

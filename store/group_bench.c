@@ -62,7 +62,7 @@ put_one(StoreTxn *txn, void *ctx)
     Worker *w = ctx;
     char key[64];
     int n = snprintf(key, sizeof key, "p%d-t%02d-%08ld", w->b->proc, w->id, w->i);
-    StoreSlot slot = {"", 0, 0};
+    StoreSlot slot = {"", 0, 0, false, 0};
     return store_record_put(txn, w->b->table, (StoreBytes){key, (size_t)n},
                             (StoreBytes){VALUE, sizeof VALUE - 1}, &slot);
 }

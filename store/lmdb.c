@@ -19,12 +19,28 @@
  *             is exactly (table, order key) order; the duplicates of one
  *             key sort by arrival sequence.  (A flat [T][order][seq] key
  *             would misorder order keys that are prefixes of each other.)
- *   deadline  [T][u64 wake][record key] → empty
+ *   deadline  [T][u64 wake][record key] → [u8 kind][i64 then]
+ *             kind 1: a delay, ready at wake (no "then"); kind 2: a hold,
+ *             whose "then" says what the record does at wake (StoreSlot's
+ *             then_ns).  Empty: filed by format 1, which did not tell them
+ *             apart (ready at wake).
  *   meta      [T][0x01][name]  → caller's value
  *             [T][0x00]"seq"   → u64: the table's last arrival sequence
+ *   (main)    "records"[T]     → 5 × u64: the table's records, and of them
+ *             its ready, held and delayed and unsorted (format 1) index
+ *             entries; kept in every transaction that changes them, so a
+ *             count costs a lookup (store_queue_counts).  They live in
+ *             LMDB's main database, next to the named databases' records,
+ *             whose page every writing transaction rewrites anyway: a
+ *             delete on a full disk needs no page more for them.
  *
  * Dropping a table deletes every key with its [T] prefix in records,
- * ready, deadline and meta.  Table ids are never reused.
+ * ready, deadline and meta, and its counts.  Table ids are never reused.
+ *
+ * Format 2 added the deadline entries' kinds and the counts.  A store of
+ * format 1 is upgraded by the first process that opens it: every table is
+ * counted once, its waiting entries as unsorted (their records were filed
+ * before holds and delays were told apart), and the format becomes 2.
  *
  * Concurrency: LMDB's lock file serialises writers across processes and
  * threads.  The environment is opened with MDB_NOTLS so read transactions
@@ -113,7 +129,8 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 1u
+#define STORE_FORMAT_VERSION 2u
+#define STORE_FORMAT_COUNTED 2u      /* the first format with counts */
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
 #define STORE_RESIZE_WAIT_S 5
@@ -123,6 +140,12 @@
 #define WAKE_NO_SLOT (-1)
 #define META_INTERNAL 0x00
 #define META_CALLER 0x01
+#define WAIT_DELAY 1                 /* a deadline entry's kinds */
+#define WAIT_HOLD 2
+#define WAIT_VALUE_LEN 9             /* [u8 kind][i64 then] */
+
+/* The per-table counts (main "records"[T]), in their stored order. */
+enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED, CNT_N };
 
 /* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
 #define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
@@ -175,6 +198,7 @@ typedef struct WriteReq {
 struct Store {
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
+    MDB_dbi main;                /* LMDB's main database: the counts */
     pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
     bool sync;                   /* sync on: commits are made durable */
     int data_fd;                 /* LMDB's descriptor of the data file */
@@ -534,6 +558,116 @@ table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq)
     return STORE_OK;
 }
 
+/* ---- the counts ---- */
+
+/* Builds the key of the counts of "table": "records"[T]. */
+static void
+counts_key_build(KeyBuf *k, uint32_t table)
+{
+    k->len = 0;
+    key_append(k, "records", 7);
+    bytes_put_u32(k->data + k->len, table);
+    k->len += 4;
+}
+
+/* Reads the counts of "table" into "n" (all 0 when it has none yet). */
+static int
+counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
+{
+    KeyBuf k;
+    counts_key_build(&k, table);
+    MDB_val kv = key_val(&k), v;
+    int rc = mdb_get(t->txn, t->st->main, &kv, &v);
+    memset(n, 0, sizeof(uint64_t) * CNT_N);
+    if (rc == MDB_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return store_status_of(rc);
+    if (v.mv_size != 8 * CNT_N)
+        return STORE_CORRUPT;
+    for (int i = 0; i < CNT_N; i++)
+        n[i] = bytes_get_u64((const unsigned char *)v.mv_data + 8 * i);
+    return STORE_OK;
+}
+
+/* Stores "n" as the counts of "table". */
+static int
+counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
+{
+    unsigned char buf[8 * CNT_N];
+    for (int i = 0; i < CNT_N; i++)
+        bytes_put_u64(buf + 8 * i, n[i]);
+    KeyBuf k;
+    counts_key_build(&k, table);
+    MDB_val kv = key_val(&k), v = {.mv_size = sizeof buf, .mv_data = buf};
+    return store_status_of(mdb_put(t->txn, t->st->main, &kv, &v, 0));
+}
+
+/* Adds "delta" to the counts of "table": one write, none when all are 0. */
+static int
+counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N])
+{
+    bool any = false;
+    for (int i = 0; i < CNT_N; i++)
+        any = any || delta[i] != 0;
+    if (!any)
+        return STORE_OK;
+    uint64_t n[CNT_N];
+    int rc = counts_get(t, table, n);
+    if (rc)
+        return rc;
+    for (int i = 0; i < CNT_N; i++)
+        n[i] += (uint64_t)delta[i];
+    return counts_put(t, table, n);
+}
+
+/* Notes in "delta" that one entry of count "cls" came (by +1) or went
+ * (by -1); cls < 0 (no index entry) counts nothing. */
+static void
+counts_note(int64_t delta[CNT_N], int cls, int by)
+{
+    if (cls >= 0)
+        delta[cls] += by;
+}
+
+/* The count an index state files a record under: none (-1) without a
+ * slot, ready, or by the kind of its wait. */
+static int
+slot_class(int64_t wake, int kind)
+{
+    if (wake == WAKE_NO_SLOT)
+        return -1;
+    if (wake == 0)
+        return CNT_READY;
+    return kind == WAIT_HOLD ? CNT_HELD : kind == WAIT_DELAY ? CNT_DELAYED : CNT_UNSORTED;
+}
+
+/* The kind of a deadline entry from its value (0: unsorted, format 1). */
+static int
+wait_kind(MDB_val v)
+{
+    const unsigned char *p = v.mv_data;
+    if (v.mv_size >= 1 && p[0] == WAIT_DELAY)
+        return WAIT_DELAY;
+    if (v.mv_size >= WAIT_VALUE_LEN && p[0] == WAIT_HOLD)
+        return WAIT_HOLD;
+    return 0;
+}
+
+/* What a deadline entry of value "v" becomes once its instant has come at
+ * "now": its new wake — 0 ready, > 0 delayed until then, WAKE_NO_SLOT
+ * retired. */
+static int64_t
+wait_next(MDB_val v, int64_t now)
+{
+    if (wait_kind(v) != WAIT_HOLD)
+        return 0;
+    int64_t then = (int64_t)bytes_get_u64((const unsigned char *)v.mv_data + 1);
+    if (then == STORE_SLOT_RETIRE)
+        return WAKE_NO_SLOT;
+    return then > now ? then : 0;
+}
+
 /* ---- the queue indexes ---- */
 
 /* Builds the ready entry of a record: key [T][order], data [seq][rkey]. */
@@ -558,14 +692,17 @@ deadline_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, si
 }
 
 /* Adds the index entry a record with this slot state belongs in (none for
- * WAKE_NO_SLOT).  All pointers are to local copies. */
+ * WAKE_NO_SLOT); a waiting one of "kind" (WAIT_HOLD carries "then").  All
+ * pointers are to local copies. */
 static int
 queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                const void *order, size_t order_len, uint64_t seq, int64_t wake)
+                const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
+                int64_t then)
 {
     KeyBuf k, d;
     MDB_val kv, dv = {0, NULL};
     MDB_dbi dbi;
+    unsigned char wait[WAIT_VALUE_LEN];
     if (wake == WAKE_NO_SLOT)
         return STORE_OK;
     if (wake == 0) {
@@ -575,21 +712,26 @@ queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
     } else {
         deadline_key_build(&k, table, wake, rkey, rkey_len);
         dbi = t->st->deadline;
+        wait[0] = (unsigned char)kind;
+        bytes_put_u64(wait + 1, (uint64_t)then);
+        dv = (MDB_val){.mv_size = kind == WAIT_HOLD ? WAIT_VALUE_LEN : 1, .mv_data = wait};
     }
     kv = key_val(&k);
     return store_status_of(mdb_put(t->txn, dbi, &kv, &dv, 0));
 }
 
 /* Removes the index entry described by a record's header (none for
- * WAKE_NO_SLOT).  Copies what it needs from "h" before writing, so "h" may
+ * WAKE_NO_SLOT), and says in "*cls" which count it was in (-1: none, or
+ * missing).  Copies what it needs from "h" before writing, so "h" may
  * point into LMDB memory.  A missing entry is not an error. */
 static int
 queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                   const RecordHead *h)
+                   const RecordHead *h, int *cls)
 {
     KeyBuf k, d;
     MDB_val kv, dv;
     int rc;
+    *cls = -1;
     if (h->wake == WAKE_NO_SLOT)
         return STORE_OK;
     if (h->wake == 0) {
@@ -597,19 +739,30 @@ queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_le
         kv = key_val(&k);
         dv = key_val(&d);
         rc = mdb_del(t->txn, t->st->ready, &kv, &dv);
+        if (rc == 0)
+            *cls = CNT_READY;
     } else {
         deadline_key_build(&k, table, h->wake, rkey, rkey_len);
         kv = key_val(&k);
-        rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
+        rc = mdb_get(t->txn, t->st->deadline, &kv, &dv);
+        if (rc == 0) {
+            int kind = wait_kind(dv);
+            rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
+            if (rc == 0)
+                *cls = slot_class(h->wake, kind);
+        }
     }
     return rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
 }
 
-/* Moves the waiting record under [T][rkey] into the ready index: its
- * header's wake becomes 0 and it gets a ready entry.  The deadline entry is
- * the caller's to delete.  A deadline entry without a record is ignored. */
+/* Files the waiting record under [T][rkey] anew: its header's wake
+ * becomes "wake" (0: ready, > 0: delayed until then, WAKE_NO_SLOT: in no
+ * index) and it gets that index entry, noted in "delta".  The deadline
+ * entry is the caller's to delete.  A deadline entry without a record is
+ * ignored. */
 static int
-queue_record_wake(StoreTxn *t, uint32_t table, const KeyBuf *rk)
+queue_record_refile(StoreTxn *t, uint32_t table, const KeyBuf *rk, int64_t wake,
+                    int64_t delta[CNT_N])
 {
     KeyBuf key = *rk;
     MDB_val kv = key_val(&key), v;
@@ -624,19 +777,21 @@ queue_record_wake(StoreTxn *t, uint32_t table, const KeyBuf *rk)
     size_t len = v.mv_size;
     unsigned char *copy = store_alloc(len);
     memcpy(copy, v.mv_data, len);
-    record_head_write(copy, h.seq, 0, h.order_len);
+    record_head_write(copy, h.seq, wake, h.order_len);
     MDB_val nv = {.mv_size = len, .mv_data = copy};
     rc = store_status_of(mdb_put(t->txn, t->st->records, &kv, &nv, 0));
     if (rc == STORE_OK)
-        rc = queue_index_add(t, table, key.data + 4, key.len - 4,
-                             copy + RECORD_HEAD_LEN, h.order_len, h.seq, 0);
+        rc = queue_index_add(t, table, key.data + 4, key.len - 4, copy + RECORD_HEAD_LEN,
+                             h.order_len, h.seq, wake, WAIT_DELAY, 0);
+    if (rc == STORE_OK)
+        counts_note(delta, slot_class(wake, WAIT_DELAY), 1);
     free(copy);
     return rc;
 }
 
-/* Moves every waiting record of "table" whose wake is <= now into the
- * ready index, at O(log n) per record moved; stops at the first entry still
- * in the future. */
+/* Moves every waiting record of "table" whose wake is <= now where its
+ * entry says (see wait_next), at O(log n) per record moved, and keeps the
+ * counts; stops at the first entry still in the future. */
 static int
 queue_drain(StoreTxn *t, uint32_t table, int64_t now)
 {
@@ -645,6 +800,7 @@ queue_drain(StoreTxn *t, uint32_t table, int64_t now)
     if (rc)
         return store_status_of(rc);
     KeyBuf prefix, rk;
+    int64_t delta[CNT_N] = {0};
     key_set_table(&prefix, table);
     for (;;) {
         MDB_val k = key_val(&prefix), v;
@@ -668,15 +824,18 @@ queue_drain(StoreTxn *t, uint32_t table, int64_t now)
         }
         key_set_table(&rk, table);
         key_append(&rk, p + 12, k.mv_size - 12);
+        int was = slot_class((int64_t)bytes_get_u64(p + 4), wait_kind(v));
+        int64_t wake = wait_next(v, now);
         if ((rc = mdb_cursor_del(cur, 0))) {
             rc = store_status_of(rc);
             break;
         }
-        if ((rc = queue_record_wake(t, table, &rk)))
+        counts_note(delta, was, -1);
+        if ((rc = queue_record_refile(t, table, &rk, wake, delta)))
             break;
     }
     mdb_cursor_close(cur);
-    return rc;
+    return rc ? rc : counts_add(t, table, delta);
 }
 
 /* ---- the environment ---- */
@@ -688,27 +847,35 @@ store_dbi_open(MDB_txn *txn, const char *name, unsigned flags, bool create, MDB_
     return mdb_dbi_open(txn, name, flags | (create ? MDB_CREATE : 0), dbi);
 }
 
+/* Writes the format marker of this format. */
+static int
+store_format_mark(MDB_txn *txn, MDB_dbi sys)
+{
+    unsigned char ver[sizeof STORE_FORMAT_MAGIC - 1 + 4];
+    memcpy(ver, STORE_FORMAT_MAGIC, sizeof STORE_FORMAT_MAGIC - 1);
+    bytes_put_u32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
+    MDB_val k = {7, "version"}, v = {sizeof ver, ver};
+    return mdb_put(txn, sys, &k, &v, 0);
+}
+
 /* Writes the format marker and the first table id of a new store. */
 static int
 store_format_init(MDB_txn *txn, MDB_dbi sys)
 {
-    unsigned char ver[sizeof STORE_FORMAT_MAGIC - 1 + 4], next[4];
-    memcpy(ver, STORE_FORMAT_MAGIC, sizeof STORE_FORMAT_MAGIC - 1);
-    bytes_put_u32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
+    unsigned char next[4];
     bytes_put_u32(next, 1);
-    MDB_val k = {7, "version"}, v = {sizeof ver, ver};
-    int rc = mdb_put(txn, sys, &k, &v, 0);
+    int rc = store_format_mark(txn, sys);
     if (rc)
         return rc;
-    k = (MDB_val){13, "next_table_id"};
-    v = (MDB_val){4, next};
+    MDB_val k = {13, "next_table_id"}, v = {4, next};
     return mdb_put(txn, sys, &k, &v, 0);
 }
 
-/* Checks the format marker: MDB_SUCCESS for this format, MDB_INVALID for
- * anything else (a foreign store or a future version). */
+/* Checks the format marker: MDB_SUCCESS for this format or an earlier one
+ * (its number in "*version"), MDB_INVALID for anything else (a foreign
+ * store or a future version). */
 static int
-store_format_check(MDB_txn *txn, MDB_dbi sys)
+store_format_check(MDB_txn *txn, MDB_dbi sys, uint32_t *version)
 {
     MDB_val k = {7, "version"}, v;
     size_t mlen = sizeof STORE_FORMAT_MAGIC - 1;
@@ -719,9 +886,81 @@ store_format_check(MDB_txn *txn, MDB_dbi sys)
         return rc;
     if (v.mv_size != mlen + 4 || memcmp(v.mv_data, STORE_FORMAT_MAGIC, mlen) != 0)
         return MDB_INVALID;
-    if (bytes_get_u32((const unsigned char *)v.mv_data + mlen) != STORE_FORMAT_VERSION)
+    *version = bytes_get_u32((const unsigned char *)v.mv_data + mlen);
+    if (*version < 1 || *version > STORE_FORMAT_VERSION)
         return MDB_INVALID;
     return MDB_SUCCESS;
+}
+
+/* Counts the records of table "table" and their index entries from
+ * scratch (see "counts" above), at O(1) per record. */
+static int
+table_recount(StoreTxn *t, uint32_t table)
+{
+    uint64_t n[CNT_N] = {0};
+    MDB_cursor *cur;
+    KeyBuf prefix, dk;
+    RecordHead h;
+    int rc = mdb_cursor_open(t->txn, t->st->records, &cur);
+    if (rc)
+        return store_status_of(rc);
+    key_set_table(&prefix, table);
+    MDB_val k = key_val(&prefix), v, dv;
+    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if ((rc = record_head_parse(v, &h)))
+            break;
+        n[CNT_RECORDS]++;
+        int kind = 0;
+        if (h.wake > 0) {
+            deadline_key_build(&dk, table, h.wake, (const unsigned char *)k.mv_data + 4,
+                               k.mv_size - 4);
+            MDB_val dkv = key_val(&dk);
+            if (mdb_get(t->txn, t->st->deadline, &dkv, &dv) != 0)
+                continue;
+            kind = wait_kind(dv);
+        }
+        int cls = slot_class(h.wake, kind);
+        if (cls >= 0)
+            n[cls]++;
+    }
+    mdb_cursor_close(cur);
+    return rc ? rc : counts_put(t, table, n);
+}
+
+static int catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out);
+
+/* Brings a store of an earlier format to this one, in its open write
+ * transaction "txn": counts every table (format 1 had no counts). */
+static int
+store_format_upgrade(Store *st, MDB_txn *txn)
+{
+    StoreTxn t = {st, txn, true};
+    MDB_cursor *cur;
+    MDB_val k, v;
+    int rc = mdb_cursor_open(txn, st->catalog, &cur);
+    if (rc)
+        return store_status_of(rc);
+    for (MDB_cursor_op op = MDB_FIRST;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc) {
+            rc = rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
+            break;
+        }
+        uint32_t id;
+        if ((rc = catalog_entry_parse(v, &id, NULL)) || (rc = table_recount(&t, id)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc ? rc : store_format_mark(txn, st->sys);
 }
 
 /* Commits the top-level write transaction "txn" in the store's mode (see
@@ -761,6 +1000,7 @@ store_schema_open(Store *st)
         return rc;
     if ((rc = mdb_dbi_open(txn, NULL, 0, &main_dbi)))
         goto fail;
+    st->main = main_dbi;
     rc = store_dbi_open(txn, "sys", 0, false, &st->sys);
     if (rc == MDB_NOTFOUND) {
         if ((rc = mdb_stat(txn, main_dbi, &ms)))
@@ -774,7 +1014,9 @@ store_schema_open(Store *st)
     }
     if (rc)
         goto fail;
-    if ((rc = fresh ? store_format_init(txn, st->sys) : store_format_check(txn, st->sys)))
+    uint32_t version = STORE_FORMAT_VERSION;
+    if ((rc = fresh ? store_format_init(txn, st->sys)
+                    : store_format_check(txn, st->sys, &version)))
         goto fail;
     if ((rc = store_dbi_open(txn, "catalog", 0, fresh, &st->catalog)) ||
         (rc = store_dbi_open(txn, "records", 0, fresh, &st->records)) ||
@@ -782,9 +1024,15 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
         goto fail;
+    if (version < STORE_FORMAT_COUNTED && (rc = store_format_upgrade(st, txn)))
+        goto fail_status;
     rc = store_commit(st, txn);
     pthread_rwlock_unlock(&st->map_lock);
     return rc;
+fail_status:
+    mdb_txn_abort(txn);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc == STORE_FULL ? MDB_MAP_FULL : rc == STORE_CORRUPT ? MDB_CORRUPTED : EIO;
 fail:
     mdb_txn_abort(txn);
     pthread_rwlock_unlock(&st->map_lock);
@@ -2271,7 +2519,11 @@ store_table_drop(StoreTxn *txn, const char *name)
         (rc = db_delete_table(txn->txn, txn->st->deadline, id, 0)) ||
         (rc = db_delete_table(txn->txn, txn->st->meta, id, 0)))
         return rc;
-    return STORE_OK;
+    KeyBuf ck;
+    counts_key_build(&ck, id);
+    kv = key_val(&ck);
+    rc = mdb_del(txn->txn, txn->st->main, &kv, NULL);
+    return rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
 }
 
 int
@@ -2319,6 +2571,10 @@ store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value
     uint64_t seq = 0;
     size_t order_len = slot ? slot->order_len : 0;
     int64_t wake = !slot ? WAKE_NO_SLOT : slot->wake_ns > 0 ? slot->wake_ns : 0;
+    int kind = slot && slot->held ? WAIT_HOLD : WAIT_DELAY;
+    int64_t then = slot && slot->held ? slot->then_ns : 0;
+    int64_t delta[CNT_N] = {0};
+    int was;
     int rc = record_key_build(&rk, table, key);
     if (rc)
         return rc;
@@ -2337,9 +2593,11 @@ store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value
         if ((rc = record_head_parse(v, &old)))
             goto done;
         seq = old.seq;
-        rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old);
+        rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old, &was);
+        counts_note(delta, was, -1);
     } else if (rc == MDB_NOTFOUND) {
         rc = table_seq_next(txn, table, &seq);
+        delta[CNT_RECORDS] = 1;
     } else {
         rc = store_status_of(rc);
     }
@@ -2350,7 +2608,10 @@ store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value
     if ((rc = store_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0))))
         goto done;
     rc = queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
-                         order_len, seq, wake);
+                         order_len, seq, wake, kind, then);
+    counts_note(delta, slot_class(wake, kind), 1);
+    if (rc == STORE_OK)
+        rc = counts_add(txn, table, delta);
 done:
     free(buf);
     return rc;
@@ -2390,9 +2651,14 @@ store_record_delete(StoreTxn *txn, uint32_t table, StoreBytes key)
         return store_status_of(rc);
     if ((rc = record_head_parse(v, &h)))
         return rc;
-    if ((rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h)))
+    int64_t delta[CNT_N] = {[CNT_RECORDS] = -1};
+    int was;
+    if ((rc = queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, &was)))
         return rc;
-    return store_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL));
+    counts_note(delta, was, -1);
+    if ((rc = store_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL))))
+        return rc;
+    return counts_add(txn, table, delta);
 }
 
 int
@@ -2470,6 +2736,145 @@ store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
         *key_out = key;
     if (value_out)
         *value_out = value;
+    return STORE_OK;
+}
+
+/* Where a ready entry stands in claim order: its order key and arrival
+ * sequence, as the ready index sorts them. */
+typedef struct ClaimPlace {
+    const unsigned char *order;
+    size_t order_len;
+    uint64_t seq;
+} ClaimPlace;
+
+/* True when "a" comes before "b" in claim order: memcmp of the order keys,
+ * the shorter first on a tie, then arrival. */
+static bool
+claim_place_before(const ClaimPlace *a, const ClaimPlace *b)
+{
+    size_t n = a->order_len < b->order_len ? a->order_len : b->order_len;
+    int c = n ? memcmp(a->order, b->order, n) : 0;
+    if (c)
+        return c < 0;
+    if (a->order_len != b->order_len)
+        return a->order_len < b->order_len;
+    return a->seq < b->seq;
+}
+
+/* The first ready entry of "table" into "out" (its place and record key);
+ * STORE_NOTFOUND when the ready index has none. */
+static int
+ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
+{
+    MDB_cursor *cur;
+    KeyBuf prefix;
+    int rc = mdb_cursor_open(t->txn, t->st->ready, &cur);
+    if (rc)
+        return store_status_of(rc);
+    key_set_table(&prefix, table);
+    MDB_val k = key_val(&prefix), v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    mdb_cursor_close(cur);
+    if (rc == 0 && !key_has_table(k, table))
+        rc = MDB_NOTFOUND;
+    if (rc)
+        return store_status_of(rc);
+    if (v.mv_size < 8 || v.mv_size > 8 + STORE_MAX_KEY)
+        return STORE_CORRUPT;
+    *place = (ClaimPlace){(const unsigned char *)k.mv_data + 4, k.mv_size - 4,
+                          bytes_get_u64(v.mv_data)};
+    *key = (StoreBytes){(const unsigned char *)v.mv_data + 8, v.mv_size - 8};
+    return STORE_OK;
+}
+
+/* Makes record "key" of "table", which a claim at this instant would move
+ * into the ready index, the head in "out" when it comes before the head
+ * found so far ("*best"). */
+static int
+head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best,
+              StoreQueueCounts *out)
+{
+    KeyBuf rk;
+    RecordHead h;
+    int rc = record_key_build(&rk, table, key);
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_CORRUPT : rc;
+    MDB_val kv = key_val(&rk), v;
+    if ((rc = mdb_get(t->txn, t->st->records, &kv, &v)))
+        return rc == MDB_NOTFOUND ? STORE_OK : store_status_of(rc);
+    if ((rc = record_head_parse(v, &h)))
+        return rc;
+    ClaimPlace place = {h.order, h.order_len, h.seq};
+    if (!out->has_head || claim_place_before(&place, best)) {
+        *best = place;
+        out->has_head = true;
+        out->head_key = key;
+    }
+    return STORE_OK;
+}
+
+int
+store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out)
+{
+    uint64_t n[CNT_N];
+    int64_t d[CNT_N] = {0};
+    ClaimPlace best = {NULL, 0, 0};
+    MDB_cursor *cur;
+    KeyBuf prefix;
+    memset(out, 0, sizeof *out);
+    int rc = counts_get(txn, table, n);
+    if (rc)
+        return rc;
+    rc = ready_first(txn, table, &best, &out->head_key);
+    if (rc && rc != STORE_NOTFOUND)
+        return rc;
+    out->has_head = rc == STORE_OK;
+    /* The waiting entries whose instant has come count where they go. */
+    if ((rc = mdb_cursor_open(txn->txn, txn->st->deadline, &cur)))
+        return store_status_of(rc);
+    key_set_table(&prefix, table);
+    MDB_val k = key_val(&prefix), v;
+    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
+        rc = mdb_cursor_get(cur, &k, &v, op);
+        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = store_status_of(rc);
+            break;
+        }
+        if (k.mv_size < 12) {
+            rc = STORE_CORRUPT;
+            break;
+        }
+        const unsigned char *p = k.mv_data;
+        int64_t wake = (int64_t)bytes_get_u64(p + 4);
+        if (wake > now)
+            break;
+        int was = slot_class(wake, wait_kind(v));
+        if (was == CNT_UNSORTED)
+            continue;
+        int64_t next = wait_next(v, now);   /* retired: idle, the rest */
+        d[was]--;
+        if (next != WAKE_NO_SLOT)
+            d[next > 0 ? CNT_DELAYED : CNT_READY]++;
+        if (next == 0 &&
+            (rc = head_consider(txn, table, (StoreBytes){p + 12, k.mv_size - 12}, &best, out)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    if (rc)
+        return rc;
+    out->records = n[CNT_RECORDS];
+    out->ready = n[CNT_READY] + (uint64_t)d[CNT_READY];
+    out->held = n[CNT_HELD] + (uint64_t)d[CNT_HELD];
+    out->delayed = n[CNT_DELAYED] + (uint64_t)d[CNT_DELAYED];
+    out->unsorted = n[CNT_UNSORTED];
+    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
+    if (filed > out->records)
+        return STORE_CORRUPT;
+    out->idle = out->records - filed;
     return STORE_OK;
 }
 

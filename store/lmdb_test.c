@@ -177,7 +177,7 @@ test_not_a_store(void)
     st = open_store("future", true, 0);
     store_close(st);
     snprintf(cmd, sizeof cmd,
-             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\02\\n' | mdb_load -T -s sys '%s'",
+             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\63\\n' | mdb_load -T -s sys '%s'",
              path_of("future"));
     CHECK(system(cmd) == 0, "mdb_load future version");
     rc = store_open(path_of("future"), &opts, &st, err, sizeof err);
@@ -567,6 +567,184 @@ test_queue_scale(Store *st)
     CHECK(e.n == 0, "all drained, %d left", e.n);
     CHECK(store_table_drop(t, "scale") == STORE_OK, "drop");
     commit(t);
+}
+
+/* ---- the counts ---- */
+
+/* Puts a held record: waiting until "wake", then doing "then" (0 ready,
+ * later: delayed, STORE_SLOT_RETIRE: out of the indexes). */
+static int
+put_held(StoreTxn *t, uint32_t table, const char *key, const char *order, int64_t wake,
+         int64_t then)
+{
+    StoreSlot slot = {order, strlen(order), wake, true, then};
+    return store_record_put(t, table, bytes_of(key), bytes_of(key), &slot);
+}
+
+/* Checks the counts of "table" at "now": records, ready, held, delayed,
+ * idle, unsorted, and the head ("" for none). */
+static void
+check_counts(StoreTxn *t, uint32_t table, int64_t now, const uint64_t want[6],
+             const char *head, const char *what)
+{
+    StoreQueueCounts c;
+    int rc = store_queue_counts(t, table, now, &c);
+    CHECK(rc == STORE_OK, "%s: counts: %s", what, store_strerror(rc));
+    uint64_t got[6] = {c.records, c.ready, c.held, c.delayed, c.idle, c.unsorted};
+    CHECK(memcmp(got, want, sizeof got) == 0,
+          "%s: counts %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+          ", want %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+          what, got[0], got[1], got[2], got[3], got[4], got[5], want[0], want[1], want[2],
+          want[3], want[4], want[5]);
+    CHECK(c.has_head == (head[0] != '\0') && (!c.has_head || bytes_eq(c.head_key, head)),
+          "%s: head %.*s, want %s", what, c.has_head ? (int)c.head_key.len : 4,
+          c.has_head ? (const char *)c.head_key.data : "none", head);
+}
+
+static int
+fail_after_put(StoreTxn *t, void *ctx)
+{
+    uint32_t *table = ctx;
+    put(t, *table, "doomed", "", "00", 0);
+    return -1;
+}
+
+static void
+test_counts(Store *st)
+{
+    StoreTxn *t = begin(st, true);
+    uint32_t q;
+    int64_t now = store_now(st);
+    CHECK(store_table_create(t, "counted", bytes_of(""), &q) == STORE_OK, "create");
+    check_counts(t, q, now, (uint64_t[6]){0, 0, 0, 0, 0, 0}, "", "empty");
+    CHECK(put(t, q, "b", "", "20", 0) == STORE_OK, "b ready");
+    CHECK(put(t, q, "c", "", "30", 0) == STORE_OK, "c ready");
+    CHECK(put(t, q, "d", "", "40", now + 2 * SEC) == STORE_OK, "d delayed");
+    CHECK(put(t, q, "x", "", NULL, 0) == STORE_OK, "x in no index");
+    CHECK(put_held(t, q, "h", "10", now + SEC, 0) == STORE_OK, "h held");
+    CHECK(put_held(t, q, "l", "05", now + SEC, STORE_SLOT_RETIRE) == STORE_OK, "l held, last");
+    CHECK(put_held(t, q, "n", "01", now + SEC, now + 3 * SEC) == STORE_OK, "n held, then delayed");
+    check_counts(t, q, now, (uint64_t[6]){7, 2, 3, 1, 1, 0}, "b", "filed");
+    CHECK(put(t, q, "b", "new value", "20", 0) == STORE_OK, "b rewritten");
+    check_counts(t, q, now, (uint64_t[6]){7, 2, 3, 1, 1, 0}, "b", "a rewrite counts nothing");
+    commit(t);
+
+    /* Read-only, nothing moved: the holds that ended count where they go;
+     * h goes back ahead of b in claim order. */
+    t = begin(st, false);
+    int64_t later = now + SEC + SEC / 2;
+    check_counts(t, q, later, (uint64_t[6]){7, 3, 0, 2, 2, 0}, "h", "holds ended, not moved");
+    store_txn_abort(t);
+    /* A claim moves them: the same counts. */
+    t = begin(st, true);
+    int rc;
+    CHECK_STR(head_key(t, q, later, &rc), "h");
+    check_counts(t, q, later, (uint64_t[6]){7, 3, 0, 2, 2, 0}, "h", "holds ended, moved");
+    struct each_waiting e = {0};
+    store_queue_each_waiting(t, q, collect_waiting, &e);
+    CHECK(e.n == 2 && strcmp(e.keys[0], "d") == 0 && strcmp(e.keys[1], "n") == 0 &&
+          e.wakes[1] == now + 3 * SEC, "l retired, n delayed until its then: %d", e.n);
+    /* Past every instant: all ready but the retired and the slotless. */
+    check_counts(t, q, now + 4 * SEC, (uint64_t[6]){7, 5, 0, 0, 2, 0}, "n",
+                 "every delay over, not moved");
+    CHECK_STR(head_key(t, q, now + 4 * SEC, &rc), "n");
+    check_counts(t, q, now + 4 * SEC, (uint64_t[6]){7, 5, 0, 0, 2, 0}, "n",
+                 "every delay over, moved");
+    /* Deletes: a ready one, a held one, one in no index. */
+    CHECK(put_held(t, q, "h", "10", now + 60 * SEC, 0) == STORE_OK, "h held again");
+    CHECK(store_record_delete(t, q, bytes_of("h")) == STORE_OK, "delete held h");
+    CHECK(store_record_delete(t, q, bytes_of("n")) == STORE_OK, "delete ready n");
+    CHECK(store_record_delete(t, q, bytes_of("x")) == STORE_OK, "delete slotless x");
+    check_counts(t, q, now + 4 * SEC, (uint64_t[6]){4, 3, 0, 0, 1, 0}, "b", "after deletes");
+    commit(t);
+
+    /* A write that fails is rolled back with its counts. */
+    CHECK(store_write(st, fail_after_put, &q) == -1, "failing write");
+    t = begin(st, false);
+    check_counts(t, q, now + 4 * SEC, (uint64_t[6]){4, 3, 0, 0, 1, 0}, "b", "after a rollback");
+    store_txn_abort(t);
+
+    /* Dropped and defined again: a new table, counted from zero. */
+    t = begin(st, true);
+    CHECK(store_table_drop(t, "counted") == STORE_OK, "drop");
+    CHECK(store_table_create(t, "counted", bytes_of(""), &q) == STORE_OK, "create again");
+    check_counts(t, q, now, (uint64_t[6]){0, 0, 0, 0, 0, 0}, "", "defined again");
+    CHECK(store_table_drop(t, "counted") == STORE_OK, "drop again");
+    commit(t);
+}
+
+/* Writes "n" bytes of "p" as mdb_load -T text (\xx for every byte). */
+static void
+hex_text(char *out, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 3 * i, "\\%02x", b[i]);
+    out[3 * n] = '\0';
+}
+
+/* A store of format 1 (no counts, waiting entries of no kind) is counted
+ * when first opened: exact records, ready and idle, its waiting entries
+ * unsorted until a claim moves them or a write files them anew. */
+static void
+test_counts_upgrade(void)
+{
+    Store *st = open_store("format1", true, 0);
+    if (!st)
+        return;
+    StoreTxn *t = begin(st, true);
+    uint32_t q;
+    int64_t now = store_now(st), wake = now + 3600 * SEC;
+    CHECK(store_table_create(t, "old", bytes_of(""), &q) == STORE_OK, "create");
+    CHECK(put(t, q, "a", "", "1", 0) == STORE_OK, "a ready");
+    CHECK(put(t, q, "b", "", "2", 0) == STORE_OK, "b ready");
+    CHECK(put_held(t, q, "h", "3", wake, 0) == STORE_OK, "h held");
+    CHECK(put(t, q, "x", "", NULL, 0) == STORE_OK, "x in no index");
+    commit(t);
+    store_close(st);
+
+    /* Make it what format 1 wrote: version 1, no counts (zeroed here),
+     * and h's deadline entry without a kind. */
+    unsigned char counts_key[7 + 4] = "records", deadline_key[4 + 8 + 1];
+    counts_key[7] = counts_key[8] = counts_key[9] = 0;
+    counts_key[10] = (unsigned char)q;
+    deadline_key[0] = deadline_key[1] = deadline_key[2] = 0;
+    deadline_key[3] = (unsigned char)q;
+    for (int i = 0; i < 8; i++)
+        deadline_key[4 + i] = (unsigned char)((uint64_t)wake >> (56 - 8 * i));
+    deadline_key[12] = 'h';
+    char ck[64], dk[64], zeros[5 * 8 * 3 + 1], cmd[1024];
+    unsigned char zero[40] = {0};
+    hex_text(ck, counts_key, sizeof counts_key);
+    hex_text(dk, deadline_key, sizeof deadline_key);
+    hex_text(zeros, zero, sizeof zero);
+    snprintf(cmd, sizeof cmd,
+             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\01\\n' | mdb_load -T -s sys '%s' && "
+             "printf '%%s\\n%%s\\n' '%s' '%s' | mdb_load -T '%s' && "
+             "printf '%%s\\n\\n' '%s' | mdb_load -T -s deadline '%s'",
+             path_of("format1"), ck, zeros, path_of("format1"), dk, path_of("format1"));
+    CHECK(system(cmd) == 0, "make a format 1 store");
+
+    st = open_store("format1", true, 0);
+    if (!st)
+        return;
+    t = begin(st, false);
+    check_counts(t, q, now, (uint64_t[6]){4, 2, 0, 0, 1, 1}, "a", "format 1, counted");
+    store_txn_abort(t);
+    /* Filed anew, h is sorted: held. */
+    t = begin(st, true);
+    CHECK(put_held(t, q, "h", "3", wake, 0) == STORE_OK, "h held again");
+    check_counts(t, q, now, (uint64_t[6]){4, 2, 1, 0, 1, 0}, "a", "format 1, filed anew");
+    commit(t);
+    store_close(st);
+    /* Opened again, it is of this format: nothing is counted again. */
+    st = open_store("format1", true, 0);
+    if (!st)
+        return;
+    t = begin(st, false);
+    check_counts(t, q, now, (uint64_t[6]){4, 2, 1, 0, 1, 0}, "a", "reopened");
+    store_txn_abort(t);
+    store_close(st);
 }
 
 static void
@@ -1504,6 +1682,7 @@ main(void)
     test_strerror();
     test_open_reopen();
     test_not_a_store();
+    test_counts_upgrade();
 
     Store *st = open_store("main", true, 0);
     if (st) {
@@ -1513,6 +1692,7 @@ main(void)
         test_toobig(st);
         test_queue(st);
         test_queue_scale(st);
+        test_counts(st);
         test_meta(st);
         test_threads(st);
         store_close(st);

@@ -13,8 +13,9 @@
  *   - A record whose slot has wake_ns > 0 is *waiting* (held or delayed)
  *     until that instant: it is in the table's deadline index.  When a
  *     claim looks for the head (store_queue_head) every waiting entry whose
- *     instant has come is moved into the ready index first.  Nothing sweeps
- *     in the background.
+ *     instant has come is moved where its slot said first: into the ready
+ *     index, on to a delay, or out of both indexes.  Nothing sweeps in the
+ *     background.
  *   - A record stored with no slot (slot == NULL) is in neither index: a
  *     record of a collection, or a queue record that may never be handed out
  *     again.
@@ -96,7 +97,30 @@ typedef struct StoreSlot {
     const void *order_key;   /* claim order: ascending memcmp, then arrival */
     size_t      order_len;   /* <= STORE_MAX_KEY */
     int64_t     wake_ns;     /* 0 = ready now; > 0 = waiting until this instant */
+    bool        held;        /* waiting for a hold to end (counted held), not for
+                              * a delay (counted delayed) */
+    int64_t     then_ns;     /* held only — what the record does at wake_ns:
+                              * 0 (or <= wake_ns) becomes ready; later: waits on,
+                              * delayed, until then_ns; STORE_SLOT_RETIRE: leaves
+                              * both indexes (it may not be handed out again) */
 } StoreSlot;
+
+#define STORE_SLOT_RETIRE (-1)
+
+/* What a queue table holds at an instant (see store_queue_counts). */
+typedef struct StoreQueueCounts {
+    uint64_t   records;    /* every record of the table */
+    uint64_t   ready;      /* claimable */
+    uint64_t   held;       /* waiting for a hold to end */
+    uint64_t   delayed;    /* waiting for a delay to end */
+    uint64_t   idle;       /* in neither index (a queue's: may not be handed out) */
+    uint64_t   unsorted;   /* waiting, filed by a store of an earlier format
+                            * that did not tell held from delayed: counted in
+                            * none of ready, held, delayed and idle */
+    bool       has_head;
+    StoreBytes head_key;   /* when has_head: the ready record the next claim
+                            * takes (the first in claim order) */
+} StoreQueueCounts;
 
 typedef struct StoreOptions {
     bool   sync;        /* true: a committed write is on disk when commit returns;
@@ -278,12 +302,20 @@ int store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
 /* ---- the queue primitives ---- */
 
 /* The head of the queue at instant "now": first moves every waiting record
- * whose wake instant is <= now into the ready index (a write transaction is
+ * whose wake instant is <= now on (see StoreSlot; a write transaction is
  * required), then returns the first ready record.  The caller claims it by
  * storing it again with a waiting slot (or no slot), which takes it out of
  * the ready index.  STORE_NOTFOUND when nothing is ready. */
 int store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
                      StoreBytes *key_out, StoreBytes *value_out);
+/* What table "table" holds at instant "now" (see StoreQueueCounts), as a
+ * claim at "now" would find it: a waiting record whose instant has come
+ * counts where it is going (ready, delayed, or idle when retired).  The
+ * store keeps the counts as records enter and leave the table and its
+ * indexes, so this costs O(log n) plus one step per waiting record whose
+ * instant has come since the last claim moved those of the table: it does
+ * not grow with the number of records.  Works in a read transaction. */
+int store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out);
 /* Calls "fn" for every waiting record of the table (held or delayed), in
  * wake order, with its wake instant; stops when "fn" returns non-zero. */
 int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
