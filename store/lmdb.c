@@ -943,7 +943,7 @@ static int catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out)
 static int
 store_format_upgrade(Store *st, MDB_txn *txn)
 {
-    StoreTxn t = {st, txn, true};
+    StoreTxn t = {.st = st, .txn = txn, .write = true};
     MDB_cursor *cur;
     MDB_val k, v;
     int rc = mdb_cursor_open(txn, st->catalog, &cur);
