@@ -12,6 +12,7 @@
 #include "ast.h"
 #include "buf.h"
 #include "error.h"
+#include "lang.h"
 #include "value.h"
 
 /* The engine's three fields on a queue record. */
@@ -147,6 +148,10 @@ Store *session_store(const struct LangSession *s);
  * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
 LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
                                 LangError *err);
+
+/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
+ * give the last one back (see lang_view_unclaim). */
+void session_capture_claim(struct LangSession *s, LangUnclaim *undo);
 
 /* The access a statement needs on the table it names. */
 enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
