@@ -19,6 +19,7 @@
 #include "log.h"
 #include "mount.h"
 #include "nodes.h"
+#include "waiters.h"
 
 typedef struct Options {
     char *consumer;
@@ -335,6 +336,11 @@ run(struct fuse_args *args, const Options *o)
     fs_log_open(o->foreground);
     FS_LOG(LOG_INFO, "serving the store %s at %s", m.store_path, mountpoint);
 
+    m.waiters = waiters_new(&m, queuefs_wait_serve());
+    if (waiters_start(m.waiters) != 0)
+        fail_to_parent(m.ready_fd, "cannot start the wait thread", "");
+    waiters_watch(m.waiters, mountpoint);   /* without it a lazy unmount waits for the waiters */
+
     if (o->single_thread) {
         rc = fuse_session_loop(se);
     } else {
@@ -344,9 +350,11 @@ run(struct fuse_args *args, const Options *o)
         fuse_loop_cfg_destroy(cfg);
     }
     bool signalled = fuse_session_exited(se);   /* SIGTERM, SIGINT or an unmount */
+    waiters_stop(m.waiters);   /* no open of wait is left waiting */
     fuse_remove_signal_handlers(se);
     fuse_session_unmount(se);
     fuse_session_destroy(se);
+    waiters_free(m.waiters);
     nodes_free(m.nodes);
     store_close(m.store);
     status = rc && !signalled ? 1 : 0;

@@ -25,10 +25,11 @@ typedef struct Mount {
                                                  ctl statements as the kernel checks files */
     struct Nodes        *nodes;               /* the inodes the kernel knows */
     struct fuse_session *session;
+    struct Waiters      *waiters;             /* opens of wait files that wait */
 } Mount;
 
-/* The most threads serving requests at once.  Blocking opens of wait files
- * may hold all but 32 of them. */
+/* The most threads serving requests at once.  An open of a wait file that
+ * waits holds none of them (waiters.h). */
 #define QUEUEFS_MAX_THREADS 256
 
 /* The operations table of a queuefs mount, whose user data is the Mount. */

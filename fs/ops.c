@@ -24,6 +24,7 @@
 #include <linux/fs.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include "mount.h"
 #include "names.h"
 #include "nodes.h"
+#include "waiters.h"
 
 /* The request this thread serves: who asks, and whether they gave up. */
 static __thread fuse_req_t current_request;
@@ -335,6 +337,9 @@ typedef struct Handle {
                                    the object stores it */
     ContentScan     scan;       /* H_WRITE: the shape of the content so far */
     CtlFile        *ctl;
+    Mount          *mount;      /* with "undo": the mount that claimed */
+    LangUnclaim     undo;       /* an open of wait: how to give its claim back */
+    bool            was_read;   /* with "undo": a read served the claimed record */
 } Handle;
 
 static Handle *
@@ -347,9 +352,25 @@ handle_new(HandleKind kind, const Path *p)
     return h;
 }
 
+/* Gives back the claim of an open of wait whose record nobody read: the
+ * caller was killed or gave up between the open and the read (see
+ * lang_view_unclaim). */
+static void
+give_back(Handle *h)
+{
+    if (!h->undo.table || h->was_read)
+        return;
+    LangSession *s = lang_session_new(h->mount->store, NULL, NULL);
+    LangError err = {0};
+    lang_view_unclaim(s, &h->undo, &err);
+    lang_session_free(s);
+}
+
 static void
 handle_free(Handle *h)
 {
+    give_back(h);
+    lang_unclaim_free(&h->undo);
     if (h->path && h->created)
         pending_remove(h->path);
     free(h->path);
@@ -798,11 +819,6 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
     return 0;
 }
 
-/* How many opens of wait files are blocked now, and the most allowed: the
- * rest of the worker threads stay free for other requests. */
-static _Atomic int waiting;
-#define MAX_WAITING (QUEUEFS_MAX_THREADS - 32)
-
 static bool
 request_interrupted(void *ctx)
 {
@@ -813,35 +829,90 @@ request_interrupted(void *ctx)
            fuse_session_exited(mount_of()->session) != 0;
 }
 
-/* Claims for an open of T/wait: at once with O_NONBLOCK (EAGAIN when
- * nothing is claimable), else blocking until something is, or until the
- * caller is interrupted (EINTR, nothing claimed). */
+/* What qfs_open returns for an open it has filed to answer later. */
+#define OPEN_FILED 1
+
+/* Claims for an open of T/wait as "s" (freed), into a handle that gives
+ * the claim back when nobody reads it: 0 with "*out" (NULL when nothing
+ * was claimable), or -errno. */
 static int
-open_wait(const Path *p, int flags, Handle **out)
+wait_claim(LangSession *s, Mount *m, const char *table, Handle **out)
 {
-    Handle *h = handle_new(H_SNAPSHOT, p);
-    LangSession *s = session();
+    Path p = {P_WAIT, "", ""};
+    snprintf(p.table, sizeof p.table, "%s", table);
+    Handle *h = handle_new(H_SNAPSHOT, &p);
+    h->mount = m;
     LangError err = {0};
-    int rc;
-    if (flags & O_NONBLOCK) {
-        rc = finish(s, lang_view_claim(s, p->table, &h->data, &err));
-        if (!rc && h->data.len == 0)
-            rc = -EAGAIN;
-    } else if (++waiting > MAX_WAITING) {
-        lang_session_free(s);
-        rc = -EAGAIN;
-    } else {
-        lang_session_set_interrupt(s, request_interrupted, NULL);
-        rc = finish(s, lang_view_wait(s, p->table, &h->data, &err));
-    }
-    if (!(flags & O_NONBLOCK))
-        waiting--;
-    if (rc) {
+    int rc = finish(s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &err));
+    if (rc || !h->data.len) {
         handle_free(h);
-        return rc;
+        h = NULL;
     }
     *out = h;
-    return 0;
+    return rc;
+}
+
+/* Serves a filed open of wait (WaitServe, on the mount's wait thread). */
+static bool
+wait_serve(Mount *m, const WaitCall *c, atomic_bool *interrupted)
+{
+    LangSession *s = lang_session_new(m->store, m->consumer, m->instance);
+    lang_session_set_caller(s, c->uid, c->gid, c->groups, c->ngroups, m->enforce);
+    Handle *h;
+    int rc = wait_claim(s, m, c->table, &h);
+    if (!rc && !h)
+        return false;
+    if (!rc && (atomic_load(interrupted) || fuse_req_interrupted(c->req))) {
+        handle_free(h);   /* gives the claim back */
+        rc = -EINTR;
+    }
+    if (rc) {
+        fuse_reply_err(c->req, -rc);
+        return true;
+    }
+    struct fuse_file_info fi = c->fi;
+    handle_attach(&fi, h, true);
+    if (fuse_reply_open(c->req, &fi) != 0)
+        handle_free(h);   /* the caller gave up: the claim goes back */
+    return true;
+}
+
+/* Claims for an open of T/wait: at once with O_NONBLOCK (EAGAIN when
+ * nothing is claimable); else at once when something is claimable, or
+ * files the request with the mount's waiters (OPEN_FILED: answered later,
+ * holding no thread).  What the claim would refuse (no such queue, no
+ * permission) is refused at once. */
+static int
+open_wait(const Path *p, const struct fuse_file_info *fi, Handle **out)
+{
+    Mount *m = mount_of();
+    for (int tries = 0;; tries++) {
+        uint64_t seen = store_changes(m->store);
+        LangSession *s = session();
+        LangError err = {0};
+        bool yes = true;
+        int64_t next_wake = INT64_MAX;
+        if (!(fi->flags & O_NONBLOCK) &&
+            lang_view_claimable(s, p->table, &yes, &next_wake, &err))
+            return finish(s, err.code);
+        if (yes && ((fi->flags & O_NONBLOCK) || tries < 3)) {
+            int rc = wait_claim(s, m, p->table, out);
+            if (rc || *out)
+                return rc;
+            if (fi->flags & O_NONBLOCK)
+                return -EAGAIN;
+            continue;   /* another claim got there first: look again */
+        }
+        lang_session_free(s);
+        const struct fuse_ctx *cx = fuse_req_ctx(current_request);
+        WaitCall c = {current_request, *fi, p->table, cx->uid, cx->gid, {0}, 0};
+        gid_t groups[64];
+        c.ngroups = caller_groups(groups);
+        for (int i = 0; i < c.ngroups; i++)
+            c.groups[i] = groups[i];
+        int rc = waiters_file(m->waiters, &c, seen, next_wake);
+        return rc ? rc : OPEN_FILED;
+    }
 }
 
 /* A snapshot of the queue's figures (stats), or every queue's and the
@@ -896,7 +967,7 @@ qfs_open(const char *path, struct fuse_file_info *fi)
         break;
     }
     case P_WAIT:
-        if ((rc = open_wait(&p, fi->flags, &h)))
+        if ((rc = open_wait(&p, fi, &h)))
             return rc;
         break;
     case P_STATS:
@@ -976,6 +1047,43 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return 0;
 }
 
+/* The signals whose default action ends a process (stopping ones and
+ * those ignored by default excluded), as /proc's masks number them. */
+#define SIG_BIT(n) (1ull << ((n) - 1))
+#define DEADLY_SIGNALS                                                                          \
+    (~0ull & ~(SIG_BIT(SIGCHLD) | SIG_BIT(SIGCONT) | SIG_BIT(SIGURG) | SIG_BIT(SIGWINCH) |      \
+               SIG_BIT(SIGSTOP) | SIG_BIT(SIGTSTP) | SIG_BIT(SIGTTIN) | SIG_BIT(SIGTTOU)))
+
+/* True when the thread that made "req" has a signal pending that will end
+ * it — one it neither blocks, ignores nor catches — so that what a reply
+ * gives it would die with it.  A signal's INTERRUPT may reach the daemon
+ * only after the reply; its pending mask is there at once.  False when
+ * that cannot be told (another pid namespace). */
+static bool
+caller_dying(fuse_req_t req)
+{
+    pid_t tid = fuse_req_ctx(req)->pid;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+    FILE *f = tid > 0 ? fopen(path, "re") : NULL;
+    if (!f)
+        return false;
+    unsigned long long pend = 0, blocked = 0, ignored = 0, caught = 0, v;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "SigPnd: %llx", &v) == 1 || sscanf(line, "ShdPnd: %llx", &v) == 1)
+            pend |= v;
+        else if (sscanf(line, "SigBlk: %llx", &v) == 1)
+            blocked = v;
+        else if (sscanf(line, "SigIgn: %llx", &v) == 1)
+            ignored = v;
+        else if (sscanf(line, "SigCgt: %llx", &v) == 1)
+            caught = v;
+    }
+    fclose(f);
+    return (pend & SIG_BIT(SIGKILL)) ||
+           (pend & ~blocked & ~ignored & ~caught & DEADLY_SIGNALS) != 0;
+}
+
 /* Replies to a read of "size" bytes at "off".  What is sent is a copy
  * taken under the handle's lock: once the reply is out, the caller may
  * close the file and another thread free the handle while this one is
@@ -994,12 +1102,18 @@ reply_read(fuse_req_t req, Handle *h, size_t size, off_t off, int flags)
             return;
         }
         n = (size_t)got;
+    } else if (h->undo.table && !h->was_read && (fuse_req_interrupted(req) || caller_dying(req))) {
+        /* The first read of a claim, and its reader is being killed: it
+         * would never see the record, which goes back at its close. */
+        fuse_reply_err(req, EINTR);
+        return;
     } else {
         pthread_mutex_lock(&h->lock);
         if (h->kind != H_NEW && (size_t)off < h->data.len) {
             n = h->data.len - (size_t)off < size ? h->data.len - (size_t)off : size;
             copy = xmalloc(n);
             memcpy(copy, h->data.data + off, n);
+            h->was_read = true;   /* a claim read is the reader's: never given back */
         }
         pthread_mutex_unlock(&h->lock);
     }
@@ -1551,6 +1665,8 @@ open_ino(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
     int rc = ino_path(m, ino, path);
     if (!rc)
         rc = open_path(path, fi);
+    if (rc == OPEN_FILED)
+        return;   /* the mount's waiters answer it */
     if (rc)
         fuse_reply_err(req, -rc);
     else if (fuse_reply_open(req, fi) != 0)
@@ -1782,4 +1898,10 @@ const struct fuse_lowlevel_ops *
 queuefs_operations(void)
 {
     return &operations;
+}
+
+WaitServe
+queuefs_wait_serve(void)
+{
+    return wait_serve;
 }

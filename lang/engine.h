@@ -12,6 +12,7 @@
 #include "ast.h"
 #include "buf.h"
 #include "error.h"
+#include "lang.h"
 #include "value.h"
 
 /* The engine's four fields on a queue record.  "hold" is the number of
@@ -163,6 +164,9 @@ LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit
 /* ParseError unless "name" can name a table, which must also be a
  * directory name in the mount. */
 LangErrorCode check_table_name(const char *name, LangError *err);
+/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
+ * give the last one back (see lang_view_unclaim). */
+void session_capture_claim(struct LangSession *s, LangUnclaim *undo);
 
 /* The access a statement needs on the table it names. */
 enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };

@@ -21,6 +21,7 @@ struct LangSession {
     size_t npending, cap;
     bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
     void  *interrupt_ctx;
+    LangUnclaim *undo;                /* when set, a claim keeps here how to undo it */
     struct {                          /* who is asking (lang_session_set_caller) */
         bool     known, enforce;
         uint32_t uid, gid;
@@ -852,9 +853,17 @@ take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
 {
     const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
     int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0, hold;
+    LangUnclaim *undo = x->s->undo;
+    if (undo) {
+        lang_unclaim_free(undo);
+        undo->table = xstrdup(def->decl.name);
+        record_encode(r, &undo->before);
+    }
     /* A hold that was never released nor finished has lapsed. */
-    if (value_object_get(&r->fields, FIELD_CLAIMED_UNTIL) &&
-        counter_add(x->txn, def, COUNTER_LAPSES, 1, x->err))
+    bool lapsed = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL) != NULL;
+    if (undo)
+        undo->lapsed = lapsed;
+    if (lapsed && counter_add(x->txn, def, COUNTER_LAPSES, 1, x->err))
         return x->err->code;
     if (counter_add(x->txn, def, COUNTER_CLAIMS, 1, x->err) ||
         hold_number_next(x->txn, &hold, x->err))
@@ -877,6 +886,8 @@ take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
     r->holder = xstrdup(x->s->instance);
     if (record_store(x->txn, def, r, x->now, x->err))
         return x->err->code;
+    if (undo)
+        record_encode(r, &undo->after);   /* what record_store stored */
     value_array_push(results, record_view(r, def));
     return LANG_OK;
 }
@@ -1290,6 +1301,8 @@ session_run_stmts(StoreTxn *txn, void *ctx)
     if (r->reserve)
         store_txn_use_reserve(txn);
     session_restore(r);
+    if (r->s->undo)
+        lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
     buf_reset(&r->lines);
     *r->err = (LangError){0};
     Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters, NULL};
@@ -1373,33 +1386,37 @@ first_wake(void *ctx, StoreBytes key, int64_t wake_ns)
     return 1;
 }
 
-/* True when CLAIM FROM "table" may hand out something at "now": a ready
- * head, or a waiting record whose instant has come.  "*next_wake" gets the
- * instant the first waiting record wakes (INT64_MAX when none).  Looks in
- * a read transaction, so a waiting claim does not take the writer lock
- * until there is something to take; on any doubt it answers true and lets
- * the claim itself decide. */
-static bool
-claimable_now(LangSession *s, const char *table, int64_t now, int64_t *next_wake)
+/* Whether CLAIM FROM "table" may hand out something at "now" (see
+ * lang.h), looked at in a read transaction: a waiting claim does not take
+ * the writer lock until there is something to take.  On any doubt about
+ * the queue's indexes it answers true and lets the claim decide. */
+LangErrorCode
+lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_wake,
+                    LangError *err)
 {
     StoreTxn *txn;
+    *yes = true;
     *next_wake = INT64_MAX;
-    if (store_txn_begin(s->store, false, &txn))
-        return true;
+    int rc = store_txn_begin(s->store, false, &txn);
+    if (rc)
+        return store_error(rc, "beginning a transaction", err);
     TableDef def;
-    LangError ignored = {0};
-    bool yes = true;
-    if (!table_def_load(txn, table, &def, &ignored)) {
-        StoreBytes key, val;
-        int rc = store_queue_head(txn, def.id, now, &key, &val);
-        if (rc == STORE_NOTFOUND) {
-            rc = store_queue_each_waiting(txn, def.id, first_wake, next_wake);
-            yes = (rc != 0 && rc != 1) || *next_wake <= now;
+    int64_t now = store_now(s->store);
+    if (!table_def_load(txn, table, &def, err)) {
+        if (!def.is_queue) {
+            lang_error_set(err, LANG_WRONG_KIND, "'%s' is a collection, not a queue", table);
+        } else if (!check_access(s, &def, ACCESS_WRITE, err)) {
+            StoreBytes key, val;
+            rc = store_queue_head(txn, def.id, now, &key, &val);
+            if (rc == STORE_NOTFOUND) {
+                rc = store_queue_each_waiting(txn, def.id, first_wake, next_wake);
+                *yes = (rc != 0 && rc != 1) || *next_wake <= now;
+            }
         }
         table_def_free(&def);
     }
     store_txn_abort(txn);
-    return yes;
+    return err->code;
 }
 
 static void
@@ -1408,10 +1425,18 @@ keep_line(void *ctx, const char *line, size_t len)
     buf_append(ctx, line, len);
 }
 
+/* How long a waiting claim with an interrupt hook sleeps between looks at
+ * the hook. */
+#define INTERRUPT_LOOK_NS (100 * 1000 * 1000)
+
 /* CLAIM … WAIT d: claims as soon as something is claimable — created,
  * released, or a hold lapsing, through any process on the store — or
- * answers [] after "d".  Polls the store's version every few milliseconds
- * between attempts; the session's interrupt hook ends the wait. */
+ * answers [] after "d".  Refuses at once what the claim would refuse (no
+ * such queue, no permission to claim from it).  Sleeps on the store's
+ * notification of a commit (store_wait_change) or until the first waiting
+ * record's instant, costing no CPU meanwhile; with an interrupt hook it
+ * looks at the hook every INTERRUPT_LOOK_NS too, and ends with Interrupted
+ * when it says so. */
 static LangErrorCode
 claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
 {
@@ -1420,8 +1445,11 @@ claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
         deadline = INT64_MAX;
     Buf line = {0};
     for (;;) {
-        uint64_t seen = store_version(s->store);
-        if (claimable_now(s, st->u.claim.target.table, now, &next_wake)) {
+        uint64_t seen = store_changes(s->store);
+        bool yes;
+        if (lang_view_claimable(s, st->u.claim.target.table, &yes, &next_wake, err))
+            break;
+        if (yes) {
             buf_reset(&line);
             if (session_run(s, &st, 1, keep_line, &line, err))
                 break;
@@ -1429,16 +1457,16 @@ claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
                 break;
             continue;   /* another worker got there first: look again */
         }
-        while (now < deadline && now < next_wake && store_version(s->store) == seen) {
-            if (s->interrupted && s->interrupted(s->interrupt_ctx)) {
-                lang_error_set(err, LANG_INTERRUPTED, "the wait was interrupted");
-                break;
-            }
-            struct timespec pause = {0, 5 * 1000 * 1000};
-            nanosleep(&pause, NULL);
-            now = store_now(s->store);
+        int64_t until = deadline < next_wake ? deadline : next_wake;
+        if (s->interrupted && until - now > INTERRUPT_LOOK_NS)
+            until = now + INTERRUPT_LOOK_NS;
+        store_wait_change(s->store, seen, until);
+        now = store_now(s->store);
+        if (s->interrupted && s->interrupted(s->interrupt_ctx)) {
+            lang_error_set(err, LANG_INTERRUPTED, "the wait was interrupted");
+            break;
         }
-        if (err->code || now >= deadline) {
+        if (now >= deadline) {
             buf_reset(&line);
             buf_puts(&line, "[]");
             break;
@@ -1448,6 +1476,12 @@ claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
         emit(ctx, line.data, line.len);
     buf_free(&line);
     return err->code;
+}
+
+void
+session_capture_claim(LangSession *s, LangUnclaim *undo)
+{
+    s->undo = undo;
 }
 
 /* Runs or queues one parsed statement; takes ownership of "st". */

@@ -64,8 +64,9 @@ bool lang_session_in_transaction(const LangSession *s);
 void lang_session_set_caller(LangSession *s, uint32_t uid, uint32_t gid, const uint32_t *groups,
                              int ngroups, bool enforce);
 
-/* Makes a blocking CLAIM … WAIT poll "interrupted(ctx)" and end with
- * Interrupted (EINTR) when it answers true. */
+/* Makes a blocking CLAIM … WAIT look at "interrupted(ctx)" — when it
+ * wakes, and every 100 ms while it sleeps — and end with Interrupted
+ * (EINTR) when it answers true. */
 void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void *ctx);
 
 /* Runs every statement in "text" (see parse.h for the syntax) in order,
@@ -175,6 +176,36 @@ LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *ke
  * it, appending it as for lang_view_claim.  Ends with Interrupted when the
  * session's interrupt hook says so. */
 LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err);
+/* Whether CLAIM FROM "table" may hand out a record now ("*yes"; true too
+ * when in doubt: the claim decides), without claiming or taking the
+ * writer lock, and the first instant a held or delayed record of it
+ * becomes claimable ("*next_wake"; INT64_MAX when none).  Refuses as the
+ * claim would: NoSuchTable, WrongKind, PermissionDenied. */
+LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes,
+                                  int64_t *next_wake, LangError *err);
+
+/* How to give back one claim: the claimed record's stored form before the
+ * claim and the form the claim stored, and whether the claim counted a
+ * lapse.  Zero-initialise; "table" is NULL when nothing was claimed. */
+typedef struct LangUnclaim {
+    char *table;
+    Buf   before, after;
+    bool  lapsed;
+} LangUnclaim;
+
+/* lang_view_claim, also filling "undo" (see LangUnclaim) for
+ * lang_view_unclaim. */
+LangErrorCode lang_view_claim_undoable(LangSession *s, const char *table, Buf *out,
+                                       LangUnclaim *undo, LangError *err);
+/* Gives back the claim "undo" describes, for a caller that will never see
+ * it: when the record is still exactly as that claim stored it, puts back
+ * the form it had before (attempts, hold, delay, its place in the queue —
+ * every field, the engine's included) and takes the claim, and the lapse
+ * it counted, off the queue's counters; otherwise (finished, released,
+ * changed, claimed again since) changes nothing and answers LANG_OK. */
+LangErrorCode lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err);
+/* Frees what "undo" holds and zeroes it. */
+void lang_unclaim_free(LangUnclaim *undo);
 /* The queue's figures as one JSON line: records, ready, held, delayed,
  * dead, oldest_ready_age_seconds, and the store's counters of claims,
  * releases, lapses and deletes. */

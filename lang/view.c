@@ -66,6 +66,80 @@ lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err)
     return run_one(s, st, keep_record, out, err);
 }
 
+LangErrorCode
+lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclaim *undo,
+                         LangError *err)
+{
+    lang_unclaim_free(undo);
+    session_capture_claim(s, undo);
+    LangErrorCode rc = lang_view_claim(s, table, out, err);
+    session_capture_claim(s, NULL);
+    if (rc || !out->len)
+        lang_unclaim_free(undo);   /* nothing claimed, nothing to give back */
+    return rc;
+}
+
+void
+lang_unclaim_free(LangUnclaim *undo)
+{
+    free(undo->table);
+    buf_free(&undo->before);
+    buf_free(&undo->after);
+    *undo = (LangUnclaim){0};
+}
+
+/* What the unclaim transaction works from. */
+typedef struct Unclaim {
+    LangSession       *s;
+    const LangUnclaim *undo;
+    LangError         *err;
+} Unclaim;
+
+/* Puts the record back as it was before the claim, when the claim's form
+ * is still the stored one (see lang_view_unclaim): 0, or -1 with the
+ * error. */
+static int
+unclaim_run(StoreTxn *txn, void *ctx)
+{
+    Unclaim *u = ctx;
+    *u->err = (LangError){0};
+    TableDef def;
+    Record before = {0};
+    Buf key = {0};
+    StoreBytes stored;
+    LangError gone = {0};
+    if (table_def_load(txn, u->undo->table, &def, &gone))
+        return 0;   /* dropped since: nothing to give back */
+    StoreBytes bytes = {u->undo->before.data, u->undo->before.len};
+    if (!record_decode(bytes, &before, u->err)) {
+        record_key_encode(&before.key, &key);
+        int rc = store_record_get(txn, def.id, (StoreBytes){key.data, key.len}, &stored, NULL);
+        bool same = rc == STORE_OK && stored.len == u->undo->after.len &&
+                    memcmp(stored.data, u->undo->after.data, stored.len) == 0;
+        if (rc && rc != STORE_NOTFOUND)
+            store_error(rc, "reading a claimed record", u->err);
+        else if (same && !record_store(txn, &def, &before, store_now(session_store(u->s)), u->err) &&
+                 !counter_add(txn, &def, COUNTER_CLAIMS, -1, u->err) && u->undo->lapsed)
+            counter_add(txn, &def, COUNTER_LAPSES, -1, u->err);
+    }
+    buf_free(&key);
+    record_free(&before);
+    table_def_free(&def);
+    return u->err->code ? -1 : 0;
+}
+
+LangErrorCode
+lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
+{
+    if (!undo->table)
+        return LANG_OK;
+    Unclaim u = {s, undo, err};
+    int rc = store_write(session_store(s), unclaim_run, &u);
+    if (rc > 0)
+        store_error(rc, "committing", err);
+    return err->code;
+}
+
 /* Renders record "key" of "table" when "fence" holds, in a read
  * transaction: a key lookup that never claims. */
 /* Fills "info" from "def". */

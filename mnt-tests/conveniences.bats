@@ -809,6 +809,145 @@ figures() {
     assert_equal "$(sql 'SELECT * FROM jobs')" '[]'
 }
 
+@test "wait: a wait interrupted (SIGTERM or SIGINT) as a record arrives claims nothing, or gives back exactly what it took" {
+    local rounds=50 round pid sig create
+    # A queue a round, so that a record given back is not the next round's.
+    sql "$(for round in $(seq "$rounds"); do printf 'DEFINE QUEUE q%d TIMEOUT 1h;' "$round"; done)" >/dev/null
+    mount_fs
+    # The reader: its open of wait is interrupted by SIGTERM or SIGINT,
+    # which it turns into an exception (so it ends with nothing); once
+    # the open returned, it blocks them until what it read is written.
+    reader='
+import os, signal, sys
+def interrupted(sig, frame):
+    raise KeyboardInterrupt(sig)
+signal.signal(signal.SIGTERM, interrupted)
+signal.signal(signal.SIGINT, interrupted)
+got = b""
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    got = os.read(fd, 1 << 20)
+finally:
+    with open(sys.argv[2], "wb") as f:
+        f.write(got)
+'
+    for round in $(seq "$rounds"); do
+        python3 -c "$reader" "$M/q$round/wait" "$BATS_TEST_TMPDIR/got.$round" 2>/dev/null 3>&- &
+        pid=$!
+        BG+=("$pid")
+        blocked "$pid" || fail "round $round: the open of q$round/wait did not block"
+        sig=TERM
+        [ $((round % 2)) -eq 0 ] && sig=INT
+        # The create and the signal race: the wait is woken while it is
+        # interrupted (or, when the signal comes late, has read its
+        # record).  The signal goes with the create, just after it, or
+        # once it returned.
+        printf '{"round":%d}\n' "$round" >>"$M/q$round/new" &
+        create=$!
+        case $((round % 3)) in
+        1) sleep 0.001 ;;
+        2) wait "$create" ;;
+        esac
+        kill -"$sig" "$pid" 2>/dev/null || true
+        wait "$create" || true
+        wait_gone "$pid" || fail "round $round: the reader outlived SIG$sig"
+        wait "$pid" || true
+    done
+    # What a reader got is claimed; nothing else is claimed, and no attempt
+    # was spent on it.  (Giving back what a killed reader never read
+    # follows its close: the state is polled until it holds, 10 s at most.)
+    local read_ids claimed_ids i state claims
+    read_ids=$(cat "$BATS_TEST_TMPDIR"/got.* | jq -r .id | sort)
+    query=$(for round in $(seq "$rounds"); do printf 'SELECT * FROM q%d;' "$round"; done)
+    for i in $(seq 200); do
+        state=$(sql "$query" | jq -s -c 'add')
+        claimed_ids=$(jq -r '.[] | select(.attempts != null) | .id' <<<"$state" | sort)
+        [ "$claimed_ids" = "$read_ids" ] && break
+        sleep 0.05
+    done
+    echo "# $(grep -c . <<<"$read_ids") of $rounds interrupted waits had read their record" >&3
+    [ "$claimed_ids" = "$read_ids" ] ||
+        fail "claimed but read by nobody: $(comm -13 <(echo "$read_ids") <(echo "$claimed_ids") | tr '\n' ' ')"
+    assert_equal "$(jq length <<<"$state")" "$rounds"
+    assert_equal "$(jq -c '[.[] | select(.attempts != null and .attempts != 1)]' <<<"$state")" '[]'
+    assert_equal "$(jq -c '[.[] | select(.attempts == null and .claimed_until != null)]' <<<"$state")" '[]'
+    claims=0
+    for round in $(seq "$rounds"); do
+        claims=$((claims + $(jqr .claims "$(cat "$M/q$round/stats")")))
+    done
+    assert_equal "$claims" "$(grep -c . <<<"$read_ids")"
+}
+
+@test "wait: a NOT BEFORE instant wakes a blocked wait, not before it" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s NOT BEFORE due; DEFINE FIELD due ON jobs TYPE datetime;" >/dev/null
+    mount_fs
+    due=$(date -u -d '+1 second' +%Y-%m-%dT%H:%M:%S.%NZ)
+    printf '{"due":"%s"}\n' "$due" >"$M/jobs/4"
+    start_waiter "$M/jobs/wait" "$BATS_TEST_TMPDIR/out"
+    finish_waiter "$BATS_TEST_TMPDIR/out"
+    report_wake "a NOT BEFORE instant" "$(ns_of "$due")"
+    assert_equal "$(jqr .id "$WOKE")" "jobs:4"
+    [ "$WOKE_NS" -ge "$(ns_of "$due")" ] || fail "the wait ended before the NOT BEFORE instant $due"
+}
+
+@test "wait: CLAIM … WAIT through queuefs-sql, and waits on two mounts, are woken by a create through another mount" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_ab
+    M3="$BATS_TEST_TMPDIR/m3"
+    mkdir -p "$M3"
+    mount_fs -o consumer=c "$M3"
+    "$QUEUEFS_SQL" "$STORE" "USE CONSUMER 'sql'; CLAIM FROM jobs WAIT 20s;" >"$BATS_TEST_TMPDIR/sql.out" 3>&- &
+    sqlpid=$!
+    BG+=("$sqlpid")
+    start_waiter "$M/jobs/wait" "$BATS_TEST_TMPDIR/a.out"
+    a=$WAITER
+    start_waiter "$M2/jobs/wait" "$BATS_TEST_TMPDIR/b.out"
+    b=$WAITER
+    sleep 0.2   # queuefs-sql is waiting by now (it answers [] only after 20 s)
+    printf '%s\n' '{"n":1}' '{"n":2}' '{"n":3}' >>"$M3/jobs/new"
+    WAITER=$a finish_waiter "$BATS_TEST_TMPDIR/a.out"
+    WAITER=$b finish_waiter "$BATS_TEST_TMPDIR/b.out"
+    wait_gone "$sqlpid" || fail "CLAIM … WAIT through queuefs-sql still waits after the creates"
+    wait "$sqlpid" || fail "queuefs-sql failed"
+    got=$( (jq -r .id "$BATS_TEST_TMPDIR/a.out" "$BATS_TEST_TMPDIR/b.out" 2>/dev/null || true;
+            tail -n +2 "$BATS_TEST_TMPDIR/a.out" "$BATS_TEST_TMPDIR/b.out" | jq -r .id 2>/dev/null;
+            jq -r '.[]?.id' "$BATS_TEST_TMPDIR/sql.out") | grep '^jobs:' | sort -u | tr '\n' ' ')
+    assert_equal "$got" "jobs:1 jobs:2 jobs:3 "
+    assert_equal "$(jq -r '.[0].claimed_by.consumer' "$BATS_TEST_TMPDIR/sql.out" | tail -n 1)" sql
+}
+
+@test "wait: a lazy unmount (fusermount3 -u -z) ends every blocked wait with ENODEV, and the daemon exits" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    pid=$(daemon_pid "$M") || fail "no daemon serves $M"
+    pids=()
+    for i in $(seq 5); do
+        cat "$M/jobs/wait" >"$BATS_TEST_TMPDIR/out.$i" 2>&1 3>&- &
+        pids+=("$!")
+        BG+=("$!")
+    done
+    for w in "${pids[@]}"; do
+        blocked "$w" || fail "waiter $w did not block"
+    done
+    # A plain unmount is refused while opens are in progress.
+    run fusermount3 -u "$M"
+    assert_failure
+    run fusermount3 -u -z "$M"
+    assert_success
+    for w in "${pids[@]}"; do
+        if ! wait_gone "$w"; then
+            sql "CREATE jobs:999 = {};" >/dev/null
+            fail "a wait still blocked 10 s after the lazy unmount"
+        fi
+        ! wait "$w" || fail "a wait succeeded after the lazy unmount"
+    done
+    cat "$BATS_TEST_TMPDIR"/out.* >"$BATS_TEST_TMPDIR/all"
+    assert_equal "$(grep -c 'No such device' "$BATS_TEST_TMPDIR/all")" 5
+    wait_gone "$pid" || fail "queuefs still ran 10 s after the lazy unmount ended its waits"
+    assert_equal "$(sql 'SELECT * FROM jobs')" '[]'
+}
+
 @test "wait: DROP QUEUE of the queue ends a blocked wait with ENOENT" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs

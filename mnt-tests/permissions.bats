@@ -101,6 +101,73 @@ mount_shared() {
     assert_equal "$(jqr '.[0].id' "$output")" "jobs:3"
 }
 
+@test "permissions: waiting to claim from a queue one may not claim from is refused at once, by ctl and by the wait file" {
+    mount_shared
+    chmod 0755 "$M/jobs"
+    sql "CLAIM 3 FROM jobs;" >/dev/null   # nothing is claimable: a wait would block
+    run timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs WAIT 5s;"
+    assert_failure 1
+    assert_output --partial '"error":"PermissionDenied"'
+    run timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups cat "$M/jobs/wait"
+    assert_failure 1
+    assert_output --partial "Permission denied"
+    # Nor may it wait on a queue it may not even read.
+    chmod 0700 "$M/jobs"
+    run timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs WAIT;"
+    assert_failure 1
+    assert_output --partial '"error":"PermissionDenied"'
+    run timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups cat "$M/jobs/wait"
+    assert_failure 1
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 3
+}
+
+# all_blocked PID… — true once every PID waits on a FUSE request (polls up
+# to 60 s).
+all_blocked() {
+    local i pid waiting w
+    for i in $(seq 600); do
+        waiting=0
+        for pid in "$@"; do
+            w=""
+            read -r w 2>/dev/null <"/proc/$pid/wchan" || :   # no newline: read fails, w is set
+            [ "$w" = request_wait_answer ] && waiting=$((waiting + 1))
+        done
+        [ "$waiting" -eq "$#" ] && return 0
+        sleep 0.1
+    done
+    echo "# $waiting of $# blocked" >&3
+    return 1
+}
+
+@test "permissions: 300 blocked waits of one user leave another user's wait served: it gets the next record" {
+    mount_shared
+    chmod 0777 "$M/jobs"
+    sql "DELETE jobs;" >/dev/null   # nothing is claimable
+    local pids=() i
+    for i in $(seq 300); do
+        cat "$M/jobs/wait" >"$BATS_TEST_TMPDIR/root.$i" 2>&1 3>&- &
+        pids+=("$!")
+    done
+    all_blocked "${pids[@]}" || fail "not all 300 waits of root blocked: $(cat "$BATS_TEST_TMPDIR"/root.* | sort | uniq -c)"
+    setpriv --reuid=65534 --regid=65534 --clear-groups cat "$M/jobs/wait" >"$BATS_TEST_TMPDIR/nobody" 2>&1 3>&- &
+    local other=$!
+    all_blocked "$other" || fail "nobody's wait did not block: $(cat "$BATS_TEST_TMPDIR/nobody")"
+    printf '{"n":4}\n' >>"$M/jobs/new"
+    wait_gone "$other" || fail "nobody's wait still waits 10 s after a record was created"
+    wait "$other" || fail "nobody's wait failed: $(cat "$BATS_TEST_TMPDIR/nobody")"
+    assert_equal "$(jqr .id "$(cat "$BATS_TEST_TMPDIR/nobody")")" "jobs:4"
+    # root's 300 still wait, none refused.
+    all_blocked "${pids[@]}" || fail "root's waits did not all wait on"
+    kill "${pids[@]}"
+    for i in "${pids[@]}"; do
+        wait_gone "$i" || fail "a wait of root outlived SIGTERM"
+    done
+    assert_equal "$(cat "$BATS_TEST_TMPDIR"/root.*)" ""
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 1
+}
+
 @test "permissions: group bits apply to the queue's group" {
     mount_shared
     chown root:65534 "$M/jobs"

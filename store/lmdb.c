@@ -178,9 +178,13 @@ typedef struct SyncShared {
     uint64_t fast;        /* 1: commits need not sync (see "Durability") */
     uint64_t record;      /* the transaction of the newest checkpoint record */
     uint32_t sync_ends;   /* bumped (a futex, woken) whenever a sync ends */
-    uint32_t pad;
+    uint32_t changes;     /* bumped after every commit that changed something,
+                           * and by store_wake: the futex store_wait_change
+                           * sleeps on (0 in files of builds before it) */
     uint64_t record_seq;  /* the sequence number of the newest record */
     char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
+    uint32_t change_waiters;  /* threads in store_wait_change, in every process:
+                               * a committer wakes "changes" only when some */
 } SyncShared;
 
 /* One store_write() caller, queued on its own stack. */
@@ -1601,6 +1605,39 @@ store_version(Store *st)
     return id;
 }
 
+static void store_changed(Store *st);
+
+uint64_t
+store_changes(Store *st)
+{
+    return __atomic_load_n(&st->shared->changes, __ATOMIC_SEQ_CST);
+}
+
+bool
+store_wait_change(Store *st, uint64_t seen, int64_t until_ns)
+{
+    SyncShared *sh = st->shared;
+    /* Counted before the counter is read again: a committer that bumps it
+     * after that read sees the count and wakes the futex. */
+    __atomic_add_fetch(&sh->change_waiters, 1, __ATOMIC_SEQ_CST);
+    uint32_t now_seen = __atomic_load_n(&sh->changes, __ATOMIC_SEQ_CST);
+    if (now_seen == (uint32_t)seen && store_now(st) < until_ns) {
+        struct timespec at = {until_ns / 1000000000, until_ns % 1000000000};
+        /* An absolute instant of the realtime clock: the store's clock. */
+        syscall(SYS_futex, &sh->changes, FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME, now_seen,
+                until_ns == INT64_MAX ? NULL : &at, NULL, FUTEX_BITSET_MATCH_ANY);
+        now_seen = __atomic_load_n(&sh->changes, __ATOMIC_SEQ_CST);
+    }
+    __atomic_sub_fetch(&sh->change_waiters, 1, __ATOMIC_SEQ_CST);
+    return now_seen != (uint32_t)seen;
+}
+
+void
+store_wake(Store *st)
+{
+    store_changed(st);
+}
+
 void
 store_stats(Store *st, StoreStats *out)
 {
@@ -2089,6 +2126,18 @@ store_sync_upto(Store *st, uint64_t id)
     return rc;
 }
 
+/* Tells every store_wait_change, in every process, that the store's
+ * changes moved on: bumps the shared counter, and wakes its futex when
+ * someone sleeps on it (the common case of no waiter costs no system
+ * call). */
+static void
+store_changed(Store *st)
+{
+    __atomic_add_fetch(&st->shared->changes, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&st->shared->change_waiters, __ATOMIC_SEQ_CST))
+        syscall(SYS_futex, &st->shared->changes, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Notes that write transaction "id" of this process committed: raises
  * "committed" to the last id LMDB shows.  Returns the id to sync up to:
  * "id", or the last id when the commit changed nothing and so took none.
@@ -2100,6 +2149,8 @@ store_commit_note(Store *st, uint64_t id)
     store_env_info(st, NULL, &last);
     counter_raise(&st->shared->committed, last);
     counter_raise(&st->last_commit, last);
+    if (last >= id)
+        store_changed(st);   /* it changed something: readers see it now */
     return id < last ? id : last;
 }
 

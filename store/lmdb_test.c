@@ -1665,6 +1665,66 @@ test_machine_crash(void)
           "processes crashed, not the machine: nothing lost");
 }
 
+/* A thread sleeping in store_wait_change, and what it saw. */
+struct change_wait {
+    Store   *st;
+    uint64_t seen;
+    bool     changed;
+    int64_t  woke_at;
+};
+
+static void *
+thread_wait_change(void *p)
+{
+    struct change_wait *w = p;
+    w->changed = store_wait_change(w->st, w->seen, store_now(w->st) + 30 * SEC);
+    w->woke_at = store_now(w->st);
+    return NULL;
+}
+
+/* store_wait_change wakes on a commit that changed something, on
+ * store_wake, and at its instant; a commit that changed nothing or a
+ * stale ticket do not make it sleep past a change. */
+static void
+test_wait_change(Store *st)
+{
+    uint64_t seen = store_changes(st);
+    int64_t t0 = store_now(st);
+    CHECK(!store_wait_change(st, seen, t0 + 50 * 1000 * 1000), "no change: the instant ends it");
+    CHECK(store_now(st) >= t0 + 50 * 1000 * 1000, "not before its instant");
+
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    CHECK(store_table_create(t, "changes", bytes_of(""), &id) == STORE_OK, "create");
+    commit(t);
+    CHECK(store_changes(st) != seen, "a commit moves the ticket on");
+    CHECK(store_wait_change(st, seen, INT64_MAX), "a stale ticket returns at once");
+
+    seen = store_changes(st);
+    t = begin(st, true);
+    commit(t);
+    CHECK(store_changes(st) == seen, "a commit that changed nothing does not");
+
+    struct change_wait w = {st, store_changes(st), false, 0};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, thread_wait_change, &w) == 0, "thread");
+    usleep(100 * 1000);
+    int64_t put_at = store_now(st);
+    t = begin(st, true);
+    CHECK(store_meta_put(t, id, bytes_of("k"), bytes_of("v")) == STORE_OK, "put");
+    commit(t);
+    pthread_join(th, NULL);
+    CHECK(w.changed && w.woke_at >= put_at && w.woke_at < put_at + 10 * SEC,
+          "a commit wakes a sleeper (changed %d)", w.changed);
+
+    w = (struct change_wait){st, store_changes(st), false, 0};
+    CHECK(pthread_create(&th, NULL, thread_wait_change, &w) == 0, "thread");
+    usleep(100 * 1000);
+    store_wake(st);
+    pthread_join(th, NULL);
+    CHECK(w.changed && w.woke_at < put_at + 20 * SEC, "store_wake wakes a sleeper");
+}
+
 static void
 test_now(Store *st)
 {
@@ -1695,6 +1755,7 @@ main(void)
         test_counts(st);
         test_meta(st);
         test_threads(st);
+        test_wait_change(st);
         store_close(st);
     }
     test_two_processes();

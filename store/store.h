@@ -177,6 +177,27 @@ int64_t store_now(Store *st);
  * store: cheap enough to poll while waiting for work. */
 uint64_t store_version(Store *st);
 
+/* Waiting for a change, without polling:
+ *
+ *     uint64_t seen = store_changes(st);
+ *     while (!what_i_wait_for())              // looked at after "seen"
+ *         store_wait_change(st, seen, until), seen = store_changes(st);
+ *
+ * store_changes() is a number that moves on after every commit that
+ * changed the store, by any process of this build on it (and at every
+ * store_wake).  store_wait_change() sleeps while it still equals "seen",
+ * until the store's clock reaches "until_ns" (INT64_MAX: no limit); it
+ * costs no CPU meanwhile — a futex in "queuefs.sync" that a committer
+ * wakes only while someone sleeps on it.  It may return early (a signal,
+ * a spurious wake-up): callers look again.  True when the number moved
+ * on. */
+uint64_t store_changes(Store *st);
+bool store_wait_change(Store *st, uint64_t seen, int64_t until_ns);
+/* Moves store_changes() on and wakes every store_wait_change on the store,
+ * in every process, as a commit would: for a waiter whose own reasons to
+ * look again changed (a new thing to wait for, an interrupt). */
+void store_wake(Store *st);
+
 /* Fills "out" with the store's figures (see StoreStats). */
 void store_stats(Store *st, StoreStats *out);
 
