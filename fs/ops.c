@@ -673,9 +673,12 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
     LangSession *s = session();
     int rc = 0;
 
-    /* The fixed entries take offsets 1 to nfixed. */
-    const char *fixed[2 + NRESERVED] = {".", ".."};
-    bool fixed_dir[2 + NRESERVED] = {true, true};
+    /* The fixed entries take offsets 1 to nfixed.  A table lists its
+     * records and nothing else: its reserved names (claim, wait, new, …)
+     * resolve when named but are never listed, so tools that walk or glob
+     * the tree never open one (SPEC section 2). */
+    const char *fixed[4] = {".", ".."};
+    bool fixed_dir[4] = {true, true};
     size_t nfixed = 2;
     if (p.kind == P_ROOT) {
         fixed[nfixed++] = "ctl";
@@ -686,10 +689,6 @@ qfs_readdir(const char *path, DirReply *out, off_t offset, struct fuse_file_info
             return rc;
         out->info = info;
         s = session();
-        for (size_t i = 0; i < (info.is_queue ? NRESERVED : 1); i++) {
-            fixed_dir[nfixed] = reserved_entries[i].is_dir;
-            fixed[nfixed++] = reserved_entries[i].name;
-        }
     }
     for (size_t i = (size_t)offset; i < nfixed; i++) {
         if (dir_add(out, fixed[i], fixed_dir[i] ? S_IFDIR : S_IFREG, (off_t)i + 1, NULL)) {

@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# readme.bats — the README's examples, run as the README shows them, so
+# they cannot go stale: "A first example" (each command's output must be
+# the README's, datetimes aside), "A worker" (the loop, with curl made to
+# fail for one URL) and "A worker with queuefs-work".  The examples are
+# read from README.md itself; ~/queues becomes the test's mount.
+#
+#   QUEUEFS_BUILD=/path/to/build bats mnt-tests/readme.bats
+
+load mount_helpers
+
+README="$BATS_TEST_DIRNAME/../README.md"
+
+# example HEADING — the indented block that follows "## HEADING" in the
+# README, unindented.
+example() {
+    awk -v h="## $1" '
+        $0 == h { on = 1; next }
+        on && /^## / { exit }
+        on && /^    / { print substr($0, 5); started = 1; next }
+        on && started && /^$/ { blank = 1; next }
+        on && started { exit }' "$README"
+}
+
+# A fake curl on PATH: fails for URLs ending in /b, succeeds otherwise.
+fake_curl() {
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    cat >"$BATS_TEST_TMPDIR/bin/curl" <<'SH'
+#!/bin/sh
+for a; do url=$a; done
+case $1 in -fsS) url=$2 ;; esac
+case $url in */b) exit 22 ;; esac
+exit 0
+SH
+    chmod +x "$BATS_TEST_TMPDIR/bin/curl"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+    export PATH
+}
+
+# Datetimes and the instance's hex vary from run to run.
+normalize() {
+    sed -E 's/"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"/"DATETIME"/g'
+}
+
+@test "readme: 'A first example' prints what the README shows" {
+    mount_fs
+    local block cmd want got
+    block=$(example "A first example")
+    [ -n "$block" ] || fail "no 'A first example' block in the README"
+    # Each "$ command" with the lines after it as its output.
+    local -a cmds=() outs=()
+    while IFS= read -r line; do
+        if [[ $line == '$ '* ]]; then
+            cmds+=("${line#\$ }")
+            outs+=("")
+        else
+            outs[${#outs[@]} - 1]+="$line"$'\n'
+        fi
+    done <<<"$block"
+    [ "${#cmds[@]}" -ge 8 ] || fail "the example has only ${#cmds[@]} commands"
+    local i
+    for i in "${!cmds[@]}"; do
+        cmd=${cmds[$i]}
+        case $cmd in
+        scripts/run* | "cd ~/queues") continue ;;   # the test's mount stands for them
+        esac
+        got=$(cd "$M" && bash -c "$cmd" 2>&1 | normalize)
+        want=$(printf '%s' "${outs[$i]}" | normalize)
+        want=${want%$'\n'}
+        # ls prints in columns on a terminal: compare words.
+        if [[ $cmd == ls* ]]; then
+            got=$(echo $got) want=$(echo $want)
+        fi
+        [ "$got" = "$want" ] || fail "README: \$ $cmd
+  shows:  $want
+  prints: $got"
+    done
+}
+
+@test "readme: 'A worker' finishes what succeeds and retries what fails until ATTEMPTS" {
+    fake_curl
+    mount_fs
+    echo 'DEFINE QUEUE jobs TIMEOUT 30s ATTEMPTS 5;' >"$M/ctl"
+    printf '%s\n' '{"url":"https://example.test/a"}' '{"url":"https://example.test/b"}' >>"$M/jobs/new"
+    local block
+    block=$(example "A worker")
+    [[ $block == *'cat wait'* ]] || fail "no worker loop in the README"
+    block=${block//'~/queues'/$M}
+    # The loop blocks in cat wait once nothing is left: stop it then.
+    timeout 10 bash -c "$block" 3>&- &
+    local pid=$! i
+    for i in $(seq 200); do
+        [ "$(jq .dead "$M/jobs/stats")" = 1 ] && [ ! -e "$M/jobs/1" ] && break
+        sleep 0.05
+    done
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+    [ ! -e "$M/jobs/1" ] || fail "jobs:1 (a success) was not finished: $(cat "$M/jobs/1")"
+    run ls "$M/jobs/dead"
+    assert_output 2
+    assert_equal "$(jq .attempts "$M/jobs/2")" 5
+}
+
+@test "readme: 'A worker with queuefs-work' runs the command for every record" {
+    fake_curl
+    mount_fs
+    echo 'DEFINE QUEUE jobs TIMEOUT 30s ATTEMPTS 5;' >"$M/ctl"
+    printf '%s\n' '{"url":"https://example.test/a"}' '{"url":"https://example.test/c"}' >>"$M/jobs/new"
+    local cmd
+    cmd=$(example "A worker with queuefs-work")
+    [[ $cmd == queuefs-work* ]] || fail "no queuefs-work line in the README: $cmd"
+    cmd=${cmd//'~/queues'/$M}
+    cmd=${cmd/queuefs-work/$BATS_TEST_DIRNAME/../scripts/queuefs-work}
+    bash -c "$cmd" 2>"$BATS_TEST_TMPDIR/log" 3>&- &
+    local pid=$! i
+    for i in $(seq 200); do
+        [ "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" -ge 2 ] && break
+        sleep 0.05
+    done
+    kill -TERM "$pid"; wait "$pid" || true
+    assert_equal "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" 2
+    run ls "$M/jobs"
+    assert_output ""
+}
