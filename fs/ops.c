@@ -1497,6 +1497,13 @@ reply_entry(const Mount *m, fuse_req_t req, int rc, const struct fuse_entry_para
         nodes_forget(m->nodes, e->ino, 1);   /* the caller gave up: no lookup counted */
 }
 
+/* How long the kernel may keep a record's name and attributes that came
+ * with a listing, in seconds: long enough for the stat of each name that
+ * follows the listing (ls -l, find -newer, rsync) to need no request, and
+ * short enough that nothing listed stays stale past it.  A LOOKUP of a
+ * record keeps nothing (entry_timeout). */
+#define LISTED_RECORD_TIMEOUT 1.0
+
 /* See dir_add: the entry with its attributes and inode, which counts one
  * lookup (as LOOKUP of it would: a record's from the listing, with the
  * same timeouts, anything else's by find_entry); "." and "..", and a name
@@ -1516,7 +1523,7 @@ dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next, const off_t
         fill_stat(&e.attr, file_mode(P_RECORD, r->info.mode), *size, &r->info);
         e.ino = nodes_lookup(m->nodes, r->ino, name, 0);
         e.attr.st_ino = e.ino;
-        e.entry_timeout = entry_timeout(P_RECORD);
+        e.entry_timeout = e.attr_timeout = LISTED_RECORD_TIMEOUT;
     } else if (child_path(m, r->ino, name, path) || find_entry(m, r->ino, name, path, &e)) {
         memset(&e, 0, sizeof e);
     }
