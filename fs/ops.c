@@ -417,11 +417,11 @@ fill_stat(struct stat *st, mode_t mode, off_t size, const LangTableInfo *info)
     st->st_atime = st->st_mtime = st->st_ctime = m->mounted_at;
 }
 
-/* The size of a record file: its JSON line, and its table's owner and
- * mode in "info" (may be NULL).  -errno when it is absent (or its view's
- * fence fails). */
+/* What a record file shows (its size and times) into "stat" (may be
+ * NULL), and its table's owner and mode in "info" (may be NULL).  -errno
+ * when it is absent (or its view's fence fails). */
 static int
-record_size(const Path *p, off_t *size, LangTableInfo *info)
+record_stat(const Path *p, LangRecordStat *stat, LangTableInfo *info)
 {
     Value key;
     int64_t fence;
@@ -430,11 +430,28 @@ record_size(const Path *p, off_t *size, LangTableInfo *info)
     LangSession *s = session();
     LangError err = {0};
     Buf json = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &json, info, &err));
-    *size = (off_t)json.len;
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &json, info, stat, &err));
     buf_free(&json);
     value_free(&key);
     return rc;
+}
+
+/* A struct timespec of "ns" since the epoch. */
+static struct timespec
+timespec_of(int64_t ns)
+{
+    return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+}
+
+/* The times of a record's file from the store: mtime its content last
+ * written (for a held/ID~N name, the instant of that claim), ctime its
+ * hold last changed, atime its mtime. */
+static void
+stat_record_times(struct stat *st, const LangRecordStat *rs, bool held_entry)
+{
+    st->st_mtim = timespec_of(held_entry && rs->claimed ? rs->claimed : rs->written);
+    st->st_ctim = timespec_of(rs->changed);
+    st->st_atim = st->st_mtim;
 }
 
 /* A table's files take their permission bits from its directory's: read
@@ -484,6 +501,7 @@ stat_path(const char *path, const Path *p, struct stat *st, uint32_t *generation
     if (generation)
         *generation = 0;
     LangTableInfo info;
+    LangRecordStat rs;
     off_t size = 0;
     int rc;
     switch (p->kind) {
@@ -504,8 +522,12 @@ stat_path(const char *path, const Path *p, struct stat *st, uint32_t *generation
         if (p->kind == P_RECORD && pending_has(path)) {
             if ((rc = table_check(p, &info)))
                 return rc;
-        } else if ((rc = record_size(p, &size, &info))) {
+        } else if ((rc = record_stat(p, &rs, &info))) {
             return rc;
+        } else {
+            fill_stat(st, file_mode(p->kind, info.mode), (off_t)rs.size, &info);
+            stat_record_times(st, &rs, p->kind == P_HELD_ENTRY);
+            return 0;
         }
         break;
     case P_RELEASED_ENTRY:
@@ -541,17 +563,17 @@ typedef struct DirReply {
 } DirReply;
 
 static int dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next,
-                        const off_t *size);
+                        const LangRecordStat *rs);
 
 /* Adds entry "name" (its type from "mode"), after which a READDIR goes on
  * at offset "next"; to a READDIRPLUS reply with its attributes — those of
- * a record of "*size" bytes when "size" is given.  1 when the reply is
+ * a record that shows "*rs" when "rs" is given.  1 when the reply is
  * full (the entry is not in it). */
 static int
-dir_add(DirReply *r, const char *name, mode_t mode, off_t next, const off_t *size)
+dir_add(DirReply *r, const char *name, mode_t mode, off_t next, const LangRecordStat *rs)
 {
     if (r->plus)
-        return dir_add_plus(r, name, mode, next, size);
+        return dir_add_plus(r, name, mode, next, rs);
     /* As for every name it lists, the kernel asks for the inode by a
      * lookup; a directory entry carries no number (FUSE_UNKNOWN_INO). */
     struct stat st = {.st_ino = 0xffffffff, .st_mode = mode};
@@ -576,9 +598,9 @@ typedef struct DirHandle {
     Value last;
 } DirHandle;
 
-/* A record's entry; "size" (may be NULL) is its file's, when known. */
+/* A record's entry; "rs" (may be NULL) is what its file shows, when known. */
 static int
-fill_entry(DirFill *d, const Value *key, const off_t *size)
+fill_entry(DirFill *d, const Value *key, const LangRecordStat *rs)
 {
     if (d->skip > 0) {
         d->skip--;
@@ -586,7 +608,7 @@ fill_entry(DirFill *d, const Value *key, const off_t *size)
     }
     Buf name = {0};
     name_from_key(key, &name);
-    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1, size);
+    int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1, rs);
     buf_free(&name);
     if (full)
         return 1;
@@ -602,12 +624,11 @@ fill_record(void *ctx, const Value *key)
     return fill_entry(ctx, key, NULL);
 }
 
-/* A record's entry with its size, from a listing that read it. */
+/* A record's entry with its size and times, from a listing that read it. */
 static int
-fill_listed(void *ctx, const Value *key, size_t size)
+fill_listed(void *ctx, const Value *key, const LangRecordStat *rs)
 {
-    off_t sz = (off_t)size;
-    return fill_entry(ctx, key, &sz);
+    return fill_entry(ctx, key, rs);
 }
 
 /* A held/ entry: ID~N, N the hold's number. */
@@ -773,7 +794,7 @@ open_snapshot(const Path *p, Handle **out)
     Handle *h = handle_new(H_SNAPSHOT, p);
     LangSession *s = session();
     LangError err = {0};
-    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &h->data, NULL, &err));
+    int rc = finish(s, lang_view_read(s, p->table, &key, fence, &h->data, NULL, NULL, &err));
     value_free(&key);
     if (rc) {
         handle_free(h);
@@ -801,7 +822,7 @@ open_write(const char *path, const Path *p, int flags, bool created, Handle **ou
         Buf json = {0};
         LangSession *s = session();
         LangError err = {0};
-        int rc = finish(s, lang_view_read(s, p->table, &key, 0, &json, NULL, &err));
+        int rc = finish(s, lang_view_read(s, p->table, &key, 0, &json, NULL, NULL, &err));
         if (rc) {
             buf_free(&json);
             handle_free(h);
@@ -1033,8 +1054,7 @@ qfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc = table_check(&p, NULL);
     if (rc)
         return rc;
-    off_t size;
-    bool exists = record_size(&p, &size, NULL) == 0;
+    bool exists = record_stat(&p, NULL, NULL) == 0;
     if (exists && (fi->flags & O_EXCL))
         return -EEXIST;
     Handle *h;
@@ -1276,10 +1296,9 @@ qfs_truncate(const char *path, off_t size)
     case P_NEW:
         return size == 0 ? 0 : -EINVAL;
     case P_RECORD: {
-        off_t cur;
         if (pending_has(path))
             return 0;
-        int rc = record_size(&p, &cur, NULL);
+        int rc = record_stat(&p, NULL, NULL);
         return rc ? rc : 0;
     }
     case P_ROOT:
@@ -1509,7 +1528,7 @@ reply_entry(const Mount *m, fuse_req_t req, int rc, const struct fuse_entry_para
  * same timeouts, anything else's by find_entry); "." and "..", and a name
  * that is gone, carry none. */
 static int
-dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next, const off_t *size)
+dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next, const LangRecordStat *rs)
 {
     size_t room = r->size - r->used;
     if (fuse_add_direntry_plus(r->req, NULL, 0, name, NULL, 0) > room)
@@ -1519,8 +1538,9 @@ dir_add_plus(DirReply *r, const char *name, mode_t mode, off_t next, const off_t
     char path[PATH_BUF];
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
         /* the kernel links neither */
-    } else if (size) {
-        fill_stat(&e.attr, file_mode(P_RECORD, r->info.mode), *size, &r->info);
+    } else if (rs) {
+        fill_stat(&e.attr, file_mode(P_RECORD, r->info.mode), (off_t)rs->size, &r->info);
+        stat_record_times(&e.attr, rs, false);
         e.ino = nodes_lookup(m->nodes, r->ino, name, 0);
         e.attr.st_ino = e.ino;
         e.entry_timeout = e.attr_timeout = LISTED_RECORD_TIMEOUT;

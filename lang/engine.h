@@ -75,6 +75,10 @@ typedef struct Record {
     Value   fields;   /* VAL_OBJECT */
     char   *holder;   /* instance that took the live hold, or NULL */
     int64_t since;    /* when it was created or last released (ns) */
+    int64_t written;  /* when its content was last written: created or updated */
+    int64_t changed;  /* when its hold last changed (claim, release, touch), or
+                       * it was created */
+    int64_t claimed;  /* when its last hold was taken (0: never) */
 } Record;
 
 void record_free(Record *r);

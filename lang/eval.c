@@ -590,7 +590,7 @@ exec_create(Exec *x, const Stmt *st)
     } else if (next_identity(x, &def, &r.key)) {
         goto done;
     }
-    r.since = x->now;
+    r.since = r.written = r.changed = x->now;
     if (note_identity(x, &def, &r.key) || record_store(x->txn, &def, &r, x->now, x->err))
         goto done;
     value_array_push(&results, record_view(&r, &def));
@@ -649,6 +649,7 @@ exec_update(Exec *x, const Stmt *st)
             r.fields = content;
             content = value_none();
         }
+        r.written = x->now;
         if (record_validate(&def, &r.fields, x->err) ||
             record_store(x->txn, &def, &r, x->now, x->err))
             goto next;
@@ -870,6 +871,7 @@ take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
         return x->err->code;
     value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
     value_object_set(&r->fields, FIELD_HOLD, value_int(hold));
+    r->changed = r->claimed = x->now;
     int64_t until = x->now + def->decl.timeout_ns;
     if (until < x->now)
         until = INT64_MAX;
@@ -992,7 +994,7 @@ end_hold(Exec *x, const TableDef *def, Record *r, int64_t delay_to, Value *resul
     value_object_remove(&r->fields, FIELD_HOLD);
     free(r->holder);
     r->holder = NULL;
-    r->since = x->now;
+    r->since = r->changed = x->now;
     if (counter_add(x->txn, def, COUNTER_RELEASES, 1, x->err))
         return x->err->code;
     if (delay_to) {
@@ -1150,6 +1152,7 @@ exec_touch(Exec *x, const Stmt *st)
     if (__builtin_add_overflow(x->now, def.decl.timeout_ns, &until))
         until = INT64_MAX;
     value_object_set(&r.fields, FIELD_CLAIMED_UNTIL, value_datetime(until));
+    r.changed = x->now;
     if (!record_store(x->txn, &def, &r, x->now, x->err))
         value_array_push(&results, record_view(&r, &def));
 done:

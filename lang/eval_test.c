@@ -237,7 +237,7 @@ test_unowned_table(void)
     Buf b = {0};
     Value key = value_int(1);
     err = (LangError){0};
-    CHECK(lang_view_read(other, "jobs", &key, 0, &b, NULL, &err) == LANG_PERMISSION && !b.len,
+    CHECK(lang_view_read(other, "jobs", &key, 0, &b, NULL, NULL, &err) == LANG_PERMISSION && !b.len,
           "a stranger cannot read the record's file");
     buf_free(&b);
 

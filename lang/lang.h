@@ -156,10 +156,22 @@ typedef struct LangTableInfo {
     uint32_t mode;        /* permission bits; 0755 when never set */
 } LangTableInfo;
 
+/* What a record's file shows, from the store, so every mount agrees: its
+ * size (the JSON line, newline included) and its times in ns since the
+ * epoch — "written": its content last written (the file's mtime);
+ * "changed": its hold last changed, by a claim, release or touch, or its
+ * creation (ctime); "claimed": when its last hold was taken (the mtime of
+ * its held/ID~N name; 0 when never held). */
+typedef struct LangRecordStat {
+    size_t  size;
+    int64_t written, changed, claimed;
+} LangRecordStat;
+
 /* Appends record "key" as one JSON line ending in "\n", when "fence"
  * holds, and fills "info" (may be NULL) with its table's.  Never claims. */
 LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence,
-                             Buf *out, LangTableInfo *info, LangError *err);
+                             Buf *out, LangTableInfo *info, LangRecordStat *stat,
+                             LangError *err);
 /* DELETE the record, when "fence" holds. */
 LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
                                int64_t fence, LangError *err);
@@ -252,7 +264,9 @@ LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *aft
  * JSON line, as lang_view_read gives it — all read in one transaction;
  * fills "info" (may be NULL) with the table's. */
 LangErrorCode lang_view_listing(LangSession *s, const char *table, const Value *after,
-                                int (*fn)(void *ctx, const Value *key, size_t size), void *ctx,
+                                int (*fn)(void *ctx, const Value *key,
+                                          const LangRecordStat *stat),
+                                void *ctx,
                                 LangTableInfo *info, LangError *err);
 /* DEFINE COLLECTION "name", with permission bits "mode". */
 LangErrorCode lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err);

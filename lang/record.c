@@ -9,10 +9,32 @@
 
 /* The stored form: a version byte, the holder instance (length byte and
  * bytes), the instant the record was created or last released (8 bytes),
- * the identity (8-byte length, then value_encode form) and the fields
- * (value_encode form).  The identity travels with the record so a walk or a
- * claim can name it without decoding the store key. */
-#define RECORD_FORMAT 1
+ * the instants its content was written, its hold last changed and its
+ * last hold was taken (8 bytes each; format 2, which the times of its
+ * file come from), the identity (8-byte length, then value_encode form)
+ * and the fields (value_encode form).  The identity travels with the
+ * record so a walk or a claim can name it without decoding the store key.
+ * Format 1 (no times) is still read: its times are its "since". */
+#define RECORD_FORMAT 2
+#define RECORD_FORMAT_UNTIMED 1
+
+/* The 8-byte big-endian integer at "p". */
+static int64_t
+get_i64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+/* The bytes between the holder and the identity's length: 8 in format 1,
+ * 32 in format 2; 0 for a version this build does not read. */
+static size_t
+times_len(unsigned char version)
+{
+    return version == RECORD_FORMAT ? 32 : version == RECORD_FORMAT_UNTIMED ? 8 : 0;
+}
 
 void
 record_free(Record *r)
@@ -39,6 +61,9 @@ record_encode(const Record *r, Buf *out)
     buf_putc(out, (char)hlen);
     buf_append(out, r->holder ? r->holder : "", hlen);
     buf_put_u64be(out, (uint64_t)r->since);
+    buf_put_u64be(out, (uint64_t)r->written);
+    buf_put_u64be(out, (uint64_t)r->changed);
+    buf_put_u64be(out, (uint64_t)r->claimed);
     Buf key = {0};
     value_encode(&r->key, &key);
     buf_put_u64be(out, key.len);
@@ -51,23 +76,26 @@ LangErrorCode
 record_decode(StoreBytes bytes, Record *r, LangError *err)
 {
     const unsigned char *p = bytes.data;
-    size_t n = bytes.len;
-    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 16u)
+    size_t n = bytes.len, tl;
+    if (n < 2 || !(tl = times_len(p[0])) || n < 2u + p[1] + tl + 8u)
         goto bad;
     size_t hlen = p[1];
     free(r->holder);
     r->holder = hlen ? xstrndup((const char *)p + 2, hlen) : NULL;
     p += 2 + hlen;
     n -= 2 + hlen;
-    uint64_t since = 0;
-    for (int i = 0; i < 8; i++)
-        since = since << 8 | p[i];
-    r->since = (int64_t)since;
-    p += 8;
-    n -= 8;
-    uint64_t klen = 0;
-    for (int i = 0; i < 8; i++)
-        klen = klen << 8 | p[i];
+    r->since = get_i64(p);
+    if (tl == 32) {
+        r->written = get_i64(p + 8);
+        r->changed = get_i64(p + 16);
+        r->claimed = get_i64(p + 24);
+    } else {
+        r->written = r->changed = r->since;
+        r->claimed = 0;
+    }
+    p += tl;
+    n -= tl;
+    uint64_t klen = (uint64_t)get_i64(p);
     p += 8;
     n -= 8;
     if (klen > n)
@@ -87,14 +115,13 @@ int
 record_decode_key(StoreBytes bytes, Value *key)
 {
     const unsigned char *p = bytes.data;
-    size_t n = bytes.len;
-    if (n < 2 || p[0] != RECORD_FORMAT || n < 2u + p[1] + 16u)
+    size_t n = bytes.len, tl;
+    if (n < 2 || !(tl = times_len(p[0])) || n < 2u + p[1] + tl + 8u)
         return -1;
-    p += 2 + p[1] + 8;
-    n -= 2 + (size_t)((const unsigned char *)bytes.data)[1] + 8;
-    uint64_t klen = 0;
-    for (int i = 0; i < 8; i++)
-        klen = klen << 8 | p[i];
+    size_t skip = 2 + (size_t)p[1] + tl;
+    p += skip;
+    n -= skip;
+    uint64_t klen = (uint64_t)get_i64(p);
     if (klen > n - 8)
         return -1;
     return value_decode(p + 8, (size_t)klen, key);

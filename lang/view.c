@@ -9,6 +9,17 @@
 #include "lang.h"
 #include "parse.h"
 
+
+/* What the file of "r", "size" bytes long, shows (see LangRecordStat). */
+static void
+record_stat_fill(const Record *r, size_t size, LangRecordStat *stat)
+{
+    stat->size = size;
+    stat->written = r->written;
+    stat->changed = r->changed;
+    stat->claimed = r->claimed;
+}
+
 static Stmt *
 stmt_new(StmtKind kind)
 {
@@ -155,7 +166,7 @@ table_info(const TableDef *def, LangTableInfo *info)
 
 LangErrorCode
 lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence, Buf *out,
-               LangTableInfo *info, LangError *err)
+               LangTableInfo *info, LangRecordStat *stat, LangError *err)
 {
     StoreTxn *txn;
     int rc = store_txn_begin(session_store(s), false, &txn);
@@ -168,10 +179,13 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
             table_info(&def, info);
         if (!check_access(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
             !record_fence(&def, &r, fence, store_now(session_store(s)), err)) {
+            size_t before = out->len;
             Value view = record_view(&r, &def);
             value_to_json(&view, out);
             buf_putc(out, '\n');
             value_free(&view);
+            if (stat)
+                record_stat_fill(&r, out->len - before, stat);
         }
         record_free(&r);
         table_def_free(&def);
@@ -464,7 +478,7 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
 
 typedef struct ListingWalk {
     const TableDef *def;
-    int (*fn)(void *ctx, const Value *key, size_t size);
+    int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat);
     void *ctx;
     const Value *after;
     Buf json;          /* reused for every record */
@@ -484,7 +498,9 @@ each_listed(void *ctx, StoreBytes key, StoreBytes value)
         buf_reset(&w->json);
         value_to_json(&view, &w->json);
         value_free(&view);
-        stop = w->fn(w->ctx, &r.key, w->json.len + 1);   /* and its newline */
+        LangRecordStat st;
+        record_stat_fill(&r, w->json.len + 1, &st);   /* and its newline */
+        stop = w->fn(w->ctx, &r.key, &st);
     }
     record_free(&r);
     if (stop)
@@ -494,7 +510,8 @@ each_listed(void *ctx, StoreBytes key, StoreBytes value)
 
 LangErrorCode
 lang_view_listing(LangSession *s, const char *table, const Value *after,
-                  int (*fn)(void *ctx, const Value *key, size_t size), void *ctx,
+                  int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat),
+                  void *ctx,
                   LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;

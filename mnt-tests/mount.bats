@@ -1508,3 +1508,48 @@ PY
     echo 2 >/proc/sys/vm/drop_caches
     [ "$(inodes)" -lt 20 ] || fail "queuefs_mount_inodes is $(inodes) after the kernel dropped its caches"
 }
+
+# ---------------------------------------------------------------------------
+# Times from the store
+# ---------------------------------------------------------------------------
+
+# ns_times FILE… — "mtime ctime" of each FILE in nanoseconds, a line each.
+ns_times() {
+    python3 -c '
+import os, sys
+for f in sys.argv[1:]:
+    st = os.stat(f)
+    print(st.st_mtime_ns, st.st_ctime_ns)' "$@"
+}
+
+@test "times: mtime is the content's last write, ctime the hold's last change, held/ID~N's mtime its claim; every mount agrees" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    mount_fs "$BATS_TEST_TMPDIR/m2"
+    local M2=$BATS_TEST_TMPDIR/m2 m1 c1 m2 c2 m1b c1b hm hc
+    echo '{"n":1}' >>"$M/jobs/new"
+    echo '{"n":2}' >>"$M/jobs/new"
+    read -r m1 c1 < <(ns_times "$M/jobs/1")
+    read -r m2 c2 < <(ns_times "$M/jobs/2")
+    [ "$m1" -eq "$c1" ] && [ "$m1" -lt "$m2" ] || fail "created: 1=($m1 $c1) 2=($m2 $c2)"
+    # A claim changes the hold: ctime moves, mtime stays.
+    cat "$M/jobs/claim" >/dev/null
+    read -r m1b c1b < <(ns_times "$M/jobs/1")
+    [ "$m1b" -eq "$m1" ] || fail "a claim moved mtime: $m1 -> $m1b"
+    [ "$c1b" -gt "$m2" ] || fail "a claim did not move ctime past the later create: $c1b"
+    read -r hm hc < <(ns_times "$M/jobs/held/1~$(jq .hold "$M/jobs/1")")
+    assert_equal "$hm" "$c1b"
+    # The other mount shows the same instants.
+    assert_equal "$(ns_times "$M2/jobs/1" "$M2/jobs/2")" "$(ns_times "$M/jobs/1" "$M/jobs/2")"
+    # ls -t and find -newer follow the content's writes.
+    assert_equal "$(ls -t "$M/jobs" | tr '\n' ' ')" "2 1 "
+    assert_equal "$(cd "$M/jobs" && find . -type f -newer 1)" "./2"
+    echo '{"n":10}' >"$M/jobs/1"
+    assert_equal "$(ls -t "$M/jobs" | tr '\n' ' ')" "1 2 "
+    # A release changes the hold again.
+    mv "$M/jobs/1" "$M/jobs/released/"
+    local m1c c1c
+    read -r m1c c1c < <(ns_times "$M2/jobs/1")
+    [ "$c1c" -gt "$c1b" ] || fail "a release did not move ctime: $c1b -> $c1c"
+    [ "$m1c" -gt "$m2" ] || fail "the write did not move mtime: $m1c"
+}
