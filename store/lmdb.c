@@ -2864,75 +2864,13 @@ head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best,
     return STORE_OK;
 }
 
-int
-store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out)
-{
-    uint64_t n[CNT_N];
-    int64_t d[CNT_N] = {0};
-    ClaimPlace best = {NULL, 0, 0};
-    MDB_cursor *cur;
-    KeyBuf prefix;
-    memset(out, 0, sizeof *out);
-    int rc = counts_get(txn, table, n);
-    if (rc)
-        return rc;
-    rc = ready_first(txn, table, &best, &out->head_key);
-    if (rc && rc != STORE_NOTFOUND)
-        return rc;
-    out->has_head = rc == STORE_OK;
-    /* The waiting entries whose instant has come count where they go. */
-    if ((rc = mdb_cursor_open(txn->txn, txn->st->deadline, &cur)))
-        return store_status_of(rc);
-    key_set_table(&prefix, table);
-    MDB_val k = key_val(&prefix), v;
-    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
-        rc = mdb_cursor_get(cur, &k, &v, op);
-        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
-            rc = STORE_OK;
-            break;
-        }
-        if (rc) {
-            rc = store_status_of(rc);
-            break;
-        }
-        if (k.mv_size < 12) {
-            rc = STORE_CORRUPT;
-            break;
-        }
-        const unsigned char *p = k.mv_data;
-        int64_t wake = (int64_t)bytes_get_u64(p + 4);
-        if (wake > now)
-            break;
-        int was = slot_class(wake, wait_kind(v));
-        if (was == CNT_UNSORTED)
-            continue;
-        int64_t next = wait_next(v, now);   /* retired: idle, the rest */
-        d[was]--;
-        if (next != WAKE_NO_SLOT)
-            d[next > 0 ? CNT_DELAYED : CNT_READY]++;
-        if (next == 0 &&
-            (rc = head_consider(txn, table, (StoreBytes){p + 12, k.mv_size - 12}, &best, out)))
-            break;
-    }
-    mdb_cursor_close(cur);
-    if (rc)
-        return rc;
-    out->records = n[CNT_RECORDS];
-    out->ready = n[CNT_READY] + (uint64_t)d[CNT_READY];
-    out->held = n[CNT_HELD] + (uint64_t)d[CNT_HELD];
-    out->delayed = n[CNT_DELAYED] + (uint64_t)d[CNT_DELAYED];
-    out->unsorted = n[CNT_UNSORTED];
-    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
-    if (filed > out->records)
-        return STORE_CORRUPT;
-    out->idle = out->records - filed;
-    return STORE_OK;
-}
-
-int
-store_queue_each_waiting(StoreTxn *txn, uint32_t table,
-                         int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
-                         void *ctx)
+/* Calls "fn" with each waiting entry of "table" in the deadline index, in
+ * wake order — its record key, its wake instant and its value — until "fn"
+ * returns non-zero, which is returned.  STORE_CORRUPT for a malformed
+ * entry. */
+static int
+deadline_each(StoreTxn *txn, uint32_t table,
+              int (*fn)(void *ctx, StoreBytes key, int64_t wake, MDB_val v), void *ctx)
 {
     KeyBuf prefix;
     MDB_cursor *cur;
@@ -2957,11 +2895,93 @@ store_queue_each_waiting(StoreTxn *txn, uint32_t table,
         }
         const unsigned char *p = k.mv_data;
         StoreBytes key = {p + 12, k.mv_size - 12};
-        if ((rc = fn(ctx, key, (int64_t)bytes_get_u64(p + 4))))
+        if ((rc = fn(ctx, key, (int64_t)bytes_get_u64(p + 4), v)))
             break;
     }
     mdb_cursor_close(cur);
     return rc;
+}
+
+/* What store_queue_counts adds up over the waiting entries whose instant
+ * has come: where each goes now, and the best of those that are ready. */
+typedef struct DueWalk {
+    StoreTxn         *txn;
+    uint32_t          table;
+    int64_t           now;
+    int64_t           d[CNT_N];
+    ClaimPlace        best;
+    StoreQueueCounts *out;
+} DueWalk;
+
+/* count_due's "the rest wake later": not a StoreStatus. */
+#define DUE_DONE 1000
+
+static int
+count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
+{
+    DueWalk *w = ctx;
+    if (wake > w->now)
+        return DUE_DONE;
+    int was = slot_class(wake, wait_kind(v));
+    if (was == CNT_UNSORTED)
+        return 0;
+    int64_t next = wait_next(v, w->now);   /* retired: idle, the rest */
+    w->d[was]--;
+    if (next != WAKE_NO_SLOT)
+        w->d[next > 0 ? CNT_DELAYED : CNT_READY]++;
+    return next == 0 ? head_consider(w->txn, w->table, key, &w->best, w->out) : 0;
+}
+
+int
+store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out)
+{
+    uint64_t n[CNT_N];
+    DueWalk w = {txn, table, now, {0}, {NULL, 0, 0}, out};
+    memset(out, 0, sizeof *out);
+    int rc = counts_get(txn, table, n);
+    if (rc)
+        return rc;
+    rc = ready_first(txn, table, &w.best, &out->head_key);
+    if (rc && rc != STORE_NOTFOUND)
+        return rc;
+    out->has_head = rc == STORE_OK;
+    /* The waiting entries whose instant has come count where they go. */
+    if ((rc = deadline_each(txn, table, count_due, &w)) && rc != DUE_DONE)
+        return rc;
+    int64_t *d = w.d;
+    out->records = n[CNT_RECORDS];
+    out->ready = n[CNT_READY] + (uint64_t)d[CNT_READY];
+    out->held = n[CNT_HELD] + (uint64_t)d[CNT_HELD];
+    out->delayed = n[CNT_DELAYED] + (uint64_t)d[CNT_DELAYED];
+    out->unsorted = n[CNT_UNSORTED];
+    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
+    if (filed > out->records)
+        return STORE_CORRUPT;
+    out->idle = out->records - filed;
+    return STORE_OK;
+}
+
+/* store_queue_each_waiting's caller's function, for deadline_each. */
+typedef struct WaitingWalk {
+    int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns);
+    void *ctx;
+} WaitingWalk;
+
+static int
+each_waiting(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
+{
+    (void)v;
+    WaitingWalk *w = ctx;
+    return w->fn(w->ctx, key, wake);
+}
+
+int
+store_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                         int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
+                         void *ctx)
+{
+    WaitingWalk w = {fn, ctx};
+    return deadline_each(txn, table, each_waiting, &w);
 }
 
 /* ---- per-table meta values ---- */
