@@ -74,6 +74,9 @@ struct Waiters {
     uint64_t        seen;         /* ... on this ticket ... */
     int64_t         until;        /* ... until this instant */
     bool            again;        /* pass again before sleeping */
+    bool            resting;      /* nobody waits: the thread sleeps on "rest",
+                                   * not on the store, so commits cost nothing */
+    pthread_cond_t  rest;
     pthread_t       watcher;      /* watches the mount table (waiters_watch) */
     bool            watching;
     int             stop_fd;      /* an eventfd that ends the watcher */
@@ -87,6 +90,7 @@ waiters_new(Mount *m, WaitServe serve)
     ws->m = m;
     ws->serve = serve;
     pthread_mutex_init(&ws->lock, NULL);
+    pthread_cond_init(&ws->rest, NULL);
     return ws;
 }
 
@@ -96,6 +100,11 @@ waiters_new(Mount *m, WaitServe serve)
 static bool
 rouse_locked(Waiters *ws)
 {
+    if (ws->resting) {
+        ws->resting = false;
+        pthread_cond_signal(&ws->rest);
+        return false;
+    }
     if (ws->idle) {
         ws->idle = false;
         return true;
@@ -496,6 +505,15 @@ wait_thread(void *arg)
 
         pthread_mutex_lock(&ws->lock);
         bool sleep = !ws->again && !ws->stopping && !ws->answered;
+        if (sleep && !ws->all) {
+            /* Nobody waits: rest until a wait is filed (rouse_locked),
+             * without listening to the store's commits. */
+            ws->resting = true;
+            while (ws->resting)
+                pthread_cond_wait(&ws->rest, &ws->lock);
+            pthread_mutex_unlock(&ws->lock);
+            continue;
+        }
         if (sleep) {
             ws->idle = true;
             ws->until = until;
@@ -659,6 +677,7 @@ waiters_free(Waiters *ws)
     }
     if (ws->watching || ws->stop_fd > 0)
         close(ws->stop_fd);
+    pthread_cond_destroy(&ws->rest);
     pthread_mutex_destroy(&ws->lock);
     free(ws);
 }
