@@ -103,6 +103,12 @@ main(int argc, char **argv)
         return 2;
     }
     const char *location = argv[optind++];
+    /* A store this user or its filesystem cannot write is opened for
+     * reading: its statements that only read work, the others are
+     * StoreError. */
+    struct stat where;
+    opts.read_only = stat(location, &where) == 0 && S_ISDIR(where.st_mode) &&
+                     access(location, W_OK) != 0 && (errno == EACCES || errno == EROFS);
     char msg[256] = "";
     Store *store;
     int rc = store_open(location, &opts, &store, msg, sizeof msg);

@@ -38,6 +38,7 @@ teardown() {
     if [ -n "$DISK" ] && grep -qF " $DISK " /proc/mounts; then
         umount "$DISK" 2>/dev/null || umount -l "$DISK"
     fi
+    if [ -n "${SHARED:-}" ]; then rm -rf "$SHARED"; fi
     return "$status"
 }
 
@@ -426,4 +427,42 @@ print("OK")
     assert_equal "$(jqr '.id' "$output")" jobs:8
     rm "$M/jobs/8"
     assert_equal "$(count_records jobs)" 2
+}
+
+@test "read-only: queuefs-sql reads a store it cannot write, and refuses writes with StoreError" {
+    # The store, where everyone may read it, seen through a read-only bind
+    # mount: root cannot write there (EROFS), nor can uid 65534.
+    SHARED=$(mktemp -d /tmp/queuefs-ro.XXXXXX)
+    chmod 0755 "$SHARED"
+    STORE=$SHARED/store
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
+    chmod -R a+rX "$STORE"
+    DISK=$SHARED/ro
+    mkdir "$DISK"
+    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+    local before
+    before=$(cd "$STORE" && md5sum data.mdb)
+    run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT * FROM jobs;" "INFO FOR TABLE jobs;"
+    assert_success
+    assert_line -n 0 '[{"id":"jobs:1","n":1},{"id":"jobs:2","n":2}]'
+    run --separate-stderr "$QUEUEFS_SQL" "$DISK" "CLAIM FROM jobs;"
+    assert_error StoreError
+    [[ $stderr == *"open for reading only"* ]] || fail "stderr: $stderr"
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$QUEUEFS_SQL" "$DISK" "SELECT id FROM jobs:2;"
+    assert_success
+    assert_output '[{"id":"jobs:2"}]'
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$QUEUEFS_SQL" "$DISK" "DELETE jobs:2;"
+    assert_error StoreError
+    # Nothing changed, and the store still works for its owner.
+    assert_equal "$(cd "$STORE" && md5sum data.mdb)" "$before"
+    run sql "SELECT id FROM jobs"
+    assert_output '[{"id":"jobs:1"},{"id":"jobs:2"}]'
+    # Where the filesystem may be written, a user without write access
+    # is told what LMDB needs.
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$QUEUEFS_SQL" "$STORE" "SELECT * FROM jobs;"
+    assert_failure
+    [[ $stderr == *"lock.mdb, which LMDB writes even to read"* ]] || fail "stderr: $stderr"
 }

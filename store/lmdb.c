@@ -241,6 +241,7 @@ struct Store {
 
     uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
 
+    bool read_only;              /* StoreOptions.read_only */
     bool owner_known;            /* the directory's owner, when opened */
     uid_t owner_uid;
     gid_t owner_gid;
@@ -283,6 +284,7 @@ static const char *const store_messages[] = {
     [STORE_BUSY] = "store busy",
     [STORE_CORRUPT] = "not a queuefs store, or damaged",
     [STORE_INVALID] = "invalid store option",
+    [STORE_READONLY] = "the store is open for reading only",
 };
 
 /* ---- small helpers ---- */
@@ -988,6 +990,41 @@ store_commit(Store *st, MDB_txn *txn)
 
 static int store_env_begin(Store *st, unsigned flags, MDB_txn **out);
 
+/* For a store opened for reading only: recognises its databases and
+ * format in a read transaction.  MDB_INVALID when it is not a queuefs
+ * store (or an empty one), MDB_VERSION_MISMATCH when it is of an earlier
+ * format that only a write can bring up to date. */
+static int
+store_schema_read(Store *st)
+{
+    MDB_txn *txn;
+    int rc = store_env_begin(st, MDB_RDONLY, &txn);
+    if (rc)
+        return rc;
+    uint32_t version = STORE_FORMAT_VERSION;
+    if ((rc = mdb_dbi_open(txn, NULL, 0, &st->main)) ||
+        (rc = store_dbi_open(txn, "sys", 0, false, &st->sys)) ||
+        (rc = store_format_check(txn, st->sys, &version)) ||
+        (rc = store_dbi_open(txn, "catalog", 0, false, &st->catalog)) ||
+        (rc = store_dbi_open(txn, "records", 0, false, &st->records)) ||
+        (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, false, &st->ready)) ||
+        (rc = store_dbi_open(txn, "deadline", 0, false, &st->deadline)) ||
+        (rc = store_dbi_open(txn, "meta", 0, false, &st->meta))) {
+        mdb_txn_abort(txn);
+        pthread_rwlock_unlock(&st->map_lock);
+        return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
+    }
+    if (version < STORE_FORMAT_COUNTED) {
+        mdb_txn_abort(txn);
+        pthread_rwlock_unlock(&st->map_lock);
+        return MDB_VERSION_MISMATCH;
+    }
+    /* Committed, a read transaction keeps the handles it opened. */
+    rc = mdb_txn_commit(txn);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
 /* In one write transaction: recognises (or, in an empty environment,
  * creates) the store's databases and format marker.  An environment with
  * other contents yields MDB_INVALID or MDB_INCOMPATIBLE.  A map another
@@ -999,6 +1036,8 @@ store_schema_open(Store *st)
     MDB_dbi main_dbi;
     MDB_stat ms;
     bool fresh = false;
+    if (st->read_only)
+        return store_schema_read(st);
     int rc = store_env_begin(st, 0, &txn);
     if (rc)
         return rc;
@@ -1343,6 +1382,56 @@ static uint64_t store_room_pages(Store *st);
  * maps the shared counters and takes a checkpoint before any commit (which
  * also clears the reader slots of dead processes).  "*what" says what
  * failed.  0 or an errno or LMDB code. */
+/* store_env_open for a store opened for reading only: LMDB read-only, no
+ * checkpoint file, and the shared counters in memory of this process's own
+ * (it neither syncs nor commits, and none of its waits is on another's
+ * write). */
+static int
+store_env_open_read_only(Store *st, const char *location, size_t map_size, const char **what)
+{
+    MDB_stat ms;
+    int rc;
+    *what = "cannot create the environment";
+    if ((rc = mdb_env_create(&st->env)))
+        return rc;
+    if ((rc = mdb_env_set_maxdbs(st->env, STORE_MAX_DBS)) ||
+        (rc = mdb_env_set_maxreaders(st->env, STORE_MAX_READERS)) ||
+        (rc = mdb_env_set_mapsize(st->env, map_size)))
+        return rc;
+    *what = "cannot open the environment for reading";
+    rc = mdb_env_open(st->env, location, MDB_NOTLS | MDB_RDONLY, 0600);
+    struct statvfs fs;
+    if (rc == EACCES && statvfs(location, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+        /* The lock file is another user's on a read-only filesystem: read
+         * without locks, as LMDB itself does there when it may open it. */
+        mdb_env_close(st->env);
+        st->env = NULL;
+        if ((rc = mdb_env_create(&st->env)) ||
+            (rc = mdb_env_set_maxdbs(st->env, STORE_MAX_DBS)) ||
+            (rc = mdb_env_set_mapsize(st->env, map_size)))
+            return rc;
+        rc = mdb_env_open(st->env, location, MDB_NOTLS | MDB_RDONLY | MDB_NOLOCK, 0600);
+    }
+    if (rc == EACCES)
+        *what = "cannot open lock.mdb, which LMDB writes even to read (only on a read-only "
+                "filesystem does it read without)";
+    if (rc || (rc = mdb_env_get_fd(st->env, &st->data_fd)) || (rc = mdb_env_stat(st->env, &ms)))
+        return rc;
+    st->page_size = ms.ms_psize;
+    *what = "cannot size the map";
+    if ((rc = store_map_init(st, map_size)))
+        return rc;
+    SyncShared *sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return errno;
+    sh->magic = SYNC_MAGIC;
+    st->shared = sh;
+    st->sync_fd = -1;
+    st->checkpoints = false;
+    return 0;
+}
+
 static int
 store_env_open(Store *st, const char *location, size_t map_size, const char **what)
 {
@@ -1352,6 +1441,8 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     uint64_t newest;
     int rc;
 
+    if (st->read_only)
+        return store_env_open_read_only(st, location, map_size, what);
     *what = "cannot open " CHECKPOINT_FILE;
     if ((st->ckpt_fd = checkpoint_open(location)) < 0)
         return -st->ckpt_fd;
@@ -1499,10 +1590,19 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     }
     if (!map_size)
         map_size = STORE_DEFAULT_MAP_SIZE;
-    if ((rc = store_dir_make(location)))
+    bool read_only = opts && opts->read_only;
+    if (read_only) {
+        struct stat where;
+        what = "cannot open the store's directory";
+        rc = stat(location, &where) ? errno : S_ISDIR(where.st_mode) ? 0 : ENOTDIR;
+    } else {
+        rc = store_dir_make(location);
+    }
+    if (rc)
         goto fail;
     st = store_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
+    st->read_only = read_only;
     struct stat dir;
     if (stat(location, &dir) == 0) {
         st->owner_known = true;
@@ -1529,6 +1629,12 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         if (rc == MDB_INVALID || rc == MDB_INCOMPATIBLE) {
             store_open_message(errbuf, errlen, location,
                                "not a queuefs store, or of a newer format", 0);
+            errbuf = NULL;
+        } else if (rc == MDB_VERSION_MISMATCH && read_only) {
+            store_open_message(errbuf, errlen, location,
+                               "of an earlier format, which only a process that may write "
+                               "the store brings up to date",
+                               0);
             errbuf = NULL;
         }
         goto fail;
@@ -2190,6 +2296,8 @@ store_txn_begin(Store *st, bool write, StoreTxn **out)
 {
     MDB_txn *txn = NULL;
     *out = NULL;
+    if (write && st->read_only)
+        return STORE_READONLY;
     int rc = write ? store_first_checkpoint(st) : 0;
     if (!rc)
         rc = store_env_begin(st, write ? 0 : MDB_RDONLY, &txn);
@@ -2351,6 +2459,8 @@ group_run(Store *st, WriteReq *head)
 int
 store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
 {
+    if (st->read_only)
+        return STORE_READONLY;
     WriteReq me = {.fn = fn, .ctx = ctx};
     pthread_mutex_lock(&st->group_mu);
     *st->queue_tail = &me;

@@ -81,6 +81,7 @@ typedef enum StoreStatus {
     STORE_BUSY,       /* too many readers, or the environment is locked out */
     STORE_CORRUPT,    /* the environment is not a queuefs store, or damaged */
     STORE_INVALID,    /* an option of the store is malformed (QUEUEFS_MAP_SIZE) */
+    STORE_READONLY,   /* a write to a store opened for reading only */
 } StoreStatus;
 
 /* The longest record key, order key or meta name, in bytes. */
@@ -130,6 +131,13 @@ typedef struct StoreOptions {
                          * STORE_DEFAULT_MAP_SIZE */
     const char *boot_id;  /* the boot to act as in (NULL: this one); a test
                            * passes another to act as after a machine crash */
+    bool   read_only;   /* open an existing store for reading only, as a user
+                         * or a filesystem that cannot write it may: nothing
+                         * is created, synced or checkpointed, and every write
+                         * transaction is STORE_READONLY.  LMDB still needs to
+                         * write its lock file, except on a read-only
+                         * filesystem (where it reads without locks: no
+                         * process can be writing there) */
 } StoreOptions;
 
 /* The initial map size when neither StoreOptions.map_size nor the
