@@ -898,20 +898,18 @@ store_format_check(MDB_txn *txn, MDB_dbi sys, uint32_t *version)
     return MDB_SUCCESS;
 }
 
-/* Counts the records of table "table" and their index entries from
- * scratch (see "counts" above), at O(1) per record. */
+/* Calls "fn" with each entry of database "dbi" under table "table"'s key
+ * prefix, in key order from the first key >= "start", until "fn" returns
+ * non-zero, which is returned; STORE_OK at the table's end. */
 static int
-table_recount(StoreTxn *t, uint32_t table)
+table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
+           int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx)
 {
-    uint64_t n[CNT_N] = {0};
     MDB_cursor *cur;
-    KeyBuf prefix, dk;
-    RecordHead h;
-    int rc = mdb_cursor_open(t->txn, t->st->records, &cur);
+    int rc = mdb_cursor_open(txn->txn, dbi, &cur);
     if (rc)
         return store_status_of(rc);
-    key_set_table(&prefix, table);
-    MDB_val k = key_val(&prefix), v, dv;
+    MDB_val k = start, v;
     for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
         rc = mdb_cursor_get(cur, &k, &v, op);
         if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
@@ -922,24 +920,56 @@ table_recount(StoreTxn *t, uint32_t table)
             rc = store_status_of(rc);
             break;
         }
-        if ((rc = record_head_parse(v, &h)))
+        if ((rc = fn(ctx, k, v)))
             break;
-        n[CNT_RECORDS]++;
-        int kind = 0;
-        if (h.wake > 0) {
-            deadline_key_build(&dk, table, h.wake, (const unsigned char *)k.mv_data + 4,
-                               k.mv_size - 4);
-            MDB_val dkv = key_val(&dk);
-            if (mdb_get(t->txn, t->st->deadline, &dkv, &dv) != 0)
-                continue;
-            kind = wait_kind(dv);
-        }
-        int cls = slot_class(h.wake, kind);
-        if (cls >= 0)
-            n[cls]++;
     }
     mdb_cursor_close(cur);
-    return rc ? rc : counts_put(t, table, n);
+    return rc;
+}
+
+/* What table_recount adds up. */
+typedef struct Recount {
+    StoreTxn *t;
+    uint32_t  table;
+    uint64_t  n[CNT_N];
+} Recount;
+
+static int
+recount_one(void *ctx, MDB_val k, MDB_val v)
+{
+    Recount *r = ctx;
+    RecordHead h;
+    KeyBuf dk;
+    MDB_val dv;
+    int rc = record_head_parse(v, &h);
+    if (rc)
+        return rc;
+    r->n[CNT_RECORDS]++;
+    int kind = 0;
+    if (h.wake > 0) {
+        deadline_key_build(&dk, r->table, h.wake, (const unsigned char *)k.mv_data + 4,
+                           k.mv_size - 4);
+        MDB_val dkv = key_val(&dk);
+        if (mdb_get(r->t->txn, r->t->st->deadline, &dkv, &dv) != 0)
+            return 0;
+        kind = wait_kind(dv);
+    }
+    int cls = slot_class(h.wake, kind);
+    if (cls >= 0)
+        r->n[cls]++;
+    return 0;
+}
+
+/* Counts the records of table "table" and their index entries from
+ * scratch (see "counts" above), at O(1) per record. */
+static int
+table_recount(StoreTxn *t, uint32_t table)
+{
+    Recount r = {t, table, {0}};
+    KeyBuf prefix;
+    key_set_table(&prefix, table);
+    int rc = table_walk(t, t->st->records, table, key_val(&prefix), recount_one, &r);
+    return rc ? rc : counts_put(t, table, r.n);
 }
 
 static int catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out);
@@ -2822,37 +2852,34 @@ store_record_delete(StoreTxn *txn, uint32_t table, StoreBytes key)
     return counts_add(txn, table, delta);
 }
 
+/* store_record_each's caller's function, for table_walk. */
+typedef struct RecordWalk {
+    int (*fn)(void *ctx, StoreBytes key, StoreBytes value);
+    void *ctx;
+} RecordWalk;
+
+static int
+each_record(void *ctx, MDB_val k, MDB_val v)
+{
+    RecordWalk *w = ctx;
+    RecordHead h;
+    int rc = record_head_parse(v, &h);
+    if (rc)
+        return rc;
+    StoreBytes kb = {(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
+    return w->fn(w->ctx, kb, (StoreBytes){h.value, h.value_len});
+}
+
 int
 store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
                   int (*fn)(void *ctx, StoreBytes key, StoreBytes value), void *ctx)
 {
     KeyBuf start;
-    MDB_cursor *cur;
-    RecordHead h;
     int rc = record_key_build(&start, table, from);
     if (rc)
         return rc;
-    if ((rc = mdb_cursor_open(txn->txn, txn->st->records, &cur)))
-        return store_status_of(rc);
-    MDB_val k = key_val(&start), v;
-    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
-        rc = mdb_cursor_get(cur, &k, &v, op);
-        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
-            rc = STORE_OK;
-            break;
-        }
-        if (rc) {
-            rc = store_status_of(rc);
-            break;
-        }
-        if ((rc = record_head_parse(v, &h)))
-            break;
-        StoreBytes kb = {(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
-        if ((rc = fn(ctx, kb, (StoreBytes){h.value, h.value_len})))
-            break;
-    }
-    mdb_cursor_close(cur);
-    return rc;
+    RecordWalk w = {fn, ctx};
+    return table_walk(txn, txn->st->records, table, key_val(&start), each_record, &w);
 }
 
 /* ---- the queue primitives ---- */
@@ -2974,6 +3001,23 @@ head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best,
     return STORE_OK;
 }
 
+/* deadline_each's caller's function, for table_walk. */
+typedef struct DeadlineWalk {
+    int (*fn)(void *ctx, StoreBytes key, int64_t wake, MDB_val v);
+    void *ctx;
+} DeadlineWalk;
+
+static int
+each_deadline(void *ctx, MDB_val k, MDB_val v)
+{
+    DeadlineWalk *w = ctx;
+    if (k.mv_size < 12)
+        return STORE_CORRUPT;
+    const unsigned char *p = k.mv_data;
+    StoreBytes key = {p + 12, k.mv_size - 12};
+    return w->fn(w->ctx, key, (int64_t)bytes_get_u64(p + 4), v);
+}
+
 /* Calls "fn" with each waiting entry of "table" in the deadline index, in
  * wake order — its record key, its wake instant and its value — until "fn"
  * returns non-zero, which is returned.  STORE_CORRUPT for a malformed
@@ -2983,33 +3027,9 @@ deadline_each(StoreTxn *txn, uint32_t table,
               int (*fn)(void *ctx, StoreBytes key, int64_t wake, MDB_val v), void *ctx)
 {
     KeyBuf prefix;
-    MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn->txn, txn->st->deadline, &cur);
-    if (rc)
-        return store_status_of(rc);
     key_set_table(&prefix, table);
-    MDB_val k = key_val(&prefix), v;
-    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
-        rc = mdb_cursor_get(cur, &k, &v, op);
-        if (rc == MDB_NOTFOUND || (rc == 0 && !key_has_table(k, table))) {
-            rc = STORE_OK;
-            break;
-        }
-        if (rc) {
-            rc = store_status_of(rc);
-            break;
-        }
-        if (k.mv_size < 12) {
-            rc = STORE_CORRUPT;
-            break;
-        }
-        const unsigned char *p = k.mv_data;
-        StoreBytes key = {p + 12, k.mv_size - 12};
-        if ((rc = fn(ctx, key, (int64_t)bytes_get_u64(p + 4), v)))
-            break;
-    }
-    mdb_cursor_close(cur);
-    return rc;
+    DeadlineWalk w = {fn, ctx};
+    return table_walk(txn, txn->st->deadline, table, key_val(&prefix), each_deadline, &w);
 }
 
 /* What store_queue_counts adds up over the waiting entries whose instant
