@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../lang/lang.h"
+#include "names.h"
 
 /* A streamed result is produced this much at a time (plus one record). */
 #define CTL_CHUNK ((size_t)256 << 10)
@@ -41,6 +42,7 @@ ctl_open(Store *store, const char *consumer, const char *instance,
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->idle, NULL);
     c->session = lang_session_new(store, consumer, instance);
+    lang_session_set_name_rule(c->session, fs_table_name_rule, NULL);
     c->interrupted = interrupted;
     if (interrupted)
         lang_session_set_interrupt(c->session, interrupted, NULL);

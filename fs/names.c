@@ -16,6 +16,23 @@ name_is_reserved(const char *name)
     return false;
 }
 
+LangErrorCode
+fs_table_name_rule(void *ctx, const char *name, LangError *err)
+{
+    (void)ctx;
+    const char *why = NULL;
+    if (strchr(name, '/'))
+        why = "holds '/'";
+    else if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        why = "is '.' or '..'";
+    else if (strcmp(name, "ctl") == 0 || strcmp(name, "metrics") == 0)
+        why = "is the name of one of the mount's files";
+    if (!why)
+        return LANG_OK;
+    return lang_error_set(err, LANG_PARSE_ERROR,
+                          "a table name %s (a table is a directory of the mount)", why);
+}
+
 /* True when "s" of "len" bytes would read as an integer: an optional '-'
  * and one or more digits. */
 static bool

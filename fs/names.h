@@ -18,11 +18,18 @@
 
 #include <stdbool.h>
 
+#include "../lang/error.h"
 #include "../lang/value.h"
 
 /* True for the names a table directory reserves: claim new released wait
  * held dead stats. */
 bool name_is_reserved(const char *name);
+/* The mount's rule for table names (a LangNameRule): a table is a
+ * directory of the mount, so its name holds no '/', is not "." or "..",
+ * and is not "ctl" or "metrics", the mount's own files.  ParseError
+ * otherwise.  Every session that can define or rename a table uses it —
+ * queuefs-sql's too, so a store's tables can all be mounted. */
+LangErrorCode fs_table_name_rule(void *ctx, const char *name, LangError *err);
 /* Appends the file name of identity "key" (VAL_INT or VAL_STRING).  The
  * language refuses the empty string as a key, the one key with no name:
  * for it nothing is appended. */

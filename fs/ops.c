@@ -78,6 +78,7 @@ session(void)
     Mount *m = mount_of();
     LangSession *s = lang_session_new(m->store, m->consumer, m->instance);
     set_caller(s);
+    lang_session_set_name_rule(s, fs_table_name_rule, NULL);
     return s;
 }
 

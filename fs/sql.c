@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../lang/lang.h"
+#include "names.h"
 
 static void
 usage(FILE *to)
@@ -122,6 +123,7 @@ main(int argc, char **argv)
         return 1;
     }
     LangSession *session = lang_session_new(store, NULL, NULL);
+    lang_session_set_name_rule(session, fs_table_name_rule, NULL);
     /* Tables defined outside any mount belong to the store's owner. */
     struct stat dir;
     if (stat(location, &dir) == 0)

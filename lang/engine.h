@@ -165,9 +165,9 @@ Store *session_store(const struct LangSession *s);
 LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
                                 LangError *err);
 
-/* ParseError unless "name" can name a table, which must also be a
- * directory name in the mount. */
-LangErrorCode check_table_name(const char *name, LangError *err);
+/* ParseError unless "name" can name a table the session defines or
+ * renames: lang_table_name_check, then the session's name rule. */
+LangErrorCode check_table_name(const struct LangSession *s, const char *name, LangError *err);
 /* Makes the claims the session runs keep in "undo" (NULL: stop) how to
  * give the last one back (see lang_view_unclaim). */
 void session_capture_claim(struct LangSession *s, LangUnclaim *undo);

@@ -29,6 +29,8 @@ struct LangSession {
         int      ngroups;
     } caller;
     struct LangRest *rest;            /* work kept for lang_session_continue, or NULL */
+    LangNameRule name_rule;           /* the caller's rule for table names, or NULL */
+    void        *name_rule_ctx;
 };
 
 /* What one statement runs with. */
@@ -198,27 +200,35 @@ load_queue(Exec *x, const char *table, int want, TableDef *def)
     return LANG_OK;
 }
 
-/* A table name must also be a directory name in the mount, and one a
- * statement can spell: a `backticked` identifier holds well-formed UTF-8
- * without control characters (lex.c), so mkdir may make no other. */
 LangErrorCode
-check_table_name(const char *name, LangError *err)
+lang_table_name_check(const char *name, size_t len, LangError *err)
 {
-    size_t n = strlen(name);
-    if (n == 0 || n > 200 || strchr(name, '/') || strcmp(name, ".") == 0 ||
-        strcmp(name, "..") == 0 || strcmp(name, "ctl") == 0 || strcmp(name, "metrics") == 0)
+    if (len == 0 || len > LANG_TABLE_NAME_MAX)
         return lang_error_set(err, LANG_PARSE_ERROR,
-                              "'%s' cannot name a table: 1 to 200 bytes, no '/', and not "
-                              "'.', '..', 'ctl' or 'metrics'",
-                              name);
-    for (const char *p = name; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                              "a table name is 1 to %d bytes, not %zu", LANG_TABLE_NAME_MAX, len);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
             return lang_error_set(err, LANG_PARSE_ERROR,
                                   "a table name cannot hold control characters");
-    if (!utf8_valid(name, n))
+    if (!utf8_valid(name, len))
         return lang_error_set(err, LANG_PARSE_ERROR,
                               "a table name must be valid UTF-8, as a statement spells it");
     return LANG_OK;
+}
+
+void
+lang_session_set_name_rule(LangSession *s, LangNameRule rule, void *ctx)
+{
+    s->name_rule = rule;
+    s->name_rule_ctx = ctx;
+}
+
+LangErrorCode
+check_table_name(const LangSession *s, const char *name, LangError *err)
+{
+    if (lang_table_name_check(name, strlen(name), err))
+        return err->code;
+    return s->name_rule ? s->name_rule(s->name_rule_ctx, name, err) : LANG_OK;
 }
 
 /* Evaluates record content: it must be an object. */
@@ -467,7 +477,7 @@ static LangErrorCode
 exec_define_table(Exec *x, const Stmt *st)
 {
     const TableDecl *d = &st->u.define_table;
-    if (check_table_name(d->name, x->err))
+    if (check_table_name(x->s, d->name, x->err))
         return x->err->code;
     TableDef def = {0};
     def.is_queue = st->kind == ST_DEFINE_QUEUE;

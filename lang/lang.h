@@ -64,6 +64,24 @@ bool lang_session_in_transaction(const LangSession *s);
 void lang_session_set_caller(LangSession *s, uint32_t uid, uint32_t gid, const uint32_t *groups,
                              int ngroups, bool enforce);
 
+/* The longest table name, in bytes. */
+#define LANG_TABLE_NAME_MAX 255
+
+/* ParseError unless "name" ("len" bytes) can name a table: 1 to
+ * LANG_TABLE_NAME_MAX bytes of well-formed UTF-8 without control
+ * characters (what a `backticked` identifier can spell).  The parser and
+ * the evaluator both hold names to this one rule. */
+LangErrorCode lang_table_name_check(const char *name, size_t len, LangError *err);
+
+/* A rule of the caller's for the names of the tables a session defines or
+ * renames, checked after lang_table_name_check: LANG_OK, or an error code
+ * with "err" filled.  A mount's rule keeps out what cannot be one of its
+ * directories. */
+typedef LangErrorCode (*LangNameRule)(void *ctx, const char *name, LangError *err);
+/* Makes the session hold the tables it defines or renames to "rule" (NULL:
+ * none but lang_table_name_check). */
+void lang_session_set_name_rule(LangSession *s, LangNameRule rule, void *ctx);
+
 /* Makes a blocking CLAIM … WAIT look at "interrupted(ctx)" — when it
  * wakes, and every 100 ms while it sleeps — and end with Interrupted
  * (EINTR) when it answers true. */

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lang.h"
 #include "lex.h"
 
 typedef struct ParseState {
@@ -318,12 +319,7 @@ name(ParseState *ps, const char *what)
     return s;
 }
 
-/* The longest table name: a table is a directory of the mount (NAME_MAX). */
-#define TABLE_NAME_MAX 255
-
-/* tablename -> IDENT that can name a directory of the mount: at most
- * TABLE_NAME_MAX bytes, no '/', NUL or control byte, not "." or "..", and
- * not "ctl" or "metrics", the mount's own files. */
+/* tablename -> IDENT that lang_table_name_check accepts. */
 static char *
 table_name(ParseState *ps, const char *what)
 {
@@ -332,25 +328,9 @@ table_name(ParseState *ps, const char *what)
         expected(ps, what);
         return NULL;
     }
-    const char *why = NULL;
-    if (t->len > TABLE_NAME_MAX)
-        why = "is longer than 255 bytes";
-    else if (t->len == 0)
-        why = "is empty";
-    for (size_t i = 0; !why && i < t->len; i++) {
-        unsigned char c = (unsigned char)t->text[i];
-        if (c == '/')
-            why = "holds '/'";
-        else if (c < 0x20 || c == 0x7f)
-            why = "holds a control character";
-    }
-    if (!why && ((t->len == 1 && t->text[0] == '.') || (t->len == 2 && memcmp(t->text, "..", 2) == 0)))
-        why = "is '.' or '..'";
-    if (!why && ((t->len == 3 && memcmp(t->text, "ctl", 3) == 0) ||
-                 (t->len == 7 && memcmp(t->text, "metrics", 7) == 0)))
-        why = "is the name of one of the mount's files";
-    if (why) {
-        error_at(ps, t, "a table name %s (a table is a directory of the mount)", why);
+    LangError why = {0};
+    if (lang_table_name_check(t->text, t->len, &why)) {
+        error_at(ps, t, "%s", why.message);
         return NULL;
     }
     return name(ps, what);

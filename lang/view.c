@@ -628,7 +628,7 @@ LangErrorCode
 lang_view_rename(LangSession *s, const char *from, const char *to, LangError *err)
 {
     RenameRun r = {s, from, to, err};
-    if (check_table_name(to, err))
+    if (check_table_name(s, to, err))
         return err->code;
     int rc = store_write(session_store(s), rename_run, &r);
     if (rc > 0)

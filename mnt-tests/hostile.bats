@@ -88,6 +88,8 @@ ctl    EEXIST RecordExists       printf 'BEGIN; CREATE notes:2 = {a: 1}; CREATE 
 ctl    EFBIG  TooLarge           printf "CREATE notes:2 = {a: '"; bytes $((17 * MiB)) x; printf "'};"
 sql    EINVAL ParseError         printf 'CREATE notes:2 = {a: '; rep 100000 '{a:'; rep 100000 '}'; printf '};'
 sql    ERANGE ClaimAboveCeiling  printf 'CLAIM 1001 FROM jobs;'
+sql    EINVAL ParseError         printf 'DEFINE QUEUE metrics;'
+sql    EINVAL ParseError         printf 'DEFINE COLLECTION `a/b`;'
 sql    OK     -                  printf 'CLAIM 1000 FROM empty;'
 sql    EINVAL ParseError         printf "CREATE notes:2 = {a: '\xfe\xff'};"
 sql    EINVAL ParseError         printf 'CREATE notes:2 = {a: 1}\0;'
