@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # deps.sh — sourced by scripts/run and scripts/test: makes sure the Debian
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
@@ -37,6 +38,7 @@ queuefs_build() {
         autoreconf -fi >/dev/null 2>&1 || { autoreconf -fi; return 1; }
     fi
     if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
+        # shellcheck disable=SC2086 # the flags are several words, split on purpose
         ./configure ${QUEUEFS_CONFIGURE_FLAGS:-} >/dev/null || return 1
     fi
     make -j"$(nproc)" >/dev/null
