@@ -7,6 +7,9 @@
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/admin.bats
 
+# Each @test runs in a process of its own, so what a test sets (M) is its
+# own on purpose; $stderr is set by bats' run --separate-stderr.
+# shellcheck disable=SC2030,SC2031,SC2154
 load mount_helpers
 
 eval "$(declare -f teardown | sed '1s/^teardown/mount_teardown/')"
@@ -38,8 +41,7 @@ teardown() {
     mount_fs
     kill -9 "$(daemon_pid "$M")"
     # The kernel answers ENOTCONN once the daemon is gone.
-    local i
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         stat "$M" >/dev/null 2>&1 || break
         sleep 0.05
     done
@@ -121,6 +123,7 @@ teardown() {
 }
 
 @test "the bats helper says why it cannot mount and leaves nothing behind" {
+    # shellcheck disable=SC2016 # the script's $ are its own
     run --separate-stderr env QUEUEFS_BIN="$QUEUEFS" bash -c '
         . "$1"
         queuefs_mount -o sync=sometimes && exit 9
@@ -129,6 +132,7 @@ teardown() {
     assert_success
     assert_output "left: 0"
     [[ $stderr == *"sync=sometimes"* ]] || fail "stderr: $stderr"
+    # shellcheck disable=SC2016 # the script's $ are its own
     run --separate-stderr env QUEUEFS_BIN="$QUEUEFS" QUEUEFS_TEST_STORE=/somewhere bash -c '
         . "$1"; queuefs_mount' _ "$BATS_TEST_DIRNAME/../scripts/queuefs.bash"
     [ "$status" -ne 0 ]

@@ -50,6 +50,7 @@ jqc() {
 # assert_error NAME — after `run --separate-stderr sql …`.
 assert_error() {
     local want="$1"
+    # shellcheck disable=SC2154 # $status and $output: set by bats' run
     if [ "$status" -ne 1 ]; then
         fail "expected exit status 1 ($want), got $status; stdout: $output; stderr: ${stderr:-}"
     fi

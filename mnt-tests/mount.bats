@@ -1442,10 +1442,12 @@ PY
 # listed DIR — "name size mode uid gid" of every entry of DIR as ls -l gives
 # them, sorted; stated DIR — the same from stat of each name.
 listed() {
+    # shellcheck disable=SC2012 # what ls shows is what is checked; the names are plain
     ls -ln --time-style=+%s "$1" | awk 'NR > 1 { print $7, $5, $1, $3, $4 }' | sort
 }
 stated() {
     local f
+    # shellcheck disable=SC2045 # the names ls lists are what is checked; they are plain
     for f in $(ls "$1"); do
         stat -c '%n %s %A %u %g' "$1/$f" | sed "s|^$1/||"
     done | sort
@@ -1526,7 +1528,7 @@ for f in sys.argv[1:]:
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs
     mount_fs "$BATS_TEST_TMPDIR/m2"
-    local M2=$BATS_TEST_TMPDIR/m2 m1 c1 m2 c2 m1b c1b hm hc
+    local M2=$BATS_TEST_TMPDIR/m2 m1 c1 m2 c2 m1b c1b hm
     echo '{"n":1}' >>"$M/jobs/new"
     echo '{"n":2}' >>"$M/jobs/new"
     read -r m1 c1 < <(ns_times "$M/jobs/1")
@@ -1537,14 +1539,16 @@ for f in sys.argv[1:]:
     read -r m1b c1b < <(ns_times "$M/jobs/1")
     [ "$m1b" -eq "$m1" ] || fail "a claim moved mtime: $m1 -> $m1b"
     [ "$c1b" -gt "$m2" ] || fail "a claim did not move ctime past the later create: $c1b"
-    read -r hm hc < <(ns_times "$M/jobs/held/1~$(jq .hold "$M/jobs/1")")
+    read -r hm _ < <(ns_times "$M/jobs/held/1~$(jq .hold "$M/jobs/1")")
     assert_equal "$hm" "$c1b"
     # The other mount shows the same instants.
     assert_equal "$(ns_times "$M2/jobs/1" "$M2/jobs/2")" "$(ns_times "$M/jobs/1" "$M/jobs/2")"
     # ls -t and find -newer follow the content's writes.
+    # shellcheck disable=SC2012 # ls's order is what is checked
     assert_equal "$(ls -t "$M/jobs" | tr '\n' ' ')" "2 1 "
     assert_equal "$(cd "$M/jobs" && find . -type f -newer 1)" "./2"
     echo '{"n":10}' >"$M/jobs/1"
+    # shellcheck disable=SC2012 # ls's order is what is checked
     assert_equal "$(ls -t "$M/jobs" | tr '\n' ' ')" "1 2 "
     # A release changes the hold again.
     mv "$M/jobs/1" "$M/jobs/released/"

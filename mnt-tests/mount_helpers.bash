@@ -26,7 +26,7 @@
 # sql, jqr, epoch_of and assert_near come from helpers.bash; setup and
 # teardown here replace its own.
 load helpers
-# shellcheck source=../scripts/queuefs.bash
+# shellcheck source-path=SCRIPTDIR source=../scripts/queuefs.bash
 . "$BATS_TEST_DIRNAME/../scripts/queuefs.bash"
 
 QUEUEFS="$QUEUEFS_BUILD/queuefs"
@@ -40,6 +40,7 @@ DAEMONS=()
 
 setup() {
     [ -x "$QUEUEFS" ] || fail "no queuefs at $QUEUEFS (build it, or set QUEUEFS_BUILD)"
+    # shellcheck disable=SC2153 # set by helpers.bash, which shellcheck does not follow through load
     [ -x "$QUEUEFS_SQL" ] || fail "no queuefs-sql at $QUEUEFS_SQL"
     [ -x "$RENAMEAT2" ] || fail "no $RENAMEAT2 (gcc -o $RENAMEAT2 mnt-tests/renameat2.c)"
     STORE="$BATS_TEST_TMPDIR/store"

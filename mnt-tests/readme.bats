@@ -69,6 +69,7 @@ normalize() {
         want=${want%$'\n'}
         # ls prints in columns on a terminal: compare words.
         if [[ $cmd == ls* ]]; then
+            # shellcheck disable=SC2086,SC2116 # unquoted on purpose: one space between words
             got=$(echo $got) want=$(echo $want)
         fi
         [ "$got" = "$want" ] || fail "README: \$ $cmd

@@ -3,6 +3,10 @@
 # one worker at a time, gets it back when a hold lapses, and loses nothing
 # (scripts/soak).  First the checker itself, on hand-made logs: a checker
 # that cannot fail proves nothing.
+
+# Each @test runs in a process of its own: the $output a test's run sets is
+# its own on purpose.
+# shellcheck disable=SC2030,SC2031
 load helpers
 
 SOAK="$BATS_TEST_DIRNAME/../scripts/soak"

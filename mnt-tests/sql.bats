@@ -6,6 +6,8 @@
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/sql.bats
 
+# $stderr is set by bats' run --separate-stderr.
+# shellcheck disable=SC2154
 load helpers
 
 # ---------------------------------------------------------------------------
@@ -1460,6 +1462,7 @@ null"
 
 @test "txn: stdin ending inside BEGIN is an error and writes nothing" {
     seed_jobs
+    # shellcheck disable=SC2016 # the script's $ are its own
     run --separate-stderr bash -c 'printf "BEGIN;\nCREATE jobs:4 = {url:\"d\"};\n" | "$QUEUEFS_SQL" "$STORE"'
     assert_failure 1
     run sql "SELECT * FROM jobs:4"
@@ -1714,6 +1717,7 @@ for i in range(1, 200001):
 print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
     # On a sanitizer build, ASan's quarantine of freed memory is kept small.
     export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=1"
+    # shellcheck disable=SC2016 # the script's $ are its own
     run --separate-stderr bash -c '/usr/bin/time -f "%M" "$QUEUEFS_SQL" "$STORE" "SELECT * FROM big;" |
         python3 -c "
 import json, sys
@@ -1736,6 +1740,7 @@ print("DEFINE QUEUE big TIMEOUT 30s; BEGIN;")
 for i in range(1, 20001):
     print("CREATE big = { n: %d, pad: \"%s\" };" % (i, pad))
 print("COMMIT;")' | sql_fast >/dev/null || fail "could not fill big"
+    # shellcheck disable=SC2016 # the script's $ are its own
     run --separate-stderr bash -c '"$QUEUEFS_SQL" "$STORE" "UPDATE big MERGE { m: 1 } WHERE n > 10000; SELECT n FROM big WHERE n = 10001;" |
         python3 -c "
 import json, sys

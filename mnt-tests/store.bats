@@ -13,8 +13,10 @@
 # teardown).  The disk failures come from store/failio.so, an LD_PRELOAD
 # library built by `make check` (see store/failio.c).
 
-# The scripts given to bash -c are single-quoted on purpose.
-# shellcheck disable=SC2016
+# The scripts given to bash -c are single-quoted on purpose.  Each @test
+# runs in a process of its own, so what a test sets (STORE, bats' $output)
+# is its own on purpose; $stderr is set by bats' run --separate-stderr.
+# shellcheck disable=SC2016,SC2030,SC2031,SC2154
 
 load mount_helpers
 
@@ -381,7 +383,7 @@ print("OK")
 
 @test "io: a failed write of the data file is StoreError and keeps nothing" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = { a: 1 }" >/dev/null
-    QUEUEFS_FAIL=write run --separate-stderr failio "$QUEUEFS_SQL" "$STORE" "CREATE jobs:2 = { a: 2 }"
+    QUEUEFS_FAIL='write' run --separate-stderr failio "$QUEUEFS_SQL" "$STORE" "CREATE jobs:2 = { a: 2 }"
     assert_error StoreError
     run sql "SELECT * FROM jobs"
     assert_output '[{"a":1,"id":"jobs:1"}]'

@@ -64,16 +64,18 @@ run_tool() {
     )
     local t
     for t in "${tools[@]}"; do
-        # shellcheck disable=SC2086
+        # shellcheck disable=SC2086 # the command and its arguments, split on purpose
         run_tool $t
         [ "$status" -eq 0 ] || fail "$t exited $status: $stderr"
         [ -z "$stderr" ] || fail "$t complained: $stderr"
         assert_equal "$(claims)" "$before"
     done
     # Globs over a table read its records.
+    # shellcheck disable=SC2016 # the script's $ are its own
     run_tool bash -c 'cat "$1"/jobs/*' _ "$M"
     assert_success
     assert_equal "${#lines[@]}" 4
+    # shellcheck disable=SC2016 # the script's $ are its own
     run_tool bash -c 'wc -l "$1"/jobs/* "$1"/idle/*' _ "$M"
     assert_equal "$(claims)" "$before"
     # What the copies hold: the records, and no reserved name.
@@ -81,6 +83,7 @@ run_tool() {
     ! tar -tf "$out/all.tar" | grep -E '/(claim|wait|new|stats|held|dead|released)$' ||
         fail "tar copied a reserved name"
     assert_equal "$(cat "$out/rsync/jobs/2")" '{"id":"jobs:2","url":"b"}'
+    # shellcheck disable=SC2012 # the names are plain
     assert_equal "$(ls "$out/cp/jobs" | tr '\n' ' ')" "1 2 3 4 "
     # The records are as they were: three ready, one held by its first claim.
     stats=$(cat "$M/jobs/stats")

@@ -1,12 +1,14 @@
+# shellcheck shell=bash
 # deps.sh — sourced by scripts/run and scripts/test: makes sure the Debian
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
 
 # What building and running queuefs needs (jq: queuefs-work), and what the
 # test suite needs besides (clang: the fuzz targets; systemd: checking the
-# unit file; rsync: the tools walked over a mount).
+# unit file; rsync: the tools walked over a mount; shellcheck and cppcheck:
+# `make shellcheck` and `make cppcheck`).
 QUEUEFS_RUN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev zlib1g-dev libfuse3-dev fuse3 jq"
-QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang libclang-rt-14-dev systemd rsync"
+QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang libclang-rt-14-dev systemd rsync shellcheck cppcheck"
 
 # queuefs_install_deps [--run] [PACKAGE…] — the test suite's packages (with
 # --run, only what running needs), and PACKAGE….
@@ -37,6 +39,7 @@ queuefs_build() {
         autoreconf -fi >/dev/null 2>&1 || { autoreconf -fi; return 1; }
     fi
     if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
+        # shellcheck disable=SC2086 # the flags are several words, split on purpose
         ./configure ${QUEUEFS_CONFIGURE_FLAGS:-} >/dev/null || return 1
     fi
     make -j"$(nproc)" >/dev/null

@@ -44,8 +44,7 @@ queuefs_alive() {
 
 # Polls until process PID has exited; false after 10 s.
 queuefs_wait_gone() {
-    local i
-    for i in $(seq 200); do
+    for _ in $(seq 200); do
         queuefs_alive "$1" || return 0
         sleep 0.05
     done
@@ -54,8 +53,7 @@ queuefs_wait_gone() {
 
 # Polls until MNT is a mount point; false after 5 s.
 queuefs_wait_mounted() {
-    local i
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         mountpoint -q "$1" && return 0
         sleep 0.05
     done
@@ -69,8 +67,7 @@ queuefs_is_mounted() {
 
 # Polls until MNT is no longer in /proc/mounts; false after 5 s.
 queuefs_wait_unmounted() {
-    local i
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         queuefs_is_mounted "$1" || return 0
         sleep 0.05
     done
