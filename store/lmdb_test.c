@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../lang/unit_test.h"
+#include "../tests/unit_test.h"
 
 #define SEC 1000000000LL
 
