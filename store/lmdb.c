@@ -108,6 +108,7 @@
  * not cross fork(); the child opens its own.
  */
 #include "store.h"
+#include "be.h"
 #include "checkpoint.h"
 
 #include <errno.h>
@@ -308,57 +309,6 @@ bytes_copy(void *dst, const void *src, size_t n)
         memcpy(dst, src, n);
 }
 
-/* Writes v as 2 big-endian bytes at p. */
-static void
-bytes_put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
-}
-
-/* Reads 2 big-endian bytes at p. */
-static uint16_t
-bytes_get_u16(const unsigned char *p)
-{
-    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
-}
-
-/* Writes v as 4 big-endian bytes at p. */
-static void
-bytes_put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
-}
-
-/* Reads 4 big-endian bytes at p. */
-static uint32_t
-bytes_get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* Writes v as 8 big-endian bytes at p. */
-static void
-bytes_put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
-}
-
-/* Reads 8 big-endian bytes at p. */
-static uint64_t
-bytes_get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* Why the last LMDB call that failed on this thread for want of room
  * failed: how store_write tells a map it can grow from a transaction that is
  * too large.  Set by store_status_of, cleared by the group's leader. */
@@ -427,7 +377,7 @@ store_open_message(char *errbuf, size_t errlen, const char *location,
 static void
 key_set_table(KeyBuf *k, uint32_t table)
 {
-    bytes_put_u32(k->data, table);
+    be_put32(k->data, table);
     k->len = 4;
 }
 
@@ -443,7 +393,7 @@ key_append(KeyBuf *k, const void *p, size_t n)
 static void
 key_append_u64(KeyBuf *k, uint64_t v)
 {
-    bytes_put_u64(k->data + k->len, v);
+    be_put64(k->data + k->len, v);
     k->len += 8;
 }
 
@@ -458,7 +408,7 @@ key_val(KeyBuf *k)
 static bool
 key_has_table(MDB_val k, uint32_t table)
 {
-    return k.mv_size >= 4 && bytes_get_u32(k.mv_data) == table;
+    return k.mv_size >= 4 && be_get32(k.mv_data) == table;
 }
 
 /* Decodes a stored record value; STORE_CORRUPT when it is malformed. */
@@ -468,9 +418,9 @@ record_head_parse(MDB_val v, RecordHead *h)
     const unsigned char *p = v.mv_data;
     if (v.mv_size < RECORD_HEAD_LEN)
         return STORE_CORRUPT;
-    h->seq = bytes_get_u64(p);
-    h->wake = (int64_t)bytes_get_u64(p + 8);
-    h->order_len = bytes_get_u16(p + 16);
+    h->seq = be_get64(p);
+    h->wake = (int64_t)be_get64(p + 8);
+    h->order_len = be_get16(p + 16);
     if (h->order_len > STORE_MAX_KEY || v.mv_size < RECORD_HEAD_LEN + h->order_len)
         return STORE_CORRUPT;
     h->order = p + RECORD_HEAD_LEN;
@@ -484,9 +434,9 @@ record_head_parse(MDB_val v, RecordHead *h)
 static void
 record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len)
 {
-    bytes_put_u64(p, seq);
-    bytes_put_u64(p + 8, (uint64_t)wake);
-    bytes_put_u16(p + 16, (uint16_t)order_len);
+    be_put64(p, seq);
+    be_put64(p + 8, (uint64_t)wake);
+    be_put16(p + 16, (uint16_t)order_len);
 }
 
 /* Puts a private copy of "data" under "key", so that "data" may point into
@@ -549,13 +499,13 @@ table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq)
     uint64_t last = 0;
     int rc = mdb_get(t->txn, t->st->meta, &kv, &v);
     if (rc == 0 && v.mv_size == 8)
-        last = bytes_get_u64(v.mv_data);
+        last = be_get64(v.mv_data);
     else if (rc == 0)
         return STORE_CORRUPT;
     else if (rc != MDB_NOTFOUND)
         return store_status_of(rc);
     unsigned char buf[8];
-    bytes_put_u64(buf, last + 1);
+    be_put64(buf, last + 1);
     v = (MDB_val){.mv_size = 8, .mv_data = buf};
     rc = mdb_put(t->txn, t->st->meta, &kv, &v, 0);
     if (rc)
@@ -572,7 +522,7 @@ counts_key_build(KeyBuf *k, uint32_t table)
 {
     k->len = 0;
     key_append(k, "records", 7);
-    bytes_put_u32(k->data + k->len, table);
+    be_put32(k->data + k->len, table);
     k->len += 4;
 }
 
@@ -592,7 +542,7 @@ counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
     if (v.mv_size != 8 * CNT_N)
         return STORE_CORRUPT;
     for (int i = 0; i < CNT_N; i++)
-        n[i] = bytes_get_u64((const unsigned char *)v.mv_data + 8 * i);
+        n[i] = be_get64((const unsigned char *)v.mv_data + 8 * i);
     return STORE_OK;
 }
 
@@ -602,7 +552,7 @@ counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
 {
     unsigned char buf[8 * CNT_N];
     for (int i = 0; i < CNT_N; i++)
-        bytes_put_u64(buf + 8 * i, n[i]);
+        be_put64(buf + 8 * i, n[i]);
     KeyBuf k;
     counts_key_build(&k, table);
     MDB_val kv = key_val(&k), v = {.mv_size = sizeof buf, .mv_data = buf};
@@ -668,7 +618,7 @@ wait_next(MDB_val v, int64_t now)
 {
     if (wait_kind(v) != WAIT_HOLD)
         return 0;
-    int64_t then = (int64_t)bytes_get_u64((const unsigned char *)v.mv_data + 1);
+    int64_t then = (int64_t)be_get64((const unsigned char *)v.mv_data + 1);
     if (then == STORE_SLOT_RETIRE)
         return WAKE_NO_SLOT;
     return then > now ? then : 0;
@@ -719,7 +669,7 @@ queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
         deadline_key_build(&k, table, wake, rkey, rkey_len);
         dbi = t->st->deadline;
         wait[0] = (unsigned char)kind;
-        bytes_put_u64(wait + 1, (uint64_t)then);
+        be_put64(wait + 1, (uint64_t)then);
         dv = (MDB_val){.mv_size = kind == WAIT_HOLD ? WAIT_VALUE_LEN : 1, .mv_data = wait};
     }
     kv = key_val(&k);
@@ -824,13 +774,13 @@ queue_drain(StoreTxn *t, uint32_t table, int64_t now)
             break;
         }
         const unsigned char *p = k.mv_data;
-        if ((int64_t)bytes_get_u64(p + 4) > now) {
+        if ((int64_t)be_get64(p + 4) > now) {
             rc = STORE_OK;
             break;
         }
         key_set_table(&rk, table);
         key_append(&rk, p + 12, k.mv_size - 12);
-        int was = slot_class((int64_t)bytes_get_u64(p + 4), wait_kind(v));
+        int was = slot_class((int64_t)be_get64(p + 4), wait_kind(v));
         int64_t wake = wait_next(v, now);
         if ((rc = mdb_cursor_del(cur, 0))) {
             rc = store_status_of(rc);
@@ -859,7 +809,7 @@ store_format_mark(MDB_txn *txn, MDB_dbi sys)
 {
     unsigned char ver[sizeof STORE_FORMAT_MAGIC - 1 + 4];
     memcpy(ver, STORE_FORMAT_MAGIC, sizeof STORE_FORMAT_MAGIC - 1);
-    bytes_put_u32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
+    be_put32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
     MDB_val k = {7, "version"}, v = {sizeof ver, ver};
     return mdb_put(txn, sys, &k, &v, 0);
 }
@@ -869,7 +819,7 @@ static int
 store_format_init(MDB_txn *txn, MDB_dbi sys)
 {
     unsigned char next[4];
-    bytes_put_u32(next, 1);
+    be_put32(next, 1);
     int rc = store_format_mark(txn, sys);
     if (rc)
         return rc;
@@ -892,7 +842,7 @@ store_format_check(MDB_txn *txn, MDB_dbi sys, uint32_t *version)
         return rc;
     if (v.mv_size != mlen + 4 || memcmp(v.mv_data, STORE_FORMAT_MAGIC, mlen) != 0)
         return MDB_INVALID;
-    *version = bytes_get_u32((const unsigned char *)v.mv_data + mlen);
+    *version = be_get32((const unsigned char *)v.mv_data + mlen);
     if (*version < 1 || *version > STORE_FORMAT_VERSION)
         return MDB_INVALID;
     return MDB_SUCCESS;
@@ -2558,7 +2508,7 @@ static int
 catalog_entry_put(StoreTxn *t, KeyBuf *k, uint32_t id, StoreBytes def)
 {
     unsigned char *buf = store_alloc(4 + def.len);
-    bytes_put_u32(buf, id);
+    be_put32(buf, id);
     bytes_copy(buf + 4, def.data, def.len);
     MDB_val kv = key_val(k), v = {.mv_size = 4 + def.len, .mv_data = buf};
     int rc = mdb_put(t->txn, t->st->catalog, &kv, &v, 0);
@@ -2573,7 +2523,7 @@ catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out)
     if (v.mv_size < 4)
         return STORE_CORRUPT;
     if (id_out)
-        *id_out = bytes_get_u32(v.mv_data);
+        *id_out = be_get32(v.mv_data);
     if (def_out)
         *def_out = (StoreBytes){(const unsigned char *)v.mv_data + 4, v.mv_size - 4};
     return STORE_OK;
@@ -2589,11 +2539,11 @@ catalog_id_next(StoreTxn *t, uint32_t *id)
         return rc == MDB_NOTFOUND ? STORE_CORRUPT : store_status_of(rc);
     if (v.mv_size != 4)
         return STORE_CORRUPT;
-    uint32_t next = bytes_get_u32(v.mv_data);
+    uint32_t next = be_get32(v.mv_data);
     if (next == UINT32_MAX)
         return STORE_FULL;
     unsigned char buf[4];
-    bytes_put_u32(buf, next + 1);
+    be_put32(buf, next + 1);
     v = (MDB_val){4, buf};
     if ((rc = mdb_put(t->txn, t->st->sys, &k, &v, 0)))
         return store_status_of(rc);
@@ -2970,7 +2920,7 @@ ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
     if (v.mv_size < 8 || v.mv_size > 8 + STORE_MAX_KEY)
         return STORE_CORRUPT;
     *place = (ClaimPlace){(const unsigned char *)k.mv_data + 4, k.mv_size - 4,
-                          bytes_get_u64(v.mv_data)};
+                          be_get64(v.mv_data)};
     *key = (StoreBytes){(const unsigned char *)v.mv_data + 8, v.mv_size - 8};
     return STORE_OK;
 }
@@ -3015,7 +2965,7 @@ each_deadline(void *ctx, MDB_val k, MDB_val v)
         return STORE_CORRUPT;
     const unsigned char *p = k.mv_data;
     StoreBytes key = {p + 12, k.mv_size - 12};
-    return w->fn(w->ctx, key, (int64_t)bytes_get_u64(p + 4), v);
+    return w->fn(w->ctx, key, (int64_t)be_get64(p + 4), v);
 }
 
 /* Calls "fn" with each waiting entry of "table" in the deadline index, in
