@@ -1,6 +1,6 @@
 /* lmdb_test.c — unit tests of the LMDB store backend (store.h). */
 #include "store.h"
-#include "checkpoint.h"
+#include "lmdb_checkpoint.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1503,11 +1503,11 @@ checkpoint_about(const char *ckpt, const char *data)
     struct stat sb;
     Checkpoint c;
     int fd = open(ckpt, O_RDWR);
-    bool ok = fd >= 0 && stat(data, &sb) == 0 && checkpoint_read(fd, &c) == 0;
+    bool ok = fd >= 0 && stat(data, &sb) == 0 && lmdb_checkpoint_read(fd, &c) == 0;
     if (ok) {
         c.dev = (uint64_t)sb.st_dev;
         c.ino = (uint64_t)sb.st_ino;
-        ok = checkpoint_write(fd, &c) == 0;
+        ok = lmdb_checkpoint_write(fd, &c) == 0;
     }
     if (fd >= 0)
         close(fd);
@@ -1540,7 +1540,7 @@ checkpoint_wait(Store *st, const char *name)
     for (int i = 0; i < 200; i++) {
         int fd = open(path, O_RDONLY);
         Checkpoint c;
-        bool done = fd >= 0 && checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
+        bool done = fd >= 0 && lmdb_checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
         if (fd >= 0)
             close(fd);
         if (done)
