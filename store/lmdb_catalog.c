@@ -299,13 +299,3 @@ store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
     return lmdb_put_copy(txn->txn, txn->st->meta, lmdb_key_val(&k), value.data, value.len);
 }
 
-int
-store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name)
-{
-    KeyBuf k;
-    if (name.len > STORE_MAX_KEY)
-        return STORE_TOOBIG;
-    meta_key_build(&k, table, META_CALLER, name.data, name.len);
-    MDB_val kv = lmdb_key_val(&k);
-    return lmdb_status_of(mdb_del(txn->txn, txn->st->meta, &kv, NULL));
-}

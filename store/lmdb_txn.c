@@ -35,20 +35,6 @@ lmdb_commit(Store *st, MDB_txn *txn)
     return mdb_txn_commit(txn);
 }
 
-uint64_t
-store_version(Store *st)
-{
-    /* The id a reader sees, not the newest meta page: LMDB writes that page
-     * before a commit is visible to readers (for a whole sync, with sync
-     * on), and a waiter that took that number would wait for a change it
-     * has already missed. */
-    StoreTxn *txn;
-    if (store_txn_begin(st, false, &txn) != STORE_OK)
-        return 0;
-    uint64_t id = (uint64_t)mdb_txn_id(txn->txn);
-    store_txn_abort(txn);
-    return id;
-}
 
 /* ---- transactions ---- */
 

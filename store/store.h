@@ -181,9 +181,6 @@ const char *store_strerror(int status);
 /* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
  * realtime clock. */
 int64_t store_now(Store *st);
-/* A number that changes whenever any process commits a change to the
- * store: cheap enough to poll while waiting for work. */
-uint64_t store_version(Store *st);
 
 /* Waiting for a change, without polling:
  *
@@ -356,8 +353,14 @@ int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
  * deduplicate tombstones.  Names are byte strings <= STORE_MAX_KEY.
  * Table id 0 is never a table's: its meta values are the store's own
  * (the hold numbers), and no drop removes them. */
+
+/* Reads the meta value "name" of "table" into "value_out" (may be NULL;
+ * see "Memory").  STORE_NOTFOUND when absent, STORE_TOOBIG when "name" is
+ * too long. */
 int store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
+/* Stores "value" as the meta value "name" of "table", creating or
+ * replacing it ("value" may point into the store's memory).  STORE_TOOBIG
+ * when "name" is too long. */
 int store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
-int store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name);
 
 #endif
