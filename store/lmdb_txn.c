@@ -35,7 +35,6 @@ lmdb_commit(Store *st, MDB_txn *txn)
     return mdb_txn_commit(txn);
 }
 
-
 /* ---- transactions ---- */
 
 int
