@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "lang.h"
-#include "unit_test.h"
+#include "../tests/unit_test.h"
 
 static void
 collect(void *ctx, const char *line, size_t len)

@@ -137,7 +137,7 @@ typedef struct StoreStats {
  * data already stored, but no larger than the filesystem has room for.
  * Besides LMDB's files the directory holds "queuefs.sync", through which
  * the processes on the store share syncs, and "queuefs.checkpoint" (see
- * store/checkpoint.h): opened first in a boot after a machine crash, the
+ * store/lmdb_checkpoint.h): opened first in a boot after a machine crash, the
  * store is put back to its last checkpoint.  A process takes a checkpoint
  * before its first write (a write fails with STORE_IO while the disk fails
  * to sync), and a thread takes more while the store is open.  On failure
