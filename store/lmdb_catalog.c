@@ -274,10 +274,10 @@ store_table_rename(StoreTxn *txn, const char *from, const char *to)
 /* ---- per-table meta values ---- */
 
 int
-store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out)
+lmdb_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out)
 {
     KeyBuf k;
-    if (name.len > STORE_MAX_KEY)
+    if (name.len > META_NAME_MAX)
         return STORE_TOOBIG;
     meta_key_build(&k, table, META_CALLER, name.data, name.len);
     MDB_val kv = lmdb_key_val(&k), v;
@@ -290,12 +290,47 @@ store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value
 }
 
 int
-store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
+lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
 {
     KeyBuf k;
-    if (name.len > STORE_MAX_KEY)
+    if (name.len > META_NAME_MAX)
         return STORE_TOOBIG;
     meta_key_build(&k, table, META_CALLER, name.data, name.len);
     return lmdb_put_copy(txn->txn, txn->st->meta, lmdb_key_val(&k), value.data, value.len);
 }
 
+int
+lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name)
+{
+    KeyBuf k;
+    if (name.len > META_NAME_MAX)
+        return STORE_TOOBIG;
+    meta_key_build(&k, table, META_CALLER, name.data, name.len);
+    MDB_val kv = lmdb_key_val(&k);
+    int rc = mdb_del(txn->txn, txn->st->meta, &kv, NULL);
+    return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
+}
+
+int
+lmdb_meta_get_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t *out)
+{
+    StoreBytes v;
+    int rc = lmdb_meta_get(txn, table, (StoreBytes){name, strlen(name)}, &v);
+    *out = 0;
+    if (rc == STORE_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return rc;
+    if (v.len != 8)
+        return STORE_CORRUPT;
+    *out = (int64_t)be_get64(v.data);
+    return STORE_OK;
+}
+
+int
+lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v)
+{
+    unsigned char b[8];
+    be_put64(b, (uint64_t)v);
+    return lmdb_meta_put(txn, table, (StoreBytes){name, strlen(name)}, (StoreBytes){b, 8});
+}

@@ -7,6 +7,8 @@
  * format 1 is upgraded by the first process that opens it: every table is
  * counted once, its waiting entries as unsorted (their records were filed
  * before holds and delays were told apart), and the format becomes 2.
+ * Format 3 keeps a queue record's engine columns beside the caller's value
+ * (lmdb_upgrade.c brings earlier stores to it).
  */
 #include "lmdb_internal.h"
 
@@ -20,7 +22,7 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 2u
+#define STORE_FORMAT_VERSION 3u
 #define STORE_FORMAT_COUNTED 2u      /* the first format with counts */
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
@@ -157,13 +159,16 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
     return lmdb_table_recount(ctx, id);
 }
 
-/* Brings a store of an earlier format to this one, in its open write
- * transaction "txn": counts every table (format 1 had no counts). */
+/* Brings a store of format "version" to this one, in its open write
+ * transaction "txn": counts every table (format 1 had no counts), then
+ * gives every record its columns (format 3). */
 static int
-store_format_upgrade(Store *st, MDB_txn *txn)
+store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
 {
     StoreTxn t = {.st = st, .txn = txn, .write = true};
-    int rc = store_table_each(&t, upgrade_table, &t);
+    int rc = version < STORE_FORMAT_COUNTED ? store_table_each(&t, upgrade_table, &t) : 0;
+    if (rc == STORE_OK)
+        rc = lmdb_upgrade_columns(&t);
     return rc ? rc : store_format_mark(txn, st->sys);
 }
 
@@ -191,7 +196,7 @@ store_schema_read(Store *st)
         pthread_rwlock_unlock(&st->map_lock);
         return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
     }
-    if (version < STORE_FORMAT_COUNTED) {
+    if (version < STORE_FORMAT_VERSION) {
         mdb_txn_abort(txn);
         pthread_rwlock_unlock(&st->map_lock);
         return MDB_VERSION_MISMATCH;
@@ -244,7 +249,7 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
         goto fail;
-    if (version < STORE_FORMAT_COUNTED && (rc = store_format_upgrade(st, txn)))
+    if (version < STORE_FORMAT_VERSION && (rc = store_format_upgrade(st, txn, version)))
         goto fail_status;
     rc = lmdb_commit(st, txn);
     pthread_rwlock_unlock(&st->map_lock);
@@ -533,6 +538,8 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     st = lmdb_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
     st->read_only = read_only;
+    st->upgrade = opts ? opts->upgrade : NULL;
+    st->upgrade_ctx = opts ? opts->upgrade_ctx : NULL;
     struct stat dir;
     if (stat(location, &dir) == 0) {
         st->owner_known = true;

@@ -22,7 +22,12 @@
  *             "next_table_id"  → u32: the id the next created table gets
  *   catalog   table name       → [u32 id][definition bytes]
  *   records   [T][record key]  → [u64 seq][i64 wake][u16 order_len]
- *                                [order key][caller's value bytes]
+ *                                [order key][the columns][caller's value]
+ *             the columns (format 3): [u8 3][i64 since, written, changed,
+ *             claimed, attempts, hold, claimed_until, not_before]
+ *             [u8 len][consumer][u8 len][instance][u16 len][group] — the
+ *             StoreRecord's; the record's state follows from them (see
+ *             lmdb_placement).
  *             wake is -1 when the record has no slot, 0 when it is in the
  *             ready index, > 0 when it is in the deadline index; with the
  *             order key it lets put and delete find the old index entry.
@@ -36,11 +41,18 @@
  *             whose "then" says what the record does at wake (StoreSlot's
  *             then_ns).  Empty: filed by format 1, which did not tell them
  *             apart (ready at wake).
- *   meta      [T][0x01][name]  → caller's value
- *             [T][0x00]"seq"   → u64: the table's last arrival sequence
- *   (main)    "records"[T]     → 5 × u64: the table's records, and of them
+ *   meta      [T][0x00]"seq"   → u64: the table's last arrival sequence
+ *             [T][0x01]"next_id" → i64: the next store-assigned identity
+ *             (INT64_MIN: none is left)
+ *             [T][0x01]"dedup:"[key] → i64: when "key" was first seen
+ *             [T][0x01]"dedupt:"[i64 first][key] → empty: the same, in
+ *             time order, for pruning
+ *             [0][0x01]"holds" → i64: the last hold number of the store
+ *             (table id 0 is no table's: no drop removes it)
+ *   (main)    "records"[T]     → 9 × u64: the table's records, and of them
  *             its ready, held and delayed and unsorted (format 1) index
- *             entries; kept in every transaction that changes them, so a
+ *             entries, then its claims, releases, lapses and deletes
+ *             (5 × u64 before format 3); kept in every transaction that changes them, so a
  *             count costs a lookup (store_queue_counts).  They live in
  *             LMDB's main database, next to the named databases' records,
  *             whose page every writing transaction rewrites anyway: a
@@ -128,14 +140,25 @@
 #define WAIT_VALUE_LEN 9             /* [u8 kind][i64 then] */
 
 /* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
-#define KEY_BUF_LEN (4 + 8 + STORE_MAX_KEY)
+/* The longest meta name: a record key with a prefix of the store's own
+ * ("dedupt:" and an instant). */
+#define META_NAME_MAX (STORE_MAX_KEY + 24)
+#define KEY_BUF_LEN (4 + 1 + META_NAME_MAX)
 
 #define SYNC_FILE "queuefs.sync"
 #define SYNC_FILE_LEN 4096
 #define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
 
 /* The per-table counts (main "records"[T]), in their stored order. */
-enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED, CNT_N };
+enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED,
+       CNT_CLAIMS, CNT_RELEASES, CNT_LAPSES, CNT_DELETES, CNT_N };
+#define CNT_N_FORMAT2 5              /* the counts a store of format 2 kept */
+
+/* A held record's "then" (a deadline entry's): it retires at its wake. */
+#define THEN_RETIRE (-1)
+/* The columns' version byte, and their length without their strings. */
+#define COLUMNS_VERSION 3
+#define COLUMNS_FIXED (1 + 8 * 8 + 1 + 1 + 2)
 
 /* Why the last LMDB call that failed on this thread for want of room
  * failed: how store_write tells a map it can grow from a transaction that is
@@ -225,6 +248,8 @@ struct Store {
     uint64_t reserve_pages;      /* the reserve (see "The reserve"; atomic) */
     uint64_t file_bytes;         /* the data file's size as last seen: it never
                                   * shrinks, so a lower bound (atomic) */
+    StoreUpgradeFn upgrade;      /* StoreOptions.upgrade */
+    void *upgrade_ctx;
 };
 
 struct StoreTxn {
@@ -232,6 +257,7 @@ struct StoreTxn {
     MDB_txn *txn;
     bool write;
     bool reserve;                /* it may use the reserve (store_txn_use_reserve) */
+    int64_t now;                 /* store_txn_now's instant; 0: not asked yet */
 };
 
 /* A record's stored header, decoded; pointers are into the stored value. */
@@ -493,6 +519,15 @@ lmdb_commit(Store *st, MDB_txn *txn);
 int
 lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
 
+/* ---- lmdb_upgrade.c ---- */
+
+/* Brings a store of format 2 (or 1, once counted) to format 3, in write
+ * transaction "t": every record gets its columns (through st->upgrade when
+ * set), the counters kept in meta values join the counts, and the
+ * DEDUPLICATE entries get their time index. */
+int
+lmdb_upgrade_columns(StoreTxn *t);
+
 /* ---- lmdb_catalog.c ---- */
 
 /* Takes the next arrival sequence of "table" (1, 2, ...) into *seq. */
@@ -534,7 +569,75 @@ int
 lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
                 int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx);
 
+/* Parses the record under records key "k" (its [T] prefix included) with
+ * header "h" into "r": every field, pointing into LMDB memory.
+ * STORE_CORRUPT when its columns are malformed. */
+int
+lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r);
+
+/* Reads record "key" of "table" into "r" (see lmdb_record_parse), and its
+ * header into "h" (may be NULL).  Errors as lmdb_record_find. */
+int
+lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h);
+
+/* Writes record "r" — every field of it: key, value, times, columns,
+ * order, not_before, group — under (table, r->key), filing it as
+ * lmdb_placement says for queue "q" (NULL: a collection's, in no index),
+ * and adds "extra" (may be NULL) to the table's counts with the index
+ * changes.  "create": STORE_EXISTS when the key is taken, and the record
+ * gets the next arrival sequence; else STORE_NOTFOUND when it is absent,
+ * and it keeps its own.  Every byte of "r" is copied before anything is
+ * written, so it may point into LMDB memory. */
+int
+lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
+                  bool create, const int64_t *extra);
+
+/* Rewrites record "r->key" with the header "h" it has (its sequence, its
+ * place in the indexes and its order key stay) and the columns and value
+ * of "r", changing no index and no count: for the format upgrade.  Copies
+ * "h" and "r" first, so they may point into LMDB memory. */
+int
+lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
+
+/* Where record "r" of queue "q" (NULL: a collection) is filed at "now":
+ * "*wake" WAKE_NO_SLOT (in no index: a collection's, or retired), 0
+ * (ready) or the instant it waits until, with the kind of wait in "*kind"
+ * and, for a hold, what it does then in "*then" (0: ready, later: delayed
+ * until then, THEN_RETIRE). */
+void
+lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
+               int *kind, int64_t *then);
+
+/* ---- lmdb_catalog.c: meta values ---- */
+
+/* The meta value "name" of "table" (the caller's namespace of meta keys,
+ * which the queue primitives keep theirs in).  STORE_NOTFOUND when absent. */
+int
+lmdb_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
+int
+lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
+int
+lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name);
+/* An 8-byte big-endian meta value (0 when absent) and its update. */
+int
+lmdb_meta_get_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t *out);
+int
+lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
+
 /* ---- lmdb_queue.c ---- */
+
+/* The key of the head of queue "table" at "now" into "key_out" (pointing
+ * into LMDB memory), after moving every waiting record whose instant has
+ * come on (a write transaction is required).  STORE_NOTFOUND when nothing
+ * is ready. */
+int
+lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out);
+
+/* Reads the counts of "table" into "n" (all 0 when it has none yet; the
+ * counters 0 in an entry of format 2). */
+int
+lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N]);
+
 
 /* Builds the key of the counts of "table": "records"[T]. */
 void

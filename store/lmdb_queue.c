@@ -15,9 +15,8 @@ lmdb_counts_key_build(KeyBuf *k, uint32_t table)
     k->len += 4;
 }
 
-/* Reads the counts of "table" into "n" (all 0 when it has none yet). */
-static int
-counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
+int
+lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
 {
     KeyBuf k;
     lmdb_counts_key_build(&k, table);
@@ -28,9 +27,9 @@ counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
         return STORE_OK;
     if (rc)
         return lmdb_status_of(rc);
-    if (v.mv_size != 8 * CNT_N)
+    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_FORMAT2)
         return STORE_CORRUPT;
-    for (int i = 0; i < CNT_N; i++)
+    for (int i = 0; i < (int)(v.mv_size / 8); i++)
         n[i] = be_get64((const unsigned char *)v.mv_data + 8 * i);
     return STORE_OK;
 }
@@ -57,7 +56,7 @@ lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N])
     if (!any)
         return STORE_OK;
     uint64_t n[CNT_N];
-    int rc = counts_get(t, table, n);
+    int rc = lmdb_counts_get(t, table, n);
     if (rc)
         return rc;
     for (int i = 0; i < CNT_N; i++)
@@ -103,7 +102,7 @@ wait_next(MDB_val v, int64_t now)
     if (wait_kind(v) != WAIT_HOLD)
         return 0;
     int64_t then = (int64_t)be_get64((const unsigned char *)v.mv_data + 1);
-    if (then == STORE_SLOT_RETIRE)
+    if (then == THEN_RETIRE)
         return WAKE_NO_SLOT;
     return then > now ? then : 0;
 }
@@ -362,29 +361,12 @@ ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
     return STORE_OK;
 }
 
-/* In a read-only transaction nothing is drained: the head is the first
- * ready record as stored, which may miss a waiting record whose instant
- * has come.  Claims always run in a write transaction. */
 int
-store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
-                 StoreBytes *key_out, StoreBytes *value_out)
+lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out)
 {
     ClaimPlace place;
-    StoreBytes key;
-    KeyBuf rk;
-    RecordHead h;
-    int rc;
-    if (txn->write && (rc = queue_drain(txn, table, now)))
-        return rc;
-    if ((rc = ready_first(txn, table, &place, &key)))
-        return rc;
-    if ((rc = lmdb_record_find(txn, table, key, &rk, &h)))
-        return rc == STORE_NOTFOUND ? STORE_CORRUPT : rc;
-    if (key_out)
-        *key_out = key;
-    if (value_out)
-        *value_out = (StoreBytes){h.value, h.value_len};
-    return STORE_OK;
+    int rc = queue_drain(txn, table, now);
+    return rc ? rc : ready_first(txn, table, &place, key_out);
 }
 
 /* Makes record "key" of "table", which a claim at this instant would move
@@ -459,8 +441,10 @@ static int
 count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
 {
     DueWalk *w = ctx;
-    if (wake > w->now)
+    if (wake > w->now) {
+        w->out->next_wake = wake;
         return DUE_DONE;
+    }
     int was = lmdb_slot_class(wake, wait_kind(v));
     if (was == CNT_UNSORTED)
         return 0;
@@ -472,12 +456,13 @@ count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
 }
 
 int
-store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out)
+store_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
 {
     uint64_t n[CNT_N];
-    DueWalk w = {txn, table, now, {0}, {NULL, 0, 0}, out};
+    DueWalk w = {txn, table, store_txn_now(txn), {0}, {NULL, 0, 0}, out};
     memset(out, 0, sizeof *out);
-    int rc = counts_get(txn, table, n);
+    out->next_wake = INT64_MAX;
+    int rc = lmdb_counts_get(txn, table, n);
     if (rc)
         return rc;
     rc = ready_first(txn, table, &w.best, &out->head_key);
@@ -493,6 +478,10 @@ store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts 
     out->held = n[CNT_HELD] + (uint64_t)d[CNT_HELD];
     out->delayed = n[CNT_DELAYED] + (uint64_t)d[CNT_DELAYED];
     out->unsorted = n[CNT_UNSORTED];
+    out->claims = n[CNT_CLAIMS];
+    out->releases = n[CNT_RELEASES];
+    out->lapses = n[CNT_LAPSES];
+    out->deletes = n[CNT_DELETES];
     uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
     if (filed > out->records)
         return STORE_CORRUPT;
@@ -502,8 +491,10 @@ store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts 
 
 /* store_queue_each_waiting's caller's function, for deadline_each. */
 typedef struct WaitingWalk {
-    int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns);
+    int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns);
     void *ctx;
+    StoreTxn *txn;
+    uint32_t table;
 } WaitingWalk;
 
 static int
@@ -511,14 +502,18 @@ each_waiting(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
 {
     (void)v;
     WaitingWalk *w = ctx;
-    return w->fn(w->ctx, key, wake);
+    StoreRecord r;
+    int rc = lmdb_record_load(w->txn, w->table, key, &r, NULL);
+    if (rc == STORE_NOTFOUND)
+        return STORE_OK;   /* an entry without its record: nothing waits */
+    return rc ? rc : w->fn(w->ctx, &r, wake);
 }
 
 int
 store_queue_each_waiting(StoreTxn *txn, uint32_t table,
-                         int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
+                         int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
                          void *ctx)
 {
-    WaitingWalk w = {fn, ctx};
+    WaitingWalk w = {fn, ctx, txn, table};
     return deadline_each(txn, table, each_waiting, &w);
 }

@@ -266,3 +266,11 @@ store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
     pthread_mutex_unlock(&st->group_mu);
     return rc;
 }
+
+int64_t
+store_txn_now(StoreTxn *txn)
+{
+    if (!txn->now)
+        txn->now = store_now(txn->st);
+    return txn->now;
+}

@@ -95,6 +95,18 @@ typedef struct StoreBytes {
     size_t      len;
 } StoreBytes;
 
+typedef struct StoreRecord StoreRecord;
+
+/* Turns the value of a record written by a store of format 2 — whose
+ * caller kept a queue record's engine columns and times inside its own
+ * value — into "out": its new value, times, columns, not_before and group
+ * (its key, order and place in the queue stay as they were filed).
+ * "table_def" is its table's definition.  0, or non-zero to refuse: the
+ * open fails with STORE_CORRUPT.  What "out" points to must stay valid
+ * until the next call. */
+typedef int (*StoreUpgradeFn)(void *ctx, StoreBytes table_def, StoreBytes old_value,
+                              StoreRecord *out);
+
 typedef struct StoreOptions {
     bool   sync;        /* true: a committed write is on disk when commit returns;
                            false: a machine crash may undo the last commits, but
@@ -110,6 +122,11 @@ typedef struct StoreOptions {
                          * write its lock file, except on a read-only
                          * filesystem (where it reads without locks: no
                          * process can be writing there) */
+    StoreUpgradeFn upgrade;  /* how to bring a store of format 2 up to date
+                              * (the first process that opens it for writing
+                              * does, in one transaction); NULL: its records'
+                              * values stay as they are, with zero columns */
+    void  *upgrade_ctx;
 } StoreOptions;
 
 /* The initial map size when neither StoreOptions.map_size nor the
@@ -289,7 +306,7 @@ int store_table_rename(StoreTxn *txn, const char *from, const char *to);
  * change, and the times every record's file shows, which the store stamps
  * with the transaction's instant (store_txn_now). */
 
-typedef struct StoreRecord {
+struct StoreRecord {
     StoreBytes key;
     StoreBytes value;          /* the caller's bytes */
     uint64_t   seq;            /* arrival sequence in its table (claim order's
@@ -317,7 +334,7 @@ typedef struct StoreRecord {
     StoreBytes order;
     int64_t    not_before;
     StoreBytes group;
-} StoreRecord;
+};
 
 /* What a queue's definition tells the primitives.  A record of a queue is
  * in one of three states: *ready* (in claim order), *waiting* until an
@@ -330,8 +347,8 @@ typedef struct StoreQueue {
     int64_t  timeout_ns;     /* a hold's length (TIMEOUT) */
     int64_t  max_attempts;   /* the ATTEMPTS ceiling; 0: none */
     /* Room for SPEC section 6 (AT MOST n PER f, AT MOST n EVERY d, PAUSE):
-     * zero until the backends implement them; a non-zero one is
-     * STORE_INVALID today. */
+     * per_group and rate are zero until the backends implement them (a
+     * claim with either is STORE_INVALID today). */
     int64_t  per_group;      /* at most this many held per group */
     int64_t  rate, rate_window_ns;  /* at most "rate" hand-outs a window */
     bool     paused;         /* claims hand out nothing */
