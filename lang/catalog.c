@@ -256,6 +256,16 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
     return LANG_OK;
 }
 
+int
+lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def)
+{
+    Buf b = {0};
+    table_def_encode(def, &b);
+    int rc = store_table_redefine(txn, name, (StoreBytes){b.data, b.len});
+    buf_free(&b);
+    return rc;
+}
+
 void
 table_def_free(TableDef *def)
 {

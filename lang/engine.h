@@ -57,6 +57,9 @@ typedef struct TableDef {
 LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
 /* Encodes "def" (without its id) for the store's catalog. */
 void table_def_encode(const TableDef *def, Buf *out);
+/* Stores "def" (table_def_encode) as the definition of table "name": a
+ * StoreStatus (STORE_NOTFOUND when there is no such table). */
+int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
 void table_def_free(TableDef *def);
 /* The object INFO FOR TABLE answers. */
 Value table_def_info(const TableDef *def);

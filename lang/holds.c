@@ -17,6 +17,17 @@ lang_claim_ceiling_check(const Stmt *st, LangError *err)
     return LANG_OK;
 }
 
+/* The deadline of a hold on queue "def" taken or extended now: now + its
+ * TIMEOUT, or the end of time. */
+static int64_t
+hold_deadline(const Exec *x, const TableDef *def)
+{
+    int64_t until;
+    if (__builtin_add_overflow(x->now, def->decl.timeout_ns, &until))
+        until = INT64_MAX;
+    return until;
+}
+
 /* Takes the hold on "r" for the session: counts the attempt, numbers the
  * hold (the store's next hold number), sets the deadline and signs it
  * when the session has a consumer. */
@@ -43,10 +54,7 @@ take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
     value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
     value_object_set(&r->fields, FIELD_HOLD, value_int(hold));
     r->changed = r->claimed = x->now;
-    int64_t until = x->now + def->decl.timeout_ns;
-    if (until < x->now)
-        until = INT64_MAX;
-    value_object_set(&r->fields, FIELD_CLAIMED_UNTIL, value_datetime(until));
+    value_object_set(&r->fields, FIELD_CLAIMED_UNTIL, value_datetime(hold_deadline(x, def)));
     if (x->s->consumer) {
         Value by = value_object();
         value_object_set(&by, "consumer", value_cstring(x->s->consumer));
@@ -197,21 +205,34 @@ hold_consumer(const Record *r, const char **instance)
     return c && c->kind == VAL_STRING ? c->u.str.s : NULL;
 }
 
+/* Opens RELEASE or TOUCH "st" on the one record it names: its queue
+ * into "def" (loaded for writing), the delay a RELEASE names into
+ * "*delay_to" (see release_delay), and the record into "r" when its fence
+ * holds.  The caller frees "def" and "r", also on error. */
+static LangErrorCode
+hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
+{
+    const Target *t = &st->u.release.target;
+    *r = (Record){0};
+    if (lang_queue_load(x, t->table, ACCESS_WRITE, def) ||
+        release_delay(x, def, st, delay_to) ||
+        record_load(x->txn, def, t->id.u.rec.key, r, x->err))
+        return x->err->code;
+    if (st->u.release.fence)
+        record_fence(def, r, st->u.release.fence, x->now, x->err);
+    return x->err->code;
+}
+
 /* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] */
 LangErrorCode
 lang_exec_release(Exec *x, const Stmt *st)
 {
     const Target *t = &st->u.release.target;
     TableDef def;
-    if (lang_queue_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
-    Value results = value_array();
-    Record r = {0};
+    Record r;
     int64_t delay_to;
-    if (release_delay(x, &def, st, &delay_to) ||
-        record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) ||
-        (st->u.release.fence && record_fence(&def, &r, st->u.release.fence, x->now, x->err)) ||
-        !record_is_held(&r, x->now))
+    Value results = value_array();
+    if (hold_open(x, st, &def, &r, &delay_to) || !record_is_held(&r, x->now))
         goto done;
     const char *instance, *consumer = hold_consumer(&r, &instance);
     const char *group = st->u.release.for_consumer;
@@ -284,16 +305,13 @@ done:
 LangErrorCode
 lang_exec_touch(Exec *x, const Stmt *st)
 {
-    const Target *t = &st->u.release.target;
     TableDef def;
-    if (lang_queue_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
+    Record r;
+    int64_t no_delay;   /* TOUCH names none */
     Value results = value_array();
-    Record r = {0};
     Buf name = {0};
-    record_id_format(&t->id.u.rec, &name);
-    if (record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) ||
-        (st->u.release.fence && record_fence(&def, &r, st->u.release.fence, x->now, x->err)))
+    record_id_format(&st->u.release.target.id.u.rec, &name);
+    if (hold_open(x, st, &def, &r, &no_delay))
         goto done;
     if (!record_is_held(&r, x->now)) {
         lang_error_set(x->err, LANG_NOT_HELD, "%s is not held: there is no hold to extend",
@@ -306,10 +324,7 @@ lang_exec_touch(Exec *x, const Stmt *st)
                        consumer);
         goto done;
     }
-    int64_t until;
-    if (__builtin_add_overflow(x->now, def.decl.timeout_ns, &until))
-        until = INT64_MAX;
-    value_object_set(&r.fields, FIELD_CLAIMED_UNTIL, value_datetime(until));
+    value_object_set(&r.fields, FIELD_CLAIMED_UNTIL, value_datetime(hold_deadline(x, &def)));
     r.changed = x->now;
     if (!record_store(x->txn, &def, &r, x->now, x->err))
         value_array_push(&results, record_view(&r, &def));

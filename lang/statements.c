@@ -165,17 +165,38 @@ lang_exec_define_table(Exec *x, const Stmt *st)
     return LANG_OK;
 }
 
+/* Stores "def" as its table's definition, answering null, and frees it. */
 static LangErrorCode
-save_def(Exec *x, const TableDef *def)
+save_def(Exec *x, TableDef *def)
 {
-    Buf b = {0};
-    table_def_encode(def, &b);
-    int rc = store_table_redefine(x->txn, def->decl.name, (StoreBytes){b.data, b.len});
-    buf_free(&b);
+    int rc = lang_table_redefine(x->txn, def->decl.name, def);
+    table_def_free(def);
     if (rc)
         return lang_store_error(rc, "updating a definition", x->err);
     buf_puts(x->out, "null");
     return LANG_OK;
+}
+
+/* The position of the entry named "name" in the array "*array" points to
+ * ("*n" entries of "size" bytes, each opening with its char *name, as
+ * FieldDef and IndexDef do); when there is none, a zeroed entry of that
+ * name is appended, growing the array. */
+static size_t
+entry_named(void *array, size_t *n, size_t size, const char *name)
+{
+    char *items, *have;
+    memcpy(&items, array, sizeof items);
+    for (size_t i = 0; i < *n; i++) {
+        memcpy(&have, items + i * size, sizeof have);
+        if (strcmp(have, name) == 0)
+            return i;
+    }
+    items = xrealloc(items, (*n + 1) * size);
+    memset(items + *n * size, 0, size);
+    have = xstrdup(name);
+    memcpy(items + *n * size, &have, sizeof have);
+    memcpy(array, &items, sizeof items);
+    return (*n)++;
 }
 
 /* define_field -> DEFINE FIELD name ON table [TYPE t] [REQUIRED] */
@@ -185,20 +206,12 @@ lang_exec_define_field(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, st->u.define_field.table, ACCESS_OWNER, &def))
         return x->err->code;
-    size_t i;
-    for (i = 0; i < def.nfields; i++)
-        if (strcmp(def.fields[i].name, st->u.define_field.name) == 0)
-            break;
-    if (i == def.nfields) {
-        def.fields = xrealloc(def.fields, (def.nfields + 1) * sizeof *def.fields);
-        def.fields[def.nfields++] = (FieldDef){xstrdup(st->u.define_field.name), NULL, false};
-    }
-    free(def.fields[i].type);
-    def.fields[i].type = st->u.define_field.type ? xstrdup(st->u.define_field.type) : NULL;
-    def.fields[i].required = st->u.define_field.required;
-    LangErrorCode rc = save_def(x, &def);
-    table_def_free(&def);
-    return rc;
+    size_t i = entry_named(&def.fields, &def.nfields, sizeof *def.fields, st->u.define_field.name);
+    FieldDef *f = &def.fields[i];
+    free(f->type);
+    f->type = st->u.define_field.type ? xstrdup(st->u.define_field.type) : NULL;
+    f->required = st->u.define_field.required;
+    return save_def(x, &def);
 }
 
 /* define_index -> DEFINE INDEX name ON table FIELDS f {, f} */
@@ -208,14 +221,8 @@ lang_exec_define_index(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, st->u.define_index.table, ACCESS_OWNER, &def))
         return x->err->code;
-    size_t i;
-    for (i = 0; i < def.nindexes; i++)
-        if (strcmp(def.indexes[i].name, st->u.define_index.name) == 0)
-            break;
-    if (i == def.nindexes) {
-        def.indexes = xrealloc(def.indexes, (def.nindexes + 1) * sizeof *def.indexes);
-        def.indexes[def.nindexes++] = (IndexDef){xstrdup(st->u.define_index.name), NULL, 0};
-    }
+    size_t i = entry_named(&def.indexes, &def.nindexes, sizeof *def.indexes,
+                           st->u.define_index.name);
     IndexDef *ix = &def.indexes[i];
     for (size_t j = 0; j < ix->nfields; j++)
         free(ix->fields[j]);
@@ -224,9 +231,7 @@ lang_exec_define_index(Exec *x, const Stmt *st)
     ix->fields = xcalloc(ix->nfields, sizeof *ix->fields);
     for (size_t j = 0; j < ix->nfields; j++)
         ix->fields[j] = xstrdup(st->u.define_index.fields[j]);
-    LangErrorCode rc = save_def(x, &def);
-    table_def_free(&def);
-    return rc;
+    return save_def(x, &def);
 }
 
 /* ---- CREATE, UPDATE, DELETE, SELECT ---- */

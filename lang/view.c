@@ -323,52 +323,6 @@ lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError
     return err->code;
 }
 
-typedef struct ChattrRun {
-    LangSession *s;
-    const char  *name;
-    int64_t      mode, uid, gid;
-    LangError   *err;
-} ChattrRun;
-
-/* Stores the table's new owner and mode: 0, or -1 with the error. */
-static int
-chattr_run(StoreTxn *txn, void *ctx)
-{
-    ChattrRun *c = ctx;
-    TableDef def;
-    *c->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* the definition keeps its size */
-    if (table_def_load(txn, c->name, &def, c->err))
-        return -1;
-    int rc = lang_access_check(c->s, &def, ACCESS_OWNER, c->err) ? -1 : 0;
-    if (!rc) {
-        if (c->mode >= 0)
-            def.mode = c->mode & 07777;
-        if (c->uid >= 0)
-            def.uid = c->uid;
-        if (c->gid >= 0)
-            def.gid = c->gid;
-        Buf b = {0};
-        table_def_encode(&def, &b);
-        int src = store_table_redefine(txn, c->name, (StoreBytes){b.data, b.len});
-        buf_free(&b);
-        if (src) {
-            lang_store_error(src, "changing a table's owner or mode", c->err);
-            rc = -1;
-        }
-    }
-    table_def_free(&def);
-    return rc;
-}
-
-LangErrorCode
-lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
-                 LangError *err)
-{
-    ChattrRun c = {s, name, mode, uid, gid, err};
-    return lang_session_write(s, chattr_run, &c, "changing a table's owner or mode", err);
-}
-
 typedef struct TablesWalk {
     int (*fn)(void *ctx, const char *name);
     void *ctx;
@@ -507,6 +461,68 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
     return err->code;
 }
 
+/* ---- what a table's owner changes: chmod, chown, rmdir, mv ---- */
+
+/* One change the owner of table "name" makes, in a write transaction of
+ * its own that may use the store's reserve (each keeps the definition's
+ * size, or drops the table). */
+typedef struct OwnerRun {
+    LangSession *s;
+    const char  *name;
+    /* Makes the change to "def": 0, or -1 with r->err filled. */
+    int (*change)(StoreTxn *txn, TableDef *def, const struct OwnerRun *r);
+    int64_t      mode, uid, gid;   /* chattr: -1 stays */
+    const char  *to;               /* rename */
+    LangError   *err;
+} OwnerRun;
+
+static int
+owner_run(StoreTxn *txn, void *ctx)
+{
+    OwnerRun *r = ctx;
+    TableDef def;
+    *r->err = (LangError){0};
+    store_txn_use_reserve(txn);
+    if (table_def_load(txn, r->name, &def, r->err))
+        return -1;
+    int rc = lang_access_check(r->s, &def, ACCESS_OWNER, r->err) ? -1 : r->change(txn, &def, r);
+    table_def_free(&def);
+    return rc;
+}
+
+/* Runs change "r" "while <what>". */
+static LangErrorCode
+owner_write(OwnerRun *r, const char *what)
+{
+    return lang_session_write(r->s, owner_run, r, what, r->err);
+}
+
+/* Stores the table's new owner and mode. */
+static int
+chattr_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
+{
+    if (r->mode >= 0)
+        def->mode = r->mode & 07777;
+    if (r->uid >= 0)
+        def->uid = r->uid;
+    if (r->gid >= 0)
+        def->gid = r->gid;
+    int rc = lang_table_redefine(txn, r->name, def);
+    if (rc) {
+        lang_store_error(rc, "changing a table's owner or mode", r->err);
+        return -1;
+    }
+    return 0;
+}
+
+LangErrorCode
+lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
+                 LangError *err)
+{
+    OwnerRun r = {s, name, chattr_change, mode, uid, gid, NULL, err};
+    return owner_write(&r, "changing a table's owner or mode");
+}
+
 static int
 found_one(void *ctx, StoreBytes key, StoreBytes value)
 {
@@ -516,29 +532,12 @@ found_one(void *ctx, StoreBytes key, StoreBytes value)
     return 1;
 }
 
-typedef struct RmdirRun {
-    LangSession *s;
-    const char  *name;
-    LangError   *err;
-} RmdirRun;
-
-/* Drops the table when it holds no record: 0, or -1 with the error. */
+/* Drops the table when it holds no record. */
 static int
-rmdir_run(StoreTxn *txn, void *ctx)
+rmdir_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
 {
-    RmdirRun *r = ctx;
-    TableDef def;
     bool any = false;
-    *r->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* a drop */
-    if (table_def_load(txn, r->name, &def, r->err))
-        return -1;
-    if (lang_access_check(r->s, &def, ACCESS_OWNER, r->err)) {
-        table_def_free(&def);
-        return -1;
-    }
-    int rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
-    table_def_free(&def);
+    int rc = store_record_each(txn, def->id, (StoreBytes){NULL, 0}, found_one, &any);
     if (any) {
         lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
         return -1;
@@ -553,50 +552,33 @@ rmdir_run(StoreTxn *txn, void *ctx)
 LangErrorCode
 lang_view_rmdir(LangSession *s, const char *name, LangError *err)
 {
-    RmdirRun r = {s, name, err};
-    return lang_session_write(s, rmdir_run, &r, "dropping a table", err);
+    OwnerRun r = {s, name, rmdir_change, -1, -1, -1, NULL, err};
+    return owner_write(&r, "dropping a table");
 }
 
-typedef struct RenameRun {
-    LangSession *s;
-    const char  *from, *to;
-    LangError   *err;
-} RenameRun;
-
 /* Moves the table's catalog entry to its new name and writes the name into
- * its definition: 0, or -1 with the error. */
+ * its definition. */
 static int
-rename_run(StoreTxn *txn, void *ctx)
+rename_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
 {
-    RenameRun *r = ctx;
-    TableDef def;
-    *r->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* the definition changes its name only */
-    if (table_def_load(txn, r->from, &def, r->err))
-        return -1;
-    int rc = lang_access_check(r->s, &def, ACCESS_OWNER, r->err) ? -1 : 0;
-    int src = rc ? 0 : store_table_rename(txn, r->from, r->to);
-    if (!rc && !src) {
-        free(def.decl.name);
-        def.decl.name = xstrdup(r->to);
-        Buf b = {0};
-        table_def_encode(&def, &b);
-        src = store_table_redefine(txn, r->to, (StoreBytes){b.data, b.len});
-        buf_free(&b);
+    int rc = store_table_rename(txn, r->name, r->to);
+    if (!rc) {
+        free(def->decl.name);
+        def->decl.name = xstrdup(r->to);
+        rc = lang_table_redefine(txn, r->to, def);
     }
-    if (src == STORE_EXISTS)
+    if (rc == STORE_EXISTS)
         lang_error_set(r->err, LANG_TABLE_EXISTS, "a table named '%s' already exists", r->to);
-    else if (src)
-        lang_store_error(src, "renaming a table", r->err);
-    table_def_free(&def);
-    return rc || src ? -1 : 0;
+    else if (rc)
+        lang_store_error(rc, "renaming a table", r->err);
+    return rc ? -1 : 0;
 }
 
 LangErrorCode
 lang_view_rename(LangSession *s, const char *from, const char *to, LangError *err)
 {
-    RenameRun r = {s, from, to, err};
+    OwnerRun r = {s, from, rename_change, -1, -1, -1, to, err};
     if (lang_session_name_check(s, to, err))
         return err->code;
-    return lang_session_write(s, rename_run, &r, "renaming a table", err);
+    return owner_write(&r, "renaming a table");
 }
