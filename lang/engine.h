@@ -1,7 +1,8 @@
 /* engine.h — what the pieces of lang/ share behind lang.h: table
  * definitions (catalog.c), the stored form of a record and the queue rules
- * that decide where it waits (record.c), and expression evaluation (expr.c).
- * Not a public interface. */
+ * that decide where it waits (record.c), expression evaluation (expr.c)
+ * and field paths (path.c).  What runs statements shares exec.h.  Not a
+ * public interface. */
 #ifndef QUEUEFS_ENGINE_H
 #define QUEUEFS_ENGINE_H
 
@@ -56,13 +57,12 @@ typedef struct TableDef {
 LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
 /* Encodes "def" (without its id) for the store's catalog. */
 void table_def_encode(const TableDef *def, Buf *out);
+/* Stores "def" (table_def_encode) as the definition of table "name": a
+ * StoreStatus (STORE_NOTFOUND when there is no such table). */
+int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
 void table_def_free(TableDef *def);
-/* The statement that recreates the table: "DEFINE QUEUE jobs TIMEOUT 30s …". */
-void table_def_statement(const TableDef *def, Buf *out);
 /* The object INFO FOR TABLE answers. */
 Value table_def_info(const TableDef *def);
-/* Appends "name" as a statement would spell it: bare, or `backticked`. */
-void ident_format(const char *name, Buf *out);
 
 /* ---- stored records (record.c) ----
  * A stored record is the record's fields (the engine's included, `id`
@@ -147,38 +147,21 @@ LangErrorCode record_load(StoreTxn *txn, const TableDef *def, const Value *key, 
  * coercing datetime strings in place.  SchemaViolation when refused. */
 LangErrorCode record_validate(const TableDef *def, Value *fields, LangError *err);
 
-/* Maps a store status to a named error with "what" in the message. */
-LangErrorCode store_error(int status, const char *what, LangError *err);
+/* True when table "def" holds a record of identity "key". */
+bool record_exists(StoreTxn *txn, const TableDef *def, const Value *key);
 
-/* ---- sessions (eval.c) ---- */
+/* A list of store keys in one Buf, each after its length (4 bytes): what
+ * a statement collects to change or answer records after a walk. */
+/* Appends "key" to the list "keys". */
+void lang_keys_push(Buf *keys, StoreBytes key);
+/* The key at "*off" in "keys" into "*key" (pointing into "keys"), moving
+ * "*off" past it; false at the end of the list. */
+bool lang_keys_next(const Buf *keys, size_t *off, StoreBytes *key);
 
-struct LangSession;
-typedef void (*LangEmitFn)(void *ctx, const char *line, size_t len);
-
-/* Runs "stmts" as session "s" in one store transaction, emitting each
- * result once it has committed (as COMMIT does); does not free them. */
-LangErrorCode session_run(struct LangSession *s, Stmt **stmts, size_t n, LangEmitFn emit,
-                          void *ctx, LangError *err);
-Store *session_store(const struct LangSession *s);
-/* Runs one statement as the session would run it from text (queued inside
- * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
-LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
-                                LangError *err);
-
-/* ParseError unless "name" can name a table the session defines or
- * renames: lang_table_name_check, then the session's name rule. */
-LangErrorCode check_table_name(const struct LangSession *s, const char *name, LangError *err);
-/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
- * give the last one back (see lang_view_unclaim). */
-void session_capture_claim(struct LangSession *s, LangUnclaim *undo);
-
-/* The access a statement needs on the table it names. */
-enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
-
-/* PermissionDenied unless the session's caller may "want" on "def", as the
- * table's directory bits say (see lang_session_set_caller). */
-LangErrorCode check_access(const struct LangSession *s, const TableDef *def, int want,
-                           LangError *err);
+/* Maps store status "status" to a named error, with "what" (the work it
+ * stopped: "reading a record") in the message: StoreFull, TooLarge, or
+ * StoreError.  Returns the code. */
+LangErrorCode lang_store_error(int status, const char *what, LangError *err);
 
 /* ---- expressions (expr.c) ---- */
 
@@ -190,7 +173,25 @@ typedef struct EvalContext {
 /* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
  * failure, with "*out" VAL_NONE. */
 LangErrorCode expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
-/* The value at "parts" inside object "v" (NULL when absent). */
-const Value *value_path_get(const Value *v, char *const *parts, size_t len);
+
+/* ---- field paths (path.c) ---- */
+
+/* A field path "a.b.c" split into its parts. */
+typedef struct LangPath {
+    char  *copy;    /* the path, its dots made NULs */
+    char **parts;   /* the non-empty parts, pointing into "copy" */
+    size_t len;
+} LangPath;
+
+/* Splits "path" at its dots into "out" (free with lang_path_free); empty
+ * parts ("a..b") are left out. */
+void lang_path_split(const char *path, LangPath *out);
+void lang_path_free(LangPath *path);
+/* The value at "parts" inside object "v" (NULL when absent, or when a part
+ * on the way is not an object). */
+const Value *lang_path_get(const Value *v, char *const *parts, size_t len);
+/* Sets "v" (taking it) at "parts" inside object "o", making objects on the
+ * way (replacing what is not one). */
+void lang_path_set(Value *o, char *const *parts, size_t len, Value v);
 
 #endif

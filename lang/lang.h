@@ -125,9 +125,9 @@ LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
  * and leave "out" as it was; an error met in a later piece of a streamed
  * result ends its line where it stopped (a valid JSON array) and is
  * returned.  Every error frees what was kept: nothing after it runs.
- * Memory kept lives until the work ends, lang_session_cancel or
- * lang_session_free.  SessionBusy (EBUSY) when the session still keeps
- * work from an earlier start. */
+ * Memory kept lives until the work ends or lang_session_free.
+ * SessionBusy (EBUSY) when the session still keeps work from an earlier
+ * start. */
 LangErrorCode lang_session_start(LangSession *s, const char *text, size_t len, Buf *out,
                                  size_t room, LangError *err);
 /* Goes on with the work kept: returns once "out" holds "room" bytes, the
@@ -143,9 +143,6 @@ LangErrorCode lang_session_continue(LangSession *s, Buf *out, size_t room, bool 
 bool lang_session_pending(const LangSession *s);
 /* True while that work is a CLAIM … WAIT still waiting. */
 bool lang_session_waiting(const LangSession *s);
-/* Drops the work kept, running none of it (a waiting claim claims
- * nothing). */
-void lang_session_cancel(LangSession *s);
 
 /* ---- the file view ----
  * What the mount's files do, each one statement's worth of work in its own
@@ -202,10 +199,6 @@ LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *
  * another consumer signed; "fence" as for delete. */
 LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key,
                               int64_t fence, LangError *err);
-/* CLAIM FROM "table" WAIT: blocks until a record is claimable and claims
- * it, appending it as for lang_view_claim.  Ends with Interrupted when the
- * session's interrupt hook says so. */
-LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err);
 /* Whether CLAIM FROM "table" may hand out a record now ("*yes"; true too
  * when in doubt: the claim decides), without claiming or taking the
  * writer lock, and the first instant a held or delayed record of it

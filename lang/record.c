@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/be.h"
 #include "engine.h"
 #include "lang.h"
 
@@ -17,16 +18,6 @@
  * Format 1 (no times) is still read: its times are its "since". */
 #define RECORD_FORMAT 2
 #define RECORD_FORMAT_UNTIMED 1
-
-/* The 8-byte big-endian integer at "p". */
-static int64_t
-get_i64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return (int64_t)v;
-}
 
 /* The bytes between the holder and the identity's length: 8 in format 1,
  * 32 in format 2; 0 for a version this build does not read. */
@@ -84,18 +75,18 @@ record_decode(StoreBytes bytes, Record *r, LangError *err)
     r->holder = hlen ? xstrndup((const char *)p + 2, hlen) : NULL;
     p += 2 + hlen;
     n -= 2 + hlen;
-    r->since = get_i64(p);
+    r->since = (int64_t)be_get64(p);
     if (tl == 32) {
-        r->written = get_i64(p + 8);
-        r->changed = get_i64(p + 16);
-        r->claimed = get_i64(p + 24);
+        r->written = (int64_t)be_get64(p + 8);
+        r->changed = (int64_t)be_get64(p + 16);
+        r->claimed = (int64_t)be_get64(p + 24);
     } else {
         r->written = r->changed = r->since;
         r->claimed = 0;
     }
     p += tl;
     n -= tl;
-    uint64_t klen = (uint64_t)get_i64(p);
+    uint64_t klen = be_get64(p);
     p += 8;
     n -= 8;
     if (klen > n)
@@ -121,7 +112,7 @@ record_decode_key(StoreBytes bytes, Value *key)
     size_t skip = 2 + (size_t)p[1] + tl;
     p += skip;
     n -= skip;
-    uint64_t klen = (uint64_t)get_i64(p);
+    uint64_t klen = be_get64(p);
     if (klen > n - 8)
         return -1;
     return value_decode(p + 8, (size_t)klen, key);
@@ -148,13 +139,10 @@ field_at(const Value *o, const char *path)
 {
     if (!strchr(path, '.'))
         return value_object_get(o, path);
-    char *copy = xstrdup(path), *parts[64];
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(copy, ".", &save); tok && n < 64;
-         tok = strtok_r(NULL, ".", &save))
-        parts[n++] = tok;
-    const Value *v = value_path_get(o, parts, n);
-    free(copy);
+    LangPath p;
+    lang_path_split(path, &p);
+    const Value *v = lang_path_get(o, p.parts, p.len);
+    lang_path_free(&p);
     return v;
 }
 
@@ -217,12 +205,12 @@ meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_
     if (rc == STORE_NOTFOUND)
         return LANG_OK;
     if (rc)
-        return store_error(rc, "reading table meta", err);
-    const unsigned char *p = v.data;
-    uint64_t u = 0;
-    for (size_t i = 0; i < 8 && i < v.len; i++)
-        u = u << 8 | p[i];
-    *out = (int64_t)u;
+        return lang_store_error(rc, "reading table meta", err);
+    /* A shorter value is the big-endian integer of the bytes it has. */
+    unsigned char be[8] = {0};
+    size_t n = v.len < sizeof be ? v.len : sizeof be;
+    memcpy(be + sizeof be - n, v.data, n);
+    *out = (int64_t)be_get64(be);
     return LANG_OK;
 }
 
@@ -230,11 +218,10 @@ LangErrorCode
 meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_t value,
              LangError *err)
 {
-    Buf b = {0};
-    buf_put_u64be(&b, (uint64_t)value);
-    int rc = store_meta_put(txn, table, (StoreBytes){name, len}, (StoreBytes){b.data, b.len});
-    buf_free(&b);
-    return rc ? store_error(rc, "writing table meta", err) : LANG_OK;
+    unsigned char be[8];
+    be_put64(be, (uint64_t)value);
+    int rc = store_meta_put(txn, table, (StoreBytes){name, len}, (StoreBytes){be, sizeof be});
+    return rc ? lang_store_error(rc, "writing table meta", err) : LANG_OK;
 }
 
 LangErrorCode
@@ -265,7 +252,7 @@ hold_number_next(StoreTxn *txn, int64_t *out, LangError *err)
 }
 
 LangErrorCode
-store_error(int status, const char *what, LangError *err)
+lang_store_error(int status, const char *what, LangError *err)
 {
     switch (status) {
     case STORE_FULL:
@@ -324,7 +311,7 @@ record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now, L
     buf_free(&key);
     buf_free(&val);
     buf_free(&order);
-    return rc ? store_error(rc, "writing a record", err) : LANG_OK;
+    return rc ? lang_store_error(rc, "writing a record", err) : LANG_OK;
 }
 
 LangErrorCode
@@ -344,7 +331,7 @@ record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r, Lan
         return LANG_NO_SUCH_RECORD;
     }
     if (rc)
-        return store_error(rc, "reading a record", err);
+        return lang_store_error(rc, "reading a record", err);
     if (record_decode(val, r, err))
         return err->code;
     value_free(&r->key);
@@ -415,12 +402,11 @@ type_accepts(const char *type, Value *v)
 static Value *
 field_slot(Value *o, const char *path)
 {
-    char *copy = xstrdup(path), *save = NULL;
-    Value *cur = o;
-    for (char *tok = strtok_r(copy, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save))
-        cur = cur->kind == VAL_OBJECT ? (Value *)value_object_get(cur, tok) : NULL;
-    free(copy);
-    return cur;
+    LangPath p;
+    lang_path_split(path, &p);
+    Value *v = (Value *)lang_path_get(o, p.parts, p.len);
+    lang_path_free(&p);
+    return v;
 }
 
 /* True when top-level field "name" is declared, as itself or as the first
@@ -471,4 +457,35 @@ record_validate(const TableDef *def, Value *fields, LangError *err)
                                   table, f->type, value_kind_name(v->kind));
     }
     return LANG_OK;
+}
+
+bool
+record_exists(StoreTxn *txn, const TableDef *def, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    StoreBytes v;
+    int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &v, NULL);
+    buf_free(&kb);
+    return rc == STORE_OK;
+}
+
+void
+lang_keys_push(Buf *keys, StoreBytes key)
+{
+    uint32_t len = (uint32_t)key.len;
+    buf_append(keys, &len, sizeof len);
+    buf_append(keys, key.data, key.len);
+}
+
+bool
+lang_keys_next(const Buf *keys, size_t *off, StoreBytes *key)
+{
+    uint32_t len;
+    if (*off >= keys->len)
+        return false;
+    memcpy(&len, keys->data + *off, sizeof len);
+    *key = (StoreBytes){keys->data + *off + sizeof len, len};
+    *off += sizeof len + len;
+    return true;
 }

@@ -5,25 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "lang.h"
+#include "exec.h"
 
-/* Runs "fn" in a read transaction on the session's store, with "table"
- * loaded (a queue, unless "any_kind"). */
+/* Runs "fn" in a read transaction on the session's store, with queue
+ * "table" loaded for reading. */
 static LangErrorCode
-with_table(LangSession *s, const char *table, bool any_kind,
+with_queue(LangSession *s, const char *table,
            LangErrorCode (*fn)(StoreTxn *txn, const TableDef *def, void *ctx), void *ctx,
            LangError *err)
 {
     StoreTxn *txn;
-    int rc = store_txn_begin(session_store(s), false, &txn);
-    if (rc)
-        return store_error(rc, "beginning a transaction", err);
+    if (lang_session_read(s, &txn, err))
+        return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
-        if (!def.is_queue && !any_kind)
-            lang_error_set(err, LANG_WRONG_KIND, "'%s' is a collection, not a queue", table);
-        else
+    if (!table_def_load(txn, table, &def, err) &&
+        !lang_access_check(s, &def, ACCESS_READ, err)) {
+        if (!lang_queue_check(&def, table, err))
             fn(txn, &def, ctx);
         table_def_free(&def);
     }
@@ -77,7 +74,7 @@ scan_figures(StoreTxn *txn, Figures *f)
     int rc = store_record_each(txn, f->def->id, (StoreBytes){NULL, 0}, count_record, f);
     if (f->err->code)
         return f->err->code;
-    return rc ? store_error(rc, "counting records", f->err) : LANG_OK;
+    return rc ? lang_store_error(rc, "counting records", f->err) : LANG_OK;
 }
 
 /* The figures from the store's counts, in O(log n) (by counting every
@@ -89,7 +86,7 @@ count_figures(StoreTxn *txn, Figures *f)
     StoreQueueCounts c;
     int rc = store_queue_counts(txn, f->def->id, f->now, &c);
     if (rc)
-        return store_error(rc, "counting records", f->err);
+        return lang_store_error(rc, "counting records", f->err);
     if (c.unsorted) {
         if (scan_figures(txn, f))
             return f->err->code;
@@ -105,7 +102,7 @@ count_figures(StoreTxn *txn, Figures *f)
     StoreBytes val;
     Record r = {0};
     if ((rc = store_record_get(txn, f->def->id, c.head_key, &val, NULL)))
-        return store_error(rc, "reading the head of the queue", f->err);
+        return lang_store_error(rc, "reading the head of the queue", f->err);
     if (!record_decode(val, &r, f->err))
         f->oldest_ready = record_available_at(&r, f->def);
     record_free(&r);
@@ -153,8 +150,8 @@ LangErrorCode
 lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err)
 {
     Value o = value_none();
-    StatsOut so = {store_now(session_store(s)), &o, err};
-    if (with_table(s, table, false, queue_figures, &so, err))
+    StatsOut so = {store_now(lang_session_store(s)), &o, err};
+    if (with_queue(s, table, queue_figures, &so, err))
         return err->code;
     value_to_json(&o, out);
     buf_putc(out, '\n');
@@ -176,8 +173,8 @@ gather_queue(void *ctx, const char *name)
     Metrics *m = ctx;
     Value o = value_none();
     LangError err = {0};
-    StatsOut so = {store_now(session_store(m->s)), &o, &err};
-    with_table(m->s, name, false, queue_figures, &so, &err);
+    StatsOut so = {store_now(lang_session_store(m->s)), &o, &err};
+    with_queue(m->s, name, queue_figures, &so, &err);
     if (err.code == LANG_OK)
         value_array_push(&m->queues, o);
     else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE &&
@@ -286,8 +283,8 @@ lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
                LangError *err)
 {
-    HeldWalk w = {NULL, NULL, store_now(session_store(s)), fn, ctx, err};
-    return with_table(s, table, false, walk_held, &w, err);
+    HeldWalk w = {NULL, NULL, store_now(lang_session_store(s)), fn, ctx, err};
+    return with_queue(s, table, walk_held, &w, err);
 }
 
 typedef struct DeadWalk {
@@ -326,6 +323,6 @@ LangErrorCode
 lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
                void *ctx, LangError *err)
 {
-    DeadWalk w = {NULL, store_now(session_store(s)), fn, ctx, err};
-    return with_table(s, table, false, walk_dead, &w, err);
+    DeadWalk w = {NULL, store_now(lang_session_store(s)), fn, ctx, err};
+    return with_queue(s, table, walk_dead, &w, err);
 }
