@@ -225,6 +225,20 @@ owner_default(StoreTxn *txn, TableDef *def)
         def->gid = gid;
 }
 
+int
+table_def_decode(StoreBytes bytes, TableDef *def)
+{
+    Value o;
+    memset(def, 0, sizeof *def);
+    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
+        value_free(&o);
+        return -1;
+    }
+    table_def_from_value(&o, def);
+    value_free(&o);
+    return 0;
+}
+
 LangErrorCode
 table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
@@ -240,15 +254,10 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
         owner_default(txn, def);
         return LANG_OK;
     }
-    Value o;
-    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
-        value_free(&o);
+    if (table_def_decode(bytes, def) < 0)
         return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
                               name);
-    }
     def->id = id;
-    table_def_from_value(&o, def);
-    value_free(&o);
     if (!def->decl.name)
         def->decl.name = xstrdup(name);
     def_cache_put(bytes, def);

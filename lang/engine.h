@@ -17,7 +17,7 @@
 #include "value.h"
 
 /* The engine's four fields on a queue record.  "hold" is the number of
- * the record's last hold (see hold_number_next): the N of held/ID~N. */
+ * the record's last hold (the store's, never reused): the N of held/ID~N. */
 #define FIELD_ATTEMPTS      "attempts"
 #define FIELD_CLAIMED_UNTIL "claimed_until"
 #define FIELD_CLAIMED_BY    "claimed_by"
@@ -61,42 +61,54 @@ void table_def_encode(const TableDef *def, Buf *out);
  * StoreStatus (STORE_NOTFOUND when there is no such table). */
 int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
 void table_def_free(TableDef *def);
+/* Decodes a definition as table_def_encode wrote it into "def" (its id
+ * and name as stored; free with table_def_free): -1 when unreadable. */
+int table_def_decode(StoreBytes bytes, TableDef *def);
 /* The object INFO FOR TABLE answers. */
 Value table_def_info(const TableDef *def);
 
 /* ---- stored records (record.c) ----
- * A stored record is the record's fields (the engine's included, `id`
- * excluded) plus, for a held queue record, the instance of the session that
- * holds it, which is never shown: it is how RELEASE ALL finds a session's
- * own unsigned holds. */
+ * A record is its identity and its fields, which lang encodes into the
+ * store's opaque value, and — on a queue — the engine's columns, which
+ * the store keeps beside it (StoreRecord) and only its queue primitives
+ * change.  Users see both as one object (record_view). */
 
 typedef struct Record {
-    Value   key;      /* VAL_INT or VAL_STRING */
-    Value   fields;   /* VAL_OBJECT */
-    char   *holder;   /* instance that took the live hold, or NULL */
-    int64_t since;    /* when it was created or last released (ns) */
-    int64_t written;  /* when its content was last written: created or updated */
-    int64_t changed;  /* when its hold last changed (claim, release, touch), or
-                       * it was created */
-    int64_t claimed;  /* when its last hold was taken (0: never) */
+    Value   key;        /* VAL_INT or VAL_STRING */
+    Value   fields;     /* VAL_OBJECT: the user's fields, the NOT BEFORE field
+                         * at the store's not_before when that is set */
+    int64_t attempts, hold, claimed_until, not_before;   /* see StoreRecord */
+    char   *consumer;   /* who signed the last hold, or NULL */
+    char   *instance;   /* the session that took it, or NULL */
+    int64_t since, written, changed, claimed;            /* see StoreRecord */
 } Record;
 
 void record_free(Record *r);
-/* Encodes the stored form of "r" (fields and holder). */
-void record_encode(const Record *r, Buf *out);
-/* Decodes a stored form into r->key, r->fields and r->holder. */
-LangErrorCode record_decode(StoreBytes bytes, Record *r, LangError *err);
-/* Decodes only the identity from a stored form; -1 when unreadable. */
-int record_decode_key(StoreBytes bytes, Value *key);
-/* The record as users see it: its fields plus `id`. */
+/* Reads the store's record "sr" of table "def" into "r" (freeing what "r"
+ * held).  StoreError when its value is unreadable. */
+LangErrorCode record_from_store(const StoreRecord *sr, const TableDef *def, Record *r,
+                                LangError *err);
+/* Decodes only the identity of the store's record "sr"; -1 when
+ * unreadable. */
+int record_key_from_store(const StoreRecord *sr, Value *key);
+/* The record as users see it: its fields, then on a queue the engine's
+ * (attempts once claimed; hold, claimed_until and claimed_by while a hold
+ * is not ended), then `id`. */
 Value record_view(const Record *r, const TableDef *def);
+/* The engine's field "name" of "r" as record_view shows it, into "*out"
+ * (false, nothing set, when it shows none). */
+bool record_engine_field(const Record *r, const char *name, Value *out);
+/* True for the names of the engine's fields. */
+bool record_is_engine_field(const char *name);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */
 void record_key_encode(const Value *key, Buf *out);
+/* What the store's queue primitives need of queue "def" (its table id,
+ * TIMEOUT, ATTEMPTS); NULL for a collection. */
+const StoreQueue *record_queue(const TableDef *def, StoreQueue *q);
 
-/* True when "r" is held at "now": claimed_until is a datetime after now. */
+/* True when "r" is held at "now". */
 bool record_is_held(const Record *r, int64_t now);
-/* The instant the queue's NOT BEFORE field delays "r" to, or 0 when it is
- * not delayed (no field declared, or its value is not a datetime). */
+/* The instant "r" is delayed to (its NOT BEFORE), or 0. */
 int64_t record_not_before(const Record *r, const TableDef *def);
 /* True when "r" has reached the queue's ATTEMPTS ceiling. */
 bool record_is_dead(const Record *r, const TableDef *def);
@@ -108,40 +120,25 @@ LangErrorCode record_fence(const TableDef *def, const Record *r, int64_t fence, 
  * or release, the end of a lapsed hold, and its NOT BEFORE instant. */
 int64_t record_available_at(const Record *r, const TableDef *def);
 
-/* An 8-byte big-endian integer kept in a table's meta under "name" (0 when
- * absent), and its update. */
-LangErrorCode meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
-                           int64_t *out, LangError *err);
-LangErrorCode meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
-                           int64_t value, LangError *err);
-
-/* The store's count of "what" (claims, releases, lapses, deletes) for a
- * table: kept in its meta, so every mount agrees. */
-#define COUNTER_CLAIMS   "count:claims"
-#define COUNTER_RELEASES "count:releases"
-#define COUNTER_LAPSES   "count:lapses"
-#define COUNTER_DELETES  "count:deletes"
-LangErrorCode counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by,
-                          LangError *err);
-LangErrorCode counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out,
-                          LangError *err);
-/* The number of a new hold, into "*out": 1 + the last one handed out on
- * the store.  Kept in the meta of table id 0, which no table ever has, so
- * no two holds on a store share a number: not in one table, not in two,
- * not across a drop and re-definition or a rename. */
-LangErrorCode hold_number_next(StoreTxn *txn, int64_t *out, LangError *err);
-
-/* Writes "r" to the store under its key, filing it in the queue indexes by
- * the queue rules: a dead record is in none; a held one waits for its
- * hold's end, and is then dead, delayed until its NOT BEFORE instant if
- * that is later, or ready; otherwise it waits until its NOT BEFORE instant,
- * or is ready now. */
-LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now,
+/* The value lang stores for "r" (its identity and fields) into "out", and
+ * the instant its NOT BEFORE field names into "*not_before" (0: none). */
+void record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before);
+/* Writes the fields of "r" to the store under its key — a new record when
+ * "create" (its columns start empty), else the existing one's value (its
+ * columns stay) — filed by the queue's PRIORITY BY and NOT BEFORE fields.
+ * TooLarge for content over RECORD_MAX_BYTES; RecordExists / NoSuchRecord
+ * when "create" finds it / does not; StoreError… as lang_store_error. */
+LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
                            LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
  * NoSuchRecord when absent. */
 LangErrorCode record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
                           LangError *err);
+/* NoSuchRecord naming record "key" of "def", for a store status that says
+ * it is absent (STORE_NOTFOUND, STORE_TOOBIG, STORE_CONFLICT for a fence);
+ * else as lang_store_error. */
+LangErrorCode record_missing(int status, const TableDef *def, const Value *key, const char *what,
+                             LangError *err);
 
 /* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
  * coercing datetime strings in place.  SchemaViolation when refused. */

@@ -28,14 +28,19 @@ lang_exec_answer_records(Exec *x, Value *records)
 
 /* Collects the identities of every record of a table (so statements can
  * change records while walking them). */
+typedef struct KeyWalk {
+    Value          *keys;
+    const TableDef *def;
+} KeyWalk;
+
 static int
-collect_key(void *ctx, StoreBytes key, StoreBytes value)
+collect_key(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
+    KeyWalk *w = ctx;
     Record r = {0};
     LangError ignored = {0};
-    if (record_decode(value, &r, &ignored) == LANG_OK)
-        value_array_push(ctx, value_clone(&r.key));
+    if (record_from_store(sr, w->def, &r, &ignored) == LANG_OK)
+        value_array_push(w->keys, value_clone(&r.key));
     record_free(&r);
     return 0;
 }
@@ -48,7 +53,8 @@ lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys
         value_array_push(keys, value_clone(t->id.u.rec.key));
         return LANG_OK;
     }
-    int rc = store_record_each(x->txn, def->id, (StoreBytes){NULL, 0}, collect_key, keys);
+    KeyWalk w = {keys, def};
+    int rc = store_record_each(x->txn, def->id, (StoreBytes){NULL, 0}, collect_key, &w);
     return rc ? lang_store_error(rc, "reading records", x->err) : LANG_OK;
 }
 
@@ -134,7 +140,6 @@ typedef struct SessionRun {
     Buf lines;
     size_t *ends;
     LangError *err;
-    bool spare_counters;
     bool reserve;                   /* every statement may use the store's reserve */
 } SessionRun;
 
@@ -160,9 +165,8 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
     buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, 0, &r->lines, r->err, r->spare_counters, NULL};
+    Exec x = {r->s, txn, store_txn_now(txn), &r->lines, r->err, NULL};
     for (size_t i = 0; i < r->n; i++) {
-        x.now = store_now(r->s->store);
         if (lang_exec_stmt(&x, r->stmts[i]))
             return -1;
         r->ends[i] = r->lines.len;
@@ -183,23 +187,14 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
-    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false, false};
+    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
     r.ends = xcalloc(n, sizeof *r.ends);
-    bool deletes = false;
     r.reserve = true;
-    for (size_t i = 0; i < n; i++) {
-        deletes |= stmts[i]->kind == ST_DELETE;
+    for (size_t i = 0; i < n; i++)
         r.reserve &= uses_reserve(stmts[i]);
-    }
     LangErrorCode rc;
     if (writes) {
         rc = lang_session_write(s, session_run_stmts, &r, "committing", err);
-        /* On a full disk, deleting must still work: a delete needs a few
-         * pages of its own, and the deletes counter may not find one more. */
-        if (rc == LANG_STORE_FULL && deletes) {
-            r.spare_counters = true;
-            rc = lang_session_write(s, session_run_stmts, &r, "committing", err);
-        }
     } else {
         StoreTxn *txn;
         rc = lang_session_read(s, &txn, err);

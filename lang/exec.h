@@ -46,7 +46,6 @@ typedef struct Exec {
     int64_t      now;      /* the statement's instant */
     Buf         *out;      /* the result line */
     LangError   *err;
-    bool         spare_counters;  /* a delete on a full disk leaves the count alone */
     Buf         *changed;  /* UPDATE: collects the changed records' store keys
                               (lang_keys_push) instead of answering them */
 } Exec;

@@ -17,60 +17,45 @@ lang_claim_ceiling_check(const Stmt *st, LangError *err)
     return LANG_OK;
 }
 
-/* The deadline of a hold on queue "def" taken or extended now: now + its
- * TIMEOUT, or the end of time. */
-static int64_t
-hold_deadline(const Exec *x, const TableDef *def)
+/* Keeps in "undo" how to give back the claim that took hold "hold" of a
+ * record that was "before" (see LangUnclaim). */
+static void
+undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64_t hold)
 {
-    int64_t until;
-    if (__builtin_add_overflow(x->now, def->decl.timeout_ns, &until))
-        until = INT64_MAX;
-    return until;
+    lang_unclaim_free(undo);
+    undo->table = xstrdup(table);
+    undo->before = *before;
+    undo->hold = hold;
+    StoreBytes *parts[] = {&undo->before.key, &undo->before.consumer, &undo->before.instance};
+    size_t at[3];
+    for (int i = 0; i < 3; i++) {
+        at[i] = undo->bytes.len;
+        buf_append(&undo->bytes, parts[i]->data, parts[i]->len);
+    }
+    for (int i = 0; i < 3; i++)
+        parts[i]->data = undo->bytes.data + at[i];
+    undo->before.value = undo->before.order = undo->before.group = (StoreBytes){NULL, 0};
 }
 
-/* Takes the hold on "r" for the session: counts the attempt, numbers the
- * hold (the store's next hold number), sets the deadline and signs it
- * when the session has a consumer. */
-static LangErrorCode
-take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
+/* What a claim answers with: each claimed record as users see it. */
+typedef struct ClaimRun {
+    Exec           *x;
+    const TableDef *def;
+    Value          *results;
+} ClaimRun;
+
+static int
+claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
 {
-    const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
-    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0, hold;
-    LangUnclaim *undo = x->s->undo;
-    if (undo) {
-        lang_unclaim_free(undo);
-        undo->table = xstrdup(def->decl.name);
-        record_encode(r, &undo->before);
-    }
-    /* A hold that was never released nor finished has lapsed. */
-    bool lapsed = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL) != NULL;
-    if (undo)
-        undo->lapsed = lapsed;
-    if (lapsed && counter_add(x->txn, def, COUNTER_LAPSES, 1, x->err))
-        return x->err->code;
-    if (counter_add(x->txn, def, COUNTER_CLAIMS, 1, x->err) ||
-        hold_number_next(x->txn, &hold, x->err))
-        return x->err->code;
-    value_object_set(&r->fields, FIELD_ATTEMPTS, value_int(attempts + 1));
-    value_object_set(&r->fields, FIELD_HOLD, value_int(hold));
-    r->changed = r->claimed = x->now;
-    value_object_set(&r->fields, FIELD_CLAIMED_UNTIL, value_datetime(hold_deadline(x, def)));
-    if (x->s->consumer) {
-        Value by = value_object();
-        value_object_set(&by, "consumer", value_cstring(x->s->consumer));
-        value_object_set(&by, "instance", value_cstring(x->s->instance));
-        value_object_set(&r->fields, FIELD_CLAIMED_BY, by);
-    } else {
-        value_object_remove(&r->fields, FIELD_CLAIMED_BY);
-    }
-    free(r->holder);
-    r->holder = xstrdup(x->s->instance);
-    if (record_store(x->txn, def, r, x->now, x->err))
-        return x->err->code;
-    if (undo)
-        record_encode(r, &undo->after);   /* what record_store stored */
-    value_array_push(results, record_view(r, def));
-    return LANG_OK;
+    ClaimRun *c = ctx;
+    Record r = {0};
+    if (record_from_store(now, c->def, &r, c->x->err))
+        return -1;
+    if (c->x->s->undo)
+        undo_keep(c->x->s->undo, c->def->decl.name, before, now->hold);
+    value_array_push(c->results, record_view(&r, c->def));
+    record_free(&r);
+    return 0;
 }
 
 /* The plan a claim reports: the declared index that matches the claim
@@ -110,32 +95,24 @@ lang_exec_claim(Exec *x, const Stmt *st)
     if (st->u.claim.explain) {
         value_free(&results);
         results = claim_plan(&def);
-    } else if (t->id.kind == VAL_RECORD) {
-        Record r = {0};
-        if (!record_load(x->txn, &def, t->id.u.rec.key, &r, x->err) &&
-            !record_is_held(&r, x->now) && !record_is_dead(&r, &def) &&
-            record_not_before(&r, &def) <= x->now)
-            take_hold(x, &def, &r, &results);
-        record_free(&r);
     } else {
-        for (int64_t n = 0; n < st->u.claim.count && !x->err->code;) {
-            StoreBytes key, val;
-            int rc = store_queue_head(x->txn, def.id, x->now, &key, &val);
-            if (rc == STORE_NOTFOUND)
-                break;
-            if (rc) {
-                lang_store_error(rc, "finding the head of the queue", x->err);
-                break;
-            }
-            Record r = {0};
-            if (!record_decode(val, &r, x->err)) {
-                if (record_is_dead(&r, &def) || record_not_before(&r, &def) > x->now)
-                    record_store(x->txn, &def, &r, x->now, x->err);  /* refile it */
-                else if (!take_hold(x, &def, &r, &results))
-                    n++;
-            }
-            record_free(&r);
+        Buf key = {0};
+        StoreQueue q;
+        ClaimRun run = {x, &def, &results};
+        StoreClaim c = {.n = st->u.claim.count, .instance = {x->s->instance, strlen(x->s->instance)}};
+        if (x->s->consumer)
+            c.consumer = (StoreBytes){x->s->consumer, strlen(x->s->consumer)};
+        if (t->id.kind == VAL_RECORD) {
+            record_key_encode(t->id.u.rec.key, &key);
+            c.key = (StoreBytes){key.data, key.len};
         }
+        int64_t claimed;
+        int rc = store_claim(x->txn, record_queue(&def, &q), &c, claimed_one, &run, &claimed);
+        if (rc && !x->err->code && t->id.kind == VAL_RECORD)
+            record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
+        else if (rc && !x->err->code)
+            lang_store_error(rc, "claiming", x->err);
+        buf_free(&key);
     }
     table_def_free(&def);
     return lang_exec_answer_records(x, &results);
@@ -170,39 +147,43 @@ release_delay(Exec *x, const TableDef *def, const Stmt *st, int64_t *at)
     return rc;
 }
 
-/* Ends the hold on "r", setting the delay field when "delay_to" is non-zero. */
+/* Answers record "sr" of "def" as users see it, into "results". */
 static LangErrorCode
-end_hold(Exec *x, const TableDef *def, Record *r, int64_t delay_to, Value *results)
+answer_stored(Exec *x, const TableDef *def, const StoreRecord *sr, Value *results)
 {
-    value_object_remove(&r->fields, FIELD_CLAIMED_UNTIL);
-    value_object_remove(&r->fields, FIELD_CLAIMED_BY);
-    value_object_remove(&r->fields, FIELD_HOLD);
-    free(r->holder);
-    r->holder = NULL;
-    r->since = r->changed = x->now;
-    if (counter_add(x->txn, def, COUNTER_RELEASES, 1, x->err))
-        return x->err->code;
-    if (delay_to) {
-        LangPath path;
-        lang_path_split(def->decl.not_before, &path);
-        lang_path_set(&r->fields, path.parts, path.len, value_datetime(delay_to));
-        lang_path_free(&path);
-    }
-    if (record_store(x->txn, def, r, x->now, x->err))
-        return x->err->code;
-    value_array_push(results, record_view(r, def));
-    return LANG_OK;
+    Record r = {0};
+    if (!record_from_store(sr, def, &r, x->err))
+        value_array_push(results, record_view(&r, def));
+    record_free(&r);
+    return x->err->code;
 }
 
-/* The consumer that signed the hold on "r", or NULL when unsigned. */
+/* Ends the hold on "r" (loaded), delaying it until "delay_to" when that is
+ * non-zero, and answers it. */
+static LangErrorCode
+end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, Value *results)
+{
+    Buf key = {0};
+    StoreQueue q;
+    StoreRecord sr;
+    record_key_encode(&r->key, &key);
+    int rc = store_release(x->txn, record_queue(def, &q), (StoreBytes){key.data, key.len},
+                           r->hold, delay_to, &sr);
+    if (rc)
+        record_missing(rc, def, &r->key, "releasing a hold", x->err);
+    else
+        answer_stored(x, def, &sr, results);
+    buf_free(&key);
+    return x->err->code;
+}
+
+/* The consumer that signed the hold on "r", or NULL when unsigned, and
+ * the instance that took it. */
 static const char *
 hold_consumer(const Record *r, const char **instance)
 {
-    const Value *by = value_object_get(&r->fields, FIELD_CLAIMED_BY);
-    const Value *c = by && by->kind == VAL_OBJECT ? value_object_get(by, "consumer") : NULL;
-    const Value *i = by && by->kind == VAL_OBJECT ? value_object_get(by, "instance") : NULL;
-    *instance = i && i->kind == VAL_STRING ? i->u.str.s : NULL;
-    return c && c->kind == VAL_STRING ? c->u.str.s : NULL;
+    *instance = r->instance;
+    return r->consumer;
 }
 
 /* Opens RELEASE or TOUCH "st" on the one record it names: its queue
@@ -255,12 +236,18 @@ done:
     return lang_exec_answer_records(x, &results);
 }
 
+/* What RELEASE ALL answers: each released record. */
+typedef struct ReleaseRun {
+    Exec           *x;
+    const TableDef *def;
+    Value          *results;
+} ReleaseRun;
+
 static int
-collect_waiting(void *ctx, StoreBytes key, int64_t wake_ns)
+released_one(void *ctx, const StoreRecord *sr)
 {
-    (void)wake_ns;
-    lang_keys_push(ctx, key);
-    return 0;
+    ReleaseRun *r = ctx;
+    return answer_stored(r->x, r->def, sr, r->results) ? -1 : 0;
 }
 
 /* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr] */
@@ -272,31 +259,17 @@ lang_exec_release_all(Exec *x, const Stmt *st)
         return x->err->code;
     Value results = value_array();
     int64_t delay_to;
-    Buf keys = {0};
-    if (release_delay(x, &def, st, &delay_to))
-        goto done;
-    int rc = store_queue_each_waiting(x->txn, def.id, collect_waiting, &keys);
-    if (rc) {
-        lang_store_error(rc, "walking the holds", x->err);
-        goto done;
+    if (!release_delay(x, &def, st, &delay_to)) {
+        const char *group = st->u.release.for_consumer;
+        StoreQueue q;
+        ReleaseRun run = {x, &def, &results};
+        int rc = store_release_all(x->txn, record_queue(&def, &q),
+                                   (StoreBytes){group, group ? strlen(group) : 0},
+                                   (StoreBytes){x->s->instance, strlen(x->s->instance)},
+                                   delay_to, released_one, &run);
+        if (rc && !x->err->code)
+            lang_store_error(rc, "releasing holds", x->err);
     }
-    const char *group = st->u.release.for_consumer;
-    StoreBytes kb, val;
-    for (size_t off = 0; !x->err->code && lang_keys_next(&keys, &off, &kb);) {
-        Record r = {0};
-        if ((rc = store_record_get(x->txn, def.id, kb, &val, NULL))) {
-            lang_store_error(rc, "reading a hold", x->err);
-        } else if (!record_decode(val, &r, x->err) && record_is_held(&r, x->now)) {
-            const char *instance, *consumer = hold_consumer(&r, &instance);
-            bool mine = group ? consumer && strcmp(consumer, group) == 0
-                              : r.holder && strcmp(r.holder, x->s->instance) == 0;
-            if (mine)
-                end_hold(x, &def, &r, delay_to, &results);
-        }
-        record_free(&r);
-    }
-done:
-    buf_free(&keys);
     table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
@@ -324,10 +297,17 @@ lang_exec_touch(Exec *x, const Stmt *st)
                        consumer);
         goto done;
     }
-    value_object_set(&r.fields, FIELD_CLAIMED_UNTIL, value_datetime(hold_deadline(x, &def)));
-    r.changed = x->now;
-    if (!record_store(x->txn, &def, &r, x->now, x->err))
-        value_array_push(&results, record_view(&r, &def));
+    Buf key = {0};
+    StoreQueue q;
+    StoreRecord sr;
+    record_key_encode(&r.key, &key);
+    int rc = store_touch(x->txn, record_queue(&def, &q), (StoreBytes){key.data, key.len}, r.hold,
+                         &sr);
+    buf_free(&key);
+    if (rc)
+        record_missing(rc, &def, &r.key, "extending a hold", x->err);
+    else
+        answer_stored(x, &def, &sr, &results);
 done:
     buf_free(&name);
     record_free(&r);

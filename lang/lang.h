@@ -95,6 +95,14 @@ void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), 
 LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
                                 LangEmit emit, void *ctx, LangError *err);
 
+/* Brings a record lang wrote in a store of format 2 up to date: pass it as
+ * StoreOptions.upgrade (ctx NULL) to every store_open of a store lang
+ * uses, so the first that opens an old store for writing converts it — the
+ * engine's fields, the holder and the times lang kept inside each
+ * record's value become the store's columns.  See StoreUpgradeFn. */
+int lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value,
+                        StoreRecord *out);
+
 /* ---- statements run piece by piece (the ctl file, queuefs-sql) ----
  * lang_session_exec runs all of its text before it returns, holding every
  * result line whole.  lang_session_start runs the same statements, in the
@@ -207,13 +215,15 @@ LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *ke
 LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes,
                                   int64_t *next_wake, LangError *err);
 
-/* How to give back one claim: the claimed record's stored form before the
- * claim and the form the claim stored, and whether the claim counted a
- * lapse.  Zero-initialise; "table" is NULL when nothing was claimed. */
+/* How to give back one claim: the claimed record as it was before the
+ * claim (its columns; its key, consumer and instance held in "bytes") and
+ * the number of the hold the claim took.  Zero-initialise; "table" is
+ * NULL when nothing was claimed. */
 typedef struct LangUnclaim {
-    char *table;
-    Buf   before, after;
-    bool  lapsed;
+    char       *table;
+    StoreRecord before;
+    Buf         bytes;
+    int64_t     hold;
 } LangUnclaim;
 
 /* lang_view_claim, also filling "undo" (see LangUnclaim) for

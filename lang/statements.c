@@ -79,27 +79,27 @@ static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
                                             FIELD_CLAIMED_BY, FIELD_HOLD};
 
 /* On a queue, "incoming" may not introduce, change or remove the engine's
- * fields of "old" (NULL for a new record).  A field "incoming" repeats
- * takes the engine's own value (a claimed_until read back as a string
- * stays a datetime, so the hold stays live); with "carry", fields that
- * "incoming" leaves out are copied from "old" (a whole-record write). */
+ * fields of "old" (NULL for a new record): a field it repeats — equal, or
+ * a claimed_until read back as an RFC 3339 string — is dropped from it,
+ * since the engine keeps its own; any other is EngineField. */
 static LangErrorCode
-guard_engine_fields(Exec *x, const TableDef *def, const Value *old, Value *incoming,
-                    bool carry)
+guard_engine_fields(Exec *x, const TableDef *def, const Record *old, Value *incoming)
 {
     if (!def->is_queue)
         return LANG_OK;
     for (size_t i = 0; i < sizeof engine_fields / sizeof *engine_fields; i++) {
         const char *f = engine_fields[i];
-        const Value *was = old ? value_object_get(old, f) : NULL;
+        Value was = value_none();
+        bool has = old && record_engine_field(old, f, &was);
         const Value *now = value_object_get(incoming, f);
-        if (now && !(was && engine_value_same(was, now)))
+        bool same = now && has && engine_value_same(&was, now);
+        value_free(&was);
+        if (now && !same)
             return lang_error_set(x->err, LANG_ENGINE_FIELD,
                                   "'%s' on queue '%s' belongs to the engine: a write may not "
                                   "set or change it",
                                   f, def->decl.name);
-        if (was && (now || carry))
-            value_object_set(incoming, f, value_clone(was));
+        value_object_remove(incoming, f);
     }
     return LANG_OK;
 }
@@ -250,7 +250,7 @@ lang_exec_create(Exec *x, const Stmt *st)
     bool repeat = false;
     if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
         strip_id(x, &r.fields, t->table, named) ||
-        guard_engine_fields(x, &def, NULL, &r.fields, false) ||
+        guard_engine_fields(x, &def, NULL, &r.fields) ||
         record_validate(&def, &r.fields, x->err))
         goto done;
     if (named) {
@@ -269,8 +269,7 @@ lang_exec_create(Exec *x, const Stmt *st)
     } else if (lang_identity_next(x, &def, &r.key)) {
         goto done;
     }
-    r.since = r.written = r.changed = x->now;
-    if (lang_identity_note(x, &def, &r.key) || record_store(x->txn, &def, &r, x->now, x->err))
+    if (lang_identity_note(x, &def, &r.key) || record_store(x->txn, &def, &r, true, x->err))
         goto done;
     value_array_push(&results, record_view(&r, &def));
 done:
@@ -314,21 +313,20 @@ lang_exec_update(Exec *x, const Stmt *st)
             strip_id(x, &content, t->table, &r.key))
             goto next;
         if (st->u.write.mode == WRITE_MERGE) {
-            if (guard_engine_fields(x, &def, &r.fields, &content, false))
+            if (guard_engine_fields(x, &def, &r, &content))
                 goto next;
             for (size_t j = 0; j < content.u.obj.len; j++)
                 value_object_set(&r.fields, content.u.obj.keys[j],
                                  value_clone(&content.u.obj.vals[j]));
         } else {
-            if (guard_engine_fields(x, &def, &r.fields, &content, true))
+            if (guard_engine_fields(x, &def, &r, &content))
                 goto next;
             value_free(&r.fields);
             r.fields = content;
             content = value_none();
         }
-        r.written = x->now;
         if (record_validate(&def, &r.fields, x->err) ||
-            record_store(x->txn, &def, &r, x->now, x->err))
+            record_store(x->txn, &def, &r, false, x->err))
             goto next;
         if (x->changed)
             changed_key(x->changed, &r.key);
@@ -385,13 +383,14 @@ lang_exec_delete(Exec *x, const Stmt *st)
             record_fence(&def, &r, st->u.del.fence, x->now, x->err);
         if (!x->err->code && yes) {
             Buf kb = {0};
+            StoreQueue q;
             record_key_encode(&r.key, &kb);
-            int rc = store_record_delete(x->txn, def.id, (StoreBytes){kb.data, kb.len});
+            int rc = store_record_delete(x->txn, def.id, record_queue(&def, &q),
+                                         (StoreBytes){kb.data, kb.len},
+                                         st->u.del.fence > 0 ? st->u.del.fence : 0);
             buf_free(&kb);
             if (rc)
-                lang_store_error(rc, "deleting a record", x->err);
-            else if (def.is_queue && !x->spare_counters)
-                counter_add(x->txn, &def, COUNTER_DELETES, 1, x->err);
+                record_missing(rc, &def, &r.key, "deleting a record", x->err);
         }
         record_free(&r);
     }

@@ -35,16 +35,16 @@ typedef struct Figures {
     int64_t now;
     int64_t records, ready, held, delayed, dead;
     int64_t oldest_ready;     /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];      /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
 static int
-count_record(void *ctx, StoreBytes key, StoreBytes value)
+count_record(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     Figures *f = ctx;
     Record r = {0};
-    if (record_decode(value, &r, f->err))
+    if (record_from_store(sr, f->def, &r, f->err))
         return 1;
     f->records++;
     if (record_is_held(&r, f->now)) {
@@ -84,9 +84,13 @@ static LangErrorCode
 count_figures(StoreTxn *txn, Figures *f)
 {
     StoreQueueCounts c;
-    int rc = store_queue_counts(txn, f->def->id, f->now, &c);
+    int rc = store_queue_counts(txn, f->def->id, &c);
     if (rc)
         return lang_store_error(rc, "counting records", f->err);
+    f->counters[0] = (int64_t)c.claims;
+    f->counters[1] = (int64_t)c.releases;
+    f->counters[2] = (int64_t)c.lapses;
+    f->counters[3] = (int64_t)c.deletes;
     if (c.unsorted) {
         if (scan_figures(txn, f))
             return f->err->code;
@@ -99,11 +103,11 @@ count_figures(StoreTxn *txn, Figures *f)
     }
     if (!c.has_head || !f->ready)
         return LANG_OK;
-    StoreBytes val;
+    StoreRecord sr;
     Record r = {0};
-    if ((rc = store_record_get(txn, f->def->id, c.head_key, &val, NULL)))
+    if ((rc = store_record_get(txn, f->def->id, c.head_key, &sr)))
         return lang_store_error(rc, "reading the head of the queue", f->err);
-    if (!record_decode(val, &r, f->err))
+    if (!record_from_store(&sr, f->def, &r, f->err))
         f->oldest_ready = record_available_at(&r, f->def);
     record_free(&r);
     return f->err->code;
@@ -114,7 +118,8 @@ static LangErrorCode
 queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
 {
     StatsOut *so = ctx;
-    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, so->err};
+    so->now = store_txn_now(txn);
+    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, {0}, so->err};
     if (count_figures(txn, &f))
         return so->err->code;
     Value o = value_object();
@@ -128,20 +133,9 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
                      ? (double)(so->now - f.oldest_ready) / 1e9
                      : 0.0;
     value_object_set(&o, "oldest_ready_age_seconds", value_float(age));
-    static const struct {
-        const char *name, *counter;
-    } counters[] = {{"claims", COUNTER_CLAIMS},
-                    {"releases", COUNTER_RELEASES},
-                    {"lapses", COUNTER_LAPSES},
-                    {"deletes", COUNTER_DELETES}};
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
-        int64_t n;
-        if (counter_get(txn, def, counters[i].counter, &n, so->err)) {
-            value_free(&o);
-            return so->err->code;
-        }
-        value_object_set(&o, counters[i].name, value_int(n));
-    }
+    static const char *const counters[] = {"claims", "releases", "lapses", "deletes"};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        value_object_set(&o, counters[i], value_int(f.counters[i]));
     *so->out = o;
     return LANG_OK;
 }
@@ -248,22 +242,16 @@ typedef struct HeldWalk {
 } HeldWalk;
 
 static int
-held_entry(void *ctx, StoreBytes key, int64_t wake_ns)
+held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
 {
     HeldWalk *w = ctx;
     if (wake_ns <= w->now)
         return 0;
-    StoreBytes val;
-    int rc = store_record_get(w->txn, w->def->id, key, &val, NULL);
-    if (rc)
-        return 0;
     Record r = {0};
     int stop = 0;
-    const Value *h;
     /* A hold taken before holds were numbered has no name here. */
-    if (!record_decode(val, &r, w->err) && record_is_held(&r, w->now) &&
-        (h = value_object_get(&r.fields, FIELD_HOLD)) && h->kind == VAL_INT)
-        stop = w->fn(w->ctx, &r.key, h->u.i);
+    if (!record_from_store(sr, w->def, &r, w->err) && record_is_held(&r, w->now) && r.hold > 0)
+        stop = w->fn(w->ctx, &r.key, r.hold);
     record_free(&r);
     return stop || w->err->code;
 }
@@ -296,13 +284,12 @@ typedef struct DeadWalk {
 } DeadWalk;
 
 static int
-dead_entry(void *ctx, StoreBytes key, StoreBytes value)
+dead_entry(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     DeadWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_decode(value, &r, w->err) && record_is_dead(&r, w->def) &&
+    if (!record_from_store(sr, w->def, &r, w->err) && record_is_dead(&r, w->def) &&
         !record_is_held(&r, w->now))
         stop = w->fn(w->ctx, &r.key);
     record_free(&r);

@@ -101,9 +101,10 @@ typedef struct ChunkWalk {
 /* Writes record "value" as the next row when WHERE holds; stops (-1)
  * when the chunk is full, LIMIT is reached or an error is met. */
 static int
-chunk_row(void *ctx, StoreBytes key, StoreBytes value)
+chunk_row(void *ctx, const StoreRecord *sr)
 {
     ChunkWalk *w = ctx;
+    StoreBytes key = sr->key;
     SelectCursor *c = w->cur;
     const Buf *after = &c->after;
     if (after->len && key.len == after->len && memcmp(key.data, after->data, key.len) == 0)
@@ -118,7 +119,7 @@ chunk_row(void *ctx, StoreBytes key, StoreBytes value)
     buf_reset(&c->after);
     buf_append(&c->after, key.data, key.len);
     Record r = {0};
-    if (record_decode(value, &r, w->x->err)) {
+    if (record_from_store(sr, w->def, &r, w->x->err)) {
         record_free(&r);
         return -1;
     }
@@ -151,7 +152,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     *done = true;
     if (lang_session_read(s, &txn, err))
         return err->code;
-    Exec x = {s, txn, c->now, out, err, false, NULL};
+    Exec x = {s, txn, c->now, out, err, NULL};
     TableDef def;
     LangError gone = {0};
     bool first = !c->begun;
@@ -207,7 +208,7 @@ update_txn(StoreTxn *txn, void *ctx)
     Buf unused = {0};
     buf_reset(u->keys);
     *u->err = (LangError){0};
-    Exec x = {u->s, txn, store_now(u->s->store), &unused, u->err, false, u->keys};
+    Exec x = {u->s, txn, store_txn_now(txn), &unused, u->err, u->keys};
     int rc = lang_exec_update(&x, u->st) ? -1 : 0;
     buf_free(&unused);
     return rc;
@@ -246,13 +247,14 @@ update_chunk(LangSession *s, LangStream *r, Buf *out, size_t room, bool *done, L
             *done = false;
             break;
         }
-        StoreBytes kb, val;
+        StoreBytes kb;
+        StoreRecord sr;
         lang_keys_next(&r->keys, &r->key_off, &kb);
         Record rec = {0};
-        int rc = store_record_get(txn, def.id, kb, &val, NULL);
+        int rc = store_record_get(txn, def.id, kb, &sr);
         if (rc && rc != STORE_NOTFOUND) {
             lang_store_error(rc, "reading a record", err);
-        } else if (!rc && !record_decode(val, &rec, err)) {
+        } else if (!rc && !record_from_store(&sr, &def, &rec, err)) {
             Value view = record_view(&rec, &def);
             if (r->cur.rows++)
                 buf_putc(out, ',');

@@ -92,8 +92,7 @@ void
 lang_unclaim_free(LangUnclaim *undo)
 {
     free(undo->table);
-    buf_free(&undo->before);
-    buf_free(&undo->after);
+    buf_free(&undo->bytes);
     *undo = (LangUnclaim){0};
 }
 
@@ -104,8 +103,8 @@ typedef struct Unclaim {
     LangError         *err;
 } Unclaim;
 
-/* Puts the record back as it was before the claim, when the claim's form
- * is still the stored one (see lang_view_unclaim): 0, or -1 with the
+/* Puts the record back as it was before the claim, when the claim's hold
+ * is still on it unchanged (see lang_view_unclaim): 0, or -1 with the
  * error. */
 static int
 unclaim_run(StoreTxn *txn, void *ctx)
@@ -113,26 +112,16 @@ unclaim_run(StoreTxn *txn, void *ctx)
     Unclaim *u = ctx;
     *u->err = (LangError){0};
     TableDef def;
-    Record before = {0};
-    Buf key = {0};
-    StoreBytes stored;
     LangError gone = {0};
     if (table_def_load(txn, u->undo->table, &def, &gone))
         return 0;   /* dropped since: nothing to give back */
-    StoreBytes bytes = {u->undo->before.data, u->undo->before.len};
-    if (!record_decode(bytes, &before, u->err)) {
-        record_key_encode(&before.key, &key);
-        int rc = store_record_get(txn, def.id, (StoreBytes){key.data, key.len}, &stored, NULL);
-        bool same = rc == STORE_OK && stored.len == u->undo->after.len &&
-                    memcmp(stored.data, u->undo->after.data, stored.len) == 0;
-        if (rc && rc != STORE_NOTFOUND)
-            lang_store_error(rc, "reading a claimed record", u->err);
-        else if (same && !record_store(txn, &def, &before, store_now(lang_session_store(u->s)), u->err) &&
-                 !counter_add(txn, &def, COUNTER_CLAIMS, -1, u->err) && u->undo->lapsed)
-            counter_add(txn, &def, COUNTER_LAPSES, -1, u->err);
-    }
-    buf_free(&key);
-    record_free(&before);
+    StoreQueue q;
+    bool back;
+    int rc = def.is_queue ? store_unclaim(txn, record_queue(&def, &q), &u->undo->before,
+                                          u->undo->hold, &back)
+                          : STORE_OK;
+    if (rc)
+        lang_store_error(rc, "giving a claim back", u->err);
     table_def_free(&def);
     return u->err->code ? -1 : 0;
 }
@@ -170,7 +159,7 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
         if (info)
             table_info(&def, info);
         if (!lang_access_check(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
-            !record_fence(&def, &r, fence, store_now(lang_session_store(s)), err)) {
+            !record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
             Value view = record_view(&r, &def);
             value_to_json(&view, out);
@@ -364,12 +353,11 @@ typedef struct KeysWalk {
 } KeysWalk;
 
 static int
-each_key(void *ctx, StoreBytes key, StoreBytes value)
+each_key(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     KeysWalk *w = ctx;
     Value k;
-    if (record_decode_key(value, &k) < 0)
+    if (record_key_from_store(sr, &k) < 0)
         return 0;
     int stop = w->after && value_equal(&k, w->after) ? 0 : w->fn(w->ctx, &k);
     value_free(&k);
@@ -412,13 +400,12 @@ typedef struct ListingWalk {
 } ListingWalk;
 
 static int
-each_listed(void *ctx, StoreBytes key, StoreBytes value)
+each_listed(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     ListingWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_decode(value, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
+    if (!record_from_store(sr, w->def, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
         Value view = record_view(&r, w->def);
         buf_reset(&w->json);
         value_to_json(&view, &w->json);
@@ -524,10 +511,9 @@ lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, in
 }
 
 static int
-found_one(void *ctx, StoreBytes key, StoreBytes value)
+found_one(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
-    (void)value;
+    (void)sr;
     *(bool *)ctx = true;
     return 1;
 }

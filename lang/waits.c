@@ -6,15 +6,6 @@
 
 #include "exec.h"
 
-/* The earliest wake instant among a queue's waiting records. */
-static int
-first_wake(void *ctx, StoreBytes key, int64_t wake_ns)
-{
-    (void)key;
-    *(int64_t *)ctx = wake_ns;
-    return 1;
-}
-
 /* Whether CLAIM FROM "table" may hand out something at "now" (see
  * lang.h), looked at in a read transaction: a waiting claim does not take
  * the writer lock until there is something to take.  On any doubt about
@@ -29,16 +20,13 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    int64_t now = store_now(s->store);
     if (!table_def_load(txn, table, &def, err)) {
+        StoreQueueCounts c;
         if (!lang_queue_check(&def, table, err) &&
-            !lang_access_check(s, &def, ACCESS_WRITE, err)) {
-            StoreBytes key, val;
-            int rc = store_queue_head(txn, def.id, now, &key, &val);
-            if (rc == STORE_NOTFOUND) {
-                rc = store_queue_each_waiting(txn, def.id, first_wake, next_wake);
-                *yes = (rc != 0 && rc != 1) || *next_wake <= now;
-            }
+            !lang_access_check(s, &def, ACCESS_WRITE, err) &&
+            store_queue_counts(txn, def.id, &c) == STORE_OK) {
+            *yes = c.ready > 0;
+            *next_wake = c.next_wake;
         }
         table_def_free(&def);
     }
@@ -113,7 +101,7 @@ lang_claim_wait_check(LangSession *s, const Stmt *st, LangError *err)
     StoreTxn *txn;
     if (lang_claim_ceiling_check(st, err) || lang_session_read(s, &txn, err))
         return err->code;
-    Exec x = {s, txn, store_now(s->store), NULL, err, false, NULL};
+    Exec x = {s, txn, store_txn_now(txn), NULL, err, NULL};
     TableDef def;
     if (!lang_queue_load(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
         table_def_free(&def);
