@@ -13,7 +13,8 @@
  * looks at nothing else, so a store shared with other runs (or with
  * conformance_test running at once) does not disturb it; nothing here
  * touches what only LMDB has.  LMDB's own cases (directories, formats, the
- * map, several processes, checkpoints) are lmdb_test.c's.
+ * map, several processes, checkpoints) are lmdb_format_test.c's and
+ * lmdb_test.c's.
  *
  *     QUEUEFS_TEST_STORE=/path/to/store store/store_test
  */

@@ -1,6 +1,6 @@
 /* store_test.h — what the store's unit tests share: the backend
  * conformance suite (store/store_test.c, store/conformance_test.c) and
- * LMDB's own tests (store/lmdb_test.c).
+ * LMDB's own tests (store/lmdb_format_test.c, store/lmdb_test.c).
  *
  *   - the store under test: $QUEUEFS_TEST_STORE when set (an LMDB
  *     directory, or another backend's location), else a fresh LMDB
@@ -11,11 +11,11 @@
  *     helpers (queue_new, add, claim, counts_of);
  *   - the counted writers that the group commit tests run in threads and
  *     processes;
- *   - for lmdb_test.c only: a scratch directory of its own stores.
+ *   - for LMDB's own tests only: a scratch directory of their stores.
  *
  * Test support only: every function is static inline, so that a test
  * program uses what it needs.  Nothing here is LMDB's but the scratch
- * directory's stores, which only lmdb_test.c opens. */
+ * directory's stores, which only LMDB's tests open. */
 #ifndef QUEUEFS_STORE_TEST_H
 #define QUEUEFS_STORE_TEST_H
 
@@ -430,7 +430,7 @@ writers_run(Store *s, uint32_t table, int n, int base, int writes, const char *v
     return started < n ? -1 : failures;
 }
 
-/* ---- lmdb_test.c's scratch directory of stores ---- */
+/* ---- LMDB's tests' scratch directory of stores ---- */
 
 static char test_root[64];
 
