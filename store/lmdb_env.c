@@ -38,6 +38,8 @@ static const char *const store_messages[] = {
     [STORE_CORRUPT] = "not a queuefs store, or damaged",
     [STORE_INVALID] = "invalid store option",
     [STORE_READONLY] = "the store is open for reading only",
+    [STORE_CONFLICT] = "the record's hold is not the one named",
+    [STORE_EXHAUSTED] = "no identity is left to assign",
 };
 
 _Thread_local int lmdb_full_seen;

@@ -1,135 +1,16 @@
-/* lmdb_test.c — what the LMDB backend does beyond store.h's promises:
- * stores it refuses (not LMDB, another format), the upgrade of format 1,
- * several processes on one environment and its shared sync page, the map
- * (full, grown by another process, grown by store_write,
- * QUEUEFS_MAP_SIZE), and checkpoints: a machine crash with sync off puts
- * the store back to its last one, in a later boot only. */
+/* lmdb_test.c — the LMDB backend's own tests, part two: what it does
+ * beyond store.h's promises with the environment it opened — several
+ * processes on one environment and its shared sync page, the map (full,
+ * grown by another process, grown by store_write, QUEUEFS_MAP_SIZE), and
+ * checkpoints: a machine crash with sync off puts the store back to its
+ * last one, in a later boot only.  Part one (stores it refuses, formats
+ * and their upgrades) is lmdb_format_test.c. */
 #include "store_test.h"
 #include "lmdb_checkpoint.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
-
-/* ---- what the backend refuses, and what it upgrades ---- */
-
-static void
-test_not_a_store(void)
-{
-    char err[256] = "";
-    Store *st = (Store *)1;
-    StoreOptions opts = {.sync = true};
-
-    mkdir(path_of("garbage"), 0700);
-    FILE *f = fopen(path_of("garbage/data.mdb"), "w");
-    CHECK(f != NULL, "create garbage file");
-    if (f) {
-        for (int i = 0; i < 8192; i++)
-            fputc('x', f);
-        fclose(f);
-    }
-    int rc = store_open(path_of("garbage"), &opts, &st, err, sizeof err);
-    CHECK(rc == STORE_CORRUPT, "garbage data.mdb: got %s", store_strerror(rc));
-    CHECK(st == NULL && err[0] != '\0', "failed open sets NULL and a message");
-
-    /* mdb_load comes with lmdb-utils, which the test command installs. */
-    CHECK(access("/usr/bin/mdb_load", X_OK) == 0, "mdb_load (lmdb-utils) is installed");
-    /* An LMDB environment of something else. */
-    char cmd[512];
-    mkdir(path_of("foreign"), 0700);
-    snprintf(cmd, sizeof cmd, "printf 'hello\\nworld\\n' | mdb_load -T '%s'", path_of("foreign"));
-    CHECK(system(cmd) == 0, "mdb_load foreign");
-    rc = store_open(path_of("foreign"), &opts, &st, err, sizeof err);
-    CHECK(rc == STORE_CORRUPT, "foreign env: got %s", store_strerror(rc));
-
-    /* A store of a future format version. */
-    st = open_store("future", true, 0);
-    store_close(st);
-    snprintf(cmd, sizeof cmd,
-             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\63\\n' | mdb_load -T -s sys '%s'",
-             path_of("future"));
-    CHECK(system(cmd) == 0, "mdb_load future version");
-    rc = store_open(path_of("future"), &opts, &st, err, sizeof err);
-    CHECK(rc == STORE_CORRUPT, "future version: got %s", store_strerror(rc));
-}
-
-/* Writes "n" bytes of "p" as mdb_load -T text (\xx for every byte). */
-static void
-hex_text(char *out, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        sprintf(out + 3 * i, "\\%02x", b[i]);
-    out[3 * n] = '\0';
-}
-
-/* A store of format 1 (no counts, waiting entries of no kind) is counted
- * when first opened: exact records, ready and idle, its waiting entries
- * unsorted until a claim moves them or a write files them anew. */
-static void
-test_counts_upgrade(void)
-{
-    Store *st = open_store("format1", true, 0);
-    if (!st)
-        return;
-    StoreTxn *t = begin(st, true);
-    uint32_t q;
-    int64_t now = store_now(st), wake = now + 3600 * SEC;
-    CHECK(store_table_create(t, "old", bytes_of(""), &q) == STORE_OK, "create");
-    static const QueueStep filed[] = {
-        {Q_PUT, "a", "1"}, {Q_PUT, "b", "2"}, {Q_HOLD, "h", "3", 3600 * SEC, 0}, {Q_PUT, "x", NULL},
-    };
-    QUEUE_SCRIPT(t, q, now, filed);
-    commit(t);
-    store_close(st);
-
-    /* Make it what format 1 wrote: version 1, no counts (zeroed here),
-     * and h's deadline entry without a kind. */
-    unsigned char counts_key[7 + 4] = "records", deadline_key[4 + 8 + 1];
-    counts_key[7] = counts_key[8] = counts_key[9] = 0;
-    counts_key[10] = (unsigned char)q;
-    deadline_key[0] = deadline_key[1] = deadline_key[2] = 0;
-    deadline_key[3] = (unsigned char)q;
-    for (int i = 0; i < 8; i++)
-        deadline_key[4 + i] = (unsigned char)((uint64_t)wake >> (56 - 8 * i));
-    deadline_key[12] = 'h';
-    char ck[64], dk[64], zeros[5 * 8 * 3 + 1], cmd[1024];
-    unsigned char zero[40] = {0};
-    hex_text(ck, counts_key, sizeof counts_key);
-    hex_text(dk, deadline_key, sizeof deadline_key);
-    hex_text(zeros, zero, sizeof zero);
-    snprintf(cmd, sizeof cmd,
-             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\01\\n' | mdb_load -T -s sys '%s' && "
-             "printf '%%s\\n%%s\\n' '%s' '%s' | mdb_load -T '%s' && "
-             "printf '%%s\\n\\n' '%s' | mdb_load -T -s deadline '%s'",
-             path_of("format1"), ck, zeros, path_of("format1"), dk, path_of("format1"));
-    CHECK(system(cmd) == 0, "make a format 1 store");
-
-    st = open_store("format1", true, 0);
-    if (!st)
-        return;
-    t = begin(st, false);
-    static const QueueStep counted[] = {{Q_COUNTS, "a", .counts = {4, 2, 0, 0, 1, 1}}};
-    QUEUE_SCRIPT(t, q, now, counted);
-    store_txn_abort(t);
-    /* Filed anew, h is sorted: held. */
-    t = begin(st, true);
-    static const QueueStep filed_anew[] = {
-        {Q_HOLD, "h", "3", 3600 * SEC, 0}, {Q_COUNTS, "a", .counts = {4, 2, 1, 0, 1, 0}},
-    };
-    QUEUE_SCRIPT(t, q, now, filed_anew);
-    commit(t);
-    store_close(st);
-    /* Opened again, it is of this format: nothing is counted again. */
-    st = open_store("format1", true, 0);
-    if (!st)
-        return;
-    t = begin(st, false);
-    static const QueueStep reopened[] = {{Q_COUNTS, "a", .counts = {4, 2, 1, 0, 1, 0}}};
-    QUEUE_SCRIPT(t, q, now, reopened);
-    store_txn_abort(t);
-    store_close(st);
-}
 
 /* ---- several processes on one environment ---- */
 
@@ -142,13 +23,13 @@ child_write(const char *name)
     Store *st = NULL;
     StoreTxn *t = NULL;
     uint32_t id;
-    StoreBytes v;
+    StoreRecord r;
     if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
         _exit(1);
     if (store_txn_begin(st, true, &t) != STORE_OK ||
         store_table_get(t, "shared", &id, NULL) != STORE_OK ||
-        store_record_get(t, id, bytes_of("from-parent"), &v, NULL) != STORE_OK ||
-        store_record_put(t, id, bytes_of("from-child"), bytes_of("hi"), NULL) != STORE_OK ||
+        store_record_get(t, id, bytes_of("from-parent"), &r) != STORE_OK ||
+        put(t, id, "from-child", "hi") != STORE_OK ||
         store_txn_commit(t) != STORE_OK)
         _exit(2);
     store_close(st);
@@ -161,20 +42,20 @@ test_two_processes(void)
     Store *st = open_store("shared", true, 0);
     StoreTxn *t = begin(st, true);
     uint32_t id;
-    StoreBytes v;
+    StoreRecord v;
     CHECK(store_table_create(t, "shared", bytes_of(""), &id) == STORE_OK, "create");
-    CHECK(put(t, id, "from-parent", "p", NULL, 0) == STORE_OK, "put");
+    CHECK(put(t, id, "from-parent", "p") == STORE_OK, "put");
     commit(t);
 
     /* A read transaction open across the child's commit keeps its snapshot. */
     StoreTxn *old = begin(st, false);
     child_run(child_write, "shared");
-    CHECK(store_record_get(old, id, bytes_of("from-child"), &v, NULL) == STORE_NOTFOUND,
+    CHECK(store_record_get(old, id, bytes_of("from-child"), &v) == STORE_NOTFOUND,
           "old snapshot");
     store_txn_abort(old);
     t = begin(st, false);
-    CHECK(store_record_get(t, id, bytes_of("from-child"), &v, NULL) == STORE_OK &&
-          bytes_eq(v, "hi"), "parent sees the child's commit");
+    CHECK(store_record_get(t, id, bytes_of("from-child"), &v) == STORE_OK &&
+          bytes_eq(v.value, "hi"), "parent sees the child's commit");
     store_txn_abort(t);
     store_close(st);
 }
@@ -219,7 +100,7 @@ test_write_processes(void)
     st = open_store("write-procs", true, 0);
     CHECK(records_count(st, id) == P * T * W, "every record of both processes");
     StoreTxn *t = begin(st, false);
-    CHECK(counter_read(t, id, "counter") == P * T * W, "the counter is exact across processes");
+    CHECK(counter_read(t, id) == P * T * W, "the counter is exact across processes");
     store_txn_abort(t);
     store_close(st);
     struct stat sb;
@@ -247,7 +128,8 @@ child_grow(const char *name)
     memset(val, 'g', sizeof val);
     for (int i = 0; i < 128; i++) {
         snprintf(key, sizeof key, "g%03d", i);
-        if (store_record_put(t, id, bytes_of(key), (StoreBytes){val, sizeof val}, NULL))
+        StoreRecord r = {.key = bytes_of(key), .value = {val, sizeof val}};
+        if (store_record_create(t, id, NULL, &r))
             _exit(3);
     }
     if (store_txn_commit(t) != STORE_OK)
@@ -262,7 +144,7 @@ test_map_resized_and_full(void)
     Store *st = open_store("grow", false, 1 << 20);
     StoreTxn *t = begin(st, true);
     uint32_t id;
-    StoreBytes v;
+    StoreRecord v;
     CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
     commit(t);
 
@@ -274,7 +156,8 @@ test_map_resized_and_full(void)
     char key[16];
     for (int i = 0; i < 32 && rc == STORE_OK; i++) {
         snprintf(key, sizeof key, "f%03d", i);
-        rc = store_record_put(t, id, bytes_of(key), (StoreBytes){val, sizeof val}, NULL);
+        StoreRecord r = {.key = bytes_of(key), .value = {val, sizeof val}};
+        rc = store_record_create(t, id, NULL, &r);
     }
     if (rc == STORE_OK)
         rc = store_txn_commit(t);
@@ -288,15 +171,15 @@ test_map_resized_and_full(void)
     rc = store_txn_begin(st, false, &t);
     CHECK(rc == STORE_OK, "begin after resize: %s", store_strerror(rc));
     if (t) {
-        CHECK(store_record_get(t, id, bytes_of("g127"), &v, NULL) == STORE_OK &&
-              v.len == sizeof val, "reads the grown data");
+        CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
+              v.value.len == sizeof val, "reads the grown data");
         store_txn_abort(t);
     }
     t = NULL;
     rc = store_txn_begin(st, true, &t);
     CHECK(rc == STORE_OK, "write after resize: %s", store_strerror(rc));
     if (t) {
-        CHECK(put(t, id, "after", "x", NULL, 0) == STORE_OK, "put after resize");
+        CHECK(put(t, id, "after", "x") == STORE_OK, "put after resize");
         commit(t);
     }
     store_close(st);
@@ -343,7 +226,7 @@ test_map_resized_while_opening(void)
     Store *st = open_store("resize-open", false, 1 << 20);
     StoreTxn *t = begin(st, true);
     uint32_t id;
-    StoreBytes v;
+    StoreRecord v;
     CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
     commit(t);
     store_close(st);
@@ -354,8 +237,8 @@ test_map_resized_while_opening(void)
     if (!st)
         return;
     t = begin(st, false);
-    CHECK(store_record_get(t, id, bytes_of("g127"), &v, NULL) == STORE_OK &&
-          v.len == 64 << 10, "reads what the child wrote");
+    CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
+          v.value.len == 64 << 10, "reads what the child wrote");
     store_txn_abort(t);
     store_close(st);
 }
@@ -389,7 +272,7 @@ test_write_grows(void)
     CHECK(s1.map_size >= (size_t)(32 + N * M) * sizeof big, "the map is %zu bytes", s1.map_size);
     CHECK(records_count(st, id) == 32 + N * M, "every record is there");
     StoreTxn *t = begin(st, false);
-    CHECK(counter_read(t, id, "counter") == 32 + N * M, "the counter is exact");
+    CHECK(counter_read(t, id) == 32 + N * M, "the counter is exact");
     store_txn_abort(t);
     store_close(st);
 
@@ -562,7 +445,7 @@ puts_each(Store *st, uint32_t table, const char *prefix, int n)
             failed++;
             continue;
         }
-        if (put(t, table, key, "value", "o", 0) != STORE_OK) {
+        if (put(t, table, key, "value") != STORE_OK) {
             store_txn_abort(t);
             failed++;
         } else if (store_txn_commit(t) != STORE_OK) {
@@ -669,8 +552,6 @@ main(void)
 {
     if (!test_root_make("lmdb_test"))
         return 1;
-    test_not_a_store();
-    test_counts_upgrade();
     test_two_processes();
     test_map_resized_and_full();
     test_map_resized_while_opening();
