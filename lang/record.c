@@ -306,8 +306,10 @@ record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, L
         record_id_format(&id, &name);
         rc = lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
         buf_free(&name);
-    } else if (status) {
+    } else if (status == STORE_NOTFOUND) {
         rc = record_missing(status, def, &r->key, "writing a record", err);
+    } else if (status) {
+        rc = lang_store_error(status, "writing a record", err);
     }
 done:
     buf_free(&key);

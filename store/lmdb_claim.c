@@ -149,7 +149,7 @@ end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
          StoreRecord *out)
 {
     int64_t now = store_txn_now(txn);
-    int64_t extra[CNT_N] = {[CNT_RELEASES] = 1};
+    int64_t extra[CNT_N] = {[CNT_RELEASES] = r->claimed_until > now};
     r->hold = r->claimed_until = 0;
     r->consumer = r->instance = (StoreBytes){NULL, 0};
     r->since = r->changed = now;

@@ -1,26 +1,27 @@
 /* store.h — the storage backend interface of queuefs.
  *
  * A Store is a set of tables, each holding records, in one durable
- * environment that several processes may open at once.  The store knows
- * nothing of the query language: records are opaque byte strings under
- * opaque byte-string keys, and a table's definition is an opaque blob.  What
- * the store does know is the one thing a backend must do atomically and
- * fast — find the head of a queue — so every record of a queue carries a
- * *slot*: a claim-order key and the instant it next becomes claimable.
+ * environment that several processes (and, for a server backend, several
+ * hosts) may open at once.  The store knows nothing of the query language:
+ * a record's value is an opaque byte string under an opaque byte-string
+ * key, and a table's definition is an opaque blob.  What the store does
+ * know is the queue: the engine's columns of a queue record (StoreRecord:
+ * its attempts, its hold and who took it, its times, its claim order and
+ * NOT BEFORE instant) live beside the value, and only the queue primitives
+ * change them — a claim hands out the head in one call, a release, touch,
+ * retry or delete checks the hold it ends, and the counters, hold numbers,
+ * assigned identities and DEDUPLICATE windows are their side effects.  So
+ * a backend can claim in one statement, with no read-modify-write of the
+ * caller's between hosts.
  *
- *   - A record whose slot has wake_ns == 0 is *ready*: it is in the table's
- *     ready index, ordered by (order key, arrival sequence).
- *   - A record whose slot has wake_ns > 0 is *waiting* (held or delayed)
- *     until that instant: it is in the table's deadline index.  When a
- *     claim looks for the head (store_queue_head) every waiting entry whose
- *     instant has come is moved where its slot said first: into the ready
- *     index, on to a delay, or out of both indexes.  Nothing sweeps in the
- *     background.
- *   - A record stored with no slot (slot == NULL) is in neither index: a
- *     record of a collection, or a queue record that may never be handed out
- *     again.
- *
- * Finding the head is O(log n) whatever is held or delayed ahead of it.
+ *   - A queue record is *ready* (claimable, in claim order: its order key,
+ *     then arrival), *waiting* until an instant (held until its
+ *     claimed_until, or delayed until its not_before), or *retired* (at
+ *     the ATTEMPTS ceiling and not held).  A waiting record whose instant
+ *     has come moves on as a claim finds it — nothing sweeps in the
+ *     background — and finding the head is O(log n) whatever is held or
+ *     delayed ahead of it.
+ *   - A collection's records (StoreQueue NULL) are in no queue.
  *
  * Memory: byte strings the store returns (StoreBytes) point into the
  * backend's own memory and stay valid only until the next update in the
@@ -73,7 +74,7 @@ typedef struct StoreTxn StoreTxn;
 
 typedef enum StoreStatus {
     STORE_OK = 0,
-    STORE_NOTFOUND,   /* no such table, record or meta key */
+    STORE_NOTFOUND,   /* no such table or record */
     STORE_EXISTS,     /* a table of that name is already defined */
     STORE_FULL,       /* the environment cannot grow to hold the write */
     STORE_TOOBIG,     /* a key longer than STORE_MAX_KEY */
@@ -86,7 +87,7 @@ typedef enum StoreStatus {
     STORE_EXHAUSTED,  /* no identity is left to assign */
 } StoreStatus;
 
-/* The longest record key, order key or meta name, in bytes. */
+/* The longest record key, order key or group, in bytes. */
 #define STORE_MAX_KEY 400
 
 /* Bytes owned by the store; see "Memory" above. */
@@ -245,7 +246,7 @@ int64_t store_txn_now(StoreTxn *txn);
  *     add_one(StoreTxn *txn, void *ctx)
  *     {
  *         Job *j = ctx;
- *         return store_record_put(txn, j->table, j->key, j->value, NULL) ? -1 : 0;
+ *         return store_record_create(txn, j->table, NULL, &j->record) ? -1 : 0;
  *     }
  *     ...
  *     int rc = store_write(st, add_one, &job);   // 0: on disk
@@ -289,10 +290,11 @@ int store_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreByte
 int store_table_each(StoreTxn *txn,
                      int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
                      void *ctx);
-/* Removes the table, its records, its indexes and its meta entries. */
+/* Removes the table, its records, its indexes, counters, identities and
+ * DEDUPLICATE entries. */
 int store_table_drop(StoreTxn *txn, const char *name);
 /* Renames table "from" to "to": its id goes with the name, and so do its
- * records, indexes, meta entries and definition (kept as it is: a caller
+ * records, indexes, counters, identities and definition (kept as it is: a caller
  * whose definition holds the name redefines it).  STORE_NOTFOUND when
  * there is no table "from", STORE_EXISTS when "to" is taken (even by
  * "from"), STORE_TOOBIG when "to" is empty or too long. */
@@ -428,7 +430,7 @@ int store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreB
  * Errors as store_release. */
 int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
                 StoreRecord *out);
-/* Ends any hold of record "key" (counted as a release) and sets attempts
+/* Ends any hold of record "key" (a live one counted as a release) and sets attempts
  * back to 0, so a retired record is claimable again; not_before as for
  * store_release.  STORE_NOTFOUND when absent. */
 int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
