@@ -564,7 +564,11 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
     if ((rc = store_env_open(st, location, map_size, &what)))
         goto fail;
     what = "cannot read the store's format";
-    if ((rc = store_schema_open(st))) {
+    /* An upgrade rewrites every record in one transaction: the map grows
+     * for it as a write's would. */
+    while ((rc = store_schema_open(st)) == MDB_MAP_FULL && lmdb_map_grow(st) == 0)
+        ;
+    if (rc) {
         if (rc == MDB_INVALID || rc == MDB_INCOMPATIBLE) {
             store_open_message(errbuf, errlen, location,
                                "not a queuefs store, or of a newer format", 0);
