@@ -17,7 +17,8 @@
 #include "value.h"
 
 /* The engine's four fields on a queue record.  "hold" is the number of
- * the record's last hold (see hold_number_next): the N of held/ID~N. */
+ * the record's last hold (numbered store-wide, see holds.c): the N of
+ * held/ID~N. */
 #define FIELD_ATTEMPTS      "attempts"
 #define FIELD_CLAIMED_UNTIL "claimed_until"
 #define FIELD_CLAIMED_BY    "claimed_by"
@@ -125,11 +126,6 @@ LangErrorCode counter_add(StoreTxn *txn, const TableDef *def, const char *what, 
                           LangError *err);
 LangErrorCode counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out,
                           LangError *err);
-/* The number of a new hold, into "*out": 1 + the last one handed out on
- * the store.  Kept in the meta of table id 0, which no table ever has, so
- * no two holds on a store share a number: not in one table, not in two,
- * not across a drop and re-definition or a rename. */
-LangErrorCode hold_number_next(StoreTxn *txn, int64_t *out, LangError *err);
 
 /* Writes "r" to the store under its key, filing it in the queue indexes by
  * the queue rules: a dead record is in none; a held one waits for its

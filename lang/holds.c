@@ -1,6 +1,7 @@
-/* holds.c — holds: CLAIM (taking a hold, and the plan EXPLAIN reports),
- * RELEASE, RELEASE ALL and TOUCH (ending or extending one), and who signed
- * a hold.  All of the hold logic is here. */
+/* holds.c — holds: CLAIM (taking a hold, numbered by the store, and the
+ * plan EXPLAIN reports), RELEASE, RELEASE ALL and TOUCH (ending or
+ * extending one), who signed a hold, and giving back a claim nobody saw
+ * (lang_view_unclaim).  All of the hold logic is here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,22 @@ lang_claim_ceiling_check(const Stmt *st, LangError *err)
                               "CLAIM %lld is above the ceiling of %d records per claim",
                               (long long)st->u.claim.count, CLAIM_CEILING);
     return LANG_OK;
+}
+
+#define META_HOLDS "holds"
+
+/* The number of a new hold, into "*out": 1 + the last one handed out on
+ * the store.  Kept in the meta of table id 0, which no table ever has, so
+ * no two holds on a store share a number: not in one table, not in two,
+ * not across a drop and re-definition or a rename. */
+static LangErrorCode
+hold_number_next(StoreTxn *txn, int64_t *out, LangError *err)
+{
+    int64_t last;
+    if (meta_get_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), &last, err))
+        return err->code;
+    *out = last + 1;
+    return meta_put_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), *out, err);
 }
 
 /* The deadline of a hold on queue "def" taken or extended now: now + its
@@ -35,7 +52,7 @@ static LangErrorCode
 take_hold(Exec *x, const TableDef *def, Record *r, Value *results)
 {
     const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
-    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0, hold;
+    int64_t attempts = a && a->kind == VAL_INT ? a->u.i : 0, hold = 0;
     LangUnclaim *undo = x->s->undo;
     if (undo) {
         lang_unclaim_free(undo);
@@ -333,4 +350,65 @@ done:
     record_free(&r);
     table_def_free(&def);
     return lang_exec_answer_records(x, &results);
+}
+
+/* ---- giving back a claim nobody saw (lang_view_unclaim) ---- */
+
+void
+lang_unclaim_free(LangUnclaim *undo)
+{
+    free(undo->table);
+    buf_free(&undo->before);
+    buf_free(&undo->after);
+    *undo = (LangUnclaim){0};
+}
+
+/* What the unclaim transaction works from. */
+typedef struct Unclaim {
+    LangSession       *s;
+    const LangUnclaim *undo;
+    LangError         *err;
+} Unclaim;
+
+/* Puts the record back as it was before the claim, when the claim's form
+ * is still the stored one (see lang_view_unclaim): 0, or -1 with the
+ * error. */
+static int
+unclaim_run(StoreTxn *txn, void *ctx)
+{
+    Unclaim *u = ctx;
+    *u->err = (LangError){0};
+    TableDef def;
+    Record before = {0};
+    Buf key = {0};
+    StoreBytes stored;
+    LangError gone = {0};
+    if (table_def_load(txn, u->undo->table, &def, &gone))
+        return 0;   /* dropped since: nothing to give back */
+    StoreBytes bytes = {u->undo->before.data, u->undo->before.len};
+    if (!record_decode(bytes, &before, u->err)) {
+        record_key_encode(&before.key, &key);
+        int rc = store_record_get(txn, def.id, (StoreBytes){key.data, key.len}, &stored, NULL);
+        bool same = rc == STORE_OK && stored.len == u->undo->after.len &&
+                    memcmp(stored.data, u->undo->after.data, stored.len) == 0;
+        if (rc && rc != STORE_NOTFOUND)
+            lang_store_error(rc, "reading a claimed record", u->err);
+        else if (same && !record_store(txn, &def, &before, store_now(u->s->store),
+                                 u->err) &&
+                 !counter_add(txn, &def, COUNTER_CLAIMS, -1, u->err) && u->undo->lapsed)
+            counter_add(txn, &def, COUNTER_LAPSES, -1, u->err);
+    }
+    buf_free(&key);
+    record_free(&before);
+    table_def_free(&def);
+    return u->err->code ? -1 : 0;
+}
+
+LangErrorCode
+lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
+{
+    if (!undo->table)
+        return LANG_OK;
+    Unclaim u = {s, undo, err};
+    return lang_session_write(s, unclaim_run, &u, "committing", err);
 }

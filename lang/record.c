@@ -239,18 +239,6 @@ counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by, La
     return meta_put_i64(txn, def->id, what, strlen(what), n + by, err);
 }
 
-#define META_HOLDS "holds"
-
-LangErrorCode
-hold_number_next(StoreTxn *txn, int64_t *out, LangError *err)
-{
-    int64_t last;
-    if (meta_get_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), &last, err))
-        return err->code;
-    *out = last + 1;
-    return meta_put_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), *out, err);
-}
-
 LangErrorCode
 lang_store_error(int status, const char *what, LangError *err)
 {

@@ -88,64 +88,6 @@ lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclai
     return rc;
 }
 
-void
-lang_unclaim_free(LangUnclaim *undo)
-{
-    free(undo->table);
-    buf_free(&undo->before);
-    buf_free(&undo->after);
-    *undo = (LangUnclaim){0};
-}
-
-/* What the unclaim transaction works from. */
-typedef struct Unclaim {
-    LangSession       *s;
-    const LangUnclaim *undo;
-    LangError         *err;
-} Unclaim;
-
-/* Puts the record back as it was before the claim, when the claim's form
- * is still the stored one (see lang_view_unclaim): 0, or -1 with the
- * error. */
-static int
-unclaim_run(StoreTxn *txn, void *ctx)
-{
-    Unclaim *u = ctx;
-    *u->err = (LangError){0};
-    TableDef def;
-    Record before = {0};
-    Buf key = {0};
-    StoreBytes stored;
-    LangError gone = {0};
-    if (table_def_load(txn, u->undo->table, &def, &gone))
-        return 0;   /* dropped since: nothing to give back */
-    StoreBytes bytes = {u->undo->before.data, u->undo->before.len};
-    if (!record_decode(bytes, &before, u->err)) {
-        record_key_encode(&before.key, &key);
-        int rc = store_record_get(txn, def.id, (StoreBytes){key.data, key.len}, &stored, NULL);
-        bool same = rc == STORE_OK && stored.len == u->undo->after.len &&
-                    memcmp(stored.data, u->undo->after.data, stored.len) == 0;
-        if (rc && rc != STORE_NOTFOUND)
-            lang_store_error(rc, "reading a claimed record", u->err);
-        else if (same && !record_store(txn, &def, &before, store_now(lang_session_store(u->s)), u->err) &&
-                 !counter_add(txn, &def, COUNTER_CLAIMS, -1, u->err) && u->undo->lapsed)
-            counter_add(txn, &def, COUNTER_LAPSES, -1, u->err);
-    }
-    buf_free(&key);
-    record_free(&before);
-    table_def_free(&def);
-    return u->err->code ? -1 : 0;
-}
-
-LangErrorCode
-lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
-{
-    if (!undo->table)
-        return LANG_OK;
-    Unclaim u = {s, undo, err};
-    return lang_session_write(s, unclaim_run, &u, "committing", err);
-}
-
 /* Fills "info" from "def". */
 static void
 table_info(const TableDef *def, LangTableInfo *info)
