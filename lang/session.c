@@ -87,22 +87,6 @@ lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), void 
     s->interrupt_ctx = ctx;
 }
 
-LangErrorCode
-lang_table_name_check(const char *name, size_t len, LangError *err)
-{
-    if (len == 0 || len > LANG_TABLE_NAME_MAX)
-        return lang_error_set(err, LANG_PARSE_ERROR,
-                              "a table name is 1 to %d bytes, not %zu", LANG_TABLE_NAME_MAX, len);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-            return lang_error_set(err, LANG_PARSE_ERROR,
-                                  "a table name cannot hold control characters");
-    if (!utf8_valid(name, len))
-        return lang_error_set(err, LANG_PARSE_ERROR,
-                              "a table name must be valid UTF-8, as a statement spells it");
-    return LANG_OK;
-}
-
 void
 lang_session_set_name_rule(LangSession *s, LangNameRule rule, void *ctx)
 {

@@ -88,53 +88,6 @@ lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclai
     return rc;
 }
 
-void
-lang_unclaim_free(LangUnclaim *undo)
-{
-    free(undo->table);
-    buf_free(&undo->bytes);
-    *undo = (LangUnclaim){0};
-}
-
-/* What the unclaim transaction works from. */
-typedef struct Unclaim {
-    LangSession       *s;
-    const LangUnclaim *undo;
-    LangError         *err;
-} Unclaim;
-
-/* Puts the record back as it was before the claim, when the claim's hold
- * is still on it unchanged (see lang_view_unclaim): 0, or -1 with the
- * error. */
-static int
-unclaim_run(StoreTxn *txn, void *ctx)
-{
-    Unclaim *u = ctx;
-    *u->err = (LangError){0};
-    TableDef def;
-    LangError gone = {0};
-    if (table_def_load(txn, u->undo->table, &def, &gone))
-        return 0;   /* dropped since: nothing to give back */
-    StoreQueue q;
-    bool back;
-    int rc = def.is_queue ? store_unclaim(txn, record_queue(&def, &q), &u->undo->before,
-                                          u->undo->hold, &back)
-                          : STORE_OK;
-    if (rc)
-        lang_store_error(rc, "giving a claim back", u->err);
-    table_def_free(&def);
-    return u->err->code ? -1 : 0;
-}
-
-LangErrorCode
-lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
-{
-    if (!undo->table)
-        return LANG_OK;
-    Unclaim u = {s, undo, err};
-    return lang_session_write(s, unclaim_run, &u, "committing", err);
-}
-
 /* Fills "info" from "def". */
 static void
 table_info(const TableDef *def, LangTableInfo *info)
