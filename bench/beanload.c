@@ -158,6 +158,9 @@ setup(int i, void *arg)
     if (c->fd < 0 || connect(c->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
         perror("bench/beanload: connect");
         freeaddrinfo(ai);
+        if (c->fd >= 0)
+            close(c->fd);
+        free(c);
         return NULL;
     }
     freeaddrinfo(ai);

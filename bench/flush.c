@@ -35,6 +35,9 @@ setup(int i, void *arg)
     memset(w->block, 'q', sizeof w->block);
     if (w->fd < 0 || pwrite(w->fd, w->block, BLOCK, 0) != BLOCK || fsync(w->fd) != 0) {
         perror(w->path);
+        if (w->fd >= 0)
+            close(w->fd);
+        free(w);
         return NULL;
     }
     return w;

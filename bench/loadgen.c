@@ -70,6 +70,7 @@ setup(int i, void *arg)
     w->fd = open(path, O_WRONLY | O_APPEND);
     if (w->fd < 0) {
         perror(path);
+        free(w);
         return NULL;
     }
     /* The same lines every write: what varies is the store's work. */

@@ -75,7 +75,14 @@ setup(int i, void *arg)
     w->worker = i;
     w->new_fd = open_dir(cfg, "new");
     w->cur_fd = open_dir(cfg, "cur");
-    return w->new_fd < 0 || w->cur_fd < 0 ? NULL : w;
+    if (w->new_fd >= 0 && w->cur_fd >= 0)
+        return w;
+    if (w->new_fd >= 0)
+        close(w->new_fd);
+    if (w->cur_fd >= 0)
+        close(w->cur_fd);
+    free(w);
+    return NULL;
 }
 
 /* fsync of "fd" when durable: 0, or -1. */

@@ -253,7 +253,7 @@ mountpoint_usable(const char *mountpoint)
 static int
 run(struct fuse_args *args, const Options *o)
 {
-    StoreOptions store_opts = {.sync = true};
+    StoreOptions store_opts = {.sync = true, .upgrade = lang_record_upgrade};
     if (o->sync && strcmp(o->sync, "none") == 0) {
         store_opts.sync = false;
     } else if (o->sync && strcmp(o->sync, "full") != 0) {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../lang/unit_test.h"
+#include "../tests/unit_test.h"
 #include "nodes.h"
 
 /* The path of "ino", or the errno it fails with as "-N". */

@@ -73,7 +73,7 @@ main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    StoreOptions opts = {.sync = true};
+    StoreOptions opts = {.sync = true, .upgrade = lang_record_upgrade};
     int c;
     while ((c = getopt_long(argc, argv, "+ho:V", longopts, NULL)) != -1) {
         switch (c) {

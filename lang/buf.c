@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/be.h"
+
 static void
 out_of_memory(void)
 {
@@ -132,11 +134,8 @@ void
 buf_put_u64be(Buf *b, uint64_t v)
 {
     unsigned char bytes[8];
-    for (int i = 7; i >= 0; i--) {
-        bytes[i] = (unsigned char)(v & 0xff);
-        v >>= 8;
-    }
-    buf_append(b, bytes, 8);
+    be_put64(bytes, v);
+    buf_append(b, bytes, sizeof bytes);
 }
 
 void

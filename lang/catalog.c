@@ -225,6 +225,20 @@ owner_default(StoreTxn *txn, TableDef *def)
         def->gid = gid;
 }
 
+int
+table_def_decode(StoreBytes bytes, TableDef *def)
+{
+    Value o;
+    memset(def, 0, sizeof *def);
+    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
+        value_free(&o);
+        return -1;
+    }
+    table_def_from_value(&o, def);
+    value_free(&o);
+    return 0;
+}
+
 LangErrorCode
 table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
@@ -235,25 +249,30 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
     if (rc == STORE_NOTFOUND)
         return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
     if (rc)
-        return store_error(rc, "reading the catalog", err);
+        return lang_store_error(rc, "reading the catalog", err);
     if (def_cache_get(id, bytes, def)) {
         owner_default(txn, def);
         return LANG_OK;
     }
-    Value o;
-    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
-        value_free(&o);
+    if (table_def_decode(bytes, def) < 0)
         return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
                               name);
-    }
     def->id = id;
-    table_def_from_value(&o, def);
-    value_free(&o);
     if (!def->decl.name)
         def->decl.name = xstrdup(name);
     def_cache_put(bytes, def);
     owner_default(txn, def);
     return LANG_OK;
+}
+
+int
+lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def)
+{
+    Buf b = {0};
+    table_def_encode(def, &b);
+    int rc = store_table_redefine(txn, name, (StoreBytes){b.data, b.len});
+    buf_free(&b);
+    return rc;
 }
 
 void
@@ -291,7 +310,8 @@ is_plain_ident(const char *s)
     return true;
 }
 
-void
+/* Appends "name" as a statement would spell it: bare, or `backticked`. */
+static void
 ident_format(const char *name, Buf *out)
 {
     if (is_plain_ident(name)) {
@@ -311,18 +331,18 @@ ident_format(const char *name, Buf *out)
 static void
 path_format(const char *path, Buf *out)
 {
-    const char *dot;
-    while ((dot = strchr(path, '.'))) {
-        char *part = xstrndup(path, (size_t)(dot - path));
-        ident_format(part, out);
-        free(part);
-        buf_putc(out, '.');
-        path = dot + 1;
+    LangPath p;
+    lang_path_split(path, &p);
+    for (size_t i = 0; i < p.len; i++) {
+        if (i)
+            buf_putc(out, '.');
+        ident_format(p.parts[i], out);
     }
-    ident_format(path, out);
+    lang_path_free(&p);
 }
 
-void
+/* The statement that recreates the table: "DEFINE QUEUE jobs TIMEOUT 30s …". */
+static void
 table_def_statement(const TableDef *def, Buf *out)
 {
     const TableDecl *d = &def->decl;

@@ -1,7 +1,8 @@
 /* engine.h — what the pieces of lang/ share behind lang.h: table
  * definitions (catalog.c), the stored form of a record and the queue rules
- * that decide where it waits (record.c), and expression evaluation (expr.c).
- * Not a public interface. */
+ * that decide where it waits (record.c), expression evaluation (expr.c)
+ * and field paths (path.c).  What runs statements shares exec.h.  Not a
+ * public interface. */
 #ifndef QUEUEFS_ENGINE_H
 #define QUEUEFS_ENGINE_H
 
@@ -16,7 +17,7 @@
 #include "value.h"
 
 /* The engine's four fields on a queue record.  "hold" is the number of
- * the record's last hold (see hold_number_next): the N of held/ID~N. */
+ * the record's last hold (the store's, never reused): the N of held/ID~N. */
 #define FIELD_ATTEMPTS      "attempts"
 #define FIELD_CLAIMED_UNTIL "claimed_until"
 #define FIELD_CLAIMED_BY    "claimed_by"
@@ -56,47 +57,58 @@ typedef struct TableDef {
 LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
 /* Encodes "def" (without its id) for the store's catalog. */
 void table_def_encode(const TableDef *def, Buf *out);
+/* Stores "def" (table_def_encode) as the definition of table "name": a
+ * StoreStatus (STORE_NOTFOUND when there is no such table). */
+int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
 void table_def_free(TableDef *def);
-/* The statement that recreates the table: "DEFINE QUEUE jobs TIMEOUT 30s …". */
-void table_def_statement(const TableDef *def, Buf *out);
+/* Decodes a definition as table_def_encode wrote it into "def" (its id
+ * and name as stored; free with table_def_free): -1 when unreadable. */
+int table_def_decode(StoreBytes bytes, TableDef *def);
 /* The object INFO FOR TABLE answers. */
 Value table_def_info(const TableDef *def);
-/* Appends "name" as a statement would spell it: bare, or `backticked`. */
-void ident_format(const char *name, Buf *out);
 
 /* ---- stored records (record.c) ----
- * A stored record is the record's fields (the engine's included, `id`
- * excluded) plus, for a held queue record, the instance of the session that
- * holds it, which is never shown: it is how RELEASE ALL finds a session's
- * own unsigned holds. */
+ * A record is its identity and its fields, which lang encodes into the
+ * store's opaque value, and — on a queue — the engine's columns, which
+ * the store keeps beside it (StoreRecord) and only its queue primitives
+ * change.  Users see both as one object (record_view). */
 
 typedef struct Record {
-    Value   key;      /* VAL_INT or VAL_STRING */
-    Value   fields;   /* VAL_OBJECT */
-    char   *holder;   /* instance that took the live hold, or NULL */
-    int64_t since;    /* when it was created or last released (ns) */
-    int64_t written;  /* when its content was last written: created or updated */
-    int64_t changed;  /* when its hold last changed (claim, release, touch), or
-                       * it was created */
-    int64_t claimed;  /* when its last hold was taken (0: never) */
+    Value   key;        /* VAL_INT or VAL_STRING */
+    Value   fields;     /* VAL_OBJECT: the user's fields, the NOT BEFORE field
+                         * at the store's not_before when that is set */
+    int64_t attempts, hold, claimed_until, not_before;   /* see StoreRecord */
+    char   *consumer;   /* who signed the last hold, or NULL */
+    char   *instance;   /* the session that took it, or NULL */
+    int64_t since, written, changed, claimed;            /* see StoreRecord */
 } Record;
 
 void record_free(Record *r);
-/* Encodes the stored form of "r" (fields and holder). */
-void record_encode(const Record *r, Buf *out);
-/* Decodes a stored form into r->key, r->fields and r->holder. */
-LangErrorCode record_decode(StoreBytes bytes, Record *r, LangError *err);
-/* Decodes only the identity from a stored form; -1 when unreadable. */
-int record_decode_key(StoreBytes bytes, Value *key);
-/* The record as users see it: its fields plus `id`. */
+/* Reads the store's record "sr" of table "def" into "r" (freeing what "r"
+ * held).  StoreError when its value is unreadable. */
+LangErrorCode record_from_store(const StoreRecord *sr, const TableDef *def, Record *r,
+                                LangError *err);
+/* Decodes only the identity of the store's record "sr"; -1 when
+ * unreadable. */
+int record_key_from_store(const StoreRecord *sr, Value *key);
+/* The record as users see it: its fields, then on a queue the engine's
+ * (attempts once claimed; hold, claimed_until and claimed_by while a hold
+ * is not ended), then `id`. */
 Value record_view(const Record *r, const TableDef *def);
+/* The engine's field "name" of "r" as record_view shows it, into "*out"
+ * (false, nothing set, when it shows none). */
+bool record_engine_field(const Record *r, const char *name, Value *out);
+/* True for the names of the engine's fields. */
+bool record_is_engine_field(const char *name);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */
 void record_key_encode(const Value *key, Buf *out);
+/* What the store's queue primitives need of queue "def" (its table id,
+ * TIMEOUT, ATTEMPTS); NULL for a collection. */
+const StoreQueue *record_queue(const TableDef *def, StoreQueue *q);
 
-/* True when "r" is held at "now": claimed_until is a datetime after now. */
+/* True when "r" is held at "now". */
 bool record_is_held(const Record *r, int64_t now);
-/* The instant the queue's NOT BEFORE field delays "r" to, or 0 when it is
- * not delayed (no field declared, or its value is not a datetime). */
+/* The instant "r" is delayed to (its NOT BEFORE), or 0. */
 int64_t record_not_before(const Record *r, const TableDef *def);
 /* True when "r" has reached the queue's ATTEMPTS ceiling. */
 bool record_is_dead(const Record *r, const TableDef *def);
@@ -108,77 +120,45 @@ LangErrorCode record_fence(const TableDef *def, const Record *r, int64_t fence, 
  * or release, the end of a lapsed hold, and its NOT BEFORE instant. */
 int64_t record_available_at(const Record *r, const TableDef *def);
 
-/* An 8-byte big-endian integer kept in a table's meta under "name" (0 when
- * absent), and its update. */
-LangErrorCode meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
-                           int64_t *out, LangError *err);
-LangErrorCode meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len,
-                           int64_t value, LangError *err);
-
-/* The store's count of "what" (claims, releases, lapses, deletes) for a
- * table: kept in its meta, so every mount agrees. */
-#define COUNTER_CLAIMS   "count:claims"
-#define COUNTER_RELEASES "count:releases"
-#define COUNTER_LAPSES   "count:lapses"
-#define COUNTER_DELETES  "count:deletes"
-LangErrorCode counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by,
-                          LangError *err);
-LangErrorCode counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out,
-                          LangError *err);
-/* The number of a new hold, into "*out": 1 + the last one handed out on
- * the store.  Kept in the meta of table id 0, which no table ever has, so
- * no two holds on a store share a number: not in one table, not in two,
- * not across a drop and re-definition or a rename. */
-LangErrorCode hold_number_next(StoreTxn *txn, int64_t *out, LangError *err);
-
-/* Writes "r" to the store under its key, filing it in the queue indexes by
- * the queue rules: a dead record is in none; a held one waits for its
- * hold's end, and is then dead, delayed until its NOT BEFORE instant if
- * that is later, or ready; otherwise it waits until its NOT BEFORE instant,
- * or is ready now. */
-LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now,
+/* The value lang stores for "r" (its identity and fields) into "out", and
+ * the instant its NOT BEFORE field names into "*not_before" (0: none). */
+void record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before);
+/* Writes the fields of "r" to the store under its key — a new record when
+ * "create" (its columns start empty), else the existing one's value (its
+ * columns stay) — filed by the queue's PRIORITY BY and NOT BEFORE fields.
+ * TooLarge for content over RECORD_MAX_BYTES; RecordExists / NoSuchRecord
+ * when "create" finds it / does not; StoreError… as lang_store_error. */
+LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
                            LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
  * NoSuchRecord when absent. */
 LangErrorCode record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
                           LangError *err);
+/* NoSuchRecord naming record "key" of "def", for a store status that says
+ * it is absent (STORE_NOTFOUND, STORE_TOOBIG, STORE_CONFLICT for a fence);
+ * else as lang_store_error. */
+LangErrorCode record_missing(int status, const TableDef *def, const Value *key, const char *what,
+                             LangError *err);
 
 /* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
  * coercing datetime strings in place.  SchemaViolation when refused. */
 LangErrorCode record_validate(const TableDef *def, Value *fields, LangError *err);
 
-/* Maps a store status to a named error with "what" in the message. */
-LangErrorCode store_error(int status, const char *what, LangError *err);
+/* True when table "def" holds a record of identity "key". */
+bool record_exists(StoreTxn *txn, const TableDef *def, const Value *key);
 
-/* ---- sessions (eval.c) ---- */
+/* A list of store keys in one Buf, each after its length (4 bytes): what
+ * a statement collects to change or answer records after a walk. */
+/* Appends "key" to the list "keys". */
+void lang_keys_push(Buf *keys, StoreBytes key);
+/* The key at "*off" in "keys" into "*key" (pointing into "keys"), moving
+ * "*off" past it; false at the end of the list. */
+bool lang_keys_next(const Buf *keys, size_t *off, StoreBytes *key);
 
-struct LangSession;
-typedef void (*LangEmitFn)(void *ctx, const char *line, size_t len);
-
-/* Runs "stmts" as session "s" in one store transaction, emitting each
- * result once it has committed (as COMMIT does); does not free them. */
-LangErrorCode session_run(struct LangSession *s, Stmt **stmts, size_t n, LangEmitFn emit,
-                          void *ctx, LangError *err);
-Store *session_store(const struct LangSession *s);
-/* Runs one statement as the session would run it from text (queued inside
- * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
-LangErrorCode session_statement(struct LangSession *s, Stmt *st, LangEmitFn emit, void *ctx,
-                                LangError *err);
-
-/* ParseError unless "name" can name a table the session defines or
- * renames: lang_table_name_check, then the session's name rule. */
-LangErrorCode check_table_name(const struct LangSession *s, const char *name, LangError *err);
-/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
- * give the last one back (see lang_view_unclaim). */
-void session_capture_claim(struct LangSession *s, LangUnclaim *undo);
-
-/* The access a statement needs on the table it names. */
-enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
-
-/* PermissionDenied unless the session's caller may "want" on "def", as the
- * table's directory bits say (see lang_session_set_caller). */
-LangErrorCode check_access(const struct LangSession *s, const TableDef *def, int want,
-                           LangError *err);
+/* Maps store status "status" to a named error, with "what" (the work it
+ * stopped: "reading a record") in the message: StoreFull, TooLarge, or
+ * StoreError.  Returns the code. */
+LangErrorCode lang_store_error(int status, const char *what, LangError *err);
 
 /* ---- expressions (expr.c) ---- */
 
@@ -190,7 +170,25 @@ typedef struct EvalContext {
 /* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
  * failure, with "*out" VAL_NONE. */
 LangErrorCode expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
-/* The value at "parts" inside object "v" (NULL when absent). */
-const Value *value_path_get(const Value *v, char *const *parts, size_t len);
+
+/* ---- field paths (path.c) ---- */
+
+/* A field path "a.b.c" split into its parts. */
+typedef struct LangPath {
+    char  *copy;    /* the path, its dots made NULs */
+    char **parts;   /* the non-empty parts, pointing into "copy" */
+    size_t len;
+} LangPath;
+
+/* Splits "path" at its dots into "out" (free with lang_path_free); empty
+ * parts ("a..b") are left out. */
+void lang_path_split(const char *path, LangPath *out);
+void lang_path_free(LangPath *path);
+/* The value at "parts" inside object "v" (NULL when absent, or when a part
+ * on the way is not an object). */
+const Value *lang_path_get(const Value *v, char *const *parts, size_t len);
+/* Sets "v" (taking it) at "parts" inside object "o", making objects on the
+ * way (replacing what is not one). */
+void lang_path_set(Value *o, char *const *parts, size_t len, Value v);
 
 #endif

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../store/be.h"
+#include "engine.h"
 #include "lang.h"
-#include "unit_test.h"
+#include "../tests/unit_test.h"
 
 static void
 collect(void *ctx, const char *line, size_t len)
@@ -254,6 +256,74 @@ test_unowned_table(void)
     CHECK(system(cmd) == 0, "rm");
 }
 
+/* A record as lang stored it in a store of format 2: the engine's fields
+ * among the fields, the holder and times before the identity. */
+static void
+old_value(Buf *out, const char *holder, const Value *key, const Value *fields)
+{
+    unsigned char be[8];
+    buf_putc(out, 2);
+    buf_putc(out, (char)strlen(holder));
+    buf_puts(out, holder);
+    for (int i = 0; i < 4; i++) {
+        be_put64(be, (uint64_t)(1000 + i));   /* since, written, changed, claimed */
+        buf_append(out, be, 8);
+    }
+    Buf k = {0};
+    value_encode(key, &k);
+    be_put64(be, k.len);
+    buf_append(out, be, 8);
+    buf_append(out, k.data, k.len);
+    buf_free(&k);
+    value_encode(fields, out);
+}
+
+/* lang_record_upgrade turns a format-2 record into the store's columns and
+ * a value of its own fields. */
+static void
+test_record_upgrade(void)
+{
+    TableDef def = {.is_queue = true, .decl = {.name = "jobs", .timeout_ns = 1, .not_before = "run_at"}};
+    Buf d = {0}, v = {0};
+    table_def_encode(&def, &d);
+    Value key = value_int(7), fields = value_object(), by = value_object();
+    value_object_set(&fields, "url", value_cstring("a"));
+    value_object_set(&fields, "run_at", value_datetime(5000));
+    value_object_set(&fields, "attempts", value_int(2));
+    value_object_set(&fields, "hold", value_int(9));
+    value_object_set(&fields, "claimed_until", value_datetime(4000));
+    value_object_set(&by, "consumer", value_cstring("crawler"));
+    value_object_set(&by, "instance", value_cstring("i1"));
+    value_object_set(&fields, "claimed_by", by);
+    old_value(&v, "i1", &key, &fields);
+    StoreRecord r;
+    int rc = lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){v.data, v.len}, &r);
+    CHECK(rc == 0, "upgrade");
+    CHECK(r.attempts == 2 && r.hold == 9 && r.claimed_until == 4000 && r.not_before == 5000,
+          "columns: %lld %lld %lld %lld", (long long)r.attempts, (long long)r.hold,
+          (long long)r.claimed_until, (long long)r.not_before);
+    CHECK(r.since == 1000 && r.written == 1001 && r.changed == 1002 && r.claimed == 1003, "times");
+    CHECK(r.consumer.len == 7 && memcmp(r.consumer.data, "crawler", 7) == 0 &&
+              r.instance.len == 2 && memcmp(r.instance.data, "i1", 2) == 0,
+          "who holds it");
+    Record got = {0};
+    LangError err = {0};
+    StoreRecord with = r;
+    CHECK(record_from_store(&with, &def, &got, &err) == LANG_OK, "the new value reads");
+    Buf json = {0};
+    value_to_json(&got.fields, &json);
+    CHECK_STR(json.data, "{\"run_at\":\"1970-01-01T00:00:00.000005Z\",\"url\":\"a\"}");
+    CHECK(got.key.kind == VAL_INT && got.key.u.i == 7, "identity");
+    CHECK(lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){"\x09xx", 3}, &r) != 0,
+          "an unknown value is refused");
+    buf_free(&json);
+    record_free(&got);
+    value_free(&key);
+    value_free(&fields);
+    buf_free(&d);
+    buf_free(&v);
+}
+
 int
 main(void)
 {
@@ -284,5 +354,6 @@ main(void)
         CHECK(system(cmd) == 0, "rm");
     }
     test_unowned_table();
+    test_record_upgrade();
     return unit_test_summary();
 }

@@ -8,14 +8,6 @@
 
 #define NS_PER_SEC 1000000000LL
 
-const Value *
-value_path_get(const Value *v, char *const *parts, size_t len)
-{
-    for (size_t i = 0; i < len && v; i++)
-        v = v->kind == VAL_OBJECT ? value_object_get(v, parts[i]) : NULL;
-    return v;
-}
-
 static bool
 is_number(const Value *v)
 {
@@ -164,7 +156,7 @@ expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
         *out = value_clone(&e->u.literal);
         return LANG_OK;
     case EX_FIELD: {
-        const Value *v = cx->record ? value_path_get(cx->record, e->u.path.parts, e->u.path.len)
+        const Value *v = cx->record ? lang_path_get(cx->record, e->u.path.parts, e->u.path.len)
                                     : NULL;
         if (v)
             *out = value_clone(v);

@@ -95,6 +95,14 @@ void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), 
 LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
                                 LangEmit emit, void *ctx, LangError *err);
 
+/* Brings a record lang wrote in a store of format 2 up to date: pass it as
+ * StoreOptions.upgrade (ctx NULL) to every store_open of a store lang
+ * uses, so the first that opens an old store for writing converts it — the
+ * engine's fields, the holder and the times lang kept inside each
+ * record's value become the store's columns.  See StoreUpgradeFn. */
+int lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value,
+                        StoreRecord *out);
+
 /* ---- statements run piece by piece (the ctl file, queuefs-sql) ----
  * lang_session_exec runs all of its text before it returns, holding every
  * result line whole.  lang_session_start runs the same statements, in the
@@ -125,9 +133,9 @@ LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
  * and leave "out" as it was; an error met in a later piece of a streamed
  * result ends its line where it stopped (a valid JSON array) and is
  * returned.  Every error frees what was kept: nothing after it runs.
- * Memory kept lives until the work ends, lang_session_cancel or
- * lang_session_free.  SessionBusy (EBUSY) when the session still keeps
- * work from an earlier start. */
+ * Memory kept lives until the work ends or lang_session_free.
+ * SessionBusy (EBUSY) when the session still keeps work from an earlier
+ * start. */
 LangErrorCode lang_session_start(LangSession *s, const char *text, size_t len, Buf *out,
                                  size_t room, LangError *err);
 /* Goes on with the work kept: returns once "out" holds "room" bytes, the
@@ -143,9 +151,6 @@ LangErrorCode lang_session_continue(LangSession *s, Buf *out, size_t room, bool 
 bool lang_session_pending(const LangSession *s);
 /* True while that work is a CLAIM … WAIT still waiting. */
 bool lang_session_waiting(const LangSession *s);
-/* Drops the work kept, running none of it (a waiting claim claims
- * nothing). */
-void lang_session_cancel(LangSession *s);
 
 /* ---- the file view ----
  * What the mount's files do, each one statement's worth of work in its own
@@ -202,10 +207,6 @@ LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *
  * another consumer signed; "fence" as for delete. */
 LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key,
                               int64_t fence, LangError *err);
-/* CLAIM FROM "table" WAIT: blocks until a record is claimable and claims
- * it, appending it as for lang_view_claim.  Ends with Interrupted when the
- * session's interrupt hook says so. */
-LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err);
 /* Whether CLAIM FROM "table" may hand out a record now ("*yes"; true too
  * when in doubt: the claim decides), without claiming or taking the
  * writer lock, and the first instant a held or delayed record of it
@@ -214,13 +215,15 @@ LangErrorCode lang_view_wait(LangSession *s, const char *table, Buf *out, LangEr
 LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes,
                                   int64_t *next_wake, LangError *err);
 
-/* How to give back one claim: the claimed record's stored form before the
- * claim and the form the claim stored, and whether the claim counted a
- * lapse.  Zero-initialise; "table" is NULL when nothing was claimed. */
+/* How to give back one claim: the claimed record as it was before the
+ * claim (its columns; its key, consumer and instance held in "bytes") and
+ * the number of the hold the claim took.  Zero-initialise; "table" is
+ * NULL when nothing was claimed. */
 typedef struct LangUnclaim {
-    char *table;
-    Buf   before, after;
-    bool  lapsed;
+    char       *table;
+    StoreRecord before;
+    Buf         bytes;
+    int64_t     hold;
 } LangUnclaim;
 
 /* lang_view_claim, also filling "undo" (see LangUnclaim) for

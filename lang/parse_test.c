@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "parse.h"
-#include "unit_test.h"
+#include "../tests/unit_test.h"
 
 /* ---- rendering ---- */
 

@@ -1,48 +1,30 @@
-/* record.c — a record's stored form and the queue rules that decide where
- * it waits: held until its claimed_until, delayed until its NOT BEFORE
- * instant, dead at the ATTEMPTS ceiling, or ready. */
+/* record.c — a record as lang holds it: its identity and fields (the
+ * value lang gives the store) with the engine's columns the store keeps
+ * beside them; what users see of it; and the queue rules it obeys — held
+ * until its claimed_until, delayed until its NOT BEFORE instant, dead at
+ * the ATTEMPTS ceiling, or ready.  Also the schema checks of its fields. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/be.h"
 #include "engine.h"
 #include "lang.h"
 
-/* The stored form: a version byte, the holder instance (length byte and
- * bytes), the instant the record was created or last released (8 bytes),
- * the instants its content was written, its hold last changed and its
- * last hold was taken (8 bytes each; format 2, which the times of its
- * file come from), the identity (8-byte length, then value_encode form)
- * and the fields (value_encode form).  The identity travels with the
- * record so a walk or a claim can name it without decoding the store key.
- * Format 1 (no times) is still read: its times are its "since". */
-#define RECORD_FORMAT 2
-#define RECORD_FORMAT_UNTIMED 1
-
-/* The 8-byte big-endian integer at "p". */
-static int64_t
-get_i64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return (int64_t)v;
-}
-
-/* The bytes between the holder and the identity's length: 8 in format 1,
- * 32 in format 2; 0 for a version this build does not read. */
-static size_t
-times_len(unsigned char version)
-{
-    return version == RECORD_FORMAT ? 32 : version == RECORD_FORMAT_UNTIMED ? 8 : 0;
-}
+/* The value lang stores: a version byte, the identity (8-byte length, then
+ * value_encode form), then the fields (value_encode form).  The identity
+ * travels with the record so a walk or a claim can name it without
+ * decoding the store key.  (Versions 1 and 2 also held the engine's
+ * fields, a holder and times: record_upgrade turns them into columns.) */
+#define RECORD_VALUE_FORMAT 3
 
 void
 record_free(Record *r)
 {
     value_free(&r->key);
     value_free(&r->fields);
-    free(r->holder);
-    r->holder = NULL;
+    free(r->consumer);
+    free(r->instance);
+    r->consumer = r->instance = NULL;
 }
 
 void
@@ -51,138 +33,161 @@ record_key_encode(const Value *key, Buf *out)
     value_key_encode(key, false, out);
 }
 
-void
-record_encode(const Record *r, Buf *out)
+/* A NUL-terminated copy of "b", or NULL when it is empty. */
+static char *
+bytes_dup(StoreBytes b)
 {
-    size_t hlen = r->holder ? strlen(r->holder) : 0;
-    if (hlen > 255)
-        hlen = 255;
-    buf_putc(out, RECORD_FORMAT);
-    buf_putc(out, (char)hlen);
-    buf_append(out, r->holder ? r->holder : "", hlen);
-    buf_put_u64be(out, (uint64_t)r->since);
-    buf_put_u64be(out, (uint64_t)r->written);
-    buf_put_u64be(out, (uint64_t)r->changed);
-    buf_put_u64be(out, (uint64_t)r->claimed);
-    Buf key = {0};
-    value_encode(&r->key, &key);
-    buf_put_u64be(out, key.len);
-    buf_append(out, key.data, key.len);
-    buf_free(&key);
-    value_encode(&r->fields, out);
+    return b.len ? xstrndup(b.data, b.len) : NULL;
 }
 
-LangErrorCode
-record_decode(StoreBytes bytes, Record *r, LangError *err)
+/* Decodes identity and fields from value bytes of RECORD_VALUE_FORMAT. */
+static int
+value_decode_record(StoreBytes v, Value *key, Value *fields)
 {
-    const unsigned char *p = bytes.data;
-    size_t n = bytes.len, tl;
-    if (n < 2 || !(tl = times_len(p[0])) || n < 2u + p[1] + tl + 8u)
-        goto bad;
-    size_t hlen = p[1];
-    free(r->holder);
-    r->holder = hlen ? xstrndup((const char *)p + 2, hlen) : NULL;
-    p += 2 + hlen;
-    n -= 2 + hlen;
-    r->since = get_i64(p);
-    if (tl == 32) {
-        r->written = get_i64(p + 8);
-        r->changed = get_i64(p + 16);
-        r->claimed = get_i64(p + 24);
-    } else {
-        r->written = r->changed = r->since;
-        r->claimed = 0;
-    }
-    p += tl;
-    n -= tl;
-    uint64_t klen = (uint64_t)get_i64(p);
-    p += 8;
-    n -= 8;
-    if (klen > n)
-        goto bad;
-    value_free(&r->key);
-    value_free(&r->fields);
-    if (value_decode(p, (size_t)klen, &r->key) < 0 ||
-        value_decode(p + klen, n - (size_t)klen, &r->fields) < 0 ||
-        r->fields.kind != VAL_OBJECT)
-        goto bad;
-    return LANG_OK;
-bad:
-    return lang_error_set(err, LANG_STORE_ERROR, "a stored record is unreadable");
+    const unsigned char *p = v.data;
+    if (v.len < 9 || p[0] != RECORD_VALUE_FORMAT)
+        return -1;
+    uint64_t klen = be_get64(p + 1);
+    if (klen > v.len - 9 ||
+        value_decode(p + 9, (size_t)klen, key) < 0 ||
+        value_decode(p + 9 + klen, v.len - 9 - (size_t)klen, fields) < 0 ||
+        fields->kind != VAL_OBJECT)
+        return -1;
+    return 0;
 }
 
 int
-record_decode_key(StoreBytes bytes, Value *key)
+record_key_from_store(const StoreRecord *sr, Value *key)
 {
-    const unsigned char *p = bytes.data;
-    size_t n = bytes.len, tl;
-    if (n < 2 || !(tl = times_len(p[0])) || n < 2u + p[1] + tl + 8u)
+    const unsigned char *p = sr->value.data;
+    if (sr->value.len < 9 || p[0] != RECORD_VALUE_FORMAT)
         return -1;
-    size_t skip = 2 + (size_t)p[1] + tl;
-    p += skip;
-    n -= skip;
-    uint64_t klen = (uint64_t)get_i64(p);
-    if (klen > n - 8)
-        return -1;
-    return value_decode(p + 8, (size_t)klen, key);
+    uint64_t klen = be_get64(p + 1);
+    return klen > sr->value.len - 9 ? -1 : value_decode(p + 9, (size_t)klen, key);
+}
+
+/* The NOT BEFORE field of "def" set in "fields" to "at". */
+static void
+set_not_before(const TableDef *def, Value *fields, int64_t at)
+{
+    LangPath path;
+    lang_path_split(def->decl.not_before, &path);
+    lang_path_set(fields, path.parts, path.len, value_datetime(at));
+    lang_path_free(&path);
+}
+
+LangErrorCode
+record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, LangError *err)
+{
+    record_free(r);
+    if (value_decode_record(sr->value, &r->key, &r->fields) < 0) {
+        value_free(&r->key);
+        value_free(&r->fields);
+        return lang_error_set(err, LANG_STORE_ERROR, "a stored record is unreadable");
+    }
+    r->attempts = sr->attempts;
+    r->hold = sr->hold;
+    r->claimed_until = sr->claimed_until;
+    r->not_before = sr->not_before;
+    r->consumer = bytes_dup(sr->consumer);
+    r->instance = bytes_dup(sr->instance);
+    r->since = sr->since;
+    r->written = sr->written;
+    r->changed = sr->changed;
+    r->claimed = sr->claimed;
+    if (r->not_before && def->is_queue && def->decl.not_before)
+        set_not_before(def, &r->fields, r->not_before);
+    return LANG_OK;
+}
+
+bool
+record_is_engine_field(const char *name)
+{
+    return strcmp(name, FIELD_ATTEMPTS) == 0 || strcmp(name, FIELD_CLAIMED_UNTIL) == 0 ||
+           strcmp(name, FIELD_CLAIMED_BY) == 0 || strcmp(name, FIELD_HOLD) == 0;
+}
+
+bool
+record_engine_field(const Record *r, const char *name, Value *out)
+{
+    if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
+        *out = value_int(r->attempts);
+    } else if (!r->claimed_until) {
+        return false;
+    } else if (strcmp(name, FIELD_HOLD) == 0) {
+        *out = value_int(r->hold);
+    } else if (strcmp(name, FIELD_CLAIMED_UNTIL) == 0) {
+        *out = value_datetime(r->claimed_until);
+    } else if (strcmp(name, FIELD_CLAIMED_BY) == 0 && r->consumer) {
+        *out = value_object();
+        value_object_set(out, "consumer", value_cstring(r->consumer));
+        value_object_set(out, "instance", value_cstring(r->instance ? r->instance : ""));
+    } else {
+        return false;
+    }
+    return true;
 }
 
 Value
 record_view(const Record *r, const TableDef *def)
 {
-    Value v = value_clone(&r->fields);
+    static const char *const shown[] = {FIELD_ATTEMPTS, FIELD_HOLD, FIELD_CLAIMED_UNTIL,
+                                        FIELD_CLAIMED_BY};
+    Value v = value_clone(&r->fields), f;
+    for (size_t i = 0; def->is_queue && i < sizeof shown / sizeof *shown; i++)
+        if (record_engine_field(r, shown[i], &f))
+            value_object_set(&v, shown[i], f);
     value_object_set(&v, "id", value_record(def->decl.name, value_clone(&r->key)));
     return v;
+}
+
+const StoreQueue *
+record_queue(const TableDef *def, StoreQueue *q)
+{
+    if (!def->is_queue)
+        return NULL;
+    *q = (StoreQueue){.table = def->id, .timeout_ns = def->decl.timeout_ns,
+                      .max_attempts = def->decl.attempts};
+    return q;
 }
 
 bool
 record_is_held(const Record *r, int64_t now)
 {
-    const Value *until = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL);
-    return until && until->kind == VAL_DATETIME && until->u.ns > now;
-}
-
-/* The value at dotted "path" in object "o", or NULL. */
-static const Value *
-field_at(const Value *o, const char *path)
-{
-    if (!strchr(path, '.'))
-        return value_object_get(o, path);
-    char *copy = xstrdup(path), *parts[64];
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(copy, ".", &save); tok && n < 64;
-         tok = strtok_r(NULL, ".", &save))
-        parts[n++] = tok;
-    const Value *v = value_path_get(o, parts, n);
-    free(copy);
-    return v;
+    return r->claimed_until > now;
 }
 
 int64_t
 record_not_before(const Record *r, const TableDef *def)
 {
-    if (!def->decl.not_before)
+    return def->decl.not_before ? r->not_before : 0;
+}
+
+/* The instant the NOT BEFORE field of "fields" names, or 0. */
+static int64_t
+fields_not_before(const TableDef *def, const Value *fields)
+{
+    if (!def->is_queue || !def->decl.not_before)
         return 0;
-    const Value *v = field_at(&r->fields, def->decl.not_before);
+    LangPath path;
+    lang_path_split(def->decl.not_before, &path);
+    const Value *v = lang_path_get(fields, path.parts, path.len);
+    lang_path_free(&path);
     return v && v->kind == VAL_DATETIME ? v->u.ns : 0;
 }
 
 bool
 record_is_dead(const Record *r, const TableDef *def)
 {
-    if (!def->decl.attempts)
-        return false;
-    const Value *a = value_object_get(&r->fields, FIELD_ATTEMPTS);
-    return a && a->kind == VAL_INT && a->u.i >= def->decl.attempts;
+    return def->decl.attempts && r->attempts >= def->decl.attempts;
 }
 
 LangErrorCode
 record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now, LangError *err)
 {
-    const Value *h = value_object_get(&r->fields, FIELD_HOLD);
     bool held = record_is_held(r, now);
     if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && record_is_dead(r, def)) ||
-        (fence > 0 && held && h && h->kind == VAL_INT && h->u.i == fence))
+        (fence > 0 && held && r->hold == fence))
         return LANG_OK;
     RecordId id = {def->decl.name, (Value *)&r->key};
     Buf name = {0};
@@ -200,72 +205,14 @@ int64_t
 record_available_at(const Record *r, const TableDef *def)
 {
     int64_t at = r->since;
-    const Value *until = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL);
-    if (until && until->kind == VAL_DATETIME && until->u.ns > at)
-        at = until->u.ns;
+    if (r->claimed_until > at)
+        at = r->claimed_until;
     int64_t nb = record_not_before(r, def);
     return nb > at ? nb : at;
 }
 
 LangErrorCode
-meta_get_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_t *out,
-             LangError *err)
-{
-    StoreBytes v;
-    *out = 0;
-    int rc = store_meta_get(txn, table, (StoreBytes){name, len}, &v);
-    if (rc == STORE_NOTFOUND)
-        return LANG_OK;
-    if (rc)
-        return store_error(rc, "reading table meta", err);
-    const unsigned char *p = v.data;
-    uint64_t u = 0;
-    for (size_t i = 0; i < 8 && i < v.len; i++)
-        u = u << 8 | p[i];
-    *out = (int64_t)u;
-    return LANG_OK;
-}
-
-LangErrorCode
-meta_put_i64(StoreTxn *txn, uint32_t table, const void *name, size_t len, int64_t value,
-             LangError *err)
-{
-    Buf b = {0};
-    buf_put_u64be(&b, (uint64_t)value);
-    int rc = store_meta_put(txn, table, (StoreBytes){name, len}, (StoreBytes){b.data, b.len});
-    buf_free(&b);
-    return rc ? store_error(rc, "writing table meta", err) : LANG_OK;
-}
-
-LangErrorCode
-counter_get(StoreTxn *txn, const TableDef *def, const char *what, int64_t *out, LangError *err)
-{
-    return meta_get_i64(txn, def->id, what, strlen(what), out, err);
-}
-
-LangErrorCode
-counter_add(StoreTxn *txn, const TableDef *def, const char *what, int64_t by, LangError *err)
-{
-    int64_t n;
-    if (counter_get(txn, def, what, &n, err))
-        return err->code;
-    return meta_put_i64(txn, def->id, what, strlen(what), n + by, err);
-}
-
-#define META_HOLDS "holds"
-
-LangErrorCode
-hold_number_next(StoreTxn *txn, int64_t *out, LangError *err)
-{
-    int64_t last;
-    if (meta_get_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), &last, err))
-        return err->code;
-    *out = last + 1;
-    return meta_put_i64(txn, 0, META_HOLDS, strlen(META_HOLDS), *out, err);
-}
-
-LangErrorCode
-store_error(int status, const char *what, LangError *err)
+lang_store_error(int status, const char *what, LangError *err)
 {
     switch (status) {
     case STORE_FULL:
@@ -281,50 +228,94 @@ store_error(int status, const char *what, LangError *err)
 }
 
 LangErrorCode
-record_store(StoreTxn *txn, const TableDef *def, const Record *r, int64_t now, LangError *err)
+record_missing(int status, const TableDef *def, const Value *key, const char *what,
+               LangError *err)
+{
+    if (status != STORE_NOTFOUND && status != STORE_TOOBIG && status != STORE_CONFLICT)
+        return lang_store_error(status, what, err);
+    RecordId id = {def->decl.name, (Value *)key};
+    Buf name = {0};
+    record_id_format(&id, &name);
+    if (status == STORE_CONFLICT)
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by that hold", name.data);
+    else
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "no record %s", name.data);
+    buf_free(&name);
+    return LANG_NO_SUCH_RECORD;
+}
+
+/* The claim-order key of "fields" on queue "def": the PRIORITY BY field's
+ * order encoding (cut to fit a key), or empty (the identity's order). */
+static void
+order_key(const TableDef *def, const Value *fields, Buf *out)
+{
+    if (!def->is_queue || !def->decl.priority_by)
+        return;
+    LangPath path;
+    lang_path_split(def->decl.priority_by, &path);
+    const Value *p = lang_path_get(fields, path.parts, path.len);
+    lang_path_free(&path);
+    Value none = value_none();
+    value_key_encode(p ? p : &none, true, out);
+    if (out->len > STORE_MAX_KEY - 16)
+        out->len = STORE_MAX_KEY - 16;
+}
+
+/* The value bytes of identity "key" and "fields" (RECORD_VALUE_FORMAT). */
+static void
+value_encode_record(const Value *key, const Value *fields, Buf *out)
+{
+    Buf kb = {0};
+    value_encode(key, &kb);
+    buf_putc(out, RECORD_VALUE_FORMAT);
+    buf_put_u64be(out, kb.len);
+    buf_append(out, kb.data, kb.len);
+    buf_free(&kb);
+    value_encode(fields, out);
+}
+
+void
+record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before)
+{
+    value_encode_record(&r->key, &r->fields, out);
+    *not_before = fields_not_before(def, &r->fields);
+}
+
+LangErrorCode
+record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
 {
     Buf key = {0}, val = {0}, order = {0};
     record_key_encode(&r->key, &key);
-    record_encode(r, &val);
+    value_encode_record(&r->key, &r->fields, &val);
+    LangErrorCode rc = LANG_OK;
     if (val.len > RECORD_MAX_BYTES) {
-        buf_free(&key);
-        buf_free(&val);
-        return lang_error_set(err, LANG_TOO_LARGE, "a record is larger than %zu MiB",
-                              RECORD_MAX_BYTES >> 20);
+        rc = lang_error_set(err, LANG_TOO_LARGE, "a record is larger than %zu MiB",
+                            RECORD_MAX_BYTES >> 20);
+        goto done;
     }
-    StoreSlot slot, *slotp = NULL;
-    if (def->is_queue) {
-        bool held = record_is_held(r, now);
-        if (held || !record_is_dead(r, def)) {
-            if (def->decl.priority_by) {
-                const Value *p = field_at(&r->fields, def->decl.priority_by);
-                Value none = value_none();
-                value_key_encode(p ? p : &none, true, &order);
-                if (order.len > STORE_MAX_KEY - 16)
-                    order.len = STORE_MAX_KEY - 16;
-            } else {
-                buf_append(&order, key.data, key.len);
-            }
-            /* A hold waits for its end; then the record is dead (at the
-             * ceiling), delayed (NOT BEFORE later still) or ready. */
-            int64_t wake = 0, then = 0;
-            int64_t nb = record_not_before(r, def);
-            if (held) {
-                wake = value_object_get(&r->fields, FIELD_CLAIMED_UNTIL)->u.ns;
-                then = record_is_dead(r, def) ? STORE_SLOT_RETIRE : nb > wake ? nb : 0;
-            } else if (nb > now) {
-                wake = nb;
-            }
-            slot = (StoreSlot){order.data, order.len, wake, held, then};
-            slotp = &slot;
-        }
+    order_key(def, &r->fields, &order);
+    StoreQueue q;
+    StoreRecord sr = {.key = {key.data, key.len}, .value = {val.data, val.len},
+                      .order = {order.data, order.len},
+                      .not_before = fields_not_before(def, &r->fields)};
+    int status = create ? store_record_create(txn, def->id, record_queue(def, &q), &sr)
+                        : store_record_update(txn, def->id, record_queue(def, &q), &sr);
+    if (status == STORE_EXISTS) {
+        RecordId id = {def->decl.name, (Value *)&r->key};
+        Buf name = {0};
+        record_id_format(&id, &name);
+        rc = lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+        buf_free(&name);
+    } else if (status == STORE_NOTFOUND) {
+        rc = record_missing(status, def, &r->key, "writing a record", err);
+    } else if (status) {
+        rc = lang_store_error(status, "writing a record", err);
     }
-    int rc = store_record_put(txn, def->id, (StoreBytes){key.data, key.len},
-                              (StoreBytes){val.data, val.len}, slotp);
+done:
     buf_free(&key);
     buf_free(&val);
     buf_free(&order);
-    return rc ? store_error(rc, "writing a record", err) : LANG_OK;
+    return rc;
 }
 
 LangErrorCode
@@ -332,20 +323,12 @@ record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r, Lan
 {
     Buf kb = {0};
     record_key_encode(key, &kb);
-    StoreBytes val;
-    int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &val, NULL);
+    StoreRecord sr;
+    int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &sr);
     buf_free(&kb);
-    if (rc == STORE_NOTFOUND || rc == STORE_TOOBIG) {
-        RecordId id = {def->decl.name, (Value *)key};
-        Buf name = {0};
-        record_id_format(&id, &name);
-        lang_error_set(err, LANG_NO_SUCH_RECORD, "no record %s", name.data);
-        buf_free(&name);
-        return LANG_NO_SUCH_RECORD;
-    }
     if (rc)
-        return store_error(rc, "reading a record", err);
-    if (record_decode(val, r, err))
+        return record_missing(rc, def, key, "reading a record", err);
+    if (record_from_store(&sr, def, r, err))
         return err->code;
     value_free(&r->key);
     r->key = value_clone(key);
@@ -415,12 +398,11 @@ type_accepts(const char *type, Value *v)
 static Value *
 field_slot(Value *o, const char *path)
 {
-    char *copy = xstrdup(path), *save = NULL;
-    Value *cur = o;
-    for (char *tok = strtok_r(copy, ".", &save); tok && cur; tok = strtok_r(NULL, ".", &save))
-        cur = cur->kind == VAL_OBJECT ? (Value *)value_object_get(cur, tok) : NULL;
-    free(copy);
-    return cur;
+    LangPath p;
+    lang_path_split(path, &p);
+    Value *v = (Value *)lang_path_get(o, p.parts, p.len);
+    lang_path_free(&p);
+    return v;
 }
 
 /* True when top-level field "name" is declared, as itself or as the first
@@ -437,12 +419,6 @@ field_declared(const TableDef *def, const char *name)
     return false;
 }
 
-static bool
-is_engine_field(const char *name)
-{
-    return strcmp(name, FIELD_ATTEMPTS) == 0 || strcmp(name, FIELD_CLAIMED_UNTIL) == 0 ||
-           strcmp(name, FIELD_CLAIMED_BY) == 0 || strcmp(name, FIELD_HOLD) == 0;
-}
 
 LangErrorCode
 record_validate(const TableDef *def, Value *fields, LangError *err)
@@ -451,7 +427,7 @@ record_validate(const TableDef *def, Value *fields, LangError *err)
     if (def->decl.schema == SCHEMA_FULL) {
         for (size_t i = 0; i < fields->u.obj.len; i++) {
             const char *k = fields->u.obj.keys[i];
-            if (def->is_queue && is_engine_field(k))
+            if (def->is_queue && record_is_engine_field(k))
                 continue;
             if (!field_declared(def, k))
                 return lang_error_set(err, LANG_SCHEMA_VIOLATION,
@@ -471,4 +447,35 @@ record_validate(const TableDef *def, Value *fields, LangError *err)
                                   table, f->type, value_kind_name(v->kind));
     }
     return LANG_OK;
+}
+
+bool
+record_exists(StoreTxn *txn, const TableDef *def, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    StoreRecord r;
+    int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &r);
+    buf_free(&kb);
+    return rc == STORE_OK;
+}
+
+void
+lang_keys_push(Buf *keys, StoreBytes key)
+{
+    uint32_t len = (uint32_t)key.len;
+    buf_append(keys, &len, sizeof len);
+    buf_append(keys, key.data, key.len);
+}
+
+bool
+lang_keys_next(const Buf *keys, size_t *off, StoreBytes *key)
+{
+    uint32_t len;
+    if (*off >= keys->len)
+        return false;
+    memcpy(&len, keys->data + *off, sizeof len);
+    *key = (StoreBytes){keys->data + *off + sizeof len, len};
+    *off += sizeof len + len;
+    return true;
 }

@@ -5,25 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "lang.h"
+#include "exec.h"
 
-/* Runs "fn" in a read transaction on the session's store, with "table"
- * loaded (a queue, unless "any_kind"). */
+/* Runs "fn" in a read transaction on the session's store, with queue
+ * "table" loaded for reading. */
 static LangErrorCode
-with_table(LangSession *s, const char *table, bool any_kind,
+with_queue(LangSession *s, const char *table,
            LangErrorCode (*fn)(StoreTxn *txn, const TableDef *def, void *ctx), void *ctx,
            LangError *err)
 {
     StoreTxn *txn;
-    int rc = store_txn_begin(session_store(s), false, &txn);
-    if (rc)
-        return store_error(rc, "beginning a transaction", err);
+    if (lang_session_read(s, &txn, err))
+        return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
-        if (!def.is_queue && !any_kind)
-            lang_error_set(err, LANG_WRONG_KIND, "'%s' is a collection, not a queue", table);
-        else
+    if (!table_def_load(txn, table, &def, err) &&
+        !lang_access_check(s, &def, ACCESS_READ, err)) {
+        if (!lang_queue_check(&def, table, err))
             fn(txn, &def, ctx);
         table_def_free(&def);
     }
@@ -38,16 +35,16 @@ typedef struct Figures {
     int64_t now;
     int64_t records, ready, held, delayed, dead;
     int64_t oldest_ready;     /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];      /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
 static int
-count_record(void *ctx, StoreBytes key, StoreBytes value)
+count_record(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     Figures *f = ctx;
     Record r = {0};
-    if (record_decode(value, &r, f->err))
+    if (record_from_store(sr, f->def, &r, f->err))
         return 1;
     f->records++;
     if (record_is_held(&r, f->now)) {
@@ -77,7 +74,7 @@ scan_figures(StoreTxn *txn, Figures *f)
     int rc = store_record_each(txn, f->def->id, (StoreBytes){NULL, 0}, count_record, f);
     if (f->err->code)
         return f->err->code;
-    return rc ? store_error(rc, "counting records", f->err) : LANG_OK;
+    return rc ? lang_store_error(rc, "counting records", f->err) : LANG_OK;
 }
 
 /* The figures from the store's counts, in O(log n) (by counting every
@@ -87,9 +84,13 @@ static LangErrorCode
 count_figures(StoreTxn *txn, Figures *f)
 {
     StoreQueueCounts c;
-    int rc = store_queue_counts(txn, f->def->id, f->now, &c);
+    int rc = store_queue_counts(txn, f->def->id, &c);
     if (rc)
-        return store_error(rc, "counting records", f->err);
+        return lang_store_error(rc, "counting records", f->err);
+    f->counters[0] = (int64_t)c.claims;
+    f->counters[1] = (int64_t)c.releases;
+    f->counters[2] = (int64_t)c.lapses;
+    f->counters[3] = (int64_t)c.deletes;
     if (c.unsorted) {
         if (scan_figures(txn, f))
             return f->err->code;
@@ -102,11 +103,11 @@ count_figures(StoreTxn *txn, Figures *f)
     }
     if (!c.has_head || !f->ready)
         return LANG_OK;
-    StoreBytes val;
+    StoreRecord sr;
     Record r = {0};
-    if ((rc = store_record_get(txn, f->def->id, c.head_key, &val, NULL)))
-        return store_error(rc, "reading the head of the queue", f->err);
-    if (!record_decode(val, &r, f->err))
+    if ((rc = store_record_get(txn, f->def->id, c.head_key, &sr)))
+        return lang_store_error(rc, "reading the head of the queue", f->err);
+    if (!record_from_store(&sr, f->def, &r, f->err))
         f->oldest_ready = record_available_at(&r, f->def);
     record_free(&r);
     return f->err->code;
@@ -117,7 +118,8 @@ static LangErrorCode
 queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
 {
     StatsOut *so = ctx;
-    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, so->err};
+    so->now = store_txn_now(txn);
+    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, {0}, so->err};
     if (count_figures(txn, &f))
         return so->err->code;
     Value o = value_object();
@@ -131,20 +133,9 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
                      ? (double)(so->now - f.oldest_ready) / 1e9
                      : 0.0;
     value_object_set(&o, "oldest_ready_age_seconds", value_float(age));
-    static const struct {
-        const char *name, *counter;
-    } counters[] = {{"claims", COUNTER_CLAIMS},
-                    {"releases", COUNTER_RELEASES},
-                    {"lapses", COUNTER_LAPSES},
-                    {"deletes", COUNTER_DELETES}};
-    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
-        int64_t n;
-        if (counter_get(txn, def, counters[i].counter, &n, so->err)) {
-            value_free(&o);
-            return so->err->code;
-        }
-        value_object_set(&o, counters[i].name, value_int(n));
-    }
+    static const char *const counters[] = {"claims", "releases", "lapses", "deletes"};
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
+        value_object_set(&o, counters[i], value_int(f.counters[i]));
     *so->out = o;
     return LANG_OK;
 }
@@ -153,8 +144,8 @@ LangErrorCode
 lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err)
 {
     Value o = value_none();
-    StatsOut so = {store_now(session_store(s)), &o, err};
-    if (with_table(s, table, false, queue_figures, &so, err))
+    StatsOut so = {store_now(lang_session_store(s)), &o, err};
+    if (with_queue(s, table, queue_figures, &so, err))
         return err->code;
     value_to_json(&o, out);
     buf_putc(out, '\n');
@@ -176,8 +167,8 @@ gather_queue(void *ctx, const char *name)
     Metrics *m = ctx;
     Value o = value_none();
     LangError err = {0};
-    StatsOut so = {store_now(session_store(m->s)), &o, &err};
-    with_table(m->s, name, false, queue_figures, &so, &err);
+    StatsOut so = {store_now(lang_session_store(m->s)), &o, &err};
+    with_queue(m->s, name, queue_figures, &so, &err);
     if (err.code == LANG_OK)
         value_array_push(&m->queues, o);
     else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE &&
@@ -251,22 +242,16 @@ typedef struct HeldWalk {
 } HeldWalk;
 
 static int
-held_entry(void *ctx, StoreBytes key, int64_t wake_ns)
+held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
 {
     HeldWalk *w = ctx;
     if (wake_ns <= w->now)
         return 0;
-    StoreBytes val;
-    int rc = store_record_get(w->txn, w->def->id, key, &val, NULL);
-    if (rc)
-        return 0;
     Record r = {0};
     int stop = 0;
-    const Value *h;
     /* A hold taken before holds were numbered has no name here. */
-    if (!record_decode(val, &r, w->err) && record_is_held(&r, w->now) &&
-        (h = value_object_get(&r.fields, FIELD_HOLD)) && h->kind == VAL_INT)
-        stop = w->fn(w->ctx, &r.key, h->u.i);
+    if (!record_from_store(sr, w->def, &r, w->err) && record_is_held(&r, w->now) && r.hold > 0)
+        stop = w->fn(w->ctx, &r.key, r.hold);
     record_free(&r);
     return stop || w->err->code;
 }
@@ -286,8 +271,8 @@ lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
                LangError *err)
 {
-    HeldWalk w = {NULL, NULL, store_now(session_store(s)), fn, ctx, err};
-    return with_table(s, table, false, walk_held, &w, err);
+    HeldWalk w = {NULL, NULL, store_now(lang_session_store(s)), fn, ctx, err};
+    return with_queue(s, table, walk_held, &w, err);
 }
 
 typedef struct DeadWalk {
@@ -299,13 +284,12 @@ typedef struct DeadWalk {
 } DeadWalk;
 
 static int
-dead_entry(void *ctx, StoreBytes key, StoreBytes value)
+dead_entry(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     DeadWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_decode(value, &r, w->err) && record_is_dead(&r, w->def) &&
+    if (!record_from_store(sr, w->def, &r, w->err) && record_is_dead(&r, w->def) &&
         !record_is_held(&r, w->now))
         stop = w->fn(w->ctx, &r.key);
     record_free(&r);
@@ -326,6 +310,6 @@ LangErrorCode
 lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
                void *ctx, LangError *err)
 {
-    DeadWalk w = {NULL, store_now(session_store(s)), fn, ctx, err};
-    return with_table(s, table, false, walk_dead, &w, err);
+    DeadWalk w = {NULL, store_now(lang_session_store(s)), fn, ctx, err};
+    return with_queue(s, table, walk_dead, &w, err);
 }

@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "unit_test.h"
+#include "../tests/unit_test.h"
 
 #define SEC INT64_C(1000000000)
 

@@ -5,10 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
-#include "lang.h"
+#include "exec.h"
 #include "parse.h"
-
 
 /* What the file of "r", "size" bytes long, shows (see LangRecordStat). */
 static void
@@ -61,9 +59,9 @@ keep_record(void *ctx, const char *line, size_t len)
 
 /* Runs one statement as the session and frees it. */
 static LangErrorCode
-run_one(LangSession *s, Stmt *st, LangEmitFn emit, void *ctx, LangError *err)
+run_one(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
 {
-    LangErrorCode rc = session_run(s, &st, 1, emit, ctx, err);
+    LangErrorCode rc = lang_session_run(s, &st, 1, emit, ctx, err);
     stmt_free(st);
     return rc;
 }
@@ -82,77 +80,14 @@ lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclai
                          LangError *err)
 {
     lang_unclaim_free(undo);
-    session_capture_claim(s, undo);
+    lang_session_capture_claim(s, undo);
     LangErrorCode rc = lang_view_claim(s, table, out, err);
-    session_capture_claim(s, NULL);
+    lang_session_capture_claim(s, NULL);
     if (rc || !out->len)
         lang_unclaim_free(undo);   /* nothing claimed, nothing to give back */
     return rc;
 }
 
-void
-lang_unclaim_free(LangUnclaim *undo)
-{
-    free(undo->table);
-    buf_free(&undo->before);
-    buf_free(&undo->after);
-    *undo = (LangUnclaim){0};
-}
-
-/* What the unclaim transaction works from. */
-typedef struct Unclaim {
-    LangSession       *s;
-    const LangUnclaim *undo;
-    LangError         *err;
-} Unclaim;
-
-/* Puts the record back as it was before the claim, when the claim's form
- * is still the stored one (see lang_view_unclaim): 0, or -1 with the
- * error. */
-static int
-unclaim_run(StoreTxn *txn, void *ctx)
-{
-    Unclaim *u = ctx;
-    *u->err = (LangError){0};
-    TableDef def;
-    Record before = {0};
-    Buf key = {0};
-    StoreBytes stored;
-    LangError gone = {0};
-    if (table_def_load(txn, u->undo->table, &def, &gone))
-        return 0;   /* dropped since: nothing to give back */
-    StoreBytes bytes = {u->undo->before.data, u->undo->before.len};
-    if (!record_decode(bytes, &before, u->err)) {
-        record_key_encode(&before.key, &key);
-        int rc = store_record_get(txn, def.id, (StoreBytes){key.data, key.len}, &stored, NULL);
-        bool same = rc == STORE_OK && stored.len == u->undo->after.len &&
-                    memcmp(stored.data, u->undo->after.data, stored.len) == 0;
-        if (rc && rc != STORE_NOTFOUND)
-            store_error(rc, "reading a claimed record", u->err);
-        else if (same && !record_store(txn, &def, &before, store_now(session_store(u->s)), u->err) &&
-                 !counter_add(txn, &def, COUNTER_CLAIMS, -1, u->err) && u->undo->lapsed)
-            counter_add(txn, &def, COUNTER_LAPSES, -1, u->err);
-    }
-    buf_free(&key);
-    record_free(&before);
-    table_def_free(&def);
-    return u->err->code ? -1 : 0;
-}
-
-LangErrorCode
-lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
-{
-    if (!undo->table)
-        return LANG_OK;
-    Unclaim u = {s, undo, err};
-    int rc = store_write(session_store(s), unclaim_run, &u);
-    if (rc > 0)
-        store_error(rc, "committing", err);
-    return err->code;
-}
-
-/* Renders record "key" of "table" when "fence" holds, in a read
- * transaction: a key lookup that never claims. */
 /* Fills "info" from "def". */
 static void
 table_info(const TableDef *def, LangTableInfo *info)
@@ -169,16 +104,15 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
                LangTableInfo *info, LangRecordStat *stat, LangError *err)
 {
     StoreTxn *txn;
-    int rc = store_txn_begin(session_store(s), false, &txn);
-    if (rc)
-        return store_error(rc, "beginning a transaction", err);
+    if (lang_session_read(s, &txn, err))
+        return err->code;
     TableDef def;
     Record r = {0};
     if (!table_def_load(txn, table, &def, err)) {
         if (info)
             table_info(&def, info);
-        if (!check_access(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
-            !record_fence(&def, &r, fence, store_now(session_store(s)), err)) {
+        if (!lang_access_check(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
+            !record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
             Value view = record_view(&r, &def);
             value_to_json(&view, out);
@@ -224,16 +158,6 @@ lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fen
     st->u.release.target = target_of(table, key);
     st->u.release.fence = fence;
     return run_one(s, st, NULL, NULL, err);
-}
-
-LangErrorCode
-lang_view_wait(LangSession *s, const char *table, Buf *out, LangError *err)
-{
-    Stmt *st = stmt_new(ST_CLAIM);
-    st->u.claim.count = 1;
-    st->u.claim.wait_ns = INT64_MAX;
-    st->u.claim.target = target_of(table, NULL);
-    return session_statement(s, st, keep_record, out, err);
 }
 
 /* Parses record content; empty or blank text is an empty record. */
@@ -310,7 +234,7 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
         stmts[n++] = st;
     }
     if (!rc && n)
-        rc = session_run(s, stmts, n, NULL, NULL, err);
+        rc = lang_session_run(s, stmts, n, NULL, NULL, err);
     for (size_t i = 0; i < n; i++)
         stmt_free(stmts[i]);
     free(stmts);
@@ -326,19 +250,11 @@ lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err)
     return run_one(s, st, NULL, NULL, err);
 }
 
-/* Begins a transaction on the session's store. */
-static LangErrorCode
-begin(LangSession *s, bool write, StoreTxn **txn, LangError *err)
-{
-    int rc = store_txn_begin(session_store(s), write, txn);
-    return rc ? store_error(rc, "beginning a transaction", err) : LANG_OK;
-}
-
 LangErrorCode
 lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;
-    if (begin(s, false, &txn, err))
+    if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
     if (!table_def_load(txn, name, &def, err)) {
@@ -347,55 +263,6 @@ lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError
     }
     store_txn_abort(txn);
     return err->code;
-}
-
-typedef struct ChattrRun {
-    LangSession *s;
-    const char  *name;
-    int64_t      mode, uid, gid;
-    LangError   *err;
-} ChattrRun;
-
-/* Stores the table's new owner and mode: 0, or -1 with the error. */
-static int
-chattr_run(StoreTxn *txn, void *ctx)
-{
-    ChattrRun *c = ctx;
-    TableDef def;
-    *c->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* the definition keeps its size */
-    if (table_def_load(txn, c->name, &def, c->err))
-        return -1;
-    int rc = check_access(c->s, &def, ACCESS_OWNER, c->err) ? -1 : 0;
-    if (!rc) {
-        if (c->mode >= 0)
-            def.mode = c->mode & 07777;
-        if (c->uid >= 0)
-            def.uid = c->uid;
-        if (c->gid >= 0)
-            def.gid = c->gid;
-        Buf b = {0};
-        table_def_encode(&def, &b);
-        int src = store_table_redefine(txn, c->name, (StoreBytes){b.data, b.len});
-        buf_free(&b);
-        if (src) {
-            store_error(src, "changing a table's owner or mode", c->err);
-            rc = -1;
-        }
-    }
-    table_def_free(&def);
-    return rc;
-}
-
-LangErrorCode
-lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
-                 LangError *err)
-{
-    ChattrRun c = {s, name, mode, uid, gid, err};
-    int rc = store_write(session_store(s), chattr_run, &c);
-    if (rc > 0)
-        store_error(rc, "changing a table's owner or mode", err);
-    return rc ? err->code : LANG_OK;
 }
 
 typedef struct TablesWalk {
@@ -421,13 +288,13 @@ lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *name), void *c
                  LangError *err)
 {
     StoreTxn *txn;
-    if (begin(s, false, &txn, err))
+    if (lang_session_read(s, &txn, err))
         return err->code;
     TablesWalk w = {fn, ctx, 0};
     int rc = store_table_each(txn, each_table, &w);
     store_txn_abort(txn);
     if (rc && !w.stopped)
-        return store_error(rc, "listing tables", err);
+        return lang_store_error(rc, "listing tables", err);
     return LANG_OK;
 }
 
@@ -439,12 +306,11 @@ typedef struct KeysWalk {
 } KeysWalk;
 
 static int
-each_key(void *ctx, StoreBytes key, StoreBytes value)
+each_key(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     KeysWalk *w = ctx;
     Value k;
-    if (record_decode_key(value, &k) < 0)
+    if (record_key_from_store(sr, &k) < 0)
         return 0;
     int stop = w->after && value_equal(&k, w->after) ? 0 : w->fn(w->ctx, &k);
     value_free(&k);
@@ -458,17 +324,17 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
                int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err)
 {
     StoreTxn *txn;
-    if (begin(s, false, &txn, err))
+    if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
+    if (!table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
         Buf from = {0};
         if (after)
             record_key_encode(after, &from);
         KeysWalk w = {fn, ctx, after, 0};
         int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_key, &w);
         if (rc && !w.stopped)
-            store_error(rc, "listing records", err);
+            lang_store_error(rc, "listing records", err);
         buf_free(&from);
         table_def_free(&def);
     }
@@ -487,13 +353,12 @@ typedef struct ListingWalk {
 } ListingWalk;
 
 static int
-each_listed(void *ctx, StoreBytes key, StoreBytes value)
+each_listed(void *ctx, const StoreRecord *sr)
 {
-    (void)key;
     ListingWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_decode(value, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
+    if (!record_from_store(sr, w->def, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
         Value view = record_view(&r, w->def);
         buf_reset(&w->json);
         value_to_json(&view, &w->json);
@@ -515,10 +380,10 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
                   LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;
-    if (begin(s, false, &txn, err))
+    if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !check_access(s, &def, ACCESS_READ, err)) {
+    if (!table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
         if (info)
             table_info(&def, info);
         Buf from = {0};
@@ -527,7 +392,7 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
         ListingWalk w = {&def, fn, ctx, after, {0}, 0, err};
         int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_listed, &w);
         if (rc && !w.stopped && !err->code)
-            store_error(rc, "listing records", err);
+            lang_store_error(rc, "listing records", err);
         buf_free(&w.json);
         buf_free(&from);
         table_def_free(&def);
@@ -536,44 +401,88 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
     return err->code;
 }
 
+/* ---- what a table's owner changes: chmod, chown, rmdir, mv ---- */
+
+/* One change the owner of table "name" makes, in a write transaction of
+ * its own that may use the store's reserve (each keeps the definition's
+ * size, or drops the table). */
+typedef struct OwnerRun {
+    LangSession *s;
+    const char  *name;
+    /* Makes the change to "def": 0, or -1 with r->err filled. */
+    int (*change)(StoreTxn *txn, TableDef *def, const struct OwnerRun *r);
+    int64_t      mode, uid, gid;   /* chattr: -1 stays */
+    const char  *to;               /* rename */
+    LangError   *err;
+} OwnerRun;
+
 static int
-found_one(void *ctx, StoreBytes key, StoreBytes value)
+owner_run(StoreTxn *txn, void *ctx)
 {
-    (void)key;
-    (void)value;
+    OwnerRun *r = ctx;
+    TableDef def;
+    *r->err = (LangError){0};
+    store_txn_use_reserve(txn);
+    if (table_def_load(txn, r->name, &def, r->err))
+        return -1;
+    int rc = lang_access_check(r->s, &def, ACCESS_OWNER, r->err) ? -1 : r->change(txn, &def, r);
+    table_def_free(&def);
+    return rc;
+}
+
+/* Runs change "r" "while <what>". */
+static LangErrorCode
+owner_write(OwnerRun *r, const char *what)
+{
+    return lang_session_write(r->s, owner_run, r, what, r->err);
+}
+
+/* Stores the table's new owner and mode. */
+static int
+chattr_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
+{
+    if (r->mode >= 0)
+        def->mode = r->mode & 07777;
+    if (r->uid >= 0)
+        def->uid = r->uid;
+    if (r->gid >= 0)
+        def->gid = r->gid;
+    int rc = lang_table_redefine(txn, r->name, def);
+    if (rc) {
+        lang_store_error(rc, "changing a table's owner or mode", r->err);
+        return -1;
+    }
+    return 0;
+}
+
+LangErrorCode
+lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, int64_t gid,
+                 LangError *err)
+{
+    OwnerRun r = {s, name, chattr_change, mode, uid, gid, NULL, err};
+    return owner_write(&r, "changing a table's owner or mode");
+}
+
+static int
+found_one(void *ctx, const StoreRecord *sr)
+{
+    (void)sr;
     *(bool *)ctx = true;
     return 1;
 }
 
-typedef struct RmdirRun {
-    LangSession *s;
-    const char  *name;
-    LangError   *err;
-} RmdirRun;
-
-/* Drops the table when it holds no record: 0, or -1 with the error. */
+/* Drops the table when it holds no record. */
 static int
-rmdir_run(StoreTxn *txn, void *ctx)
+rmdir_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
 {
-    RmdirRun *r = ctx;
-    TableDef def;
     bool any = false;
-    *r->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* a drop */
-    if (table_def_load(txn, r->name, &def, r->err))
-        return -1;
-    if (check_access(r->s, &def, ACCESS_OWNER, r->err)) {
-        table_def_free(&def);
-        return -1;
-    }
-    int rc = store_record_each(txn, def.id, (StoreBytes){NULL, 0}, found_one, &any);
-    table_def_free(&def);
+    int rc = store_record_each(txn, def->id, (StoreBytes){NULL, 0}, found_one, &any);
     if (any) {
         lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
         return -1;
     }
     if (rc || (rc = store_table_drop(txn, r->name))) {
-        store_error(rc, "dropping a table", r->err);
+        lang_store_error(rc, "dropping a table", r->err);
         return -1;
     }
     return 0;
@@ -582,56 +491,33 @@ rmdir_run(StoreTxn *txn, void *ctx)
 LangErrorCode
 lang_view_rmdir(LangSession *s, const char *name, LangError *err)
 {
-    RmdirRun r = {s, name, err};
-    int rc = store_write(session_store(s), rmdir_run, &r);
-    if (rc > 0)
-        store_error(rc, "dropping a table", err);
-    return rc ? err->code : LANG_OK;
+    OwnerRun r = {s, name, rmdir_change, -1, -1, -1, NULL, err};
+    return owner_write(&r, "dropping a table");
 }
 
-typedef struct RenameRun {
-    LangSession *s;
-    const char  *from, *to;
-    LangError   *err;
-} RenameRun;
-
 /* Moves the table's catalog entry to its new name and writes the name into
- * its definition: 0, or -1 with the error. */
+ * its definition. */
 static int
-rename_run(StoreTxn *txn, void *ctx)
+rename_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
 {
-    RenameRun *r = ctx;
-    TableDef def;
-    *r->err = (LangError){0};
-    store_txn_use_reserve(txn);   /* the definition changes its name only */
-    if (table_def_load(txn, r->from, &def, r->err))
-        return -1;
-    int rc = check_access(r->s, &def, ACCESS_OWNER, r->err) ? -1 : 0;
-    int src = rc ? 0 : store_table_rename(txn, r->from, r->to);
-    if (!rc && !src) {
-        free(def.decl.name);
-        def.decl.name = xstrdup(r->to);
-        Buf b = {0};
-        table_def_encode(&def, &b);
-        src = store_table_redefine(txn, r->to, (StoreBytes){b.data, b.len});
-        buf_free(&b);
+    int rc = store_table_rename(txn, r->name, r->to);
+    if (!rc) {
+        free(def->decl.name);
+        def->decl.name = xstrdup(r->to);
+        rc = lang_table_redefine(txn, r->to, def);
     }
-    if (src == STORE_EXISTS)
+    if (rc == STORE_EXISTS)
         lang_error_set(r->err, LANG_TABLE_EXISTS, "a table named '%s' already exists", r->to);
-    else if (src)
-        store_error(src, "renaming a table", r->err);
-    table_def_free(&def);
-    return rc || src ? -1 : 0;
+    else if (rc)
+        lang_store_error(rc, "renaming a table", r->err);
+    return rc ? -1 : 0;
 }
 
 LangErrorCode
 lang_view_rename(LangSession *s, const char *from, const char *to, LangError *err)
 {
-    RenameRun r = {s, from, to, err};
-    if (check_table_name(s, to, err))
+    OwnerRun r = {s, from, rename_change, -1, -1, -1, to, err};
+    if (lang_session_name_check(s, to, err))
         return err->code;
-    int rc = store_write(session_store(s), rename_run, &r);
-    if (rc > 0)
-        store_error(rc, "renaming a table", err);
-    return rc ? err->code : LANG_OK;
+    return owner_write(&r, "renaming a table");
 }

@@ -428,6 +428,8 @@ run_producer(char *mounts)
     for (char *save = NULL, *m = strtok_r(mounts, ",", &save); m && nmounts < 8;
          m = strtok_r(NULL, ",", &save))
         list[nmounts++] = m;
+    if (nmounts == 0)
+        return 0;   /* no mount to produce to */
     int64_t serial = 1;
     for (int turn = 0; !stopping(); turn++) {
         const char *mount = list[turn % nmounts];

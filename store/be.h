@@ -8,55 +8,60 @@
 
 #include <stdint.h>
 
-/* Writes "v" as 2 big-endian bytes at "p". */
+/* Writes the low "n" bytes of "v" big-endian at "p" (n <= 8). */
+static inline void
+be_put(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+/* The "n" big-endian bytes at "p" (n <= 8). */
+static inline uint64_t
+be_get(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Writes "v" as 2, 4 or 8 big-endian bytes at "p". */
 static inline void
 be_put16(unsigned char *p, uint16_t v)
 {
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
+    be_put(p, v, 2);
 }
 
-/* Writes "v" as 4 big-endian bytes at "p". */
 static inline void
 be_put32(unsigned char *p, uint32_t v)
 {
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
+    be_put(p, v, 4);
 }
 
-/* Writes "v" as 8 big-endian bytes at "p". */
 static inline void
 be_put64(unsigned char *p, uint64_t v)
 {
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
+    be_put(p, v, 8);
 }
 
-/* The 2 big-endian bytes at "p". */
+/* The 2, 4 or 8 big-endian bytes at "p". */
 static inline uint16_t
 be_get16(const unsigned char *p)
 {
-    return (uint16_t)((unsigned)p[0] << 8 | p[1]);
+    return (uint16_t)be_get(p, 2);
 }
 
-/* The 4 big-endian bytes at "p". */
 static inline uint32_t
 be_get32(const unsigned char *p)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v = v << 8 | p[i];
-    return v;
+    return (uint32_t)be_get(p, 4);
 }
 
-/* The 8 big-endian bytes at "p". */
 static inline uint64_t
 be_get64(const unsigned char *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
+    return be_get(p, 8);
 }
 
 #endif

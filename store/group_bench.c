@@ -5,9 +5,9 @@
  *     queuefs-group-bench [-o sync=full|none] [-n WRITES] [-d DIR]
  *
  * For 1, 4 and 16 threads in one process, and 2 processes of 8 threads,
- * on a fresh store each time: WRITES puts of one queue record (each its own
- * store_write), then WRITES claims — the head found, then deleted, in one
- * store_write.  Prints each rate, how many writers a commit served on
+ * on a fresh store each time: WRITES creates of one queue record (each its
+ * own store_write), then WRITES claims — the head claimed, then deleted by
+ * its hold, in one store_write.  Prints each rate, how many writers a commit served on
  * average, how many group syncs were made (each commit also syncs its data
  * pages: see store.h, "Durability"), and the ratio of 16 threads to 1. */
 #include <errno.h>
@@ -27,6 +27,7 @@
 typedef struct Bench {
     Store *st;
     uint32_t table;
+    StoreQueue q;                /* the queue "table" is (TIMEOUT 60 s) */
     long per_thread;
     int proc;                    /* process number (keys differ per process) */
     pthread_barrier_t start, middle;
@@ -62,9 +63,26 @@ put_one(StoreTxn *txn, void *ctx)
     Worker *w = ctx;
     char key[64];
     int n = snprintf(key, sizeof key, "p%d-t%02d-%08ld", w->b->proc, w->id, w->i);
-    StoreSlot slot = {"", 0, 0, false, 0};
-    return store_record_put(txn, w->b->table, (StoreBytes){key, (size_t)n},
-                            (StoreBytes){VALUE, sizeof VALUE - 1}, &slot);
+    StoreRecord r = {.key = {key, (size_t)n}, .value = {VALUE, sizeof VALUE - 1}};
+    return store_record_create(txn, w->b->table, &w->b->q, &r);
+}
+
+/* Notes the one record a claim took: its key (copied) and hold. */
+typedef struct Taken {
+    char key[64];
+    size_t len;
+    int64_t hold;
+} Taken;
+
+static int
+note_taken(void *ctx, const StoreRecord *now, const StoreRecord *before)
+{
+    (void)before;
+    Taken *k = ctx;
+    k->len = now->key.len < sizeof k->key ? now->key.len : sizeof k->key;
+    memcpy(k->key, now->key.data, k->len);
+    k->hold = now->hold;
+    return 0;
 }
 
 /* Claims the head of the queue and deletes it (a worker's whole cycle). */
@@ -72,11 +90,15 @@ static int
 claim_one(StoreTxn *txn, void *ctx)
 {
     Worker *w = ctx;
-    StoreBytes key;
-    int rc = store_queue_head(txn, w->b->table, store_now(w->b->st), &key, NULL);
+    StoreClaim c = {.n = 1, .instance = {"bench", 5}};
+    Taken k = {0};
+    int64_t got = 0;
+    int rc = store_claim(txn, &w->b->q, &c, note_taken, &k, &got);
     if (rc)
         return rc;
-    return store_record_delete(txn, w->b->table, key);
+    if (got == 0)
+        return STORE_NOTFOUND;
+    return store_record_delete(txn, w->b->table, &w->b->q, (StoreBytes){k.key, k.len}, k.hold);
 }
 
 /* One thread: its puts, then (after every thread's puts) its claims. */
@@ -134,7 +156,8 @@ bench_setup(const char *dir, bool sync)
 static Result
 run_threads(Store *st, uint32_t table, int proc, int threads, long per_thread, int from, int to)
 {
-    Bench b = {.st = st, .table = table, .per_thread = per_thread, .proc = proc};
+    Bench b = {.st = st, .table = table, .per_thread = per_thread, .proc = proc,
+               .q = {.table = table, .timeout_ns = 60 * 1000000000LL}};
     Worker *w = calloc((size_t)threads, sizeof *w);
     pthread_t *th = calloc((size_t)threads, sizeof *th);
     Result r = {0};

@@ -1,26 +1,27 @@
 /* store.h — the storage backend interface of queuefs.
  *
  * A Store is a set of tables, each holding records, in one durable
- * environment that several processes may open at once.  The store knows
- * nothing of the query language: records are opaque byte strings under
- * opaque byte-string keys, and a table's definition is an opaque blob.  What
- * the store does know is the one thing a backend must do atomically and
- * fast — find the head of a queue — so every record of a queue carries a
- * *slot*: a claim-order key and the instant it next becomes claimable.
+ * environment that several processes (and, for a server backend, several
+ * hosts) may open at once.  The store knows nothing of the query language:
+ * a record's value is an opaque byte string under an opaque byte-string
+ * key, and a table's definition is an opaque blob.  What the store does
+ * know is the queue: the engine's columns of a queue record (StoreRecord:
+ * its attempts, its hold and who took it, its times, its claim order and
+ * NOT BEFORE instant) live beside the value, and only the queue primitives
+ * change them — a claim hands out the head in one call, a release, touch,
+ * retry or delete checks the hold it ends, and the counters, hold numbers,
+ * assigned identities and DEDUPLICATE windows are their side effects.  So
+ * a backend can claim in one statement, with no read-modify-write of the
+ * caller's between hosts.
  *
- *   - A record whose slot has wake_ns == 0 is *ready*: it is in the table's
- *     ready index, ordered by (order key, arrival sequence).
- *   - A record whose slot has wake_ns > 0 is *waiting* (held or delayed)
- *     until that instant: it is in the table's deadline index.  When a
- *     claim looks for the head (store_queue_head) every waiting entry whose
- *     instant has come is moved where its slot said first: into the ready
- *     index, on to a delay, or out of both indexes.  Nothing sweeps in the
- *     background.
- *   - A record stored with no slot (slot == NULL) is in neither index: a
- *     record of a collection, or a queue record that may never be handed out
- *     again.
- *
- * Finding the head is O(log n) whatever is held or delayed ahead of it.
+ *   - A queue record is *ready* (claimable, in claim order: its order key,
+ *     then arrival), *waiting* until an instant (held until its
+ *     claimed_until, or delayed until its not_before), or *retired* (at
+ *     the ATTEMPTS ceiling and not held).  A waiting record whose instant
+ *     has come moves on as a claim finds it — nothing sweeps in the
+ *     background — and finding the head is O(log n) whatever is held or
+ *     delayed ahead of it.
+ *   - A collection's records (StoreQueue NULL) are in no queue.
  *
  * Memory: byte strings the store returns (StoreBytes) point into the
  * backend's own memory and stay valid only until the next update in the
@@ -73,7 +74,7 @@ typedef struct StoreTxn StoreTxn;
 
 typedef enum StoreStatus {
     STORE_OK = 0,
-    STORE_NOTFOUND,   /* no such table, record or meta key */
+    STORE_NOTFOUND,   /* no such table or record */
     STORE_EXISTS,     /* a table of that name is already defined */
     STORE_FULL,       /* the environment cannot grow to hold the write */
     STORE_TOOBIG,     /* a key longer than STORE_MAX_KEY */
@@ -82,9 +83,11 @@ typedef enum StoreStatus {
     STORE_CORRUPT,    /* the environment is not a queuefs store, or damaged */
     STORE_INVALID,    /* an option of the store is malformed (QUEUEFS_MAP_SIZE) */
     STORE_READONLY,   /* a write to a store opened for reading only */
+    STORE_CONFLICT,   /* the record's live hold is not the one named */
+    STORE_EXHAUSTED,  /* no identity is left to assign */
 } StoreStatus;
 
-/* The longest record key, order key or meta name, in bytes. */
+/* The longest record key, order key or group, in bytes. */
 #define STORE_MAX_KEY 400
 
 /* Bytes owned by the store; see "Memory" above. */
@@ -93,35 +96,17 @@ typedef struct StoreBytes {
     size_t      len;
 } StoreBytes;
 
-/* Where a queue record waits to be handed out. */
-typedef struct StoreSlot {
-    const void *order_key;   /* claim order: ascending memcmp, then arrival */
-    size_t      order_len;   /* <= STORE_MAX_KEY */
-    int64_t     wake_ns;     /* 0 = ready now; > 0 = waiting until this instant */
-    bool        held;        /* waiting for a hold to end (counted held), not for
-                              * a delay (counted delayed) */
-    int64_t     then_ns;     /* held only — what the record does at wake_ns:
-                              * 0 (or <= wake_ns) becomes ready; later: waits on,
-                              * delayed, until then_ns; STORE_SLOT_RETIRE: leaves
-                              * both indexes (it may not be handed out again) */
-} StoreSlot;
+typedef struct StoreRecord StoreRecord;
 
-#define STORE_SLOT_RETIRE (-1)
-
-/* What a queue table holds at an instant (see store_queue_counts). */
-typedef struct StoreQueueCounts {
-    uint64_t   records;    /* every record of the table */
-    uint64_t   ready;      /* claimable */
-    uint64_t   held;       /* waiting for a hold to end */
-    uint64_t   delayed;    /* waiting for a delay to end */
-    uint64_t   idle;       /* in neither index (a queue's: may not be handed out) */
-    uint64_t   unsorted;   /* waiting, filed by a store of an earlier format
-                            * that did not tell held from delayed: counted in
-                            * none of ready, held, delayed and idle */
-    bool       has_head;
-    StoreBytes head_key;   /* when has_head: the ready record the next claim
-                            * takes (the first in claim order) */
-} StoreQueueCounts;
+/* Turns the value of a record written by a store of format 2 — whose
+ * caller kept a queue record's engine columns and times inside its own
+ * value — into "out": its new value, times, columns, not_before and group
+ * (its key, order and place in the queue stay as they were filed).
+ * "table_def" is its table's definition.  0, or non-zero to refuse: the
+ * open fails with STORE_CORRUPT.  What "out" points to must stay valid
+ * until the next call. */
+typedef int (*StoreUpgradeFn)(void *ctx, StoreBytes table_def, StoreBytes old_value,
+                              StoreRecord *out);
 
 typedef struct StoreOptions {
     bool   sync;        /* true: a committed write is on disk when commit returns;
@@ -138,6 +123,11 @@ typedef struct StoreOptions {
                          * write its lock file, except on a read-only
                          * filesystem (where it reads without locks: no
                          * process can be writing there) */
+    StoreUpgradeFn upgrade;  /* how to bring a store of format 2 up to date
+                              * (the first process that opens it for writing
+                              * does, in one transaction); NULL: its records'
+                              * values stay as they are, with zero columns */
+    void  *upgrade_ctx;
 } StoreOptions;
 
 /* The initial map size when neither StoreOptions.map_size nor the
@@ -165,7 +155,7 @@ typedef struct StoreStats {
  * data already stored, but no larger than the filesystem has room for.
  * Besides LMDB's files the directory holds "queuefs.sync", through which
  * the processes on the store share syncs, and "queuefs.checkpoint" (see
- * store/checkpoint.h): opened first in a boot after a machine crash, the
+ * store/lmdb_checkpoint.h): opened first in a boot after a machine crash, the
  * store is put back to its last checkpoint.  A process takes a checkpoint
  * before its first write (a write fails with STORE_IO while the disk fails
  * to sync), and a thread takes more while the store is open.  On failure
@@ -181,9 +171,6 @@ const char *store_strerror(int status);
 /* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
  * realtime clock. */
 int64_t store_now(Store *st);
-/* A number that changes whenever any process commits a change to the
- * store: cheap enough to poll while waiting for work. */
-uint64_t store_version(Store *st);
 
 /* Waiting for a change, without polling:
  *
@@ -215,6 +202,12 @@ void store_stats(Store *st, StoreStats *out);
 bool store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
 
 /* ---- transactions ---- */
+
+/* The transaction's instant, in nanoseconds since the Unix epoch: the
+ * store's clock (store_now) when it was first asked in "txn", and the same
+ * for the rest of it, so every statement of a transaction acts at one
+ * instant.  (PostgreSQL's is the server's now().) */
+int64_t store_txn_now(StoreTxn *txn);
 
 /* Runs "fn" inside a write transaction and commits it: with sync on, the
  * changes are on disk when store_write returns STORE_OK.
@@ -253,7 +246,7 @@ bool store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
  *     add_one(StoreTxn *txn, void *ctx)
  *     {
  *         Job *j = ctx;
- *         return store_record_put(txn, j->table, j->key, j->value, NULL) ? -1 : 0;
+ *         return store_record_create(txn, j->table, NULL, &j->record) ? -1 : 0;
  *     }
  *     ...
  *     int rc = store_write(st, add_one, &job);   // 0: on disk
@@ -297,10 +290,11 @@ int store_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreByte
 int store_table_each(StoreTxn *txn,
                      int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
                      void *ctx);
-/* Removes the table, its records, its indexes and its meta entries. */
+/* Removes the table, its records, its indexes, counters, identities and
+ * DEDUPLICATE entries. */
 int store_table_drop(StoreTxn *txn, const char *name);
 /* Renames table "from" to "to": its id goes with the name, and so do its
- * records, indexes, meta entries and definition (kept as it is: a caller
+ * records, indexes, counters, identities and definition (kept as it is: a caller
  * whose definition holds the name redefines it).  STORE_NOTFOUND when
  * there is no table "from", STORE_EXISTS when "to" is taken (even by
  * "from"), STORE_TOOBIG when "to" is empty or too long. */
@@ -308,56 +302,193 @@ int store_table_rename(StoreTxn *txn, const char *from, const char *to);
 
 /* ---- records ----
  * A record lives under (table id, key).  Keys order by memcmp; the caller
- * chooses an encoding that orders identities as it wants. */
+ * chooses an encoding that orders identities as it wants.  Its "value" is
+ * the caller's, opaque to the store; a queue's record also has the
+ * engine's columns (StoreRecord), which only the queue primitives below
+ * change, and the times every record's file shows, which the store stamps
+ * with the transaction's instant (store_txn_now). */
 
-/* Stores "value" under "key", creating or replacing it, and files it by
- * "slot" (NULL: in no queue index).  A record created by this call gets the
- * next arrival sequence of its table; a replaced one keeps its own. */
-int store_record_put(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes value,
-                     const StoreSlot *slot);
-/* Reads the record under "key".  STORE_NOTFOUND when absent.  "seq_out"
- * (may be NULL) receives its arrival sequence. */
-int store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreBytes *value_out,
-                     uint64_t *seq_out);
-/* Deletes the record and its index entries.  STORE_NOTFOUND when absent. */
-int store_record_delete(StoreTxn *txn, uint32_t table, StoreBytes key);
+struct StoreRecord {
+    StoreBytes key;
+    StoreBytes value;          /* the caller's bytes */
+    uint64_t   seq;            /* arrival sequence in its table (claim order's
+                                * tie-break); kept across updates */
+    /* The times: since = created, or last released; written = its value
+     * created or last replaced; changed = its hold last changed (claim,
+     * release, touch, retry) or created; claimed = its last hold taken
+     * (0: never). */
+    int64_t    since, written, changed, claimed;
+    /* The engine's columns (a queue's records; zero on a collection's).
+     * attempts counts the holds taken (RETRY sets it back to 0); the last
+     * hold is described by hold (its store-wide number, never reused),
+     * claimed_until (its deadline; a past one means it lapsed), consumer
+     * (who signed it; empty: unsigned) and instance (the session that took
+     * it).  A release clears hold, claimed_until, consumer and instance:
+     * claimed_until == 0 means no hold since the last release. */
+    int64_t    attempts;
+    int64_t    hold;
+    int64_t    claimed_until;
+    StoreBytes consumer, instance;
+    /* How the caller files a queue record: "order" is its claim-order key
+     * (ascending memcmp, then seq; empty: the record key), "not_before"
+     * the instant before which it is not handed out (0: none), "group" its
+     * AT MOST … PER group (empty: none; reserved — see StoreQueue). */
+    StoreBytes order;
+    int64_t    not_before;
+    StoreBytes group;
+};
+
+/* What a queue's definition tells the primitives.  A record of a queue is
+ * in one of three states: *ready* (in claim order), *waiting* until an
+ * instant (held until its claimed_until, or delayed until not_before), or
+ * *retired* (at the ATTEMPTS ceiling and not held: handed out no more).
+ * At its claimed_until a held record becomes retired at the ceiling,
+ * delayed when its not_before is later, or ready. */
+typedef struct StoreQueue {
+    uint32_t table;
+    int64_t  timeout_ns;     /* a hold's length (TIMEOUT) */
+    int64_t  max_attempts;   /* the ATTEMPTS ceiling; 0: none */
+    /* Room for SPEC section 6 (AT MOST n PER f, AT MOST n EVERY d, PAUSE):
+     * per_group and rate are zero until the backends implement them (a
+     * claim with either is STORE_INVALID today). */
+    int64_t  per_group;      /* at most this many held per group */
+    int64_t  rate, rate_window_ns;  /* at most "rate" hand-outs a window */
+    bool     paused;         /* claims hand out nothing */
+} StoreQueue;
+
+/* Reads the record under "key" into "out" (pointers into the store's
+ * memory; see "Memory").  In a write transaction the record is locked for
+ * the rest of it (a backend with row locks takes it FOR UPDATE).
+ * STORE_NOTFOUND when absent, STORE_TOOBIG for a key longer than
+ * STORE_MAX_KEY. */
+int store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out);
+/* Creates the record "r->key" with "r->value" (and for a queue, q != NULL,
+ * filed by r->order, r->not_before and r->group; its engine columns start
+ * at zero; every other field of "r" is ignored).  Its times are now; it
+ * gets its table's next arrival sequence.  STORE_EXISTS when the key is
+ * taken (nothing changes). */
+int store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+/* Replaces the value of the existing record "r->key" with "r->value" and
+ * refiles it by r->order, r->not_before and r->group (queues); its engine
+ * columns, sequence and other times stay, "written" becomes now.
+ * STORE_NOTFOUND when absent. */
+int store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+/* Deletes the record.  "hold" > 0: only when that is the number of its
+ * live hold (STORE_CONFLICT otherwise, nothing changes).  A queue's delete
+ * (q != NULL) is counted in its deletes.  STORE_NOTFOUND when absent. */
+int store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
+                        int64_t hold);
 /* Calls "fn" for each record of the table in key order, starting at the
  * first key >= "from" (from.len == 0: the first record), until "fn" returns
- * non-zero (that value is returned).  The table must not be changed during
- * the walk. */
+ * non-zero (that value is returned).  The record passed is valid during the
+ * call.  The table must not be changed during the walk. */
 int store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
-                      int (*fn)(void *ctx, StoreBytes key, StoreBytes value), void *ctx);
+                      int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
 
-/* ---- the queue primitives ---- */
+/* ---- the queue primitives ----
+ * Each runs in a write transaction, at the transaction's instant (now),
+ * and keeps the queue's counters (StoreQueueCounts) as it goes. */
 
-/* The head of the queue at instant "now": first moves every waiting record
- * whose wake instant is <= now on (see StoreSlot; a write transaction is
- * required), then returns the first ready record.  The caller claims it by
- * storing it again with a waiting slot (or no slot), which takes it out of
- * the ready index.  STORE_NOTFOUND when nothing is ready. */
-int store_queue_head(StoreTxn *txn, uint32_t table, int64_t now,
-                     StoreBytes *key_out, StoreBytes *value_out);
-/* What table "table" holds at instant "now" (see StoreQueueCounts), as a
- * claim at "now" would find it: a waiting record whose instant has come
- * counts where it is going (ready, delayed, or idle when retired).  The
- * store keeps the counts as records enter and leave the table and its
- * indexes, so this costs O(log n) plus one step per waiting record whose
- * instant has come since the last claim moved those of the table: it does
- * not grow with the number of records.  Works in a read transaction. */
-int store_queue_counts(StoreTxn *txn, uint32_t table, int64_t now, StoreQueueCounts *out);
-/* Calls "fn" for every waiting record of the table (held or delayed), in
- * wake order, with its wake instant; stops when "fn" returns non-zero. */
+/* What a claim asks for. */
+typedef struct StoreClaim {
+    int64_t    n;            /* at most this many records, from the head */
+    StoreBytes key;          /* non-empty: the one record "key" instead,
+                              * when it is claimable now */
+    StoreBytes consumer;     /* signs the holds (empty: unsigned) */
+    StoreBytes instance;     /* the claiming session's instance */
+} StoreClaim;
+
+/* Claims: takes the first "c->n" ready records of the queue in claim
+ * order (a waiting record whose instant has come counts as where it goes
+ * then), or the one record "c->key" when it is ready.  Each claimed record
+ * gets attempts + 1, the store's next hold number, claimed_until = now +
+ * TIMEOUT (saturating), the consumer and instance, changed = claimed = now;
+ * it is held until claimed_until.  A claim of a record whose last hold was
+ * never released (claimed_until != 0) counts a lapse; every claim counts a
+ * claim.  Calls "fn" for each claimed record in claim order with the
+ * record as now stored and as it was before ("before": its columns; the
+ * same key and value) — valid during the call — and returns the number
+ * claimed in "*claimed".  STORE_NOTFOUND when "c->key" names no record
+ * (nothing claimable is not an error: *claimed is 0). */
+int store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+                int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before),
+                void *ctx, int64_t *claimed);
+/* Ends hold number "hold" of record "key": clears the hold's columns,
+ * since = changed = now, and not_before = "not_before" when it is non-zero
+ * (the record waits until then); counts a release.  "out" (may be NULL)
+ * receives the record as now stored.  STORE_NOTFOUND when absent,
+ * STORE_CONFLICT when its live hold is not "hold" (nothing changes). */
+int store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
+                  int64_t not_before, StoreRecord *out);
+/* Releases every live hold of the queue that consumer "who" signed (who
+ * non-empty), or else that instance "instance" took, as store_release
+ * does, calling "fn" with each released record in deadline order. */
+int store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
+                      int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r),
+                      void *ctx);
+/* Extends live hold "hold" of record "key" to now + TIMEOUT; changed = now.
+ * Errors as store_release. */
+int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
+                StoreRecord *out);
+/* Ends any hold of record "key" (a live one counted as a release) and sets attempts
+ * back to 0, so a retired record is claimable again; not_before as for
+ * store_release.  STORE_NOTFOUND when absent. */
+int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
+                StoreRecord *out);
+/* Gives back a claim whose taker will never see it: when the record is
+ * still held by hold number "hold" and unchanged since that claim, puts
+ * back the columns and place of "before" (as store_claim passed it) and
+ * takes the claim, and the lapse it counted, off the counters; otherwise
+ * changes nothing.  True in "*given_back" when it did. */
+int store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
+                  bool *given_back);
+
+/* What a queue table holds at an instant, and what was done to it. */
+typedef struct StoreQueueCounts {
+    uint64_t   records;    /* every record of the table */
+    uint64_t   ready;      /* claimable */
+    uint64_t   held;       /* waiting for a hold to end */
+    uint64_t   delayed;    /* waiting for a delay to end */
+    uint64_t   idle;       /* retired: handed out no more */
+    uint64_t   unsorted;   /* waiting, filed by a store of an earlier format
+                            * that did not tell held from delayed: counted in
+                            * none of ready, held, delayed and idle */
+    uint64_t   claims, releases, lapses, deletes;  /* since the table was made */
+    bool       has_head;
+    StoreBytes head_key;   /* when has_head: the ready record the next claim
+                            * takes (the first in claim order) */
+    int64_t    next_wake;  /* the first instant a waiting record becomes
+                            * claimable or retires (INT64_MAX: none) */
+} StoreQueueCounts;
+
+/* What table "table" holds at the transaction's instant (see
+ * StoreQueueCounts), as a claim then would find it: a waiting record
+ * whose instant has come counts where it is going.  Costs O(log n) plus one
+ * step per waiting record whose instant has come since the last claim: it
+ * does not grow with the number of records.  Works in a read transaction. */
+int store_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
+/* Calls "fn" for every waiting record of the queue (held or delayed), in
+ * wake order, with the instant it wakes; stops when "fn" returns non-zero
+ * (that value is returned).  The record is valid during the call. */
 int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
-                             int (*fn)(void *ctx, StoreBytes key, int64_t wake_ns),
+                             int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
                              void *ctx);
 
-/* ---- per-table meta values ----
- * Small named values kept with a table and dropped with it: counters,
- * deduplicate tombstones.  Names are byte strings <= STORE_MAX_KEY.
- * Table id 0 is never a table's: its meta values are the store's own
- * (the hold numbers), and no drop removes them. */
-int store_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
-int store_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
-int store_meta_delete(StoreTxn *txn, uint32_t table, StoreBytes name);
+/* ---- identities and deduplication ---- */
+
+/* The identity the store assigns next in "table": 1 + the greatest integer
+ * identity the table has held (store_identity_note), which it now holds.
+ * STORE_EXHAUSTED when that would pass INT64_MAX.  A backend drawing them
+ * from a sequence may leave gaps after a rolled-back transaction. */
+int store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
+/* Notes that integer identity "id" is held in "table", so that
+ * store_identity_next never hands it out. */
+int store_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
+/* DEDUPLICATE: true in "*repeat" when "key" was first seen in "table" less
+ * than "window_ns" before now; otherwise records it as first seen now.
+ * Entries older than the window are pruned as the table is written, so the
+ * store keeps no more of them than the window holds. */
+int store_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
+                      bool *repeat);
 
 #endif

@@ -1,6 +1,7 @@
-/* checkpoint.h — the durable mark that lets a store commit without syncing
- * and still never be corrupt after a machine crash.  Used by store/lmdb.c
- * only.
+/* lmdb_checkpoint.h — the durable mark that lets an LMDB store commit
+ * without syncing and still never be corrupt after a machine crash: the
+ * record file and LMDB's meta pages.  Used by the lmdb_*.c files (and the
+ * store's tests) only; lmdb_checkpoint.c holds it.
  *
  * LMDB with MDB_NOSYNC writes a commit's pages and then its meta page
  * without syncing either, so after a machine crash the newest meta page may
@@ -22,9 +23,9 @@
  * The meta page layout is LMDB's data format version 1 (LMDB 0.9): a
  * 16-byte page header (page number, flags 0x08 at byte 10), then magic
  * 0xBEEFC0DE, version 1, ..., last page at byte 136 and transaction id at
- * byte 144.  checkpoint_meta_read() refuses any other layout. */
-#ifndef QUEUEFS_CHECKPOINT_H
-#define QUEUEFS_CHECKPOINT_H
+ * byte 144.  lmdb_checkpoint_meta_read() refuses any other layout. */
+#ifndef QUEUEFS_LMDB_CHECKPOINT_H
+#define QUEUEFS_LMDB_CHECKPOINT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,26 +47,22 @@ typedef struct Checkpoint {
 
 /* Opens (creating, with room for both slots) "queuefs.checkpoint" in the
  * store directory "location": a descriptor, or -errno. */
-int checkpoint_open(const char *location);
+int lmdb_checkpoint_open(const char *location);
 
 /* Reads the newer valid record of "fd" into "out": 0, ENOENT when neither
  * slot holds a valid record, or an errno of the read. */
-int checkpoint_read(int fd, Checkpoint *out);
+int lmdb_checkpoint_read(int fd, Checkpoint *out);
 
 /* Writes "c" (c->seq set by the caller, one more than the last record's)
  * to the slot the last record is not in and syncs it: 0 or an errno. */
-int checkpoint_write(int fd, const Checkpoint *c);
+int lmdb_checkpoint_write(int fd, const Checkpoint *c);
 
 /* Reads the first CHECKPOINT_META_LEN bytes of both meta pages of the data
  * file "data_fd" (pages of "page_size" bytes) into "meta", and the newest
  * meta page's transaction id into "*newest": 0, EINVAL when they are not
  * LMDB meta pages of the format above, or an errno of the read. */
-int checkpoint_meta_read(int data_fd, unsigned page_size,
-                         unsigned char meta[2][CHECKPOINT_META_LEN], uint64_t *newest);
-
-/* Writes the meta pages of "c" back over the data file's and syncs it: 0 or
- * an errno.  No process may have the environment open. */
-int checkpoint_restore(int data_fd, unsigned page_size, const Checkpoint *c);
+int lmdb_checkpoint_meta_read(int data_fd, unsigned page_size,
+                              unsigned char meta[2][CHECKPOINT_META_LEN], uint64_t *newest);
 
 /* Puts the store back to its checkpoint when that is needed: when the
  * newer record of "ckpt_fd" is a checkpoint made in another boot than
@@ -75,10 +72,10 @@ int checkpoint_restore(int data_fd, unsigned page_size, const Checkpoint *c);
  * flock on "ckpt_fd" meanwhile; no process may have the environment open
  * unless the record is of this boot.  0 (also when there is no data file
  * or no record yet) or an errno. */
-int checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot);
+int lmdb_checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot);
 
 /* Fills "out" with this boot's identity: the kernel's boot id, else the
  * boot time in seconds. */
-void checkpoint_boot_id(char out[CHECKPOINT_BOOT_LEN]);
+void lmdb_checkpoint_boot_id(char out[CHECKPOINT_BOOT_LEN]);
 
 #endif

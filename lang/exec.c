@@ -1,0 +1,283 @@
+/* exec.c — running statements: the dispatch from a statement to what runs
+ * it, the one store transaction a statement (or a BEGIN … COMMIT) runs in,
+ * the session's statement queue, and what every statement shares (its
+ * answer, WHERE, the records a target names). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "parse.h"
+
+void
+lang_exec_answer(Exec *x, Value *v)
+{
+    value_to_json(v, x->out);
+    value_free(v);
+}
+
+LangErrorCode
+lang_exec_answer_records(Exec *x, Value *records)
+{
+    if (x->err->code) {
+        value_free(records);
+        return x->err->code;
+    }
+    lang_exec_answer(x, records);
+    return LANG_OK;
+}
+
+/* Collects the identities of every record of a table (so statements can
+ * change records while walking them). */
+typedef struct KeyWalk {
+    Value          *keys;
+    const TableDef *def;
+} KeyWalk;
+
+static int
+collect_key(void *ctx, const StoreRecord *sr)
+{
+    KeyWalk *w = ctx;
+    Record r = {0};
+    LangError ignored = {0};
+    if (record_from_store(sr, w->def, &r, &ignored) == LANG_OK)
+        value_array_push(w->keys, value_clone(&r.key));
+    record_free(&r);
+    return 0;
+}
+
+LangErrorCode
+lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys)
+{
+    *keys = value_array();
+    if (t->id.kind == VAL_RECORD) {
+        value_array_push(keys, value_clone(t->id.u.rec.key));
+        return LANG_OK;
+    }
+    KeyWalk w = {keys, def};
+    int rc = store_record_each(x->txn, def->id, (StoreBytes){NULL, 0}, collect_key, &w);
+    return rc ? lang_store_error(rc, "reading records", x->err) : LANG_OK;
+}
+
+LangErrorCode
+lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes)
+{
+    *yes = true;
+    if (!where)
+        return LANG_OK;
+    EvalContext cx = {view, x->now};
+    Value v;
+    if (expr_eval(where, &cx, &v, x->err))
+        return x->err->code;
+    *yes = value_truthy(&v);
+    value_free(&v);
+    return LANG_OK;
+}
+
+/* Runs "st" in x->txn by what kind of statement it is. */
+static LangErrorCode
+lang_exec_stmt(Exec *x, const Stmt *st)
+{
+    switch (st->kind) {
+    case ST_DEFINE_QUEUE:
+    case ST_DEFINE_COLLECTION: return lang_exec_define_table(x, st);
+    case ST_DEFINE_FIELD: return lang_exec_define_field(x, st);
+    case ST_DEFINE_INDEX: return lang_exec_define_index(x, st);
+    case ST_CREATE: return lang_exec_create(x, st);
+    case ST_UPDATE: return lang_exec_update(x, st);
+    case ST_UPSERT: return lang_exec_upsert(x, st);
+    case ST_DELETE: return lang_exec_delete(x, st);
+    case ST_SELECT: return lang_exec_select(x, st);
+    case ST_CLAIM: return lang_exec_claim(x, st);
+    case ST_RELEASE: return lang_exec_release(x, st);
+    case ST_RELEASE_ALL: return lang_exec_release_all(x, st);
+    case ST_TOUCH: return lang_exec_touch(x, st);
+    case ST_USE_CONSUMER: return lang_exec_use_consumer(x, st);
+    case ST_INFO_TABLE: return lang_exec_info(x, st);
+    case ST_DROP: return lang_exec_drop(x, st);
+    case ST_BEGIN:
+    case ST_COMMIT:
+    case ST_CANCEL: break;
+    }
+    return lang_error_set(x->err, LANG_PARSE_ERROR, "unexpected statement");
+}
+
+/* True for statements that never change the store. */
+static bool
+read_only(const Stmt *st)
+{
+    return st->kind == ST_SELECT || st->kind == ST_INFO_TABLE ||
+           (st->kind == ST_CLAIM && st->u.claim.explain);
+}
+
+/* True for statements that add or enlarge nothing but what a claim,
+ * release, touch, delete or drop does: the store lets them use its
+ * reserve, so they keep working on a full store. */
+static bool
+uses_reserve(const Stmt *st)
+{
+    switch (st->kind) {
+    case ST_CLAIM:
+    case ST_RELEASE:
+    case ST_RELEASE_ALL:
+    case ST_TOUCH:
+    case ST_DELETE:
+    case ST_DROP:
+    case ST_USE_CONSUMER:
+    case ST_SELECT:
+    case ST_INFO_TABLE: return true;
+    default: return false;
+    }
+}
+
+/* What one run of a statement list needs, and what it leaves: the result
+ * lines, and where each statement's line ends. */
+typedef struct SessionRun {
+    LangSession *s;
+    Stmt **stmts;
+    size_t n;
+    const char *saved_consumer;     /* the session's identity before the run */
+    const char *saved_instance;
+    Buf lines;
+    size_t *ends;
+    LangError *err;
+    bool reserve;                   /* every statement may use the store's reserve */
+} SessionRun;
+
+/* Puts back the consumer and instance the session had before the run. */
+static void
+session_restore(SessionRun *r)
+{
+    free(r->s->consumer);
+    r->s->consumer = r->saved_consumer ? xstrdup(r->saved_consumer) : NULL;
+    memcpy(r->s->instance, r->saved_instance, sizeof r->s->instance);
+}
+
+/* Runs the statements in "txn", from scratch each time it is called (the
+ * store may run it again): 0, or -1 with r->err filled. */
+static int
+session_run_stmts(StoreTxn *txn, void *ctx)
+{
+    SessionRun *r = ctx;
+    if (r->reserve)
+        store_txn_use_reserve(txn);
+    session_restore(r);
+    if (r->s->undo)
+        lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
+    buf_reset(&r->lines);
+    *r->err = (LangError){0};
+    Exec x = {r->s, txn, store_txn_now(txn), &r->lines, r->err, NULL};
+    for (size_t i = 0; i < r->n; i++) {
+        if (lang_exec_stmt(&x, r->stmts[i]))
+            return -1;
+        r->ends[i] = r->lines.len;
+    }
+    return 0;
+}
+
+/* A write transaction shared with concurrent writers (store_write) when
+ * any of the statements writes, else a read transaction. */
+LangErrorCode
+lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
+                 LangError *err)
+{
+    bool writes = false;
+    for (size_t i = 0; i < n; i++)
+        writes |= !read_only(stmts[i]);
+    char *saved_consumer = s->consumer ? xstrdup(s->consumer) : NULL;
+    char saved_instance[sizeof s->instance];
+    memcpy(saved_instance, s->instance, sizeof saved_instance);
+
+    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
+    r.ends = xcalloc(n, sizeof *r.ends);
+    r.reserve = true;
+    for (size_t i = 0; i < n; i++)
+        r.reserve &= uses_reserve(stmts[i]);
+    LangErrorCode rc;
+    if (writes) {
+        rc = lang_session_write(s, session_run_stmts, &r, "committing", err);
+    } else {
+        StoreTxn *txn;
+        rc = lang_session_read(s, &txn, err);
+        if (!rc) {
+            rc = session_run_stmts(txn, &r) ? err->code : LANG_OK;
+            store_txn_abort(txn);
+        }
+    }
+    if (rc) {
+        session_restore(&r);
+        free(saved_consumer);
+        free(r.ends);
+        buf_free(&r.lines);
+        return err->code;
+    }
+    for (size_t i = 0, start = 0; i < n; start = r.ends[i], i++)
+        if (emit)
+            emit(ctx, r.lines.data + start, r.ends[i] - start);
+    free(saved_consumer);
+    free(r.ends);
+    buf_free(&r.lines);
+    return LANG_OK;
+}
+
+LangErrorCode
+lang_session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
+{
+    LangErrorCode rc = LANG_OK;
+    switch (st->kind) {
+    case ST_BEGIN:
+        if (s->in_txn)
+            rc = lang_error_set(err, LANG_PARSE_ERROR,
+                                "BEGIN inside a transaction (COMMIT or CANCEL it first)");
+        else
+            s->in_txn = true;
+        break;
+    case ST_COMMIT:
+    case ST_CANCEL:
+        if (!s->in_txn) {
+            rc = lang_error_set(err, LANG_PARSE_ERROR, "%s without BEGIN",
+                                st->kind == ST_COMMIT ? "COMMIT" : "CANCEL");
+            break;
+        }
+        if (st->kind == ST_COMMIT)
+            rc = lang_session_run(s, s->pending, s->npending, emit, ctx, err);
+        lang_session_drop_pending(s);
+        break;
+    default:
+        if (st->kind == ST_CLAIM && st->u.claim.wait_ns && s->in_txn) {
+            rc = lang_error_set(err, LANG_PARSE_ERROR,
+                                "CLAIM … WAIT cannot wait inside BEGIN: COMMIT first");
+            break;
+        }
+        if (s->in_txn) {
+            if (s->npending == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 8;
+                s->pending = xrealloc(s->pending, s->cap * sizeof *s->pending);
+            }
+            s->pending[s->npending++] = st;
+            return LANG_OK;
+        }
+        if (st->kind == ST_CLAIM && st->u.claim.wait_ns && !st->u.claim.explain)
+            rc = lang_claim_wait(s, st, emit, ctx, err);
+        else
+            rc = lang_session_run(s, &st, 1, emit, ctx, err);
+    }
+    if (!rc && emit && (st->kind == ST_BEGIN || st->kind == ST_COMMIT || st->kind == ST_CANCEL))
+        emit(ctx, "null", 4);
+    stmt_free(st);
+    return rc;
+}
+
+LangErrorCode
+lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, void *ctx,
+                  LangError *err)
+{
+    Parser *p = parser_new(text, len);
+    Stmt *st;
+    int got;
+    LangErrorCode rc = LANG_OK;
+    while (!rc && (got = parser_next(p, &st, err)) == 1)
+        rc = lang_session_statement(s, st, emit, ctx, err);
+    parser_free(p);
+    return rc ? rc : err->code;
+}
+

@@ -1,0 +1,172 @@
+/* exec.h — what the files that run statements share behind lang.h: the
+ * session itself, the Exec a statement runs with, and the functions that
+ * pass a statement from one concept to the next (session.c, access.c,
+ * exec.c, statements.c, holds.c, identity.c, waits.c, stream.c, and the
+ * file view in view.c and stats.c).  Not a public interface. */
+#ifndef QUEUEFS_EXEC_H
+#define QUEUEFS_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "ast.h"
+#include "engine.h"
+#include "lang.h"
+
+struct LangStream;
+
+/* A session (see lang.h).  Its fields are changed by the statements it
+ * runs (USE CONSUMER) and by the lang_session_* calls only. */
+struct LangSession {
+    Store *store;
+    char  *consumer;       /* USE CONSUMER name, or NULL */
+    char   instance[LANG_INSTANCE_LEN + 1]; /* minted per session and per USE CONSUMER */
+    bool   in_txn;         /* between BEGIN and COMMIT / CANCEL */
+    Stmt **pending;        /* statements queued since BEGIN */
+    size_t npending, cap;
+    bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
+    void  *interrupt_ctx;
+    LangUnclaim *undo;                /* when set, a claim keeps here how to undo it */
+    struct {                          /* who is asking (lang_session_set_caller) */
+        bool     known, enforce;
+        uint32_t uid, gid;
+        uint32_t groups[64];
+        int      ngroups;
+    } caller;
+    struct LangStream *stream;        /* work kept for lang_session_continue, or NULL */
+    LangNameRule name_rule;           /* the caller's rule for table names, or NULL */
+    void        *name_rule_ctx;
+};
+
+/* What one statement runs with. */
+typedef struct Exec {
+    LangSession *s;
+    StoreTxn    *txn;
+    int64_t      now;      /* the statement's instant */
+    Buf         *out;      /* the result line */
+    LangError   *err;
+    Buf         *changed;  /* UPDATE: collects the changed records' store keys
+                              (lang_keys_push) instead of answering them */
+} Exec;
+
+/* ---- the session (session.c) ---- */
+
+/* The store "s" runs on. */
+Store *lang_session_store(const LangSession *s);
+/* Frees the statements queued since BEGIN and leaves the transaction. */
+void lang_session_drop_pending(LangSession *s);
+/* ParseError unless "name" can name a table the session defines or
+ * renames: lang_table_name_check, then the session's name rule. */
+LangErrorCode lang_session_name_check(const LangSession *s, const char *name, LangError *err);
+/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
+ * give the last one back (see lang_view_unclaim). */
+void lang_session_capture_claim(LangSession *s, LangUnclaim *undo);
+/* Begins a read transaction on the session's store into "*txn" (abort it
+ * with store_txn_abort).  The store's error, as lang_store_error names it,
+ * when it cannot. */
+LangErrorCode lang_session_read(LangSession *s, StoreTxn **txn, LangError *err);
+/* Runs "fn" in a write transaction on the session's store (store_write:
+ * "fn" may run more than once, and fills "err" whenever it returns
+ * non-zero).  LANG_OK once committed; the error "fn" left, or the store's
+ * failure to commit "while <what>". */
+LangErrorCode lang_session_write(LangSession *s, int (*fn)(StoreTxn *txn, void *ctx), void *ctx,
+                                 const char *what, LangError *err);
+
+/* ---- who may do what (access.c) ---- */
+
+/* The access a statement needs on the table it names. */
+enum { ACCESS_READ = 4, ACCESS_WRITE = 2, ACCESS_OWNER = 8 };
+
+/* PermissionDenied unless the session's caller may "want" on "def", as the
+ * table's directory bits say (see lang_session_set_caller). */
+LangErrorCode lang_access_check(const LangSession *s, const TableDef *def, int want,
+                                LangError *err);
+/* WrongKind unless "def" (named "table") is a queue. */
+LangErrorCode lang_queue_check(const TableDef *def, const char *table, LangError *err);
+/* Loads table "name" into "def" (free with table_def_free) for a statement
+ * that needs "want" on it: NoSuchTable, PermissionDenied, StoreError, with
+ * nothing to free. */
+LangErrorCode lang_table_load(Exec *x, const char *name, int want, TableDef *def);
+/* lang_table_load of a queue: WrongKind for a collection. */
+LangErrorCode lang_queue_load(Exec *x, const char *table, int want, TableDef *def);
+
+/* ---- running statements (exec.c) ---- */
+
+/* Runs "stmts" as session "s" in one store transaction, emitting each
+ * result once it has committed (as COMMIT does); does not free them.  On
+ * failure nothing is kept, not even a USE CONSUMER among them. */
+LangErrorCode lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
+                               LangError *err);
+/* Runs one statement as the session would run it from text (queued inside
+ * BEGIN, waiting for CLAIM … WAIT), taking ownership of "st". */
+LangErrorCode lang_session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx,
+                                     LangError *err);
+/* Appends "v" as the result line and frees it. */
+void lang_exec_answer(Exec *x, Value *v);
+/* Ends a data statement: its answer "records" becomes the result line, or,
+ * when the statement failed, is dropped and the error returned. */
+LangErrorCode lang_exec_answer_records(Exec *x, Value *records);
+/* Whether "where" (NULL: always) holds for record view "view", into
+ * "*yes"; the evaluation's error otherwise. */
+LangErrorCode lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes);
+/* The identities target "t" names, as an array into "*keys" (caller
+ * frees, also on error): its one record, or all of a table's. */
+LangErrorCode lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys);
+
+/* ---- the statements (statements.c and holds.c) ----
+ * Each runs "st" in x->txn, writing its result line to x->out. */
+LangErrorCode lang_exec_define_table(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_define_field(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_define_index(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_create(Exec *x, const Stmt *st);
+/* With x->changed set, keeps the changed records' keys there and answers
+ * nothing (a streamed answer). */
+LangErrorCode lang_exec_update(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_upsert(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_delete(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_select(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_info(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_drop(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_use_consumer(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_claim(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_release(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_release_all(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_touch(Exec *x, const Stmt *st);
+/* One row of SELECT "st": the whole record view, or the fields asked for,
+ * into "*row" (caller frees); the evaluation's error otherwise. */
+LangErrorCode lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row);
+/* ClaimAboveCeiling when CLAIM "st" asks for more than CLAIM_CEILING. */
+LangErrorCode lang_claim_ceiling_check(const Stmt *st, LangError *err);
+
+/* ---- store-assigned identities and DEDUPLICATE (identity.c) ---- */
+
+/* The identity the store assigns in table "def" into "*key": 1 + the
+ * greatest integer it ever held.  IdentitiesExhausted when none is left. */
+LangErrorCode lang_identity_next(Exec *x, const TableDef *def, Value *key);
+/* Remembers that identity "key" has been held in "def". */
+LangErrorCode lang_identity_note(Exec *x, const TableDef *def, const Value *key);
+/* DEDUPLICATE: "*repeat" when "key" was first written less than the
+ * queue's window ago; otherwise starts a new window at x->now. */
+LangErrorCode lang_dedup_check(Exec *x, const TableDef *def, const Value *key, bool *repeat);
+
+/* ---- CLAIM … WAIT (waits.c) ---- */
+
+/* Runs CLAIM … WAIT "st" for the session: claims as soon as something is
+ * claimable, or answers [] after its WAIT; emits the one result line. */
+LangErrorCode lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx,
+                              LangError *err);
+/* lang_claim_wait waiting at most "wait_ns" (0: one attempt); its result
+ * line goes to "line". */
+LangErrorCode lang_claim_wait_for(LangSession *s, Stmt *st, int64_t wait_ns, Buf *line,
+                                  LangError *err);
+/* CLAIM … WAIT's checks that need no waiting: the ceiling, and that its
+ * table is a queue the session may claim from. */
+LangErrorCode lang_claim_wait_check(LangSession *s, const Stmt *st, LangError *err);
+
+/* ---- statements run piece by piece (stream.c) ---- */
+
+/* Frees the work the session keeps for lang_session_continue, if any. */
+void lang_stream_free(LangSession *s);
+
+#endif

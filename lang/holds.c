@@ -1,0 +1,367 @@
+/* holds.c — holds, as statements over the store's queue primitives: CLAIM
+ * (and the plan EXPLAIN reports), RELEASE, RELEASE ALL and TOUCH (ending or
+ * extending one), who signed a hold, and giving back a claim nobody saw
+ * (lang_view_unclaim).  All of the hold logic of lang is here; the store
+ * numbers the holds, counts them and moves lapsed ones on. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "parse.h"
+
+LangErrorCode
+lang_claim_ceiling_check(const Stmt *st, LangError *err)
+{
+    if (st->u.claim.count > CLAIM_CEILING)
+        return lang_error_set(err, LANG_CLAIM_CEILING,
+                              "CLAIM %lld is above the ceiling of %d records per claim",
+                              (long long)st->u.claim.count, CLAIM_CEILING);
+    return LANG_OK;
+}
+
+/* Keeps in "undo" how to give back the claim that took hold "hold" of a
+ * record that was "before" (see LangUnclaim). */
+static void
+undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64_t hold)
+{
+    lang_unclaim_free(undo);
+    undo->table = xstrdup(table);
+    undo->before = *before;
+    undo->hold = hold;
+    StoreBytes *parts[] = {&undo->before.key, &undo->before.consumer, &undo->before.instance};
+    size_t at[3];
+    for (int i = 0; i < 3; i++) {
+        at[i] = undo->bytes.len;
+        buf_append(&undo->bytes, parts[i]->data, parts[i]->len);
+    }
+    for (int i = 0; i < 3; i++)
+        parts[i]->data = undo->bytes.data + at[i];
+    undo->before.value = undo->before.order = undo->before.group = (StoreBytes){NULL, 0};
+}
+
+/* What a claim answers with: each claimed record as users see it. */
+typedef struct ClaimRun {
+    Exec           *x;
+    const TableDef *def;
+    Value          *results;
+} ClaimRun;
+
+static int
+claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
+{
+    ClaimRun *c = ctx;
+    Record r = {0};
+    if (record_from_store(now, c->def, &r, c->x->err))
+        return -1;
+    if (c->x->s->undo)
+        undo_keep(c->x->s->undo, c->def->decl.name, before, now->hold);
+    value_array_push(c->results, record_view(&r, c->def));
+    record_free(&r);
+    return 0;
+}
+
+/* The plan a claim reports: the declared index that matches the claim
+ * order, or a scan. */
+static Value
+claim_plan(const TableDef *def)
+{
+    Value plan = value_object();
+    const char *index = NULL;
+    if (!def->decl.priority_by) {
+        index = "id";
+    } else {
+        for (size_t i = 0; i < def->nindexes && !index; i++)
+            if (def->indexes[i].nfields &&
+                strcmp(def->indexes[i].fields[0], def->decl.priority_by) == 0)
+                index = def->indexes[i].name;
+    }
+    value_object_set(&plan, "plan", value_cstring(index ? "ordered" : "scan"));
+    if (index)
+        value_object_set(&plan, "index", value_cstring(index));
+    Value rows = value_array();
+    value_array_push(&rows, plan);
+    return rows;
+}
+
+/* claim -> CLAIM [n] FROM table [EXPLAIN] | CLAIM record [EXPLAIN] */
+LangErrorCode
+lang_exec_claim(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.claim.target;
+    if (lang_claim_ceiling_check(st, x->err))
+        return x->err->code;
+    TableDef def;
+    if (lang_queue_load(x, t->table, st->u.claim.explain ? ACCESS_READ : ACCESS_WRITE, &def))
+        return x->err->code;
+    Value results = value_array();
+    if (st->u.claim.explain) {
+        value_free(&results);
+        results = claim_plan(&def);
+    } else {
+        Buf key = {0};
+        StoreQueue q;
+        ClaimRun run = {x, &def, &results};
+        StoreClaim c = {.n = st->u.claim.count, .instance = {x->s->instance, strlen(x->s->instance)}};
+        if (x->s->consumer)
+            c.consumer = (StoreBytes){x->s->consumer, strlen(x->s->consumer)};
+        if (t->id.kind == VAL_RECORD) {
+            record_key_encode(t->id.u.rec.key, &key);
+            c.key = (StoreBytes){key.data, key.len};
+        }
+        int64_t claimed;
+        int rc = store_claim(x->txn, record_queue(&def, &q), &c, claimed_one, &run, &claimed);
+        if (rc && !x->err->code && t->id.kind == VAL_RECORD)
+            record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
+        else if (rc && !x->err->code)
+            lang_store_error(rc, "claiming", x->err);
+        buf_free(&key);
+    }
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* The instant RELEASE "st" delays its records to, into "*at" (0: none):
+ * what its NOT BEFORE clause names, a datetime or now + a duration.
+ * NoDelayField when the queue "def" declares no NOT BEFORE field. */
+static LangErrorCode
+release_delay(Exec *x, const TableDef *def, const Stmt *st, int64_t *at)
+{
+    *at = 0;
+    if (!st->u.release.not_before)
+        return LANG_OK;
+    if (!def->decl.not_before)
+        return lang_error_set(x->err, LANG_NO_DELAY_FIELD,
+                              "queue '%s' declares no NOT BEFORE field", def->decl.name);
+    EvalContext cx = {NULL, x->now};
+    Value v;
+    if (expr_eval(st->u.release.not_before, &cx, &v, x->err))
+        return x->err->code;
+    LangErrorCode rc = LANG_OK;
+    if (v.kind == VAL_DATETIME)
+        *at = v.u.ns;
+    else if (v.kind == VAL_DURATION && !__builtin_add_overflow(x->now, v.u.ns, at))
+        ;
+    else
+        rc = lang_error_set(x->err, LANG_TYPE_ERROR,
+                            "NOT BEFORE takes a datetime or a duration, not %s",
+                            value_kind_name(v.kind));
+    value_free(&v);
+    return rc;
+}
+
+/* Answers record "sr" of "def" as users see it, into "results". */
+static LangErrorCode
+answer_stored(Exec *x, const TableDef *def, const StoreRecord *sr, Value *results)
+{
+    Record r = {0};
+    if (!record_from_store(sr, def, &r, x->err))
+        value_array_push(results, record_view(&r, def));
+    record_free(&r);
+    return x->err->code;
+}
+
+/* Ends the hold on "r" (loaded), delaying it until "delay_to" when that is
+ * non-zero, and answers it. */
+static LangErrorCode
+end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, Value *results)
+{
+    Buf key = {0};
+    StoreQueue q;
+    StoreRecord sr;
+    record_key_encode(&r->key, &key);
+    int rc = store_release(x->txn, record_queue(def, &q), (StoreBytes){key.data, key.len},
+                           r->hold, delay_to, &sr);
+    if (rc)
+        record_missing(rc, def, &r->key, "releasing a hold", x->err);
+    else
+        answer_stored(x, def, &sr, results);
+    buf_free(&key);
+    return x->err->code;
+}
+
+/* The consumer that signed the hold on "r", or NULL when unsigned, and
+ * the instance that took it. */
+static const char *
+hold_consumer(const Record *r, const char **instance)
+{
+    *instance = r->instance;
+    return r->consumer;
+}
+
+/* Opens RELEASE or TOUCH "st" on the one record it names: its queue
+ * into "def" (loaded for writing), the delay a RELEASE names into
+ * "*delay_to" (see release_delay), and the record into "r" when its fence
+ * holds.  The caller frees "def" and "r", also on error. */
+static LangErrorCode
+hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
+{
+    const Target *t = &st->u.release.target;
+    *r = (Record){0};
+    if (lang_queue_load(x, t->table, ACCESS_WRITE, def) ||
+        release_delay(x, def, st, delay_to) ||
+        record_load(x->txn, def, t->id.u.rec.key, r, x->err))
+        return x->err->code;
+    if (st->u.release.fence)
+        record_fence(def, r, st->u.release.fence, x->now, x->err);
+    return x->err->code;
+}
+
+/* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] */
+LangErrorCode
+lang_exec_release(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.release.target;
+    TableDef def;
+    Record r;
+    int64_t delay_to;
+    Value results = value_array();
+    if (hold_open(x, st, &def, &r, &delay_to) || !record_is_held(&r, x->now))
+        goto done;
+    const char *instance, *consumer = hold_consumer(&r, &instance);
+    const char *group = st->u.release.for_consumer;
+    if (group ? consumer && strcmp(consumer, group) == 0
+              : !consumer || (instance && strcmp(instance, x->s->instance) == 0)) {
+        end_hold(x, &def, &r, delay_to, &results);
+    } else if (consumer) {
+        Buf name = {0};
+        record_id_format(&t->id.u.rec, &name);
+        lang_error_set(x->err, LANG_HELD_BY_OTHER, "%s is held by consumer '%s'%s", name.data,
+                       consumer,
+                       x->s->consumer && strcmp(consumer, x->s->consumer) == 0
+                           ? " (another instance: name the group with FOR CONSUMER)"
+                           : "");
+        buf_free(&name);
+    }
+done:
+    record_free(&r);
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* What RELEASE ALL answers: each released record. */
+typedef struct ReleaseRun {
+    Exec           *x;
+    const TableDef *def;
+    Value          *results;
+} ReleaseRun;
+
+static int
+released_one(void *ctx, const StoreRecord *sr)
+{
+    ReleaseRun *r = ctx;
+    return answer_stored(r->x, r->def, sr, r->results) ? -1 : 0;
+}
+
+/* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr] */
+LangErrorCode
+lang_exec_release_all(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def))
+        return x->err->code;
+    Value results = value_array();
+    int64_t delay_to;
+    if (!release_delay(x, &def, st, &delay_to)) {
+        const char *group = st->u.release.for_consumer;
+        StoreQueue q;
+        ReleaseRun run = {x, &def, &results};
+        int rc = store_release_all(x->txn, record_queue(&def, &q),
+                                   (StoreBytes){group, group ? strlen(group) : 0},
+                                   (StoreBytes){x->s->instance, strlen(x->s->instance)},
+                                   delay_to, released_one, &run);
+        if (rc && !x->err->code)
+            lang_store_error(rc, "releasing holds", x->err);
+    }
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* touch -> TOUCH record: the hold's deadline becomes now + TIMEOUT. */
+LangErrorCode
+lang_exec_touch(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    Record r;
+    int64_t no_delay;   /* TOUCH names none */
+    Value results = value_array();
+    Buf name = {0};
+    record_id_format(&st->u.release.target.id.u.rec, &name);
+    if (hold_open(x, st, &def, &r, &no_delay))
+        goto done;
+    if (!record_is_held(&r, x->now)) {
+        lang_error_set(x->err, LANG_NOT_HELD, "%s is not held: there is no hold to extend",
+                       name.data);
+        goto done;
+    }
+    const char *instance, *consumer = hold_consumer(&r, &instance);
+    if (consumer && !(x->s->consumer && strcmp(consumer, x->s->consumer) == 0)) {
+        lang_error_set(x->err, LANG_HELD_BY_OTHER, "%s is held by consumer '%s'", name.data,
+                       consumer);
+        goto done;
+    }
+    Buf key = {0};
+    StoreQueue q;
+    StoreRecord sr;
+    record_key_encode(&r.key, &key);
+    int rc = store_touch(x->txn, record_queue(&def, &q), (StoreBytes){key.data, key.len}, r.hold,
+                         &sr);
+    buf_free(&key);
+    if (rc)
+        record_missing(rc, &def, &r.key, "extending a hold", x->err);
+    else
+        answer_stored(x, &def, &sr, &results);
+done:
+    buf_free(&name);
+    record_free(&r);
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* ---- giving back a claim nobody saw (lang_view_unclaim) ---- */
+
+void
+lang_unclaim_free(LangUnclaim *undo)
+{
+    free(undo->table);
+    buf_free(&undo->bytes);
+    *undo = (LangUnclaim){0};
+}
+
+/* What the unclaim transaction works from. */
+typedef struct Unclaim {
+    LangSession       *s;
+    const LangUnclaim *undo;
+    LangError         *err;
+} Unclaim;
+
+/* Puts the record back as it was before the claim, when the claim's hold
+ * is still on it unchanged (see lang_view_unclaim): 0, or -1 with the
+ * error. */
+static int
+unclaim_run(StoreTxn *txn, void *ctx)
+{
+    Unclaim *u = ctx;
+    *u->err = (LangError){0};
+    TableDef def;
+    LangError gone = {0};
+    if (table_def_load(txn, u->undo->table, &def, &gone))
+        return 0;   /* dropped since: nothing to give back */
+    StoreQueue q;
+    bool back;
+    int rc = def.is_queue ? store_unclaim(txn, record_queue(&def, &q), &u->undo->before,
+                                          u->undo->hold, &back)
+                          : STORE_OK;
+    if (rc)
+        lang_store_error(rc, "giving a claim back", u->err);
+    table_def_free(&def);
+    return u->err->code ? -1 : 0;
+}
+
+LangErrorCode
+lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
+{
+    if (!undo->table)
+        return LANG_OK;
+    Unclaim u = {s, undo, err};
+    return lang_session_write(s, unclaim_run, &u, "committing", err);
+}

@@ -1,0 +1,549 @@
+/* statements.c — the statements that define tables and read or write
+ * records: DEFINE, CREATE, UPDATE, UPSERT (the file view's write),
+ * DELETE, SELECT, INFO, DROP and USE.  The hold statements are in
+ * holds.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "parse.h"
+
+/* ---- record content ---- */
+
+/* Evaluates record content: it must be an object. */
+static LangErrorCode
+eval_content(Exec *x, const Expr *e, const Value *record, Value *out)
+{
+    EvalContext cx = {record, x->now};
+    if (!e) {
+        *out = value_object();
+        return LANG_OK;
+    }
+    if (expr_eval(e, &cx, out, x->err))
+        return x->err->code;
+    if (out->kind != VAL_OBJECT) {
+        lang_error_set(x->err, LANG_TYPE_ERROR, "record content must be an object, not %s",
+                       value_kind_name(out->kind));
+        value_free(out);
+        return LANG_TYPE_ERROR;
+    }
+    return LANG_OK;
+}
+
+/* True when an `id` given in content names record "key" of "table". */
+static bool
+id_matches(const Value *id, const char *table, const Value *key)
+{
+    if (id->kind == VAL_RECORD)
+        return strcmp(id->u.rec.table, table) == 0 && value_equal(id->u.rec.key, key);
+    if (id->kind == VAL_STRING) {
+        RecordId rid = {(char *)table, (Value *)key};
+        Buf b = {0};
+        record_id_format(&rid, &b);
+        bool same = b.len == id->u.str.len && memcmp(b.data, id->u.str.s, b.len) == 0;
+        buf_free(&b);
+        return same;
+    }
+    return value_equal(id, key);
+}
+
+/* Takes `id` out of "content"; refuses one that names another record
+ * ("key" NULL: the store names the record, so no id may be given). */
+static LangErrorCode
+strip_id(Exec *x, Value *content, const char *table, const Value *key)
+{
+    const Value *id = value_object_get(content, "id");
+    if (!id)
+        return LANG_OK;
+    if (!key || !id_matches(id, table, key))
+        return lang_error_set(x->err, LANG_SCHEMA_VIOLATION,
+                              "the content's id does not name the record written");
+    value_object_remove(content, "id");
+    return LANG_OK;
+}
+
+/* True when "incoming" repeats the engine's value "stored": equal, or the
+ * same instant written as an RFC 3339 string (a record read back as JSON). */
+static bool
+engine_value_same(const Value *stored, const Value *incoming)
+{
+    int64_t ns;
+    if (stored->kind == VAL_DATETIME && incoming->kind == VAL_STRING)
+        return datetime_parse(incoming->u.str.s, incoming->u.str.len, &ns) == 0 &&
+               ns == stored->u.ns;
+    return value_equal(stored, incoming);
+}
+
+static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
+                                            FIELD_CLAIMED_BY, FIELD_HOLD};
+
+/* On a queue, "incoming" may not introduce, change or remove the engine's
+ * fields of "old" (NULL for a new record): a field it repeats — equal, or
+ * a claimed_until read back as an RFC 3339 string — is dropped from it,
+ * since the engine keeps its own; any other is EngineField. */
+static LangErrorCode
+guard_engine_fields(Exec *x, const TableDef *def, const Record *old, Value *incoming)
+{
+    if (!def->is_queue)
+        return LANG_OK;
+    for (size_t i = 0; i < sizeof engine_fields / sizeof *engine_fields; i++) {
+        const char *f = engine_fields[i];
+        Value was = value_none();
+        bool has = old && record_engine_field(old, f, &was);
+        const Value *now = value_object_get(incoming, f);
+        bool same = now && has && engine_value_same(&was, now);
+        value_free(&was);
+        if (now && !same)
+            return lang_error_set(x->err, LANG_ENGINE_FIELD,
+                                  "'%s' on queue '%s' belongs to the engine: a write may not "
+                                  "set or change it",
+                                  f, def->decl.name);
+        value_object_remove(incoming, f);
+    }
+    return LANG_OK;
+}
+
+/* ---- DEFINE ---- */
+
+static TableDecl
+decl_copy(const TableDecl *d)
+{
+    TableDecl c = *d;
+    c.name = xstrdup(d->name);
+    c.priority_by = d->priority_by ? xstrdup(d->priority_by) : NULL;
+    c.not_before = d->not_before ? xstrdup(d->not_before) : NULL;
+    c.graph = d->graph ? xstrdup(d->graph) : NULL;
+    return c;
+}
+
+/* True, with WrongKind (or the error loading it) in x->err, unless the
+ * existing table "name" is of the kind a DEFINE … IF NOT EXISTS asks for:
+ * a queue when "queue", else a collection. */
+static bool
+existing_kind_differs(Exec *x, const char *name, bool queue)
+{
+    TableDef def;
+    if (table_def_load(x->txn, name, &def, x->err))
+        return true;
+    bool differs = def.is_queue != queue;
+    table_def_free(&def);
+    if (differs)
+        lang_error_set(x->err, LANG_WRONG_KIND,
+                       "'%s' exists and is a %s, not a %s: DEFINE %s IF NOT EXISTS refuses it",
+                       name, queue ? "collection" : "queue", queue ? "queue" : "collection",
+                       queue ? "QUEUE" : "COLLECTION");
+    return differs;
+}
+
+/* define_table -> DEFINE (QUEUE | COLLECTION) … */
+LangErrorCode
+lang_exec_define_table(Exec *x, const Stmt *st)
+{
+    const TableDecl *d = &st->u.define_table;
+    if (lang_session_name_check(x->s, d->name, x->err))
+        return x->err->code;
+    TableDef def = {0};
+    def.is_queue = st->kind == ST_DEFINE_QUEUE;
+    def.decl = decl_copy(d);
+    def.uid = x->s->caller.known ? (int64_t)x->s->caller.uid : -1;
+    def.gid = x->s->caller.known ? (int64_t)x->s->caller.gid : -1;
+    def.mode = d->mode > 0 ? d->mode & 07777 : -1;
+    Buf b = {0};
+    table_def_encode(&def, &b);
+    int rc = store_table_create(x->txn, d->name, (StoreBytes){b.data, b.len}, &def.id);
+    buf_free(&b);
+    table_def_free(&def);
+    if (rc == STORE_EXISTS && !d->if_not_exists)
+        return lang_error_set(x->err, LANG_TABLE_EXISTS, "a table named '%s' already exists",
+                              d->name);
+    if (rc == STORE_EXISTS && existing_kind_differs(x, d->name, st->kind == ST_DEFINE_QUEUE))
+        return x->err->code;
+    if (rc && rc != STORE_EXISTS)
+        return lang_store_error(rc, "defining a table", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+/* Stores "def" as its table's definition, answering null, and frees it. */
+static LangErrorCode
+save_def(Exec *x, TableDef *def)
+{
+    int rc = lang_table_redefine(x->txn, def->decl.name, def);
+    table_def_free(def);
+    if (rc)
+        return lang_store_error(rc, "updating a definition", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+/* The position of the entry named "name" in the array "*array" points to
+ * ("*n" entries of "size" bytes, each opening with its char *name, as
+ * FieldDef and IndexDef do); when there is none, a zeroed entry of that
+ * name is appended, growing the array. */
+static size_t
+entry_named(void *array, size_t *n, size_t size, const char *name)
+{
+    char *items, *have;
+    memcpy(&items, array, sizeof items);
+    for (size_t i = 0; i < *n; i++) {
+        memcpy(&have, items + i * size, sizeof have);
+        if (strcmp(have, name) == 0)
+            return i;
+    }
+    items = xrealloc(items, (*n + 1) * size);
+    memset(items + *n * size, 0, size);
+    have = xstrdup(name);
+    memcpy(items + *n * size, &have, sizeof have);
+    memcpy(array, &items, sizeof items);
+    return (*n)++;
+}
+
+/* define_field -> DEFINE FIELD name ON table [TYPE t] [REQUIRED] */
+LangErrorCode
+lang_exec_define_field(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_table_load(x, st->u.define_field.table, ACCESS_OWNER, &def))
+        return x->err->code;
+    size_t i = entry_named(&def.fields, &def.nfields, sizeof *def.fields, st->u.define_field.name);
+    FieldDef *f = &def.fields[i];
+    free(f->type);
+    f->type = st->u.define_field.type ? xstrdup(st->u.define_field.type) : NULL;
+    f->required = st->u.define_field.required;
+    return save_def(x, &def);
+}
+
+/* define_index -> DEFINE INDEX name ON table FIELDS f {, f} */
+LangErrorCode
+lang_exec_define_index(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_table_load(x, st->u.define_index.table, ACCESS_OWNER, &def))
+        return x->err->code;
+    size_t i = entry_named(&def.indexes, &def.nindexes, sizeof *def.indexes,
+                           st->u.define_index.name);
+    IndexDef *ix = &def.indexes[i];
+    for (size_t j = 0; j < ix->nfields; j++)
+        free(ix->fields[j]);
+    free(ix->fields);
+    ix->nfields = st->u.define_index.nfields;
+    ix->fields = xcalloc(ix->nfields, sizeof *ix->fields);
+    for (size_t j = 0; j < ix->nfields; j++)
+        ix->fields[j] = xstrdup(st->u.define_index.fields[j]);
+    return save_def(x, &def);
+}
+
+/* ---- CREATE, UPDATE, DELETE, SELECT ---- */
+
+/* create -> CREATE target [(= | CONTENT) expr] */
+LangErrorCode
+lang_exec_create(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
+        return x->err->code;
+    Record r = {0};
+    Value results = value_array();
+    const Value *named = t->id.kind == VAL_RECORD ? t->id.u.rec.key : NULL;
+    bool repeat = false;
+    if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
+        strip_id(x, &r.fields, t->table, named) ||
+        guard_engine_fields(x, &def, NULL, &r.fields) ||
+        record_validate(&def, &r.fields, x->err))
+        goto done;
+    if (named) {
+        r.key = value_clone(named);
+        if (def.is_queue && def.decl.deduplicate_ns && lang_dedup_check(x, &def, named, &repeat))
+            goto done;
+        if (repeat)
+            goto done;
+        if (record_exists(x->txn, &def, named)) {
+            Buf name = {0};
+            record_id_format(&t->id.u.rec, &name);
+            lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+            buf_free(&name);
+            goto done;
+        }
+    } else if (lang_identity_next(x, &def, &r.key)) {
+        goto done;
+    }
+    if (lang_identity_note(x, &def, &r.key) || record_store(x->txn, &def, &r, true, x->err))
+        goto done;
+    value_array_push(&results, record_view(&r, &def));
+done:
+    record_free(&r);
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* Appends the store key of "key" to key list "keys" (lang_keys_push). */
+static void
+changed_key(Buf *keys, const Value *key)
+{
+    Buf kb = {0};
+    record_key_encode(key, &kb);
+    lang_keys_push(keys, (StoreBytes){kb.data, kb.len});
+    buf_free(&kb);
+}
+
+/* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
+LangErrorCode
+lang_exec_update(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
+        return x->err->code;
+    Value keys, results = value_array();
+    if (lang_exec_target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        Value view = {0}, content = {0};
+        bool yes;
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+            break;
+        view = record_view(&r, &def);
+        if (lang_exec_where(x, st->u.write.where, &view, &yes) || !yes ||
+            eval_content(x, st->u.write.content, &view, &content) ||
+            strip_id(x, &content, t->table, &r.key))
+            goto next;
+        if (st->u.write.mode == WRITE_MERGE) {
+            if (guard_engine_fields(x, &def, &r, &content))
+                goto next;
+            for (size_t j = 0; j < content.u.obj.len; j++)
+                value_object_set(&r.fields, content.u.obj.keys[j],
+                                 value_clone(&content.u.obj.vals[j]));
+        } else {
+            if (guard_engine_fields(x, &def, &r, &content))
+                goto next;
+            value_free(&r.fields);
+            r.fields = content;
+            content = value_none();
+        }
+        if (record_validate(&def, &r.fields, x->err) ||
+            record_store(x->txn, &def, &r, false, x->err))
+            goto next;
+        if (x->changed)
+            changed_key(x->changed, &r.key);
+        else
+            value_array_push(&results, record_view(&r, &def));
+    next:
+        value_free(&view);
+        value_free(&content);
+        record_free(&r);
+    }
+    value_free(&keys);
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
+/* The file view's write of a named record: a whole-record UPDATE of the
+ * record when it exists, else its CREATE. */
+LangErrorCode
+lang_exec_upsert(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.write.target;
+    TableDef def;
+    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
+        return x->err->code;
+    bool exists = record_exists(x->txn, &def, t->id.u.rec.key);
+    table_def_free(&def);
+    return exists ? lang_exec_update(x, st) : lang_exec_create(x, st);
+}
+
+/* delete -> DELETE [FROM] target [WHERE expr] */
+LangErrorCode
+lang_exec_delete(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.del.target;
+    TableDef def;
+    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
+        return x->err->code;
+    Value keys;
+    if (lang_exec_target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        bool yes = true;
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+            break;
+        if (st->u.del.where) {
+            Value view = record_view(&r, &def);
+            lang_exec_where(x, st->u.del.where, &view, &yes);
+            value_free(&view);
+        }
+        if (!x->err->code && st->u.del.fence)
+            record_fence(&def, &r, st->u.del.fence, x->now, x->err);
+        if (!x->err->code && yes) {
+            Buf kb = {0};
+            StoreQueue q;
+            record_key_encode(&r.key, &kb);
+            int rc = store_record_delete(x->txn, def.id, record_queue(&def, &q),
+                                         (StoreBytes){kb.data, kb.len},
+                                         st->u.del.fence > 0 ? st->u.del.fence : 0);
+            buf_free(&kb);
+            if (rc)
+                record_missing(rc, &def, &r.key, "deleting a record", x->err);
+        }
+        record_free(&r);
+    }
+    value_free(&keys);
+    table_def_free(&def);
+    if (x->err->code)
+        return x->err->code;
+    buf_puts(x->out, "[]");
+    return LANG_OK;
+}
+
+/* One SELECT row: the whole record, or the fields asked for. */
+LangErrorCode
+lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row)
+{
+    if (st->u.select.star) {
+        *row = value_clone(view);
+        return LANG_OK;
+    }
+    *row = value_object();
+    EvalContext cx = {view, x->now};
+    for (size_t i = 0; i < st->u.select.nfields; i++) {
+        const SelectField *f = &st->u.select.fields[i];
+        Value v;
+        if (expr_eval(f->expr, &cx, &v, x->err)) {
+            value_free(row);
+            return x->err->code;
+        }
+        if (f->alias) {
+            value_object_set(row, f->alias, v);
+        } else if (f->expr->kind == EX_FIELD) {
+            lang_path_set(row, f->expr->u.path.parts, f->expr->u.path.len, v);
+        } else {
+            char name[32];
+            snprintf(name, sizeof name, "expr%zu", i + 1);
+            value_object_set(row, name, v);
+        }
+    }
+    return LANG_OK;
+}
+
+/* The ORDER BY terms qsort compares by (qsort has no context argument). */
+static __thread const Stmt *sort_stmt;
+
+static int
+compare_rows(const void *pa, const void *pb)
+{
+    const Value *a = pa, *b = pb;
+    for (size_t i = 0; i < sort_stmt->u.select.norder; i++) {
+        const OrderTerm *o = &sort_stmt->u.select.order[i];
+        const Value *va = lang_path_get(a, o->parts, o->len);
+        const Value *vb = lang_path_get(b, o->parts, o->len);
+        Value none = value_none();
+        int c = value_compare(va ? va : &none, vb ? vb : &none);
+        if (c)
+            return o->descending ? -c : c;
+    }
+    return 0;
+}
+
+/* select -> SELECT fields FROM target [WHERE] [ORDER BY] [LIMIT] */
+LangErrorCode
+lang_exec_select(Exec *x, const Stmt *st)
+{
+    const Target *t = &st->u.select.from;
+    TableDef def;
+    if (lang_table_load(x, t->table, ACCESS_READ, &def))
+        return x->err->code;
+    Value keys, views = value_array(), rows = value_array();
+    if (lang_exec_target_keys(x, &def, t, &keys)) {
+        table_def_free(&def);
+        return x->err->code;
+    }
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        LangError missing = {0};
+        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, &missing)) {
+            if (missing.code != LANG_NO_SUCH_RECORD)
+                *x->err = missing;
+            record_free(&r);
+            continue;   /* SELECT of a record that does not exist answers [] */
+        }
+        Value view = record_view(&r, &def);
+        bool yes;
+        if (!lang_exec_where(x, st->u.select.where, &view, &yes) && yes)
+            value_array_push(&views, view);
+        else
+            value_free(&view);
+        record_free(&r);
+    }
+    if (!x->err->code && st->u.select.norder && views.u.arr.len) {
+        sort_stmt = st;
+        qsort(views.u.arr.items, views.u.arr.len, sizeof(Value), compare_rows);
+    }
+    size_t n = views.u.arr.len;
+    if (st->u.select.limit >= 0 && (uint64_t)st->u.select.limit < n)
+        n = (size_t)st->u.select.limit;
+    for (size_t i = 0; i < n && !x->err->code; i++) {
+        Value row;
+        if (!lang_select_project(x, st, &views.u.arr.items[i], &row))
+            value_array_push(&rows, row);
+    }
+    value_free(&keys);
+    value_free(&views);
+    table_def_free(&def);
+    return lang_exec_answer_records(x, &rows);
+}
+
+/* ---- tables and the session ---- */
+
+/* info -> INFO FOR TABLE name */
+LangErrorCode
+lang_exec_info(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_table_load(x, st->u.table_op.table, ACCESS_READ, &def))
+        return x->err->code;
+    Value info = table_def_info(&def);
+    table_def_free(&def);
+    lang_exec_answer(x, &info);
+    return LANG_OK;
+}
+
+/* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
+LangErrorCode
+lang_exec_drop(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    const char *name = st->u.table_op.table;
+    if (lang_table_load(x, name, ACCESS_OWNER, &def))
+        return x->err->code;
+    bool is_queue = def.is_queue;
+    table_def_free(&def);
+    int want = st->u.table_op.kind;
+    if ((want == 1 && !is_queue) || (want == 2 && is_queue))
+        return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a %s: DROP %s refuses it", name,
+                              is_queue ? "queue" : "collection",
+                              want == 1 ? "QUEUE" : "COLLECTION");
+    int rc = store_table_drop(x->txn, name);
+    if (rc)
+        return lang_store_error(rc, "dropping a table", x->err);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
+/* use -> USE CONSUMER name */
+LangErrorCode
+lang_exec_use_consumer(Exec *x, const Stmt *st)
+{
+    free(x->s->consumer);
+    x->s->consumer = xstrdup(st->u.use_consumer.name);
+    lang_instance_mint(x->s->instance);
+    buf_puts(x->out, "null");
+    return LANG_OK;
+}
+

@@ -1,0 +1,710 @@
+/* conformance_test.c — the backend conformance suite, part two: what
+ * every backend of store.h must do with a queue's primitives, as cases
+ * that use store.h alone: records and their times, claim order and
+ * filing (order keys, not_before, refiling, prefixes), claims named and
+ * signed, lapses, the ATTEMPTS ceiling, hold fences, releases, touches,
+ * retries, give-backs, identities, deduplicate windows, the counts and
+ * counters (at scale, across lapses, retirement, rollback and drop),
+ * waiting walks, notifications, and claims racing from threads and
+ * processes.  Part one (catalog, records, writes) is store_test.c.
+ *
+ * The backend is a parameter: $QUEUEFS_TEST_STORE names the store to open
+ * (an LMDB directory, or another backend's location, as its store_open
+ * takes it); unset, a fresh LMDB directory under /tmp, removed afterwards.
+ * Every case makes tables of its own with names no other run uses, so a
+ * store shared with other runs does not disturb it.  What only LMDB does
+ * (map growth, checkpoints, boot ids, formats) is tested in lmdb_test.c and
+ * lmdb_format_test.c.
+ *
+ *     QUEUEFS_TEST_STORE=/path/to/store store/conformance_test
+ */
+#include "store_test.h"
+
+#include <pthread.h>
+#include <sys/wait.h>
+
+static Store *st;
+
+/* ---- the cases ---- */
+
+static void
+test_records(void)
+{
+    StoreQueue q = queue_new(st, "records", 30000 * MS, 0);
+    StoreTxn *t = begin(st, true);
+    int64_t now = store_txn_now(t);
+    CHECK(store_txn_now(t) == now, "one instant a transaction");
+    StoreRecord r = {.key = bytes_of("a"), .value = bytes_of("one")};
+    CHECK(store_record_create(t, q.table, &q, &r) == STORE_OK, "create");
+    CHECK(store_record_create(t, q.table, &q, &r) == STORE_EXISTS, "create twice: EXISTS");
+    StoreRecord got;
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK && bytes_eq(got.value, "one"),
+          "read back in the transaction");
+    CHECK(got.since == now && got.written == now && got.changed == now && got.claimed == 0,
+          "times of a new record are the transaction's instant");
+    CHECK(got.attempts == 0 && got.hold == 0 && got.claimed_until == 0, "columns start at 0");
+    commit(t);
+    sleep_ms(5);
+    t = begin(st, true);
+    StoreRecord u = {.key = bytes_of("a"), .value = bytes_of("two")};
+    CHECK(store_record_update(t, q.table, &q, &u) == STORE_OK, "update");
+    StoreRecord v = {.key = bytes_of("nope"), .value = bytes_of("x")};
+    CHECK(store_record_update(t, q.table, &q, &v) == STORE_NOTFOUND, "update absent: NOTFOUND");
+    int64_t later = store_txn_now(t);
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK && bytes_eq(got.value, "two") &&
+              got.written == later && got.since == now && got.changed == now,
+          "update changes the value and written only");
+    commit(t);
+    t = begin(st, true);
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("a"), 0) == STORE_OK, "delete");
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("a"), 0) == STORE_NOTFOUND,
+          "delete absent: NOTFOUND");
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_NOTFOUND, "gone");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 0 && n.deletes == 1, "a queue's delete is counted");
+}
+
+static void
+test_claim_order(void)
+{
+    StoreQueue q = queue_new(st, "order", 30000 * MS, 0);
+    add(st, &q, "k1", "v", "c", 0);
+    add(st, &q, "k2", "v", "a", 0);
+    add(st, &q, "k3", "v", "b", 0);
+    add(st, &q, "k4", "v", "a", 0);
+    add(st, &q, "k5", "v", "d", 0);
+    Claimed c;
+    CHECK(claim(st, &q, 3, NULL, NULL, &c) == STORE_OK, "claim 3");
+    CHECK_STR(c.keys, "k2,k4,k3");
+    CHECK(c.attempts == 1 && c.before_attempts == 0 && c.before_until == 0, "attempt counted");
+    CHECK(c.claimed_until == c.claimed + 30000 * MS, "held for TIMEOUT");
+    CHECK_STR(c.instance, "inst-a");
+    CHECK_STR(c.consumer, "");
+    int64_t hold = c.hold;
+    CHECK(claim(st, &q, 1, NULL, "crawler", &c) == STORE_OK, "claim signed");
+    CHECK_STR(c.keys, "k1");
+    CHECK_STR(c.consumer, "crawler");
+    CHECK(c.hold > hold, "hold numbers rise");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 5 && n.ready == 1 && n.held == 4 && n.claims == 4, "counts after claims");
+    CHECK(n.has_head && bytes_eq(n.head_key, "k5"), "head is the next to claim");
+    CHECK(n.next_wake > 0 && n.next_wake <= c.claimed_until, "next wake is the first deadline");
+}
+
+static void
+test_claim_named(void)
+{
+    StoreQueue q = queue_new(st, "named", 30000 * MS, 0);
+    add(st, &q, "r", "v", NULL, 0);
+    add(st, &q, "later", "v", NULL, INT64_MAX / 2);
+    Claimed c;
+    CHECK(claim(st, &q, 1, "nope", NULL, &c) == STORE_NOTFOUND, "named absent: NOTFOUND");
+    CHECK(claim(st, &q, 1, "later", NULL, &c) == STORE_OK && c.keys[0] == 0, "delayed: none");
+    CHECK(claim(st, &q, 1, "r", NULL, &c) == STORE_OK, "named ready");
+    CHECK_STR(c.keys, "r");
+    CHECK(claim(st, &q, 1, "r", NULL, &c) == STORE_OK && c.keys[0] == 0, "held: none");
+    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "nothing ready");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.delayed == 1 && n.held == 1 && n.ready == 0 && !n.has_head, "delayed and held");
+}
+
+static void
+test_lapse_and_ceiling(void)
+{
+    StoreQueue q = queue_new(st, "lapse", 150 * MS, 2);
+    add(st, &q, "x", "v", NULL, 0);
+    Claimed c;
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "first claim");
+    int64_t first = c.hold;
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "held: none");
+    sleep_ms(300);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "after the hold lapsed");
+    CHECK_STR(c.keys, "x");
+    CHECK(c.attempts == 2 && c.hold != first && c.before_until != 0, "second attempt");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.lapses == 1 && n.claims == 2, "a lapse is counted at the next claim");
+    sleep_ms(300);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0,
+          "at the ceiling: handed out no more");
+    n = counts_of(st, &q);
+    CHECK(n.idle == 1 && n.ready == 0 && n.held == 0 && n.records == 1, "retired");
+    StoreTxn *t = begin(st, true);
+    StoreRecord r;
+    CHECK(store_retry(t, &q, bytes_of("x"), 0, &r) == STORE_OK && r.attempts == 0, "retry");
+    commit(t);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable after retry");
+    CHECK_STR(c.keys, "x");
+    CHECK(c.attempts == 1, "attempts start again");
+}
+
+static void
+test_release_touch_fence(void)
+{
+    StoreQueue q = queue_new(st, "release", 30000 * MS, 0);
+    add(st, &q, "x", "v", NULL, 0);
+    Claimed c;
+    claim(st, &q, 1, NULL, NULL, &c);
+    StoreTxn *t = begin(st, true);
+    StoreRecord r;
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold + 1000, 0, &r) == STORE_CONFLICT,
+          "another hold's number: CONFLICT");
+    CHECK(store_touch(t, &q, bytes_of("x"), c.hold + 1000, &r) == STORE_CONFLICT, "touch: CONFLICT");
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("x"), c.hold + 1000) == STORE_CONFLICT,
+          "delete fenced: CONFLICT");
+    CHECK(store_release(t, &q, bytes_of("nope"), 1, 0, &r) == STORE_NOTFOUND, "absent: NOTFOUND");
+    commit(t);
+    sleep_ms(5);
+    t = begin(st, true);
+    int64_t now = store_txn_now(t);
+    CHECK(store_touch(t, &q, bytes_of("x"), c.hold, &r) == STORE_OK &&
+              r.claimed_until == now + 30000 * MS && r.changed == now,
+          "touch extends the hold from now");
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, now + 200 * MS, &r) == STORE_OK, "release");
+    CHECK(r.hold == 0 && r.claimed_until == 0 && r.consumer.len == 0 && r.instance.len == 0 &&
+              r.attempts == 1 && r.since == now && r.not_before == now + 200 * MS,
+          "release clears the hold, keeps attempts, delays");
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, 0, &r) == STORE_CONFLICT,
+          "a hold ends once");
+    commit(t);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "delayed after release");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.delayed == 1 && n.releases == 1 && n.lapses == 0, "counts after release");
+    sleep_ms(300);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.before_until == 0, "ready again");
+    CHECK_STR(c.keys, "x");
+    t = begin(st, true);
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("x"), c.hold) == STORE_OK,
+          "delete by the live hold");
+    commit(t);
+}
+
+static int
+count_released(void *ctx, const StoreRecord *r)
+{
+    (void)r;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void
+test_release_all(void)
+{
+    StoreQueue q = queue_new(st, "all", 30000 * MS, 0);
+    add(st, &q, "a", "v", NULL, 0);
+    add(st, &q, "b", "v", NULL, 0);
+    add(st, &q, "c", "v", NULL, 0);
+    Claimed c;
+    claim(st, &q, 2, NULL, NULL, &c);
+    claim(st, &q, 1, NULL, "grp", &c);
+    StoreTxn *t = begin(st, true);
+    int n = 0;
+    CHECK(store_release_all(t, &q, bytes_of("grp"), bytes_of("other"), 0, count_released, &n) ==
+                  STORE_OK && n == 1,
+          "by consumer: its one hold");
+    n = 0;
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("other"), 0, count_released, &n) == STORE_OK &&
+              n == 0,
+          "another instance's: none");
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("inst-a"), 0, count_released, &n) ==
+                  STORE_OK && n == 2,
+          "by instance: both");
+    commit(t);
+    CHECK(counts_of(st, &q).ready == 3, "all ready again");
+}
+
+static void
+test_unclaim(void)
+{
+    StoreQueue q = queue_new(st, "unclaim", 30000 * MS, 0);
+    add(st, &q, "x", "v", NULL, 0);
+    add(st, &q, "y", "v", NULL, 0);
+    StoreRecord before;
+    int64_t hold = 0;
+    StoreTxn *t = begin(st, true);
+    StoreClaim c = {.n = 1, .instance = bytes_of("i")};
+    int64_t got;
+    Claimed seen = {0};
+    CHECK(store_claim(t, &q, &c, note_claimed, &seen, &got) == STORE_OK && got == 1, "claim");
+    hold = seen.hold;
+    commit(t);
+    CHECK(get(st, q.table, "x", &before) == STORE_OK, "read");
+    before.key = bytes_of("x");
+    before.attempts = 0;
+    before.hold = 0;
+    before.claimed_until = 0;
+    before.claimed = 0;
+    before.changed = before.since;
+    bool back = false;
+    t = begin(st, true);
+    CHECK(store_unclaim(t, &q, &before, hold + 1, &back) == STORE_OK && !back,
+          "another hold: not given back");
+    CHECK(store_unclaim(t, &q, &before, hold, &back) == STORE_OK && back, "given back");
+    commit(t);
+    StoreRecord r;
+    CHECK(get(st, q.table, "x", &r) == STORE_OK && r.attempts == 0 && r.hold == 0 && r.claimed_until == 0,
+          "as before the claim");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.claims == 0 && n.ready == 2 && bytes_eq(n.head_key, "x"), "back at the head, uncounted");
+}
+
+static void
+test_identity(void)
+{
+    StoreQueue q = queue_new(st, "ids", 30000 * MS, 0);
+    StoreTxn *t = begin(st, true);
+    int64_t id;
+    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 1, "first is 1");
+    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 2, "then 2");
+    CHECK(store_identity_note(t, q.table, 10) == STORE_OK, "note 10");
+    CHECK(store_identity_note(t, q.table, 5) == STORE_OK, "note 5");
+    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 11, "after 10: 11");
+    CHECK(store_identity_note(t, q.table, INT64_MAX) == STORE_OK, "note the largest");
+    CHECK(store_identity_next(t, q.table, &id) == STORE_EXHAUSTED, "none left");
+    commit(t);
+}
+
+static void
+test_dedup(void)
+{
+    StoreQueue q = queue_new(st, "dedup", 30000 * MS, 0);
+    bool repeat;
+    StoreTxn *t = begin(st, true);
+    CHECK(store_dedup_check(t, q.table, bytes_of("k"), 200 * MS, &repeat) == STORE_OK && !repeat,
+          "first seen");
+    CHECK(store_dedup_check(t, q.table, bytes_of("j"), 200 * MS, &repeat) == STORE_OK && !repeat,
+          "another key");
+    commit(t);
+    t = begin(st, true);
+    CHECK(store_dedup_check(t, q.table, bytes_of("k"), 200 * MS, &repeat) == STORE_OK && repeat,
+          "within the window: a repeat");
+    commit(t);
+    sleep_ms(300);
+    t = begin(st, true);
+    CHECK(store_dedup_check(t, q.table, bytes_of("k"), 200 * MS, &repeat) == STORE_OK && !repeat,
+          "after the window: new");
+    commit(t);
+}
+
+static int
+note_wake(void *ctx, const StoreRecord *r, int64_t wake)
+{
+    char *keys = ctx;
+    size_t n = strlen(keys);
+    snprintf(keys + n, 64 - n, "%.*s@%s ", (int)r->key.len, (const char *)r->key.data,
+             wake > 0 ? "t" : "0");
+    return 0;
+}
+
+static int
+count_waiting(void *ctx, const StoreRecord *r, int64_t wake)
+{
+    (void)r, (void)wake;
+    ++*(int *)ctx;
+    return 0;
+}
+
+static void
+test_waiting_walk(void)
+{
+    StoreQueue q = queue_new(st, "walk", 30000 * MS, 0);
+    int64_t far = INT64_MAX / 2;
+    add(st, &q, "late", "v", NULL, far + 1);
+    add(st, &q, "early", "v", NULL, far);
+    add(st, &q, "now", "v", NULL, 0);
+    char keys[64] = "";
+    StoreTxn *t = begin(st, false);
+    CHECK(store_queue_each_waiting(t, q.table, note_wake, keys) == STORE_OK, "walk");
+    store_txn_abort(t);
+    CHECK_STR(keys, "early@t late@t ");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.next_wake == far && n.delayed == 2 && n.ready == 1, "next wake is the earliest");
+}
+
+/* ---- filing, scale and counts ---- */
+
+/* Claim order is (order key, arrival); a lapsed hold puts its record back
+ * in its place while a later one is still held; refiling (update) moves a
+ * record by its new order key and not_before; a delete takes a record out;
+ * order keys that are prefixes of each other order shorter first; an
+ * empty order key is the record key; a drop takes the waiting records
+ * too; another queue is never disturbed. */
+static void
+test_queue_filing(void)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s", unique_name("filing"));
+    StoreQueue q = {.table = table_make(st, name), .timeout_ns = 400 * MS};
+    StoreQueue q2 = queue_new(st, "filing-other", 400 * MS, 0);
+    add(st, &q2, "x", "vx", "00", 0);
+    StoreTxn *t = begin(st, true);
+    check_counts(t, q.table, (uint64_t[6]){0}, "", "empty");
+    /* Order keys in neither key nor arrival order: r4 has r2's, later. */
+    static const char *const filed[][2] = {
+        {"r1", "30"}, {"r2", "10"}, {"r3", "20"}, {"r4", "10"}, {"r5", "40"}};
+    for (int i = 0; i < 5; i++)
+        CHECK(add_in(t, &q, filed[i][0], filed[i][0], filed[i][1], 0) == STORE_OK, "create");
+    check_counts(t, q.table, (uint64_t[6]){5, 5, 0, 0, 0, 0}, "r2", "smallest order, first");
+    Claimed c;
+    CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "r2");
+    commit(t);
+    sleep_ms(250);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "r4");
+    t = begin(st, false);
+    check_counts(t, q.table, (uint64_t[6]){5, 3, 2, 0, 0, 0}, "r3", "two held");
+    store_txn_abort(t);
+    /* r2's hold lapsed, r4's not: r2 is back ahead of r3, looked at
+     * from a read transaction as from a write one. */
+    sleep_ms(250);
+    for (int write = 0; write <= 1; write++) {
+        t = begin(st, write);
+        check_counts(t, q.table, (uint64_t[6]){5, 4, 1, 0, 0, 0}, "r2", "r2 lapsed");
+        if (write) {
+            int64_t now = store_txn_now(t);
+            StoreRecord r = {.key = bytes_of("r2"), .value = bytes_of("r2"),
+                             .order = bytes_of("10"), .not_before = now + 60 * SEC};
+            CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "delay r2");
+            check_counts(t, q.table, (uint64_t[6]){5, 3, 1, 1, 0, 0}, "r3", "r2 delayed");
+            r.order = bytes_of("50");
+            r.not_before = 0;
+            CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "refile r2");
+            CHECK(store_record_delete(t, q.table, &q, bytes_of("r4"), 0) == STORE_OK, "delete");
+            r = (StoreRecord){.key = bytes_of("r3"), .value = bytes_of("r3")};
+            CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "r3 by its key");
+            check_counts(t, q.table, (uint64_t[6]){4, 4, 0, 0, 0, 0}, "r1", "refiled");
+            CHECK(claim_in(t, &q, 9, NULL, NULL, &c) == STORE_OK, "claim all");
+            CHECK_STR(c.keys, "r1,r5,r2,r3");
+            commit(t);
+        } else {
+            store_txn_abort(t);
+        }
+    }
+
+    /* Order keys that are prefixes of each other, and the empty one. */
+    StoreQueue q3 = queue_new(st, "prefixes", 400 * MS, 0);
+    t = begin(st, true);
+    const char a0[] = {'a', '\0'};
+    StoreRecord p2 = {.key = bytes_of("p2"), .value = bytes_of(""), .order = {a0, 2}};
+    CHECK(store_record_create(t, q3.table, &q3, &p2) == STORE_OK, "p2");
+    CHECK(add_in(t, &q3, "p1", "", "a\x01", 0) == STORE_OK, "p1");
+    CHECK(add_in(t, &q3, "p3", "", "a", 0) == STORE_OK, "p3");
+    check_counts(t, q3.table, (uint64_t[6]){3, 3, 0, 0, 0, 0}, "p3", "the prefix first");
+    CHECK(store_record_delete(t, q3.table, &q3, bytes_of("p3"), 0) == STORE_OK, "delete p3");
+    check_counts(t, q3.table, (uint64_t[6]){2, 2, 0, 0, 0, 0}, "p2", "then its NUL");
+    CHECK(add_in(t, &q3, "p4", "", NULL, 0) == STORE_OK, "p4 by its key");
+    check_counts(t, q3.table, (uint64_t[6]){3, 3, 0, 0, 0, 0}, "p2", "p4 after a");
+    CHECK(add_in(t, &q3, "A", "", NULL, 0) == STORE_OK, "A by its key");
+    check_counts(t, q3.table, (uint64_t[6]){4, 4, 0, 0, 0, 0}, "A", "A before a");
+    commit(t);
+
+    /* Dropping a queue removes its waiting records too. */
+    t = begin(st, true);
+    CHECK(add_in(t, &q, "w", "", "z", store_txn_now(t) + SEC) == STORE_OK, "w waits");
+    CHECK(store_table_drop(t, name) == STORE_OK, "drop");
+    StoreQueueCounts n;
+    int rc = store_queue_counts(t, q.table, &n);
+    CHECK(rc == STORE_NOTFOUND || (rc == STORE_OK && n.records == 0 && n.delayed == 0 &&
+                                   n.held == 0 && !n.has_head && n.next_wake == INT64_MAX),
+          "nothing left of a dropped queue");
+    check_counts(t, q2.table, (uint64_t[6]){1, 1, 0, 0, 0, 0}, "x", "the other queue");
+    commit(t);
+}
+
+enum { SCALE_N = 20000, SCALE_DELAYED = 10000 };
+
+typedef struct Scale {
+    StoreQueue q;
+    int64_t base;        /* the instant of the creates */
+    int bad;
+} Scale;
+
+/* Creates rec00001 … in claim order; the first SCALE_DELAYED delayed. */
+static int
+scale_fill(StoreTxn *t, void *ctx)
+{
+    Scale *s = ctx;
+    char key[32], order[32];
+    s->bad = 0;
+    s->base = store_txn_now(t);
+    for (int i = 1; i <= SCALE_N; i++) {
+        snprintf(key, sizeof key, "rec%05d", i);
+        snprintf(order, sizeof order, "%08d", i);
+        int64_t nb = i <= SCALE_DELAYED ? s->base + SEC + i : 0;
+        s->bad += add_in(t, &s->q, key, key, order, nb) != STORE_OK;
+    }
+    return s->bad ? -1 : 0;
+}
+
+/* A claim finds the head past many delayed records ahead of it in claim
+ * order, and the delayed ones, all due at once, go back into order (a
+ * functional check: nothing is timed). */
+static void
+test_queue_scale(void)
+{
+    Scale s = {.q = queue_new(st, "scale", 60 * SEC, 0)};
+    int rc = store_write(st, scale_fill, &s);
+    CHECK(rc == STORE_OK && s.bad == 0, "%d creates failed: %d", s.bad, rc);
+    StoreQueueCounts n = counts_of(st, &s.q);
+    CHECK(n.records == SCALE_N && n.ready == SCALE_N - SCALE_DELAYED &&
+              n.delayed == SCALE_DELAYED && n.has_head && n.next_wake == s.base + SEC + 1,
+          "filed: %" PRIu64 " ready, %" PRIu64 " delayed", n.ready, n.delayed);
+    Claimed c;
+    CHECK(claim(st, &s.q, 1, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "rec10001");
+    while (store_now(st) <= s.base + SEC + SCALE_DELAYED)
+        sleep_ms(50);
+    n = counts_of(st, &s.q);
+    CHECK(n.ready == SCALE_N - 1 && n.delayed == 0 && n.held == 1, "all due");
+    CHECK(claim(st, &s.q, 3, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "rec00001,rec00002,rec00003");
+    StoreTxn *t = begin(st, false);
+    int waiting = 0;
+    CHECK(store_queue_each_waiting(t, s.q.table, count_waiting, &waiting) == STORE_OK &&
+              waiting == 4,
+          "only the 4 held wait: %d", waiting);
+    store_txn_abort(t);
+}
+
+/* A store_write function that creates and claims, then fails. */
+static int
+fail_after_claim(StoreTxn *t, void *ctx)
+{
+    const StoreQueue *q = ctx;
+    Claimed c;
+    add_in(t, q, "doomed", "", "00", 0);
+    claim_in(t, q, 1, NULL, NULL, &c);
+    return -1;
+}
+
+/* The counts as records are filed, claimed, lapse, retire at the ATTEMPTS
+ * ceiling, wait out a not_before past their hold, are released (at the
+ * ceiling: retired), retried and deleted; a failed write's counts are rolled back with it; a table
+ * defined again counts from zero. */
+static void
+test_counts(void)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s", unique_name("counted"));
+    StoreQueue q = {.table = table_make(st, name), .timeout_ns = 500 * MS, .max_attempts = 2};
+    Claimed c;
+    StoreTxn *t = begin(st, true);
+    check_counts(t, q.table, (uint64_t[6]){0}, "", "empty");
+    CHECK(add_in(t, &q, "l", "l", "05", 0) == STORE_OK && claim_in(t, &q, 1, "l", NULL, &c) == 0,
+          "l claimed");
+    commit(t);
+    sleep_ms(600);
+    /* l's second hold is its last; h's ends in ready, n's in a delay. */
+    t = begin(st, true);
+    int64_t now = store_txn_now(t);
+    CHECK(claim_in(t, &q, 1, "l", NULL, &c) == STORE_OK && c.attempts == 2, "l again");
+    static const char *const filed[][2] = {{"b", "20"}, {"c", "30"}, {"h", "10"}, {"n", "01"}};
+    for (int i = 0; i < 4; i++)
+        CHECK(add_in(t, &q, filed[i][0], filed[i][0], filed[i][1], 0) == STORE_OK, "create");
+    CHECK(add_in(t, &q, "d", "d", "40", now + 2 * SEC) == STORE_OK, "d delayed");
+    CHECK(claim_in(t, &q, 1, "h", NULL, &c) == STORE_OK && claim_in(t, &q, 1, "n", NULL, &c) == 0,
+          "h and n claimed");
+    StoreRecord r = {.key = bytes_of("n"), .value = bytes_of("n"), .order = bytes_of("01"),
+                     .not_before = now + 2 * SEC};
+    CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "n delayed after its hold");
+    check_counts(t, q.table, (uint64_t[6]){6, 2, 3, 1, 0, 0}, "b", "filed");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.claims == 4 && n.lapses == 1 && n.releases == 0 && n.deletes == 0, "counters");
+    CHECK(n.next_wake == now + 500 * MS, "the first hold ends first");
+
+    /* The holds ended: h is ready (ahead of b), n delayed, l retired. */
+    sleep_ms(700);
+    t = begin(st, false);
+    check_counts(t, q.table, (uint64_t[6]){6, 3, 0, 2, 1, 0}, "h", "holds ended");
+    CHECK(counts_in(t, q.table).next_wake == now + 2 * SEC, "next: the delays");
+    store_txn_abort(t);
+    t = begin(st, true);
+    check_counts(t, q.table, (uint64_t[6]){6, 3, 0, 2, 1, 0}, "h", "as a claim finds them");
+    CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "h");
+    CHECK(c.attempts == 2 && c.before_until != 0, "h's second attempt, after a lapse");
+    CHECK(store_release(t, &q, bytes_of("h"), c.hold, 0, NULL) == STORE_OK, "release h");
+    check_counts(t, q.table, (uint64_t[6]){6, 2, 0, 2, 2, 0}, "b", "released at the ceiling");
+    CHECK(counts_in(t, q.table).releases == 1, "a release counted");
+    CHECK(store_retry(t, &q, bytes_of("h"), 0, NULL) == STORE_OK, "retry h");
+    check_counts(t, q.table, (uint64_t[6]){6, 3, 0, 2, 1, 0}, "h", "retried");
+    commit(t);
+
+    /* Past every instant all are ready but the retired one.  Deletes: a
+     * held one, a ready one. */
+    while (store_now(st) <= now + 2 * SEC)
+        sleep_ms(50);
+    t = begin(st, true);
+    check_counts(t, q.table, (uint64_t[6]){6, 5, 0, 0, 1, 0}, "n", "the delays ended");
+    CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
+    CHECK_STR(c.keys, "n");
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("n"), c.hold) == STORE_OK, "delete n");
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("h"), 0) == STORE_OK, "delete h");
+    check_counts(t, q.table, (uint64_t[6]){4, 3, 0, 0, 1, 0}, "b", "deleted");
+    commit(t);
+    n = counts_of(st, &q);
+    /* h's and n's second claims each found a hold never released. */
+    CHECK(n.claims == 6 && n.lapses == 3 && n.releases >= 1 && n.deletes == 2, "counters");
+
+    /* A write that fails is rolled back with its counts. */
+    CHECK(store_write(st, fail_after_claim, &q) == -1, "failing write");
+    StoreQueueCounts after = counts_of(st, &q);
+    CHECK(after.records == 4 && after.ready == 3 && after.held == 0 && after.claims == 6 &&
+              after.lapses == 3 && after.releases == n.releases && after.deletes == 2,
+          "rolled back with its counts");
+
+    /* Dropped and defined again: a new table, counted from zero. */
+    t = begin(st, true);
+    uint32_t again;
+    CHECK(store_table_drop(t, name) == STORE_OK, "drop");
+    CHECK(store_table_create(t, name, bytes_of(""), &again) == STORE_OK, "create again");
+    n = counts_in(t, again);
+    check_counts(t, again, (uint64_t[6]){0}, "", "defined again");
+    CHECK(n.claims == 0 && n.releases == 0 && n.lapses == 0 && n.deletes == 0 &&
+              n.next_wake == INT64_MAX,
+          "no counters");
+    CHECK(store_table_drop(t, name) == STORE_OK, "drop again");
+    commit(t);
+}
+
+/* ---- notifications and races ---- */
+
+static void *
+commit_later(void *arg)
+{
+    StoreQueue *q = arg;
+    sleep_ms(100);
+    add(st, q, "woke", "v", NULL, 0);
+    return NULL;
+}
+
+static void
+test_notification(void)
+{
+    StoreQueue q = queue_new(st, "notify", 30000 * MS, 0);
+    uint64_t seen = store_changes(st);
+    pthread_t th;
+    pthread_create(&th, NULL, commit_later, &q);
+    int64_t until = store_now(st) + 5000 * MS;
+    bool moved = false;
+    while (!moved && store_now(st) < until)
+        moved = store_wait_change(st, seen, until);
+    pthread_join(th, NULL);
+    CHECK(moved && store_changes(st) != seen, "a commit wakes a waiter");
+}
+
+enum { RACE_RECORDS = 300, RACE_THREADS = 3, RACE_PROCS = 2 };
+
+typedef struct Race {
+    StoreQueue q;
+    int        fd;       /* where each claimed key is written, one a line */
+} Race;
+
+static int
+race_note(void *ctx, const StoreRecord *now, const StoreRecord *before)
+{
+    (void)before;
+    Race *r = ctx;
+    char line[64];
+    int n = snprintf(line, sizeof line, "%.*s\n", (int)now->key.len, (const char *)now->key.data);
+    return write(r->fd, line, (size_t)n) == n ? 0 : -1;
+}
+
+typedef struct RaceClaim {
+    Race   *race;
+    int64_t got;
+} RaceClaim;
+
+static int
+race_claim_fn(StoreTxn *txn, void *ctx)
+{
+    RaceClaim *rc = ctx;
+    StoreClaim c = {.n = 2, .instance = bytes_of("racer")};
+    return store_claim(txn, &rc->race->q, &c, race_note, rc->race, &rc->got);
+}
+
+/* Claims until the queue is empty. */
+static void *
+race_worker(void *arg)
+{
+    Race *r = arg;
+    for (;;) {
+        RaceClaim rc = {r, 0};
+        if (store_write(st, race_claim_fn, &rc) != STORE_OK || rc.got == 0)
+            break;
+    }
+    return NULL;
+}
+
+static void
+test_races(void)
+{
+    Race race = {.q = queue_new(st, "race", 60000 * MS, 0)};
+    char keys_path[] = "/tmp/conformance_keys.XXXXXX";
+    race.fd = mkstemp(keys_path);
+    CHECK(race.fd >= 0, "keys file");
+    for (int i = 0; i < RACE_RECORDS; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "r%04d", i);
+        add(st, &race.q, k, "v", NULL, 0);
+    }
+    pid_t kids[RACE_PROCS];
+    for (int p = 0; p < RACE_PROCS; p++) {
+        if ((kids[p] = fork()) == 0) {
+            /* A process opens its own store: an environment does not cross fork(). */
+            StoreOptions opts = {.sync = false};
+            char err[256];
+            if (store_open(test_location, &opts, &st, err, sizeof err) != STORE_OK)
+                _exit(2);
+            race_worker(&race);
+            store_close(st);
+            _exit(0);
+        }
+    }
+    pthread_t th[RACE_THREADS];
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_create(&th[i], NULL, race_worker, &race);
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int p = 0; p < RACE_PROCS; p++) {
+        int status;
+        waitpid(kids[p], &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "claiming process %d", p);
+    }
+    close(race.fd);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "test \"$(sort -u %s | wc -l)\" = %d && test \"$(wc -l < %s)\" = %d",
+             keys_path, RACE_RECORDS, keys_path, RACE_RECORDS);
+    CHECK(system(cmd) == 0, "each of %d records claimed exactly once by %d threads and %d "
+                            "processes", RACE_RECORDS, RACE_THREADS, RACE_PROCS);
+    unlink(keys_path);
+    StoreQueueCounts n = counts_of(st, &race.q);
+    CHECK(n.claims == RACE_RECORDS && n.held == RACE_RECORDS && n.ready == 0, "all held");
+}
+
+int
+main(void)
+{
+    if (!test_store_pick("conformance_test") || !(st = test_store_open(false)))
+        return unit_test_summary() | 1;
+    test_records();
+    test_claim_order();
+    test_claim_named();
+    test_lapse_and_ceiling();
+    test_release_touch_fence();
+    test_release_all();
+    test_unclaim();
+    test_identity();
+    test_dedup();
+    test_waiting_walk();
+    test_queue_filing();
+    test_queue_scale();
+    test_counts();
+    test_notification();
+    test_races();
+    store_close(st);
+    test_store_cleanup();
+    return unit_test_summary();
+}

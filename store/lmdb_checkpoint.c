@@ -1,0 +1,486 @@
+/* lmdb_checkpoint.c — checkpoints, which let a store commit without
+ * syncing and still never be corrupt after a machine crash: the record
+ * file "queuefs.checkpoint" and LMDB's meta pages (see lmdb_checkpoint.h),
+ * and taking a checkpoint, the thread that takes them, the pins that hold
+ * them (see "Durability" in lmdb_internal.h).
+ */
+#include "lmdb_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define CHECKPOINT_INTERVAL_MS 20    /* how often sync off takes a checkpoint */
+#define SLOT_LEN 4096                 /* one slot a block: written whole */
+#define RECORD_MAGIC "qfs-ckpt"
+#define RECORD_VERSION 1u
+#define RECORD_LEN (96 + 2 * CHECKPOINT_META_LEN)   /* before the crc */
+
+/* LMDB 0.9's meta page (data format version 1). */
+#define META_FLAGS_AT 10
+#define META_FLAG 0x08
+#define META_MAGIC_AT 16
+#define META_MAGIC 0xBEEFC0DEu
+#define META_VERSION_AT 20
+#define META_VERSION 1u
+#define META_PAGE_SIZE_AT 40
+#define META_TXNID_AT 144
+
+/* ---- the record file and LMDB's meta pages ---- */
+
+/* Integers in the machine's byte order, as LMDB writes its meta pages
+ * (and as the record file has always been written): not be.h's. */
+static void
+put_u32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+
+static void
+put_u64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+
+static uint32_t
+get_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t
+get_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Reads exactly "len" bytes at "off": 0, EIO on a short read, or errno. */
+static int
+read_at(int fd, void *buf, size_t len, off_t off)
+{
+    ssize_t n;
+    while ((n = pread(fd, buf, len, off)) < 0 && errno == EINTR)
+        ;
+    return n < 0 ? errno : (size_t)n == len ? 0 : EIO;
+}
+
+/* Writes exactly "len" bytes at "off": 0 or errno (EIO on a short write). */
+static int
+write_at(int fd, const void *buf, size_t len, off_t off)
+{
+    ssize_t n;
+    while ((n = pwrite(fd, buf, len, off)) < 0 && errno == EINTR)
+        ;
+    return n < 0 ? errno : (size_t)n == len ? 0 : EIO;
+}
+
+/* Syncs "fd"'s data: 0 or errno. */
+static int
+sync_data(int fd)
+{
+    return fdatasync(fd) == 0 ? 0 : errno;
+}
+
+int
+lmdb_checkpoint_open(const char *location)
+{
+    size_t plen = strlen(location) + sizeof "/" CHECKPOINT_FILE;
+    char *path = malloc(plen);
+    if (!path)
+        return -ENOMEM;
+    snprintf(path, plen, "%s/%s", location, CHECKPOINT_FILE);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    free(path);
+    if (fd < 0)
+        return -errno;
+    struct stat sb;
+    int rc = fstat(fd, &sb) ? errno : 0;
+    if (!rc && sb.st_size < 2 * SLOT_LEN)
+        rc = posix_fallocate(fd, 0, 2 * SLOT_LEN);
+    if (rc) {
+        close(fd);
+        return -rc;
+    }
+    return fd;
+}
+
+/* Decodes the slot "b": true when it holds a valid record. */
+static bool
+record_decode(const unsigned char *b, Checkpoint *c)
+{
+    if (memcmp(b, RECORD_MAGIC, 8) != 0 || get_u32(b + 8) != RECORD_VERSION ||
+        get_u32(b + RECORD_LEN) != (uint32_t)crc32(0L, b, RECORD_LEN))
+        return false;
+    c->trust_disk = get_u32(b + 12) & 1;
+    c->seq = get_u64(b + 16);
+    c->txnid = get_u64(b + 24);
+    c->dev = get_u64(b + 32);
+    c->ino = get_u64(b + 40);
+    memcpy(c->boot, b + 48, CHECKPOINT_BOOT_LEN);
+    c->boot[CHECKPOINT_BOOT_LEN - 1] = '\0';
+    memcpy(c->meta, b + 96, 2 * CHECKPOINT_META_LEN);
+    return true;
+}
+
+int
+lmdb_checkpoint_read(int fd, Checkpoint *out)
+{
+    unsigned char *b = malloc(2 * SLOT_LEN);
+    if (!b)
+        return ENOMEM;
+    int rc = read_at(fd, b, 2 * SLOT_LEN, 0);
+    bool found = false;
+    for (int i = 0; !rc && i < 2; i++) {
+        Checkpoint c;
+        if (record_decode(b + i * SLOT_LEN, &c) && (!found || c.seq > out->seq)) {
+            *out = c;
+            found = true;
+        }
+    }
+    free(b);
+    return rc ? rc : found ? 0 : ENOENT;
+}
+
+int
+lmdb_checkpoint_write(int fd, const Checkpoint *c)
+{
+    unsigned char b[SLOT_LEN];
+    memset(b, 0, sizeof b);
+    memcpy(b, RECORD_MAGIC, 8);
+    put_u32(b + 8, RECORD_VERSION);
+    put_u32(b + 12, c->trust_disk ? 1 : 0);
+    put_u64(b + 16, c->seq);
+    put_u64(b + 24, c->txnid);
+    put_u64(b + 32, c->dev);
+    put_u64(b + 40, c->ino);
+    memcpy(b + 48, c->boot, strnlen(c->boot, CHECKPOINT_BOOT_LEN - 1));
+    memcpy(b + 96, c->meta, 2 * CHECKPOINT_META_LEN);
+    put_u32(b + RECORD_LEN, (uint32_t)crc32(0L, b, RECORD_LEN));
+    int rc = write_at(fd, b, sizeof b, (off_t)(c->seq & 1) * SLOT_LEN);
+    return rc ? rc : sync_data(fd);
+}
+
+int
+lmdb_checkpoint_meta_read(int data_fd, unsigned page_size,
+                          unsigned char meta[2][CHECKPOINT_META_LEN], uint64_t *newest)
+{
+    *newest = 0;
+    for (int i = 0; i < 2; i++) {
+        int rc = read_at(data_fd, meta[i], CHECKPOINT_META_LEN, (off_t)i * page_size);
+        if (rc)
+            return rc;
+        const unsigned char *m = meta[i];
+        uint16_t flags;
+        memcpy(&flags, m + META_FLAGS_AT, 2);
+        if (!(flags & META_FLAG) || get_u32(m + META_MAGIC_AT) != META_MAGIC ||
+            get_u32(m + META_VERSION_AT) != META_VERSION)
+            return EINVAL;
+        uint64_t id = get_u64(m + META_TXNID_AT);
+        if (id > *newest)
+            *newest = id;
+    }
+    return 0;
+}
+
+/* Writes the meta pages of "c" back over the data file's and syncs it: 0 or
+ * an errno.  No process may have the environment open. */
+static int
+checkpoint_restore(int data_fd, unsigned page_size, const Checkpoint *c)
+{
+    for (int i = 0; i < 2; i++) {
+        int rc = write_at(data_fd, c->meta[i], CHECKPOINT_META_LEN, (off_t)i * page_size);
+        if (rc)
+            return rc;
+    }
+    return sync_data(data_fd);
+}
+
+int
+lmdb_checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot)
+{
+    int data_fd = open(data_path, O_RDWR | O_CLOEXEC);
+    if (data_fd < 0)
+        return errno == ENOENT ? 0 : errno;
+    while (flock(ckpt_fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            int err = errno;
+            close(data_fd);
+            return err;
+        }
+    Checkpoint c;
+    struct stat sb;
+    int rc = lmdb_checkpoint_read(ckpt_fd, &c);
+    if (rc == ENOENT) {
+        rc = 0;
+    } else if (!rc && !c.trust_disk && strcmp(c.boot, boot) != 0) {
+        unsigned char meta[2][CHECKPOINT_META_LEN];
+        uint64_t newest = 0;
+        unsigned page_size = get_u32(c.meta[0] + META_PAGE_SIZE_AT);
+        rc = fstat(data_fd, &sb) ? errno : 0;
+        if (!rc && (uint64_t)sb.st_dev == c.dev && (uint64_t)sb.st_ino == c.ino &&
+            page_size >= CHECKPOINT_META_LEN &&
+            lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) == 0 && newest > c.txnid) {
+            rc = checkpoint_restore(data_fd, page_size, &c);
+        }
+        if (!rc) {
+            c.seq++;
+            c.trust_disk = true;
+            snprintf(c.boot, sizeof c.boot, "%s", boot);
+            rc = lmdb_checkpoint_write(ckpt_fd, &c);
+        }
+    }
+    flock(ckpt_fd, LOCK_UN);
+    close(data_fd);
+    return rc;
+}
+
+void
+lmdb_checkpoint_boot_id(char out[CHECKPOINT_BOOT_LEN])
+{
+    memset(out, 0, CHECKPOINT_BOOT_LEN);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (f) {
+        bool ok = fgets(out, CHECKPOINT_BOOT_LEN, f) != NULL;
+        fclose(f);
+        out[strcspn(out, "\n")] = '\0';
+        if (ok && out[0])
+            return;
+    }
+    /* No /proc: the boot's start, to the second (the wall clock less the
+     * time since boot), stable within a boot unless the clock is set. */
+    struct timespec now, up;
+    clock_gettime(CLOCK_REALTIME, &now);
+    clock_gettime(CLOCK_BOOTTIME, &up);
+    snprintf(out, CHECKPOINT_BOOT_LEN, "booted-%lld",
+             (long long)(now.tv_sec - up.tv_sec - (now.tv_nsec < up.tv_nsec)));
+}
+
+/* ---- taking checkpoints ---- */
+
+/* As the sync leader: replaces this process's pin (aborting the old one)
+ * with "pin" of transaction "id" (NULL and UINT64_MAX: none). */
+static void
+store_pin_set(Store *st, MDB_txn *pin, uint64_t id)
+{
+    if (st->pin)
+        mdb_txn_abort(st->pin);
+    st->pin = pin;
+    __atomic_store_n(&st->pin_id, id, __ATOMIC_RELEASE);
+}
+
+/* Fills in what every checkpoint record of this store says. */
+static void
+checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
+{
+    c->txnid = txnid;
+    c->dev = st->shared->dev;
+    c->ino = st->shared->ino;
+    c->trust_disk = trust_disk;
+    snprintf(c->boot, sizeof c->boot, "%s", st->boot);
+}
+
+/* Writes checkpoint record "c" after the newest one, under flock on the
+ * record file: 0 or an errno.  With "clear_dead" it then clears the reader
+ * slots of dead processes (once a second at most: they only hold pages
+ * back): the newest record is this process's own and pinned, so no pin a
+ * dead process left is needed any more. */
+static int
+checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
+{
+    SyncShared *sh = st->shared;
+    while (flock(st->ckpt_fd, LOCK_EX) != 0)
+        if (errno != EINTR)
+            return errno;
+    c->seq = sh->record_seq + 1;
+    int rc = lmdb_checkpoint_write(st->ckpt_fd, c);
+    if (!rc) {
+        sh->record_seq = c->seq;
+        __atomic_store_n(&sh->record, c->txnid, __ATOMIC_RELEASE);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (clear_dead && now.tv_sec != st->dead_cleared_at) {
+            mdb_reader_check(st->env, NULL);
+            st->dead_cleared_at = now.tv_sec;
+        }
+    }
+    flock(st->ckpt_fd, LOCK_UN);
+    return rc;
+}
+
+/* Takes LMDB's writer lock — a write transaction "*writer", with the map
+ * lock shared, that the caller aborts and unlocks — so that nothing
+ * commits meanwhile; "*last" is the last committed transaction. */
+static int
+writer_lock(Store *st, MDB_txn **writer, uint64_t *last)
+{
+    int rc = lmdb_env_begin(st, 0, writer);
+    if (!rc)
+        *last = mdb_txn_id(*writer) - 1;
+    return rc;
+}
+
+int
+lmdb_checkpoint_take(Store *st)
+{
+    SyncShared *sh = st->shared;
+    MDB_txn *writer, *pin = NULL;
+    Checkpoint c;
+    uint64_t newest, id;
+    memset(&c, 0, sizeof c);
+    int rc = writer_lock(st, &writer, &id);
+    if (rc)
+        return rc;
+    rc = lmdb_checkpoint_meta_read(st->data_fd, st->page_size, c.meta, &newest);
+    if (!rc && newest != id)
+        rc = MDB_CORRUPTED;
+    if (!rc)
+        rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &pin);
+    if (!rc && mdb_txn_id(pin) != id)
+        rc = MDB_CORRUPTED;
+    mdb_txn_abort(writer);
+    pthread_rwlock_unlock(&st->map_lock);
+    if (!rc) {
+        uint64_t target = lmdb_counter_get(&sh->committed);
+        lmdb_stat_add(&st->syncs, 1);
+        rc = mdb_env_sync(st->env, 1);
+        if (!rc) {
+            checkpoint_fill(st, &c, id, false);
+            rc = checkpoint_record(st, &c, true);
+        }
+        if (lmdb_status_of(rc) == STORE_IO)
+            lmdb_counter_raise(&sh->failed, target > id ? target : id);
+    }
+    if (rc) {
+        if (pin)
+            mdb_txn_abort(pin);
+        return rc;
+    }
+    store_pin_set(st, pin, id);
+    __atomic_store_n(&st->checkpointed, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&sh->fast, 1, __ATOMIC_RELEASE);
+    lmdb_counter_raise(&sh->synced, id);
+    return 0;
+}
+
+/* Makes the store safe (see "Durability"): under the writer lock syncs the
+ * file, records "trust the disk" and clears "fast".  The caller holds
+ * the sync lock.  0 or an errno or LMDB code. */
+static int
+checkpoint_trust_disk(Store *st)
+{
+    SyncShared *sh = st->shared;
+    MDB_txn *writer;
+    Checkpoint c;
+    uint64_t id;
+    memset(&c, 0, sizeof c);
+    int rc = writer_lock(st, &writer, &id);
+    if (rc)
+        return rc;
+    lmdb_stat_add(&st->syncs, 1);
+    rc = mdb_env_sync(st->env, 1);
+    if (!rc) {
+        checkpoint_fill(st, &c, id, true);
+        rc = checkpoint_record(st, &c, false);
+    }
+    if (!rc) {
+        /* Nothing commits meanwhile: this process holds the writer lock. */
+        __atomic_store_n(&sh->fast, 0, __ATOMIC_RELEASE);
+        lmdb_counter_raise(&sh->synced, id);
+    }
+    mdb_txn_abort(writer);
+    pthread_rwlock_unlock(&st->map_lock);
+    return rc;
+}
+
+/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when this process has
+ * committed since the last checkpoint (another process's commits are its
+ * own to cover) or, having committed, finds the store safe; and drops this
+ * process's pin once a newer record exists.  A pin keeps LMDB from reusing every page freed
+ * after it, so the data file grows by what is written between two
+ * checkpoints: the interval bounds that as well as what a machine crash
+ * may undo with sync off. */
+static void
+checkpoint_tick(Store *st)
+{
+    SyncShared *sh = st->shared;
+    uint64_t mine = __atomic_load_n(&st->last_commit, __ATOMIC_ACQUIRE);
+    bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < lmdb_counter_get(&sh->record);
+    bool fast = __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE);
+    if (!stale_pin && lmdb_counter_get(&sh->synced) >= mine && (fast || !mine))
+        return;
+    lmdb_sync_lock(st);
+    if (lmdb_counter_get(&sh->synced) < mine ||
+        (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)))
+        (void)lmdb_checkpoint_take(st);
+    if (st->pin && st->pin_id < lmdb_counter_get(&sh->record))
+        store_pin_set(st, NULL, UINT64_MAX);
+    lmdb_sync_unlock(st);
+}
+
+void *
+lmdb_checkpoint_ticker(void *arg)
+{
+    Store *st = arg;
+    pthread_mutex_lock(&st->tick_mu);
+    while (!st->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += (long)CHECKPOINT_INTERVAL_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        while (!st->stopping &&
+               pthread_cond_timedwait(&st->tick_cv, &st->tick_mu, &until) != ETIMEDOUT)
+            ;
+        if (st->stopping)
+            break;
+        pthread_mutex_unlock(&st->tick_mu);
+        checkpoint_tick(st);
+        pthread_mutex_lock(&st->tick_mu);
+    }
+    pthread_mutex_unlock(&st->tick_mu);
+    return NULL;
+}
+
+int
+lmdb_checkpoint_first(Store *st)
+{
+    if (!st->checkpoints || __atomic_load_n(&st->checkpointed, __ATOMIC_ACQUIRE))
+        return 0;
+    lmdb_sync_lock(st);
+    int rc = st->checkpointed ? 0 : lmdb_checkpoint_take(st);
+    lmdb_sync_unlock(st);
+    return rc;
+}
+
+void
+lmdb_unpin(Store *st)
+{
+    lmdb_sync_lock(st);
+    if (st->pin && st->pin_id >= lmdb_counter_get(&st->shared->record))
+        (void)checkpoint_trust_disk(st);
+    store_pin_set(st, NULL, UINT64_MAX);
+    lmdb_sync_unlock(st);
+}
+
+int
+lmdb_unpin_freed(Store *st, int attempt)
+{
+    if (!st->checkpoints)
+        return -1;
+    if (attempt > 0) {
+        struct timespec pause = {0, 2L * CHECKPOINT_INTERVAL_MS * 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    lmdb_sync_lock(st);
+    int rc = lmdb_checkpoint_take(st);
+    lmdb_sync_unlock(st);
+    return rc;
+}

@@ -1,0 +1,388 @@
+/* lmdb_claim.c — the queue primitives of store.h on LMDB: claims,
+ * releases, touches, retries and give-backs, each a change of a record's
+ * columns that refiles it (lmdb_record_store) and keeps the queue's
+ * counters; and the store-assigned identities and DEDUPLICATE windows,
+ * kept in the table's meta values.  See "Layout" in lmdb_internal.h. */
+#include "lmdb_internal.h"
+
+#define META_HOLDS "holds"
+#define META_NEXT_ID "next_id"
+#define NEXT_ID_EXHAUSTED INT64_MIN
+#define DEDUP_PREFIX "dedup:"
+#define DEDUP_TIME_PREFIX "dedupt:"
+/* The expired DEDUPLICATE entries one check prunes at most: more than one,
+ * so pruning outruns the writes that add them. */
+#define DEDUP_PRUNE 8
+
+/* A record's bytes copied out of LMDB memory, so it outlives the writes
+ * that move it. */
+typedef struct RecordCopy {
+    StoreRecord r;
+    unsigned char *buf;
+} RecordCopy;
+
+static void
+record_copy(const StoreRecord *src, RecordCopy *out)
+{
+    StoreBytes *parts[] = {&out->r.key, &out->r.value, &out->r.consumer,
+                           &out->r.instance, &out->r.order, &out->r.group};
+    out->r = *src;
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        len += parts[i]->len;
+    unsigned char *p = out->buf = lmdb_alloc(len);
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        lmdb_copy(p, parts[i]->data, parts[i]->len);
+        parts[i]->data = p;
+        p += parts[i]->len;
+    }
+}
+
+/* True when "r" is held at "now". */
+static bool
+held(const StoreRecord *r, int64_t now)
+{
+    return r->claimed_until > now;
+}
+
+/* True when queue "q" may hand "r" out at "now". */
+static bool
+claimable(const StoreQueue *q, const StoreRecord *r, int64_t now)
+{
+    return !held(r, now) && !(q->max_attempts > 0 && r->attempts >= q->max_attempts) &&
+           r->not_before <= now;
+}
+
+/* The number of a new hold: 1 + the last the store handed out. */
+static int
+hold_next(StoreTxn *txn, int64_t *out)
+{
+    int64_t last;
+    int rc = lmdb_meta_get_i64(txn, 0, META_HOLDS, &last);
+    if (rc)
+        return rc;
+    *out = last + 1;
+    return lmdb_meta_put_i64(txn, 0, META_HOLDS, *out);
+}
+
+/* Claims record "r" (claimable) for "c", calling "fn" as store_claim
+ * promises. */
+static int
+claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRecord *r,
+          int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx)
+{
+    int64_t now = store_txn_now(txn), hold;
+    RecordCopy before;
+    int rc = hold_next(txn, &hold);
+    if (rc)
+        return rc;
+    record_copy(r, &before);
+    StoreRecord n = before.r;
+    n.attempts++;
+    n.hold = hold;
+    if (__builtin_add_overflow(now, q->timeout_ns, &n.claimed_until))
+        n.claimed_until = INT64_MAX;
+    n.consumer = c->consumer;
+    n.instance = c->instance;
+    n.changed = n.claimed = now;
+    int64_t extra[CNT_N] = {[CNT_CLAIMS] = 1, [CNT_LAPSES] = before.r.claimed_until != 0};
+    rc = lmdb_record_store(txn, q->table, q, &n, false, extra);
+    StoreRecord stored;
+    if (rc == STORE_OK && fn &&
+        (rc = lmdb_record_load(txn, q->table, before.r.key, &stored, NULL)) == STORE_OK)
+        rc = fn(ctx, &stored, &before.r);
+    free(before.buf);
+    return rc;
+}
+
+int
+store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+            int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+            int64_t *claimed)
+{
+    int64_t now = store_txn_now(txn);
+    StoreRecord r;
+    int rc;
+    *claimed = 0;
+    if (q->per_group || q->rate || q->rate_window_ns)
+        return STORE_INVALID;
+    if (c->key.len) {
+        if ((rc = lmdb_record_load(txn, q->table, c->key, &r, NULL)))
+            return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+        if (q->paused || !claimable(q, &r, now))
+            return STORE_OK;
+        if ((rc = claim_one(txn, q, c, &r, fn, ctx)) == STORE_OK)
+            *claimed = 1;
+        return rc;
+    }
+    while (!q->paused && *claimed < c->n) {
+        StoreBytes key;
+        if ((rc = lmdb_queue_head(txn, q->table, now, &key)) == STORE_NOTFOUND)
+            break;
+        if (rc || (rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
+            return rc == STORE_NOTFOUND ? STORE_CORRUPT : rc;
+        if (!claimable(q, &r, now))
+            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);   /* refile it */
+        else if ((rc = claim_one(txn, q, c, &r, fn, ctx)) == STORE_OK)
+            ++*claimed;
+        if (rc)
+            return rc;
+    }
+    return STORE_OK;
+}
+
+/* Loads record "key" and checks that its live hold is number "hold". */
+static int
+load_held(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *r)
+{
+    int rc = lmdb_record_load(txn, q->table, key, r, NULL);
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+    return r->hold == hold && held(r, store_txn_now(txn)) ? STORE_OK : STORE_CONFLICT;
+}
+
+/* Stores "r" with its hold ended (counted as a release when it had one):
+ * since = changed = now, delayed until "not_before" when non-zero; reads
+ * it back into "out" (may be NULL). */
+static int
+end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
+         StoreRecord *out)
+{
+    int64_t now = store_txn_now(txn);
+    int64_t extra[CNT_N] = {[CNT_RELEASES] = r->claimed_until > now};
+    r->hold = r->claimed_until = 0;
+    r->consumer = r->instance = (StoreBytes){NULL, 0};
+    r->since = r->changed = now;
+    if (not_before)
+        r->not_before = not_before;
+    int rc = lmdb_record_store(txn, q->table, q, r, false, extra);
+    return rc || !out ? rc : lmdb_record_load(txn, q->table, r->key, out, NULL);
+}
+
+int
+store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
+              int64_t not_before, StoreRecord *out)
+{
+    StoreRecord r;
+    int rc = load_held(txn, q, key, hold, &r);
+    r.key = key;
+    return rc ? rc : end_hold(txn, q, &r, not_before, out);
+}
+
+int
+store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out)
+{
+    StoreRecord r;
+    int64_t now = store_txn_now(txn);
+    int rc = load_held(txn, q, key, hold, &r);
+    if (rc)
+        return rc;
+    r.key = key;
+    if (__builtin_add_overflow(now, q->timeout_ns, &r.claimed_until))
+        r.claimed_until = INT64_MAX;
+    r.changed = now;
+    rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
+    return rc || !out ? rc : lmdb_record_load(txn, q->table, key, out, NULL);
+}
+
+int
+store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
+            StoreRecord *out)
+{
+    StoreRecord r;
+    int rc = lmdb_record_load(txn, q->table, key, &r, NULL);
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+    r.key = key;
+    r.attempts = 0;
+    return end_hold(txn, q, &r, not_before, out);
+}
+
+/* What store_release_all collects: the keys of the holds it ends. */
+typedef struct HoldList {
+    StoreBytes who, instance;
+    int64_t now;
+    unsigned char *keys;   /* [u16 len][key] … */
+    size_t len, cap;
+} HoldList;
+
+static int
+collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
+{
+    (void)wake;
+    HoldList *l = ctx;
+    StoreBytes by = l->who.len ? r->consumer : r->instance;
+    StoreBytes want = l->who.len ? l->who : l->instance;
+    if (!held(r, l->now) || by.len != want.len || (by.len && memcmp(by.data, want.data, by.len)))
+        return 0;
+    if (l->len + 2 + r->key.len > l->cap) {
+        l->cap = (l->cap + r->key.len + 2) * 2;
+        unsigned char *grown = realloc(l->keys, l->cap);
+        if (!grown)
+            abort();
+        l->keys = grown;
+    }
+    be_put16(l->keys + l->len, (uint16_t)r->key.len);
+    memcpy(l->keys + l->len + 2, r->key.data, r->key.len);
+    l->len += 2 + r->key.len;
+    return 0;
+}
+
+int
+store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
+                  int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+{
+    HoldList l = {who, instance, store_txn_now(txn), NULL, 0, 0};
+    int rc = store_queue_each_waiting(txn, q->table, collect_hold, &l);
+    for (size_t off = 0; rc == STORE_OK && off < l.len;) {
+        StoreBytes key = {l.keys + off + 2, be_get16(l.keys + off)};
+        off += 2 + key.len;
+        StoreRecord r, out;
+        if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
+            break;
+        r.key = key;
+        if ((rc = end_hold(txn, q, &r, not_before, &out)) == STORE_OK && fn)
+            rc = fn(ctx, &out);
+    }
+    free(l.keys);
+    return rc;
+}
+
+int
+store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
+              bool *given_back)
+{
+    StoreRecord r;
+    *given_back = false;
+    int rc = lmdb_record_load(txn, q->table, before->key, &r, NULL);
+    if (rc == STORE_NOTFOUND || rc == STORE_TOOBIG)
+        return STORE_OK;
+    /* Still as that claim left it: its hold, not touched, not rewritten. */
+    if (rc || r.hold != hold || r.changed != r.claimed || r.written != before->written ||
+        r.attempts != before->attempts + 1)
+        return rc;
+    StoreRecord back = r;
+    back.key = before->key;
+    back.attempts = before->attempts;
+    back.hold = before->hold;
+    back.claimed_until = before->claimed_until;
+    back.consumer = before->consumer;
+    back.instance = before->instance;
+    back.since = before->since;
+    back.changed = before->changed;
+    back.claimed = before->claimed;
+    int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = before->claimed_until ? -1 : 0};
+    if ((rc = lmdb_record_store(txn, q->table, q, &back, false, extra)) == STORE_OK)
+        *given_back = true;
+    return rc;
+}
+
+/* ---- identities ---- */
+
+int
+store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
+{
+    int64_t next;
+    int rc = lmdb_meta_get_i64(txn, table, META_NEXT_ID, &next);
+    if (rc)
+        return rc;
+    if (next == NEXT_ID_EXHAUSTED)
+        return STORE_EXHAUSTED;
+    *out = next < 1 ? 1 : next;
+    return lmdb_meta_put_i64(txn, table, META_NEXT_ID,
+                             *out == INT64_MAX ? NEXT_ID_EXHAUSTED : *out + 1);
+}
+
+int
+store_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
+{
+    int64_t next;
+    int rc = lmdb_meta_get_i64(txn, table, META_NEXT_ID, &next);
+    if (rc || next == NEXT_ID_EXHAUSTED || id < next)
+        return rc;
+    return lmdb_meta_put_i64(txn, table, META_NEXT_ID,
+                             id == INT64_MAX ? NEXT_ID_EXHAUSTED : id + 1);
+}
+
+/* ---- DEDUPLICATE windows ---- */
+
+/* Builds the meta name "prefix"["first" when >= 0]["key"] into "out". */
+static StoreBytes
+dedup_name(unsigned char *out, const char *prefix, int64_t first, StoreBytes key)
+{
+    size_t n = strlen(prefix);
+    memcpy(out, prefix, n);
+    if (first >= 0) {
+        be_put64(out + n, (uint64_t)first);
+        n += 8;
+    }
+    lmdb_copy(out + n, key.data, key.len);
+    return (StoreBytes){out, n + key.len};
+}
+
+/* Deletes up to DEDUP_PRUNE entries of "table" first seen before "limit". */
+static int
+dedup_prune(StoreTxn *txn, uint32_t table, int64_t limit)
+{
+    KeyBuf k;
+    size_t plen = strlen(DEDUP_TIME_PREFIX);
+    lmdb_key_set_table(&k, table);
+    k.data[k.len++] = 0x01;   /* the caller's meta namespace (lmdb_catalog.c) */
+    lmdb_key_append(&k, DEDUP_TIME_PREFIX, plen);
+    size_t head = k.len;
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn->txn, txn->st->meta, &cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    for (int i = 0; i < DEDUP_PRUNE; i++) {
+        MDB_val kv = {.mv_size = head, .mv_data = k.data}, v;
+        if ((rc = mdb_cursor_get(cur, &kv, &v, MDB_SET_RANGE)))
+            break;
+        const unsigned char *p = kv.mv_data;
+        if (kv.mv_size < head + 8 || memcmp(p, k.data, head) != 0 ||
+            (int64_t)be_get64(p + head) >= limit)
+            break;
+        unsigned char name[META_NAME_MAX];
+        StoreBytes key = {p + head + 8, kv.mv_size - head - 8};
+        StoreBytes first = dedup_name(name, DEDUP_PREFIX, -1, key);
+        int64_t seen = 0;
+        StoreBytes sv;
+        if (lmdb_meta_get(txn, table, first, &sv) == STORE_OK && sv.len == 8)
+            seen = (int64_t)be_get64(sv.data);
+        if (seen == (int64_t)be_get64(p + head) && (rc = lmdb_meta_del(txn, table, first)))
+            break;
+        if ((rc = mdb_cursor_del(cur, 0)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
+}
+
+int
+store_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
+                  bool *repeat)
+{
+    int64_t now = store_txn_now(txn), first = 0;
+    unsigned char name[META_NAME_MAX], tname[META_NAME_MAX];
+    *repeat = false;
+    if (key.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    int rc = dedup_prune(txn, table, now - window_ns);
+    StoreBytes n = dedup_name(name, DEDUP_PREFIX, -1, key), v;
+    if (rc == STORE_OK && (rc = lmdb_meta_get(txn, table, n, &v)) == STORE_OK && v.len == 8)
+        first = (int64_t)be_get64(v.data);
+    if (rc && rc != STORE_NOTFOUND)
+        return rc;
+    if (first && now - first < window_ns) {
+        *repeat = true;
+        return STORE_OK;
+    }
+    unsigned char b[8];
+    be_put64(b, (uint64_t)now);
+    if (first)
+        lmdb_meta_del(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, first, key));
+    if ((rc = lmdb_meta_put(txn, table, n, (StoreBytes){b, 8})))
+        return rc;
+    return lmdb_meta_put(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, now, key),
+                         (StoreBytes){NULL, 0});
+}

@@ -1,0 +1,681 @@
+/* lmdb_internal.h — what the files of the LMDB backend share: the Store
+ * and StoreTxn behind store.h's opaque types, the layout of the
+ * environment, and the functions one file of the backend offers the others
+ * (each named lmdb_*, documented here).  Not installed: only the lmdb_*.c
+ * files include it, and with it <lmdb.h>.
+ *
+ * The files: lmdb_env.c (open and close, the store's format and its
+ * upgrade, the named databases, options, errors); lmdb_map.c (the map's
+ * size, its growth, adopting a map another process grew, the reserve);
+ * lmdb_sync.c (the page "queuefs.sync" every process on the store shares:
+ * group syncs across processes, store_changes and its futex);
+ * lmdb_checkpoint.c (the checkpoint record file and taking checkpoints);
+ * lmdb_txn.c (transactions and group commit); lmdb_catalog.c (the catalog
+ * and per-table meta values); lmdb_records.c (records: their keys and
+ * values); lmdb_queue.c (the queue indexes, the counts, store_queue_*).
+ *
+ * Layout: one LMDB environment (a directory) with six named databases.
+ * Integers in keys are big-endian so that byte order is numeric order;
+ * "T" below is a table id as 4 big-endian bytes.
+ *
+ *   sys       "version"        → "queuefs-store" u32 format version
+ *             "next_table_id"  → u32: the id the next created table gets
+ *   catalog   table name       → [u32 id][definition bytes]
+ *   records   [T][record key]  → [u64 seq][i64 wake][u16 order_len]
+ *                                [order key][the columns][caller's value]
+ *             the columns (format 3): [u8 3][i64 since, written, changed,
+ *             claimed, attempts, hold, claimed_until, not_before]
+ *             [u8 len][consumer][u8 len][instance][u16 len][group] — the
+ *             StoreRecord's; the record's state follows from them (see
+ *             lmdb_placement).
+ *             wake is -1 when the record has no slot, 0 when it is in the
+ *             ready index, > 0 when it is in the deadline index; with the
+ *             order key it lets put and delete find the old index entry.
+ *   ready     [T][order key]   → [u64 seq][record key]   (MDB_DUPSORT)
+ *             LMDB compares keys by memcmp, shorter first on a tie, which
+ *             is exactly (table, order key) order; the duplicates of one
+ *             key sort by arrival sequence.  (A flat [T][order][seq] key
+ *             would misorder order keys that are prefixes of each other.)
+ *   deadline  [T][u64 wake][record key] → [u8 kind][i64 then]
+ *             kind 1: a delay, ready at wake (no "then"); kind 2: a hold,
+ *             whose "then" says what the record does at wake (StoreSlot's
+ *             then_ns).  Empty: filed by format 1, which did not tell them
+ *             apart (ready at wake).
+ *   meta      [T][0x00]"seq"   → u64: the table's last arrival sequence
+ *             [T][0x01]"next_id" → i64: the next store-assigned identity
+ *             (INT64_MIN: none is left)
+ *             [T][0x01]"dedup:"[key] → i64: when "key" was first seen
+ *             [T][0x01]"dedupt:"[i64 first][key] → empty: the same, in
+ *             time order, for pruning
+ *             [0][0x01]"holds" → i64: the last hold number of the store
+ *             (table id 0 is no table's: no drop removes it)
+ *   (main)    "records"[T]     → 9 × u64: the table's records, and of them
+ *             its ready, held and delayed and unsorted (format 1) index
+ *             entries, then its claims, releases, lapses and deletes
+ *             (5 × u64 before format 3); kept in every transaction that changes them, so a
+ *             count costs a lookup (store_queue_counts).  They live in
+ *             LMDB's main database, next to the named databases' records,
+ *             whose page every writing transaction rewrites anyway: a
+ *             delete on a full disk needs no page more for them.
+ *
+ * Dropping a table deletes every key with its [T] prefix in records,
+ * ready, deadline and meta, and its counts.  Table ids are never reused.
+ *
+ * Concurrency: LMDB's lock file serialises writers across processes and
+ * threads.  The environment is opened with MDB_NOTLS so read transactions
+ * are not tied to threads.  A process-local rwlock is held shared by every
+ * open transaction and exclusively only to change the map's size — to adopt
+ * a map another process grew (MDB_MAP_RESIZED) or to grow it — because
+ * mdb_env_set_mapsize() must not run while any transaction of this process
+ * is open — except the read transactions that pin checkpoints (see
+ * "Durability"): nothing is ever read through them, and LMDB's remap only
+ * minds a write transaction.
+ *
+ * Durability.  A store is in one of two modes, kept in "queuefs.sync" (a
+ * page of counters shared by every process on the store, mapped shared,
+ * with flock on it for the syncs) and checked by each committer while it
+ * holds LMDB's writer lock:
+ *
+ *  - safe: commits have MDB_NOMETASYNC — a commit writes its data pages,
+ *    syncs them, then writes its meta page unsynced — so the newest meta
+ *    page on disk is always whole; a write is made durable by syncing the
+ *    file once more (which also lands the meta page).
+ *  - fast: commits have MDB_NOSYNC and sync nothing.  What makes this safe
+ *    is a checkpoint (lmdb_checkpoint.h): a transaction pinned by a read
+ *    transaction of a live process (so LMDB reuses none of its pages), the
+ *    file synced after it, and a copy of its meta pages recorded in
+ *    "queuefs.checkpoint".  After a machine crash the next boot's first
+ *    open puts the checkpoint's meta pages back: the commits after it are
+ *    lost, and the store is exactly as it was then.  A crash of processes
+ *    alone loses nothing (the page cache has every commit), so that is
+ *    done only in another boot.
+ *
+ * Every process takes a checkpoint before its first commit (so an open
+ * that only reads syncs nothing), and the store is fast from then on.  A
+ * process takes one every CHECKPOINT_INTERVAL_MS while it has commits
+ * since the last (see checkpoint_tick); with sync on a write returns once
+ * a checkpoint covers it, and concurrent writers in every process share
+ * that checkpoint.  Only the newest record matters, so
+ * a process drops its pins once a newer record exists, and clears the
+ * reader slots of dead processes (mdb_reader_check) only right after
+ * recording a checkpoint of its own.  A closing process — whose pin would
+ * vanish with it — makes the store safe: under the writer lock it syncs
+ * the file, records "trust the disk" and clears "fast"; the others' next
+ * checkpoint makes it fast again.  The counters: "committed" — the last
+ * transaction id a committer saw once its commit was done — "synced" —
+ * every id up to it outlives a machine crash — and "failed" — a sync
+ * failed when ids up to it had committed, so they may be lost (and a later
+ * successful sync proves nothing about them: Linux may drop pages whose
+ * writeback failed).  A durable write is done when synced >= its id;
+ * otherwise its writer waits for a sync under way — in its process (a
+ * condition) or in another (a futex in the shared page) — and when none
+ * covers it leads one (flock on the shared file): a sync (safe) or a
+ * checkpoint (fast).
+ *
+ * Open an environment at most once per process at a time: LMDB's fcntl
+ * locks on the lock file are per process, so closing a second handle to the
+ * same directory would release the first one's locks.  An environment must
+ * not cross fork(); the child opens its own.
+ */
+#ifndef QUEUEFS_LMDB_INTERNAL_H
+#define QUEUEFS_LMDB_INTERNAL_H
+
+#include "store.h"
+#include "be.h"
+#include "lmdb_checkpoint.h"
+
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define RECORD_HEAD_LEN 18           /* u64 seq, i64 wake, u16 order_len */
+#define WAKE_NO_SLOT (-1)
+#define WAIT_DELAY 1                 /* a deadline entry's kinds */
+#define WAIT_HOLD 2
+#define WAIT_VALUE_LEN 9             /* [u8 kind][i64 then] */
+
+/* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
+/* The longest meta name: a record key with a prefix of the store's own
+ * ("dedupt:" and an instant). */
+#define META_NAME_MAX (STORE_MAX_KEY + 24)
+#define KEY_BUF_LEN (4 + 1 + META_NAME_MAX)
+
+#define SYNC_FILE "queuefs.sync"
+#define SYNC_FILE_LEN 4096
+#define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
+
+/* The per-table counts (main "records"[T]), in their stored order. */
+enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED,
+       CNT_CLAIMS, CNT_RELEASES, CNT_LAPSES, CNT_DELETES, CNT_N };
+#define CNT_N_FORMAT2 5              /* the counts a store of format 2 kept */
+
+/* A held record's "then" (a deadline entry's): it retires at its wake. */
+#define THEN_RETIRE (-1)
+/* The columns' version byte, and their length without their strings. */
+#define COLUMNS_VERSION 3
+#define COLUMNS_FIXED (1 + 8 * 8 + 1 + 1 + 2)
+
+/* Why the last LMDB call that failed on this thread for want of room
+ * failed: how store_write tells a map it can grow from a transaction that is
+ * too large.  Set by lmdb_status_of, cleared by the group's leader. */
+enum { FULL_NONE, FULL_MAP, FULL_TXN };
+
+/* The page of "queuefs.sync", shared by every process on the store; the
+ * counters are LMDB transaction ids, read and written atomically. */
+typedef struct SyncShared {
+    uint64_t magic;
+    uint64_t dev, ino;    /* the data file the counters are about */
+    uint64_t committed;   /* a transaction id known committed (meta written) */
+    uint64_t synced;      /* every transaction id <= synced is on disk and
+                           * outlives a machine crash */
+    uint64_t failed;      /* a sync failed: ids <= failed may be lost */
+    uint64_t fast;        /* 1: commits need not sync (see "Durability") */
+    uint64_t record;      /* the transaction of the newest checkpoint record */
+    uint32_t sync_ends;   /* bumped (a futex, woken) whenever a sync ends */
+    uint32_t changes;     /* bumped after every commit that changed something,
+                           * and by store_wake: the futex store_wait_change
+                           * sleeps on (0 in files of builds before it) */
+    uint64_t record_seq;  /* the sequence number of the newest record */
+    char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
+    uint32_t change_waiters;  /* threads in store_wait_change, in every process:
+                               * a committer wakes "changes" only when some */
+} SyncShared;
+
+/* One store_write() caller, queued on its own stack. */
+typedef struct WriteReq {
+    int (*fn)(StoreTxn *txn, void *ctx);
+    void *ctx;
+    int rc;               /* what store_write returns to this caller */
+    bool in_group;        /* taken into a group by a leader */
+    bool reserve;         /* its last run may use the reserve */
+    bool committed;       /* its changes are committed (sync pending) */
+    bool done;            /* rc is final: the caller may return */
+    struct WriteReq *next;
+} WriteReq;
+
+struct Store {
+    MDB_env *env;
+    MDB_dbi sys, catalog, records, ready, deadline, meta;
+    MDB_dbi main;                /* LMDB's main database: the counts */
+    pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
+    bool sync;                   /* sync on: commits are made durable */
+    int data_fd;                 /* LMDB's descriptor of the data file */
+    size_t map_size;             /* the map's size (atomic) */
+
+    pthread_mutex_t group_mu;    /* guards the queue, "leading", "waiting" */
+    pthread_cond_t group_cv;
+    WriteReq *queue, **queue_tail;
+    bool leading;                /* a leader is running a group */
+    uint64_t waiting;
+
+    pthread_mutex_t sync_mu;     /* guards "syncing" */
+    pthread_cond_t sync_cv;      /* signalled when a sync ends */
+    bool syncing;                /* a thread of this process leads a sync
+                                  * (then holds flock on sync_fd) */
+    int sync_fd;                 /* "queuefs.sync" */
+    SyncShared *shared;          /* mapped from sync_fd */
+    bool nosync;                 /* MDB_NOSYNC is set (changed by the writer) */
+
+    int ckpt_fd;                 /* "queuefs.checkpoint" */
+    char boot[CHECKPOINT_BOOT_LEN];
+    unsigned page_size;
+    bool checkpoints;            /* the data file's meta pages are understood */
+    bool checkpointed;           /* this process took a checkpoint (atomic) */
+    uint64_t last_commit;        /* the id of this process's last commit (atomic) */
+    time_t dead_cleared_at;      /* when it last cleared dead readers (the sync
+                                  * leader's), in monotonic seconds */
+    MDB_txn *pin;                /* the read transaction holding this process's
+                                  * checkpoint, or NULL (the sync leader's) */
+    uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
+
+    pthread_t ticker;            /* takes checkpoints with sync off */
+    bool ticking, stopping;      /* (guarded by tick_mu) */
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick_cv;
+
+    uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
+
+    bool read_only;              /* StoreOptions.read_only */
+    bool owner_known;            /* the directory's owner, when opened */
+    uid_t owner_uid;
+    gid_t owner_gid;
+
+    uint64_t reserve_pages;      /* the reserve (see "The reserve"; atomic) */
+    uint64_t file_bytes;         /* the data file's size as last seen: it never
+                                  * shrinks, so a lower bound (atomic) */
+    StoreUpgradeFn upgrade;      /* StoreOptions.upgrade */
+    void *upgrade_ctx;
+};
+
+struct StoreTxn {
+    Store *st;
+    MDB_txn *txn;
+    bool write;
+    bool reserve;                /* it may use the reserve (store_txn_use_reserve) */
+    int64_t now;                 /* store_txn_now's instant; 0: not asked yet */
+};
+
+/* A record's stored header, decoded; pointers are into the stored value. */
+typedef struct RecordHead {
+    uint64_t seq;
+    int64_t wake;                 /* WAKE_NO_SLOT, 0 (ready) or > 0 (waiting) */
+    const unsigned char *order;
+    size_t order_len;
+    const unsigned char *value;
+    size_t value_len;
+} RecordHead;
+
+/* A composite key built in local memory (never aliases LMDB's). */
+typedef struct KeyBuf {
+    unsigned char data[KEY_BUF_LEN];
+    size_t len;
+} KeyBuf;
+
+/* The thread's last want of room (FULL_*), set by lmdb_status_of. */
+extern _Thread_local int lmdb_full_seen;
+
+/* ---- small helpers ---- */
+
+/* Returns n bytes of fresh memory; aborts the process when there is none
+ * (queuefs treats out-of-memory as fatal). */
+static inline void *
+lmdb_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+/* Copies n bytes; n == 0 is allowed with NULL pointers. */
+static inline void
+lmdb_copy(void *dst, const void *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n);
+}
+
+/* Sets k to [T]. */
+static inline void
+lmdb_key_set_table(KeyBuf *k, uint32_t table)
+{
+    be_put32(k->data, table);
+    k->len = 4;
+}
+
+/* Appends n bytes to k; the caller has checked they fit. */
+static inline void
+lmdb_key_append(KeyBuf *k, const void *p, size_t n)
+{
+    lmdb_copy(k->data + k->len, p, n);
+    k->len += n;
+}
+
+/* Appends v as 8 big-endian bytes to k. */
+static inline void
+lmdb_key_append_u64(KeyBuf *k, uint64_t v)
+{
+    be_put64(k->data + k->len, v);
+    k->len += 8;
+}
+
+/* An MDB_val viewing k (valid while k lives). */
+static inline MDB_val
+lmdb_key_val(KeyBuf *k)
+{
+    return (MDB_val){.mv_size = k->len, .mv_data = k->data};
+}
+
+/* True when the LMDB key "k" starts with table id "table". */
+static inline bool
+lmdb_key_has_table(MDB_val k, uint32_t table)
+{
+    return k.mv_size >= 4 && be_get32(k.mv_data) == table;
+}
+
+/* Moves "cur" by "op" (MDB_SET_RANGE from "*k", or MDB_NEXT) to an entry
+ * whose key starts with table id "table": MDB_SUCCESS (the entry in "*k"
+ * and "*v", valid as mdb_cursor_get's are), MDB_NOTFOUND past the
+ * table's last entry, or LMDB's error. */
+static inline int
+lmdb_cursor_in_table(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table)
+{
+    int rc = mdb_cursor_get(cur, k, v, op);
+    return rc == 0 && !lmdb_key_has_table(*k, table) ? MDB_NOTFOUND : rc;
+}
+
+/* Raises the shared counter at "p" to at least "v". */
+static inline void
+lmdb_counter_raise(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (cur < v &&
+           !__atomic_compare_exchange_n(p, &cur, v, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+}
+
+/* Reads the shared counter at "p". */
+static inline uint64_t
+lmdb_counter_get(const uint64_t *p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* Adds "n" to the statistic at "p". */
+static inline void
+lmdb_stat_add(uint64_t *p, uint64_t n)
+{
+    __atomic_add_fetch(p, n, __ATOMIC_RELAXED);
+}
+
+/* ---- lmdb_env.c ---- */
+
+/* Maps an LMDB return code (or errno) to a StoreStatus, noting in
+ * lmdb_full_seen a full map or transaction. */
+int
+lmdb_status_of(int rc);
+
+/* ---- lmdb_map.c ---- */
+
+/* Reads LMDB's idea of the map size and the last committed transaction id.
+ * The caller holds the map lock (either way): the meta pages live in the
+ * map. */
+void
+lmdb_env_info(Store *st, size_t *map_size, uint64_t *last_txnid);
+
+/* The id of the last committed transaction, taking the map lock shared. */
+uint64_t
+lmdb_last_txnid(Store *st);
+
+/* Sets the initial map: the requested size, or the data file's if larger,
+ * but no more than the disk has room for. */
+int
+lmdb_map_init(Store *st, size_t requested);
+
+/* Adopts the map size another process grew the environment to — no more
+ * than the disk has room for — once no transaction of this process is open
+ * (waits a few seconds at most). */
+int
+lmdb_map_adopt(Store *st);
+
+/* Grows the map — doubles it, within the room the disk has — once no
+ * transaction of this process is open.  MDB_MAP_FULL when it cannot grow. */
+int
+lmdb_map_grow(Store *st);
+
+/* The largest map the disk allows, in pages, with the data file's size
+ * and the reserve brought up to date. */
+uint64_t
+lmdb_room_pages(Store *st);
+
+/* STORE_OK when write transaction "txn", as it stands, leaves the reserve
+ * free; else STORE_FULL.  Looks at the disk only when the data file as
+ * last seen is too small to tell. */
+int
+lmdb_reserve_check(Store *st, MDB_txn *txn);
+
+/* As the holder of LMDB's writer lock: allocates the data file up to the
+ * pages in use plus one and a half reserves when it holds less than the
+ * pages in use plus the reserve, as far as the disk has room.  Failures
+ * are left for the writes to meet. */
+void
+lmdb_reserve_allocate(Store *st);
+
+/* ---- lmdb_sync.c ---- */
+
+/* Becomes the sync leader (see sync_lead_locked). */
+void
+lmdb_sync_lock(Store *st);
+
+/* Ends the lead lmdb_sync_lock took. */
+void
+lmdb_sync_unlock(Store *st);
+
+/* Opens (creating) "queuefs.sync" in "location" and maps its counters: 0
+ * or an errno.  Counters of another boot, about another data file, or ahead
+ * of the store's last transaction, are reset (to the safe mode). */
+int
+lmdb_sync_open(Store *st, const char *location);
+
+/* Makes every commit so far durable: STORE_OK, or the sync's failure.
+ * Used once at open, whatever earlier failures were recorded. */
+int
+lmdb_sync_all(Store *st);
+
+/* Makes transaction "id" (committed) durable, sharing the sync with every
+ * thread and process on the store: a thread that finds a sync under way —
+ * in its process or another — waits for it, and returns at once if it
+ * covered "id"; otherwise one of the waiters leads the next.  0, or the
+ * errno of the failed sync (EIO also when an earlier sync failed after
+ * "id" committed). */
+int
+lmdb_sync_upto(Store *st, uint64_t id);
+
+/* Notes that write transaction "id" of this process committed: raises
+ * "committed" to the last id LMDB shows.  Returns the id to sync up to:
+ * "id", or the last id when the commit changed nothing and so took none.
+ * The caller still holds the map lock. */
+uint64_t
+lmdb_commit_note(Store *st, uint64_t id);
+
+/* Notes a failed commit: when the disk failed (with sync on, the commit's
+ * own sync may have reported an earlier commit's lost pages), every commit
+ * so far may be lost. */
+void
+lmdb_commit_failed(Store *st, int rc);
+
+/* ---- lmdb_checkpoint.c ---- */
+
+/* Drops this process's pin, which the environment's closing would drop
+ * anyway, leaving the store safe first (see "Durability") when the newest
+ * checkpoint record is this pin's. */
+void
+lmdb_unpin(Store *st);
+
+/* For a write of the reserve's that found the map full and cannot grow
+ * it: the pages the commits since the last checkpoint freed are pinned
+ * (see "Durability"), so it takes a checkpoint of the newest commit, which
+ * drops this process's older pin; from the second try on it first waits
+ * two checkpoint intervals, in which the other processes drop theirs.  0
+ * when the write may run again. */
+int
+lmdb_unpin_freed(Store *st, int attempt);
+
+/* Takes a checkpoint of the last committed transaction (see "Durability"):
+ * pins it and reads its meta pages under the writer lock, syncs the file,
+ * records it, and makes the store fast.  The caller holds the sync lock.
+ * 0, or an errno or LMDB code (a failed sync is noted in "failed"). */
+int
+lmdb_checkpoint_take(Store *st);
+
+/* The checkpoint thread: checkpoint_tick() every CHECKPOINT_INTERVAL_MS
+ * until the store closes. */
+void *
+lmdb_checkpoint_ticker(void *arg);
+
+/* Before this process's first commit: a checkpoint of its own (see
+ * "Durability"), which its open takes unless the disk failed then.  0, or
+ * why there is none: then nothing may be committed. */
+int
+lmdb_checkpoint_first(Store *st);
+
+/* ---- lmdb_txn.c ---- */
+
+/* Commits the top-level write transaction "txn" in the store's mode (see
+ * "Durability"): without syncing while it is fast, else syncing its data
+ * pages before its meta page.  The caller holds LMDB's writer lock, so the
+ * mode cannot change meanwhile and only one thread sets the flag. */
+int
+lmdb_commit(Store *st, MDB_txn *txn);
+
+/* Begins an LMDB transaction (no parent) with the map lock held shared,
+ * adopting a map another process grew; on success the caller releases the
+ * lock when the transaction ends. */
+int
+lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
+
+/* ---- lmdb_upgrade.c ---- */
+
+/* Brings a store of format 2 (or 1, once counted) to format 3, in write
+ * transaction "t": every record gets its columns (through st->upgrade when
+ * set), the counters kept in meta values join the counts, and the
+ * DEDUPLICATE entries get their time index. */
+int
+lmdb_upgrade_columns(StoreTxn *t);
+
+/* ---- lmdb_catalog.c ---- */
+
+/* Takes the next arrival sequence of "table" (1, 2, ...) into *seq. */
+int
+lmdb_table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq);
+
+/* Decodes a catalog value into id and definition. */
+int
+lmdb_catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out);
+
+/* ---- lmdb_records.c ---- */
+
+/* Decodes a stored record value; STORE_CORRUPT when it is malformed. */
+int
+lmdb_record_head_parse(MDB_val v, RecordHead *h);
+
+/* Writes a record header at p (RECORD_HEAD_LEN bytes; the order key is
+ * copied by the caller). */
+void
+lmdb_record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len);
+
+/* Finds record "key" of "table": its records key [T][key] into "rk" and
+ * its decoded header into "h" (pointing into LMDB memory: valid until
+ * the transaction's next update or its end).  STORE_NOTFOUND when there
+ * is no such record, STORE_TOOBIG when "key" is too long, STORE_CORRUPT
+ * when its value is malformed. */
+int
+lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, RecordHead *h);
+
+/* Puts a private copy of "data" under "key", so that "data" may point into
+ * LMDB memory that the write itself moves. */
+int
+lmdb_put_copy(MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
+
+/* Calls "fn" with each entry of database "dbi" under table "table"'s key
+ * prefix, in key order from the first key >= "start", until "fn" returns
+ * non-zero, which is returned; STORE_OK at the table's end. */
+int
+lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
+                int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx);
+
+/* Parses the record under records key "k" (its [T] prefix included) with
+ * header "h" into "r": every field, pointing into LMDB memory.
+ * STORE_CORRUPT when its columns are malformed. */
+int
+lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r);
+
+/* Reads record "key" of "table" into "r" (see lmdb_record_parse), and its
+ * header into "h" (may be NULL).  Errors as lmdb_record_find. */
+int
+lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h);
+
+/* Writes record "r" — every field of it: key, value, times, columns,
+ * order, not_before, group — under (table, r->key), filing it as
+ * lmdb_placement says for queue "q" (NULL: a collection's, in no index),
+ * and adds "extra" (may be NULL) to the table's counts with the index
+ * changes.  "create": STORE_EXISTS when the key is taken, and the record
+ * gets the next arrival sequence; else STORE_NOTFOUND when it is absent,
+ * and it keeps its own.  Every byte of "r" is copied before anything is
+ * written, so it may point into LMDB memory. */
+int
+lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
+                  bool create, const int64_t *extra);
+
+/* Rewrites record "r->key" with the header "h" it has (its sequence, its
+ * place in the indexes and its order key stay) and the columns and value
+ * of "r", changing no index and no count: for the format upgrade.  Copies
+ * "h" and "r" first, so they may point into LMDB memory. */
+int
+lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
+
+/* Where record "r" of queue "q" (NULL: a collection) is filed at "now":
+ * "*wake" WAKE_NO_SLOT (in no index: a collection's, or retired), 0
+ * (ready) or the instant it waits until, with the kind of wait in "*kind"
+ * and, for a hold, what it does then in "*then" (0: ready, later: delayed
+ * until then, THEN_RETIRE). */
+void
+lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
+               int *kind, int64_t *then);
+
+/* ---- lmdb_catalog.c: meta values ---- */
+
+/* The meta value "name" of "table" (the caller's namespace of meta keys,
+ * which the queue primitives keep theirs in).  STORE_NOTFOUND when absent. */
+int
+lmdb_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
+int
+lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
+int
+lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name);
+/* An 8-byte big-endian meta value (0 when absent) and its update. */
+int
+lmdb_meta_get_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t *out);
+int
+lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
+
+/* ---- lmdb_queue.c ---- */
+
+/* The key of the head of queue "table" at "now" into "key_out" (pointing
+ * into LMDB memory), after moving every waiting record whose instant has
+ * come on (a write transaction is required).  STORE_NOTFOUND when nothing
+ * is ready. */
+int
+lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out);
+
+/* Reads the counts of "table" into "n" (all 0 when it has none yet; the
+ * counters 0 in an entry of format 2). */
+int
+lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N]);
+
+
+/* Builds the key of the counts of "table": "records"[T]. */
+void
+lmdb_counts_key_build(KeyBuf *k, uint32_t table);
+
+/* Adds "delta" to the counts of "table": one write, none when all are 0. */
+int
+lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N]);
+
+/* Notes in "delta" that one entry of count "cls" came (by +1) or went
+ * (by -1); cls < 0 (no index entry) counts nothing. */
+void
+lmdb_counts_note(int64_t delta[CNT_N], int cls, int by);
+
+/* The count an index state files a record under: none (-1) without a
+ * slot, ready, or by the kind of its wait. */
+int
+lmdb_slot_class(int64_t wake, int kind);
+
+/* Adds the index entry a record with this slot state belongs in (none for
+ * WAKE_NO_SLOT); a waiting one of "kind" (WAIT_HOLD carries "then").  All
+ * pointers are to local copies. */
+int
+lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                     const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
+                     int64_t then);
+
+/* Removes the index entry described by a record's header (none for
+ * WAKE_NO_SLOT), and says in "*cls" which count it was in (-1: none, or
+ * missing).  Copies what it needs from "h" before writing, so "h" may
+ * point into LMDB memory.  A missing entry is not an error. */
+int
+lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                        const RecordHead *h, int *cls);
+
+/* Counts the records of table "table" and their index entries from
+ * scratch (see "Layout"), at O(1) per record. */
+int
+lmdb_table_recount(StoreTxn *t, uint32_t table);
+
+#endif

@@ -1,0 +1,519 @@
+/* lmdb_queue.c — the queue indexes (ready, deadline) and the per-table
+ * counts kept beside them, moving waiting records on when their instant
+ * comes, and store_queue_*.  See "Layout" in lmdb_internal.h.
+ */
+#include "lmdb_internal.h"
+
+/* ---- the counts ---- */
+
+void
+lmdb_counts_key_build(KeyBuf *k, uint32_t table)
+{
+    k->len = 0;
+    lmdb_key_append(k, "records", 7);
+    be_put32(k->data + k->len, table);
+    k->len += 4;
+}
+
+int
+lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
+{
+    KeyBuf k;
+    lmdb_counts_key_build(&k, table);
+    MDB_val kv = lmdb_key_val(&k), v;
+    int rc = mdb_get(t->txn, t->st->main, &kv, &v);
+    memset(n, 0, sizeof(uint64_t) * CNT_N);
+    if (rc == MDB_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return lmdb_status_of(rc);
+    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_FORMAT2)
+        return STORE_CORRUPT;
+    for (int i = 0; i < (int)(v.mv_size / 8); i++)
+        n[i] = be_get64((const unsigned char *)v.mv_data + 8 * i);
+    return STORE_OK;
+}
+
+/* Stores "n" as the counts of "table". */
+static int
+counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
+{
+    unsigned char buf[8 * CNT_N];
+    for (int i = 0; i < CNT_N; i++)
+        be_put64(buf + 8 * i, n[i]);
+    KeyBuf k;
+    lmdb_counts_key_build(&k, table);
+    MDB_val kv = lmdb_key_val(&k), v = {.mv_size = sizeof buf, .mv_data = buf};
+    return lmdb_status_of(mdb_put(t->txn, t->st->main, &kv, &v, 0));
+}
+
+int
+lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N])
+{
+    bool any = false;
+    for (int i = 0; i < CNT_N; i++)
+        any = any || delta[i] != 0;
+    if (!any)
+        return STORE_OK;
+    uint64_t n[CNT_N];
+    int rc = lmdb_counts_get(t, table, n);
+    if (rc)
+        return rc;
+    for (int i = 0; i < CNT_N; i++)
+        n[i] += (uint64_t)delta[i];
+    return counts_put(t, table, n);
+}
+
+void
+lmdb_counts_note(int64_t delta[CNT_N], int cls, int by)
+{
+    if (cls >= 0)
+        delta[cls] += by;
+}
+
+int
+lmdb_slot_class(int64_t wake, int kind)
+{
+    if (wake == WAKE_NO_SLOT)
+        return -1;
+    if (wake == 0)
+        return CNT_READY;
+    return kind == WAIT_HOLD ? CNT_HELD : kind == WAIT_DELAY ? CNT_DELAYED : CNT_UNSORTED;
+}
+
+/* The kind of a deadline entry from its value (0: unsorted, format 1). */
+static int
+wait_kind(MDB_val v)
+{
+    const unsigned char *p = v.mv_data;
+    if (v.mv_size >= 1 && p[0] == WAIT_DELAY)
+        return WAIT_DELAY;
+    if (v.mv_size >= WAIT_VALUE_LEN && p[0] == WAIT_HOLD)
+        return WAIT_HOLD;
+    return 0;
+}
+
+/* What a deadline entry of value "v" becomes once its instant has come at
+ * "now": its new wake — 0 ready, > 0 delayed until then, WAKE_NO_SLOT
+ * retired. */
+static int64_t
+wait_next(MDB_val v, int64_t now)
+{
+    if (wait_kind(v) != WAIT_HOLD)
+        return 0;
+    int64_t then = (int64_t)be_get64((const unsigned char *)v.mv_data + 1);
+    if (then == THEN_RETIRE)
+        return WAKE_NO_SLOT;
+    return then > now ? then : 0;
+}
+
+/* ---- the queue indexes ---- */
+
+/* Builds the ready entry of a record: key [T][order], data [seq][rkey]. */
+static void
+ready_entry_build(KeyBuf *k, KeyBuf *d, uint32_t table, const void *order,
+                  size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len)
+{
+    lmdb_key_set_table(k, table);
+    lmdb_key_append(k, order, order_len);
+    d->len = 0;
+    lmdb_key_append_u64(d, seq);
+    lmdb_key_append(d, rkey, rkey_len);
+}
+
+/* Builds the deadline key of a record: [T][wake][rkey]. */
+static void
+deadline_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, size_t rkey_len)
+{
+    lmdb_key_set_table(k, table);
+    lmdb_key_append_u64(k, (uint64_t)wake);
+    lmdb_key_append(k, rkey, rkey_len);
+}
+
+int
+lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                     const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
+                     int64_t then)
+{
+    KeyBuf k, d;
+    MDB_val kv, dv = {0, NULL};
+    MDB_dbi dbi;
+    unsigned char wait[WAIT_VALUE_LEN];
+    if (wake == WAKE_NO_SLOT)
+        return STORE_OK;
+    if (wake == 0) {
+        ready_entry_build(&k, &d, table, order, order_len, seq, rkey, rkey_len);
+        dv = lmdb_key_val(&d);
+        dbi = t->st->ready;
+    } else {
+        deadline_key_build(&k, table, wake, rkey, rkey_len);
+        dbi = t->st->deadline;
+        wait[0] = (unsigned char)kind;
+        be_put64(wait + 1, (uint64_t)then);
+        dv = (MDB_val){.mv_size = kind == WAIT_HOLD ? WAIT_VALUE_LEN : 1, .mv_data = wait};
+    }
+    kv = lmdb_key_val(&k);
+    return lmdb_status_of(mdb_put(t->txn, dbi, &kv, &dv, 0));
+}
+
+int
+lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                        const RecordHead *h, int *cls)
+{
+    KeyBuf k, d;
+    MDB_val kv, dv;
+    int rc;
+    *cls = -1;
+    if (h->wake == WAKE_NO_SLOT)
+        return STORE_OK;
+    if (h->wake == 0) {
+        ready_entry_build(&k, &d, table, h->order, h->order_len, h->seq, rkey, rkey_len);
+        kv = lmdb_key_val(&k);
+        dv = lmdb_key_val(&d);
+        rc = mdb_del(t->txn, t->st->ready, &kv, &dv);
+        if (rc == 0)
+            *cls = CNT_READY;
+    } else {
+        deadline_key_build(&k, table, h->wake, rkey, rkey_len);
+        kv = lmdb_key_val(&k);
+        rc = mdb_get(t->txn, t->st->deadline, &kv, &dv);
+        if (rc == 0) {
+            int kind = wait_kind(dv);
+            rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
+            if (rc == 0)
+                *cls = lmdb_slot_class(h->wake, kind);
+        }
+    }
+    return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
+}
+
+/* Files the waiting record under [T][rkey] anew: its header's wake
+ * becomes "wake" (0: ready, > 0: delayed until then, WAKE_NO_SLOT: in no
+ * index) and it gets that index entry, noted in "delta".  The deadline
+ * entry is the caller's to delete.  A deadline entry without a record is
+ * ignored. */
+static int
+queue_record_refile(StoreTxn *t, uint32_t table, const KeyBuf *rk, int64_t wake,
+                    int64_t delta[CNT_N])
+{
+    KeyBuf key = *rk;
+    MDB_val kv = lmdb_key_val(&key), v;
+    RecordHead h;
+    int rc = mdb_get(t->txn, t->st->records, &kv, &v);
+    if (rc == MDB_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return lmdb_status_of(rc);
+    if ((rc = lmdb_record_head_parse(v, &h)))
+        return rc;
+    size_t len = v.mv_size;
+    unsigned char *copy = lmdb_alloc(len);
+    memcpy(copy, v.mv_data, len);
+    lmdb_record_head_write(copy, h.seq, wake, h.order_len);
+    MDB_val nv = {.mv_size = len, .mv_data = copy};
+    rc = lmdb_status_of(mdb_put(t->txn, t->st->records, &kv, &nv, 0));
+    if (rc == STORE_OK)
+        rc = lmdb_queue_index_add(t, table, key.data + 4, key.len - 4, copy + RECORD_HEAD_LEN,
+                                  h.order_len, h.seq, wake, WAIT_DELAY, 0);
+    if (rc == STORE_OK)
+        lmdb_counts_note(delta, lmdb_slot_class(wake, WAIT_DELAY), 1);
+    free(copy);
+    return rc;
+}
+
+/* Moves every waiting record of "table" whose wake is <= now where its
+ * entry says (see wait_next), at O(log n) per record moved, and keeps the
+ * counts; stops at the first entry still in the future. */
+static int
+queue_drain(StoreTxn *t, uint32_t table, int64_t now)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(t->txn, t->st->deadline, &cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    KeyBuf prefix, rk;
+    int64_t delta[CNT_N] = {0};
+    lmdb_key_set_table(&prefix, table);
+    for (;;) {
+        MDB_val k = lmdb_key_val(&prefix), v;
+        rc = lmdb_cursor_in_table(cur, &k, &v, MDB_SET_RANGE, table);
+        if (rc == MDB_NOTFOUND) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = lmdb_status_of(rc);
+            break;
+        }
+        if (k.mv_size < 12 || k.mv_size > 12 + STORE_MAX_KEY) {
+            rc = STORE_CORRUPT;
+            break;
+        }
+        const unsigned char *p = k.mv_data;
+        if ((int64_t)be_get64(p + 4) > now) {
+            rc = STORE_OK;
+            break;
+        }
+        lmdb_key_set_table(&rk, table);
+        lmdb_key_append(&rk, p + 12, k.mv_size - 12);
+        int was = lmdb_slot_class((int64_t)be_get64(p + 4), wait_kind(v));
+        int64_t wake = wait_next(v, now);
+        if ((rc = mdb_cursor_del(cur, 0))) {
+            rc = lmdb_status_of(rc);
+            break;
+        }
+        lmdb_counts_note(delta, was, -1);
+        if ((rc = queue_record_refile(t, table, &rk, wake, delta)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc ? rc : lmdb_counts_add(t, table, delta);
+}
+
+/* What lmdb_table_recount adds up. */
+typedef struct Recount {
+    StoreTxn *t;
+    uint32_t  table;
+    uint64_t  n[CNT_N];
+} Recount;
+
+static int
+recount_one(void *ctx, MDB_val k, MDB_val v)
+{
+    Recount *r = ctx;
+    RecordHead h;
+    KeyBuf dk;
+    MDB_val dv;
+    int rc = lmdb_record_head_parse(v, &h);
+    if (rc)
+        return rc;
+    r->n[CNT_RECORDS]++;
+    int kind = 0;
+    if (h.wake > 0) {
+        deadline_key_build(&dk, r->table, h.wake, (const unsigned char *)k.mv_data + 4,
+                           k.mv_size - 4);
+        MDB_val dkv = lmdb_key_val(&dk);
+        if (mdb_get(r->t->txn, r->t->st->deadline, &dkv, &dv) != 0)
+            return 0;
+        kind = wait_kind(dv);
+    }
+    int cls = lmdb_slot_class(h.wake, kind);
+    if (cls >= 0)
+        r->n[cls]++;
+    return 0;
+}
+
+int
+lmdb_table_recount(StoreTxn *t, uint32_t table)
+{
+    Recount r = {t, table, {0}};
+    KeyBuf prefix;
+    lmdb_key_set_table(&prefix, table);
+    int rc = lmdb_table_walk(t, t->st->records, table, lmdb_key_val(&prefix), recount_one, &r);
+    return rc ? rc : counts_put(t, table, r.n);
+}
+
+/* ---- the queue primitives ---- */
+
+/* Where a ready entry stands in claim order: its order key and arrival
+ * sequence, as the ready index sorts them. */
+typedef struct ClaimPlace {
+    const unsigned char *order;
+    size_t order_len;
+    uint64_t seq;
+} ClaimPlace;
+
+/* True when "a" comes before "b" in claim order: memcmp of the order keys,
+ * the shorter first on a tie, then arrival. */
+static bool
+claim_place_before(const ClaimPlace *a, const ClaimPlace *b)
+{
+    size_t n = a->order_len < b->order_len ? a->order_len : b->order_len;
+    int c = n ? memcmp(a->order, b->order, n) : 0;
+    if (c)
+        return c < 0;
+    if (a->order_len != b->order_len)
+        return a->order_len < b->order_len;
+    return a->seq < b->seq;
+}
+
+/* The first ready entry of "table" into "out" (its place and record key);
+ * STORE_NOTFOUND when the ready index has none. */
+static int
+ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
+{
+    MDB_cursor *cur;
+    KeyBuf prefix;
+    int rc = mdb_cursor_open(t->txn, t->st->ready, &cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    lmdb_key_set_table(&prefix, table);
+    MDB_val k = lmdb_key_val(&prefix), v;
+    rc = lmdb_cursor_in_table(cur, &k, &v, MDB_SET_RANGE, table);
+    mdb_cursor_close(cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    if (v.mv_size < 8 || v.mv_size > 8 + STORE_MAX_KEY)
+        return STORE_CORRUPT;
+    *place = (ClaimPlace){(const unsigned char *)k.mv_data + 4, k.mv_size - 4,
+                          be_get64(v.mv_data)};
+    *key = (StoreBytes){(const unsigned char *)v.mv_data + 8, v.mv_size - 8};
+    return STORE_OK;
+}
+
+int
+lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out)
+{
+    ClaimPlace place;
+    int rc = queue_drain(txn, table, now);
+    return rc ? rc : ready_first(txn, table, &place, key_out);
+}
+
+/* Makes record "key" of "table", which a claim at this instant would move
+ * into the ready index, the head in "out" when it comes before the head
+ * found so far ("*best"). */
+static int
+head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best,
+              StoreQueueCounts *out)
+{
+    KeyBuf rk;
+    RecordHead h;
+    int rc = lmdb_record_find(t, table, key, &rk, &h);
+    if (rc == STORE_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_CORRUPT : rc;
+    ClaimPlace place = {h.order, h.order_len, h.seq};
+    if (!out->has_head || claim_place_before(&place, best)) {
+        *best = place;
+        out->has_head = true;
+        out->head_key = key;
+    }
+    return STORE_OK;
+}
+
+/* deadline_each's caller's function, for lmdb_table_walk. */
+typedef struct DeadlineWalk {
+    int (*fn)(void *ctx, StoreBytes key, int64_t wake, MDB_val v);
+    void *ctx;
+} DeadlineWalk;
+
+static int
+each_deadline(void *ctx, MDB_val k, MDB_val v)
+{
+    DeadlineWalk *w = ctx;
+    if (k.mv_size < 12)
+        return STORE_CORRUPT;
+    const unsigned char *p = k.mv_data;
+    StoreBytes key = {p + 12, k.mv_size - 12};
+    return w->fn(w->ctx, key, (int64_t)be_get64(p + 4), v);
+}
+
+/* Calls "fn" with each waiting entry of "table" in the deadline index, in
+ * wake order — its record key, its wake instant and its value — until "fn"
+ * returns non-zero, which is returned.  STORE_CORRUPT for a malformed
+ * entry. */
+static int
+deadline_each(StoreTxn *txn, uint32_t table,
+              int (*fn)(void *ctx, StoreBytes key, int64_t wake, MDB_val v), void *ctx)
+{
+    KeyBuf prefix;
+    lmdb_key_set_table(&prefix, table);
+    DeadlineWalk w = {fn, ctx};
+    return lmdb_table_walk(txn, txn->st->deadline, table, lmdb_key_val(&prefix), each_deadline, &w);
+}
+
+/* What store_queue_counts adds up over the waiting entries whose instant
+ * has come: where each goes now, and the best of those that are ready. */
+typedef struct DueWalk {
+    StoreTxn         *txn;
+    uint32_t          table;
+    int64_t           now;
+    int64_t           d[CNT_N];
+    ClaimPlace        best;
+    StoreQueueCounts *out;
+} DueWalk;
+
+/* count_due's "the rest wake later": not a StoreStatus. */
+#define DUE_DONE 1000
+
+static int
+count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
+{
+    DueWalk *w = ctx;
+    if (wake > w->now) {
+        w->out->next_wake = wake;
+        return DUE_DONE;
+    }
+    int was = lmdb_slot_class(wake, wait_kind(v));
+    if (was == CNT_UNSORTED)
+        return 0;
+    int64_t next = wait_next(v, w->now);   /* retired: idle, the rest */
+    w->d[was]--;
+    if (next != WAKE_NO_SLOT)
+        w->d[next > 0 ? CNT_DELAYED : CNT_READY]++;
+    return next == 0 ? head_consider(w->txn, w->table, key, &w->best, w->out) : 0;
+}
+
+int
+store_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
+{
+    uint64_t n[CNT_N];
+    DueWalk w = {txn, table, store_txn_now(txn), {0}, {NULL, 0, 0}, out};
+    memset(out, 0, sizeof *out);
+    out->next_wake = INT64_MAX;
+    int rc = lmdb_counts_get(txn, table, n);
+    if (rc)
+        return rc;
+    rc = ready_first(txn, table, &w.best, &out->head_key);
+    if (rc && rc != STORE_NOTFOUND)
+        return rc;
+    out->has_head = rc == STORE_OK;
+    /* The waiting entries whose instant has come count where they go. */
+    if ((rc = deadline_each(txn, table, count_due, &w)) && rc != DUE_DONE)
+        return rc;
+    int64_t *d = w.d;
+    out->records = n[CNT_RECORDS];
+    out->ready = n[CNT_READY] + (uint64_t)d[CNT_READY];
+    out->held = n[CNT_HELD] + (uint64_t)d[CNT_HELD];
+    out->delayed = n[CNT_DELAYED] + (uint64_t)d[CNT_DELAYED];
+    out->unsorted = n[CNT_UNSORTED];
+    out->claims = n[CNT_CLAIMS];
+    out->releases = n[CNT_RELEASES];
+    out->lapses = n[CNT_LAPSES];
+    out->deletes = n[CNT_DELETES];
+    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
+    if (filed > out->records)
+        return STORE_CORRUPT;
+    out->idle = out->records - filed;
+    return STORE_OK;
+}
+
+/* store_queue_each_waiting's caller's function, for deadline_each. */
+typedef struct WaitingWalk {
+    int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns);
+    void *ctx;
+    StoreTxn *txn;
+    uint32_t table;
+} WaitingWalk;
+
+static int
+each_waiting(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
+{
+    (void)v;
+    WaitingWalk *w = ctx;
+    StoreRecord r;
+    int rc = lmdb_record_load(w->txn, w->table, key, &r, NULL);
+    if (rc == STORE_NOTFOUND)
+        return STORE_OK;   /* an entry without its record: nothing waits */
+    return rc ? rc : w->fn(w->ctx, &r, wake);
+}
+
+int
+store_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                         int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
+                         void *ctx)
+{
+    WaitingWalk w = {fn, ctx, txn, table};
+    return deadline_each(txn, table, each_waiting, &w);
+}

@@ -1,0 +1,358 @@
+/* lmdb_records.c — a table's records: their keys [T][key], their stored
+ * values (a header with the slot, then the caller's bytes), and
+ * store_record_*, which keep the queue indexes and the counts as records
+ * come and go.  See "Layout" in lmdb_internal.h.
+ */
+#include "lmdb_internal.h"
+
+int
+lmdb_record_head_parse(MDB_val v, RecordHead *h)
+{
+    const unsigned char *p = v.mv_data;
+    if (v.mv_size < RECORD_HEAD_LEN)
+        return STORE_CORRUPT;
+    h->seq = be_get64(p);
+    h->wake = (int64_t)be_get64(p + 8);
+    h->order_len = be_get16(p + 16);
+    if (h->order_len > STORE_MAX_KEY || v.mv_size < RECORD_HEAD_LEN + h->order_len)
+        return STORE_CORRUPT;
+    h->order = p + RECORD_HEAD_LEN;
+    h->value = h->order + h->order_len;
+    h->value_len = v.mv_size - RECORD_HEAD_LEN - h->order_len;
+    return STORE_OK;
+}
+
+void
+lmdb_record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len)
+{
+    be_put64(p, seq);
+    be_put64(p + 8, (uint64_t)wake);
+    be_put16(p + 16, (uint16_t)order_len);
+}
+
+int
+lmdb_put_copy(MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len)
+{
+    void *copy = lmdb_alloc(len);
+    lmdb_copy(copy, data, len);
+    MDB_val v = {.mv_size = len, .mv_data = copy};
+    int rc = mdb_put(txn, dbi, &key, &v, 0);
+    free(copy);
+    return lmdb_status_of(rc);
+}
+
+int
+lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
+                int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(txn->txn, dbi, &cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    MDB_val k = start, v;
+    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
+        rc = lmdb_cursor_in_table(cur, &k, &v, op, table);
+        if (rc == MDB_NOTFOUND) {
+            rc = STORE_OK;
+            break;
+        }
+        if (rc) {
+            rc = lmdb_status_of(rc);
+            break;
+        }
+        if ((rc = fn(ctx, k, v)))
+            break;
+    }
+    mdb_cursor_close(cur);
+    return rc;
+}
+
+/* Builds the records key [T][key]; STORE_TOOBIG when key is too long. */
+static int
+record_key_build(KeyBuf *k, uint32_t table, StoreBytes key)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    lmdb_key_set_table(k, table);
+    lmdb_key_append(k, key.data, key.len);
+    return STORE_OK;
+}
+
+void
+lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
+               int *kind, int64_t *then)
+{
+    *kind = WAIT_DELAY;
+    *then = 0;
+    *wake = WAKE_NO_SLOT;
+    if (!q)
+        return;
+    bool dead = q->max_attempts > 0 && r->attempts >= q->max_attempts;
+    if (r->claimed_until > now) {
+        *wake = r->claimed_until;
+        *kind = WAIT_HOLD;
+        *then = dead ? THEN_RETIRE : r->not_before > r->claimed_until ? r->not_before : 0;
+    } else if (!dead) {
+        *wake = r->not_before > now ? r->not_before : 0;
+    }
+}
+
+/* Reads a length-prefixed string of "width" (1 or 2) bytes at "*p" within
+ * "end" into "out", moving "*p" past it; false when it overruns. */
+static bool
+column_bytes(const unsigned char **p, const unsigned char *end, int width, StoreBytes *out)
+{
+    if (end - *p < width)
+        return false;
+    size_t n = width == 1 ? **p : be_get16(*p);
+    *p += width;
+    if ((size_t)(end - *p) < n)
+        return false;
+    *out = (StoreBytes){*p, n};
+    *p += n;
+    return true;
+}
+
+int
+lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
+{
+    const unsigned char *p = h->value, *end = h->value + h->value_len;
+    memset(r, 0, sizeof *r);
+    if (h->value_len < COLUMNS_FIXED || p[0] != COLUMNS_VERSION)
+        return STORE_CORRUPT;
+    int64_t *cols[] = {&r->since, &r->written, &r->changed, &r->claimed,
+                       &r->attempts, &r->hold, &r->claimed_until, &r->not_before};
+    p++;
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++, p += 8)
+        *cols[i] = (int64_t)be_get64(p);
+    if (!column_bytes(&p, end, 1, &r->consumer) || !column_bytes(&p, end, 1, &r->instance) ||
+        !column_bytes(&p, end, 2, &r->group))
+        return STORE_CORRUPT;
+    r->key = (StoreBytes){(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
+    r->value = (StoreBytes){p, (size_t)(end - p)};
+    r->seq = h->seq;
+    r->order = (StoreBytes){h->order, h->order_len};
+    return STORE_OK;
+}
+
+/* Appends "b" with a length prefix of "width" bytes at "*p". */
+static void
+column_put_bytes(unsigned char **p, int width, StoreBytes b)
+{
+    if (width == 1)
+        **p = (unsigned char)b.len;
+    else
+        be_put16(*p, (uint16_t)b.len);
+    *p += width;
+    lmdb_copy(*p, b.data, b.len);
+    *p += b.len;
+}
+
+/* Encodes the columns of "r" and its value at "p" (room: COLUMNS_FIXED
+ * plus the strings plus the value). */
+static void
+columns_write(unsigned char *p, const StoreRecord *r)
+{
+    const int64_t cols[] = {r->since,    r->written, r->changed,       r->claimed,
+                            r->attempts, r->hold,    r->claimed_until, r->not_before};
+    *p++ = COLUMNS_VERSION;
+    for (size_t i = 0; i < sizeof cols / sizeof *cols; i++, p += 8)
+        be_put64(p, (uint64_t)cols[i]);
+    column_put_bytes(&p, 1, r->consumer);
+    column_put_bytes(&p, 1, r->instance);
+    column_put_bytes(&p, 2, r->group);
+    lmdb_copy(p, r->value.data, r->value.len);
+}
+
+int
+lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
+                  bool create, const int64_t *extra)
+{
+    KeyBuf rk;
+    RecordHead old;
+    uint64_t seq = 0;
+    StoreBytes order = !q ? (StoreBytes){NULL, 0} : r->order.len ? r->order : r->key;
+    int64_t delta[CNT_N] = {0}, wake, then;
+    int kind, was;
+    int rc = record_key_build(&rk, table, r->key);
+    if (rc)
+        return rc;
+    if (order.len > STORE_MAX_KEY || r->consumer.len > 255 || r->instance.len > 255 ||
+        r->group.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    lmdb_placement(q, r, store_txn_now(txn), &wake, &kind, &then);
+    /* Copy every caller byte first: they may point into LMDB memory. */
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len;
+    size_t len = RECORD_HEAD_LEN + order.len + cols + r->value.len;
+    unsigned char *buf = lmdb_alloc(len);
+    lmdb_copy(buf + RECORD_HEAD_LEN, order.data, order.len);
+    columns_write(buf + RECORD_HEAD_LEN + order.len, r);
+
+    MDB_val kv = lmdb_key_val(&rk), v;
+    rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
+    if (rc == 0 && create) {
+        rc = STORE_EXISTS;
+    } else if (rc == 0) {
+        if ((rc = lmdb_record_head_parse(v, &old)))
+            goto done;
+        seq = old.seq;
+        rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old, &was);
+        lmdb_counts_note(delta, was, -1);
+    } else if (rc == MDB_NOTFOUND && create) {
+        rc = lmdb_table_seq_next(txn, table, &seq);
+        delta[CNT_RECORDS] = 1;
+    } else {
+        rc = rc == MDB_NOTFOUND ? STORE_NOTFOUND : lmdb_status_of(rc);
+    }
+    if (rc)
+        goto done;
+    lmdb_record_head_write(buf, seq, wake, order.len);
+    v = (MDB_val){.mv_size = len, .mv_data = buf};
+    if ((rc = lmdb_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0))))
+        goto done;
+    rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
+                              order.len, seq, wake, kind, then);
+    lmdb_counts_note(delta, lmdb_slot_class(wake, kind), 1);
+    for (int i = 0; extra && i < CNT_N; i++)
+        delta[i] += extra[i];
+    if (rc == STORE_OK)
+        rc = lmdb_counts_add(txn, table, delta);
+done:
+    free(buf);
+    return rc;
+}
+
+int
+lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r)
+{
+    KeyBuf rk;
+    int rc = record_key_build(&rk, table, r->key);
+    if (rc)
+        return rc;
+    if (r->consumer.len > 255 || r->instance.len > 255 || r->group.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len;
+    size_t len = RECORD_HEAD_LEN + h->order_len + cols + r->value.len;
+    unsigned char *buf = lmdb_alloc(len);
+    lmdb_record_head_write(buf, h->seq, h->wake, h->order_len);
+    lmdb_copy(buf + RECORD_HEAD_LEN, h->order, h->order_len);
+    columns_write(buf + RECORD_HEAD_LEN + h->order_len, r);
+    MDB_val kv = lmdb_key_val(&rk), v = {.mv_size = len, .mv_data = buf};
+    rc = lmdb_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0));
+    free(buf);
+    return rc;
+}
+
+int
+lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, RecordHead *h)
+{
+    int rc = record_key_build(rk, table, key);
+    if (rc)
+        return rc;
+    MDB_val kv = lmdb_key_val(rk), v;
+    if ((rc = mdb_get(txn->txn, txn->st->records, &kv, &v)))
+        return lmdb_status_of(rc);
+    return lmdb_record_head_parse(v, h);
+}
+
+int
+lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h)
+{
+    KeyBuf rk;
+    RecordHead own;
+    RecordHead *head = h ? h : &own;
+    int rc = lmdb_record_find(txn, table, key, &rk, head);
+    if (rc || (rc = lmdb_record_parse(lmdb_key_val(&rk), head, r)))
+        return rc;
+    r->key = key;   /* the caller's bytes outlive "rk" */
+    return STORE_OK;
+}
+
+int
+store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
+{
+    return lmdb_record_load(txn, table, key, out, NULL);
+}
+
+int
+store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
+{
+    int64_t now = store_txn_now(txn);
+    StoreRecord n = {.key = r->key, .value = r->value, .since = now, .written = now,
+                     .changed = now, .order = r->order, .not_before = r->not_before,
+                     .group = r->group};
+    return lmdb_record_store(txn, table, q, &n, true, NULL);
+}
+
+int
+store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
+{
+    StoreRecord n;
+    int rc = lmdb_record_load(txn, table, r->key, &n, NULL);
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+    n.key = r->key;
+    n.value = r->value;
+    n.order = r->order;
+    n.not_before = r->not_before;
+    n.group = r->group;
+    n.written = store_txn_now(txn);
+    return lmdb_record_store(txn, table, q, &n, false, NULL);
+}
+
+int
+store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
+                    int64_t hold)
+{
+    KeyBuf rk;
+    RecordHead h;
+    StoreRecord r;
+    int rc = lmdb_record_find(txn, table, key, &rk, &h);
+    if (rc)
+        return rc;
+    if (hold > 0) {
+        if ((rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
+            return rc;
+        if (r.hold != hold || r.claimed_until <= store_txn_now(txn))
+            return STORE_CONFLICT;
+    }
+    MDB_val kv = lmdb_key_val(&rk);
+    int64_t delta[CNT_N] = {[CNT_RECORDS] = -1, [CNT_DELETES] = q ? 1 : 0};
+    int was;
+    if ((rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, &was)))
+        return rc;
+    lmdb_counts_note(delta, was, -1);
+    if ((rc = lmdb_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL))))
+        return rc;
+    return lmdb_counts_add(txn, table, delta);
+}
+
+/* store_record_each's caller's function, for lmdb_table_walk. */
+typedef struct RecordWalk {
+    int (*fn)(void *ctx, const StoreRecord *r);
+    void *ctx;
+} RecordWalk;
+
+static int
+each_record(void *ctx, MDB_val k, MDB_val v)
+{
+    RecordWalk *w = ctx;
+    RecordHead h;
+    StoreRecord r;
+    int rc = lmdb_record_head_parse(v, &h);
+    if (rc || (rc = lmdb_record_parse(k, &h, &r)))
+        return rc;
+    return w->fn(w->ctx, &r);
+}
+
+int
+store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+                  int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+{
+    KeyBuf start;
+    int rc = record_key_build(&start, table, from);
+    if (rc)
+        return rc;
+    RecordWalk w = {fn, ctx};
+    return lmdb_table_walk(txn, txn->st->records, table, lmdb_key_val(&start), each_record, &w);
+}

@@ -1,0 +1,495 @@
+/* store_test.h — what the store's unit tests share: the backend
+ * conformance suite (store/store_test.c, store/conformance_test.c) and
+ * LMDB's own tests (store/lmdb_format_test.c, store/lmdb_test.c).
+ *
+ *   - the store under test: $QUEUEFS_TEST_STORE when set (an LMDB
+ *     directory, or another backend's location), else a fresh LMDB
+ *     directory under /tmp (test_store_pick, test_store_open);
+ *   - names no other run uses (unique_name), so that a shared store keeps
+ *     every run's tables apart;
+ *   - store.h's calls in short forms that check as they go, and queue
+ *     helpers (queue_new, add, claim, counts_of);
+ *   - the counted writers that the group commit tests run in threads and
+ *     processes;
+ *   - for LMDB's own tests only: a scratch directory of their stores.
+ *
+ * Test support only: every function is static inline, so that a test
+ * program uses what it needs.  Nothing here is LMDB's but the scratch
+ * directory's stores, which only LMDB's tests open. */
+#ifndef QUEUEFS_STORE_TEST_H
+#define QUEUEFS_STORE_TEST_H
+
+#include "store.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../tests/unit_test.h"
+
+#define SEC 1000000000LL
+#define MS 1000000LL
+
+/* ---- bytes and time ---- */
+
+/* A StoreBytes viewing a NUL-terminated string (without the NUL). */
+static inline StoreBytes
+bytes_of(const char *s)
+{
+    return (StoreBytes){s, strlen(s)};
+}
+
+/* True when b holds exactly the string s. */
+static inline bool
+bytes_eq(StoreBytes b, const char *s)
+{
+    return b.len == strlen(s) && (b.len == 0 || memcmp(b.data, s, b.len) == 0);
+}
+
+static inline void
+sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* ---- the store under test ---- */
+
+static char test_location[256];   /* where the store under test is */
+static char test_made[64];        /* the directory made for it ("": given) */
+
+/* Picks the store under test: $QUEUEFS_TEST_STORE, or a new directory
+ * /tmp/<prog>.XXXXXX to hold a fresh LMDB store.  False when it cannot. */
+static inline bool
+test_store_pick(const char *prog)
+{
+    const char *given = getenv("QUEUEFS_TEST_STORE");
+    if (given && *given) {
+        snprintf(test_location, sizeof test_location, "%s", given);
+        return true;
+    }
+    snprintf(test_made, sizeof test_made, "/tmp/%s.XXXXXX", prog);
+    if (!mkdtemp(test_made)) {
+        perror("mkdtemp");
+        return false;
+    }
+    snprintf(test_location, sizeof test_location, "%s/store", test_made);
+    return true;
+}
+
+/* Opens the store under test (NULL, with a failed check, when it cannot).
+ * A process opens it at most once at a time. */
+static inline Store *
+test_store_open(bool sync)
+{
+    StoreOptions opts = {.sync = sync};
+    char err[256] = "";
+    Store *s = NULL;
+    int rc = store_open(test_location, &opts, &s, err, sizeof err);
+    CHECK(rc == STORE_OK && s, "open %s: %s", test_location, err);
+    return rc == STORE_OK ? s : NULL;
+}
+
+/* Removes the directory test_store_pick made (a given store stays). */
+static inline void
+test_store_cleanup(void)
+{
+    if (!test_made[0])
+        return;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_made);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", test_made);
+}
+
+/* "prefix" and a suffix no other run uses: this process and an instant
+ * (static storage, four at a time). */
+static inline const char *
+unique_name(const char *prefix)
+{
+    static char buf[4][128];
+    static int next;
+    static unsigned serial;
+    char *p = buf[next++ % 4];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(p, sizeof buf[0], "%s-%d-%" PRId64 "-%u", prefix, (int)getpid(),
+             (int64_t)(ts.tv_sec * SEC + ts.tv_nsec), serial++);
+    return p;
+}
+
+/* ---- transactions and tables ---- */
+
+/* Begins a transaction, checking success. */
+static inline StoreTxn *
+begin(Store *s, bool write)
+{
+    StoreTxn *t = NULL;
+    int rc = store_txn_begin(s, write, &t);
+    CHECK(rc == STORE_OK, "begin: %s", store_strerror(rc));
+    return t;
+}
+
+/* Commits, checking success. */
+static inline void
+commit(StoreTxn *t)
+{
+    int rc = store_txn_commit(t);
+    CHECK(rc == STORE_OK, "commit: %s", store_strerror(rc));
+}
+
+/* Creates table "name" in a transaction of its own; returns its id. */
+static inline uint32_t
+table_make(Store *s, const char *name)
+{
+    StoreTxn *t = begin(s, true);
+    uint32_t id = 0;
+    CHECK(store_table_create(t, name, bytes_of(""), &id) == STORE_OK, "create %s", name);
+    commit(t);
+    return id;
+}
+
+/* Creates collection record "key" with "value" (no queue). */
+static inline int
+put(StoreTxn *t, uint32_t table, const char *key, const char *value)
+{
+    StoreRecord r = {.key = bytes_of(key), .value = bytes_of(value)};
+    return store_record_create(t, table, NULL, &r);
+}
+
+/* Replaces the value of collection record "key". */
+static inline int
+replace(StoreTxn *t, uint32_t table, const char *key, StoreBytes value)
+{
+    StoreRecord r = {.key = bytes_of(key), .value = value};
+    return store_record_update(t, table, NULL, &r);
+}
+
+/* ---- queues ---- */
+
+/* A queue of its own for a case, named after "prefix" (unique_name), with
+ * the given TIMEOUT and ATTEMPTS. */
+static inline StoreQueue
+queue_new(Store *s, const char *prefix, int64_t timeout_ns, int64_t max_attempts)
+{
+    StoreQueue q = {.timeout_ns = timeout_ns, .max_attempts = max_attempts};
+    q.table = table_make(s, unique_name(prefix));
+    return q;
+}
+
+/* Creates queue record "key" with "value" in "t", ordered by "order"
+ * (NULL: its key) and delayed until "not_before" (0: not). */
+static inline int
+add_in(StoreTxn *t, const StoreQueue *q, const char *key, const char *value, const char *order,
+       int64_t not_before)
+{
+    StoreRecord r = {.key = bytes_of(key), .value = bytes_of(value),
+                     .order = order ? bytes_of(order) : (StoreBytes){NULL, 0},
+                     .not_before = not_before};
+    return store_record_create(t, q->table, q, &r);
+}
+
+/* The same in a transaction of its own, checking success. */
+static inline void
+add(Store *s, const StoreQueue *q, const char *key, const char *value, const char *order,
+    int64_t not_before)
+{
+    StoreTxn *t = begin(s, true);
+    int rc = add_in(t, q, key, value, order, not_before);
+    CHECK(rc == STORE_OK, "create %s: %s", key, store_strerror(rc));
+    commit(t);
+}
+
+/* What one claim found: the keys claimed, in order, joined by ',', and the
+ * last claimed record's columns. */
+typedef struct Claimed {
+    char    keys[512];
+    int64_t attempts, hold, claimed_until, claimed, before_attempts, before_until;
+    char    consumer[64], instance[64];
+} Claimed;
+
+static inline int
+note_claimed(void *ctx, const StoreRecord *now, const StoreRecord *before)
+{
+    Claimed *c = ctx;
+    size_t n = strlen(c->keys);
+    snprintf(c->keys + n, sizeof c->keys - n, "%s%.*s", n ? "," : "", (int)now->key.len,
+             (const char *)now->key.data);
+    c->attempts = now->attempts;
+    c->hold = now->hold;
+    c->claimed_until = now->claimed_until;
+    c->claimed = now->claimed;
+    c->before_attempts = before->attempts;
+    c->before_until = before->claimed_until;
+    snprintf(c->consumer, sizeof c->consumer, "%.*s", (int)now->consumer.len,
+             (const char *)now->consumer.data);
+    snprintf(c->instance, sizeof c->instance, "%.*s", (int)now->instance.len,
+             (const char *)now->instance.data);
+    return 0;
+}
+
+/* Claims in "t" up to "n" records (or the one "key") for instance
+ * "inst-a" signed by "consumer"; returns the status and fills "out". */
+static inline int
+claim_in(StoreTxn *t, const StoreQueue *q, int64_t n, const char *key, const char *consumer,
+         Claimed *out)
+{
+    memset(out, 0, sizeof *out);
+    StoreClaim c = {.n = n, .key = key ? bytes_of(key) : (StoreBytes){NULL, 0},
+                    .consumer = bytes_of(consumer ? consumer : ""),
+                    .instance = bytes_of("inst-a")};
+    int64_t got = 0;
+    int rc = store_claim(t, q, &c, note_claimed, out, &got);
+    int64_t listed = out->keys[0] != 0;
+    for (const char *k = out->keys; *k; k++)
+        listed += *k == ',';
+    CHECK(rc != STORE_OK || got == listed, "claimed %" PRId64 ", passed %" PRId64, got, listed);
+    return rc;
+}
+
+/* The same in a transaction of its own (committed when it succeeded). */
+static inline int
+claim(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *consumer,
+      Claimed *out)
+{
+    StoreTxn *t = begin(s, true);
+    int rc = claim_in(t, q, n, key, consumer, out);
+    if (rc == STORE_OK)
+        commit(t);
+    else
+        store_txn_abort(t);
+    return rc;
+}
+
+/* The counts of table "table" in "t". */
+static inline StoreQueueCounts
+counts_in(StoreTxn *t, uint32_t table)
+{
+    StoreQueueCounts n;
+    memset(&n, 0, sizeof n);
+    int rc = store_queue_counts(t, table, &n);
+    CHECK(rc == STORE_OK, "counts: %s", store_strerror(rc));
+    return n;
+}
+
+/* The counts of queue "q" in a read transaction (its head key not kept). */
+static inline StoreQueueCounts
+counts_of(Store *s, const StoreQueue *q)
+{
+    StoreTxn *t = begin(s, false);
+    StoreQueueCounts n = counts_in(t, q->table);
+    store_txn_abort(t);
+    return n;
+}
+
+/* Checks the counts of "table" in "t": records, ready, held, delayed,
+ * idle, unsorted, and the head ("" for none). */
+static inline void
+check_counts(StoreTxn *t, uint32_t table, const uint64_t want[6], const char *head,
+             const char *what)
+{
+    StoreQueueCounts c = counts_in(t, table);
+    uint64_t got[6] = {c.records, c.ready, c.held, c.delayed, c.idle, c.unsorted};
+    CHECK(memcmp(got, want, sizeof got) == 0,
+          "%s: counts %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+          ", want %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+          what, got[0], got[1], got[2], got[3], got[4], got[5], want[0], want[1], want[2],
+          want[3], want[4], want[5]);
+    CHECK(c.has_head == (head[0] != '\0') && (!c.has_head || bytes_eq(c.head_key, head)),
+          "%s: head %.*s, want %s", what, c.has_head ? (int)c.head_key.len : 4,
+          c.has_head ? (const char *)c.head_key.data : "none", head);
+}
+
+/* Reads record "key" of "table" into "out" in a read transaction (columns
+ * only: its bytes are not kept). */
+static inline int
+get(Store *s, uint32_t table, const char *key, StoreRecord *out)
+{
+    StoreTxn *t = begin(s, false);
+    int rc = store_record_get(t, table, bytes_of(key), out);
+    out->key = out->value = out->consumer = out->instance = out->order = out->group =
+        (StoreBytes){NULL, 0};
+    store_txn_abort(t);
+    return rc;
+}
+
+/* ---- walks ---- */
+
+/* Counts the records a walk meets into *(int *)ctx, but for "#counter". */
+static inline int
+count_one(void *ctx, const StoreRecord *r)
+{
+    if (!bytes_eq(r->key, "#counter"))
+        (*(int *)ctx)++;
+    return 0;
+}
+
+/* The records of "table" (but "#counter"), counted in a read transaction. */
+static inline int
+records_count(Store *s, uint32_t table)
+{
+    int n = 0;
+    StoreTxn *t = begin(s, false);
+    store_record_each(t, table, bytes_of(""), count_one, &n);
+    store_txn_abort(t);
+    return n;
+}
+
+/* ---- counted writers ---- */
+
+/* The counter record "#counter" of "table": an 8-byte count (0 when
+ * absent). */
+static inline uint64_t
+counter_read(StoreTxn *t, uint32_t table)
+{
+    StoreRecord r;
+    uint64_t n = 0;
+    if (store_record_get(t, table, bytes_of("#counter"), &r) == STORE_OK && r.value.len == 8)
+        memcpy(&n, r.value.data, 8);
+    return n;
+}
+
+/* Adds 1 to the counter record of "table", creating it at 1. */
+static inline int
+counter_add(StoreTxn *t, uint32_t table)
+{
+    uint64_t n = counter_read(t, table) + 1;
+    StoreRecord r = {.key = bytes_of("#counter"), .value = {&n, 8}};
+    int rc = store_record_update(t, table, NULL, &r);
+    return rc == STORE_NOTFOUND ? store_record_create(t, table, NULL, &r) : rc;
+}
+
+/* One counted writer (write_put_count) and what came of its writes. */
+typedef struct WriteArg {
+    Store *st;
+    uint32_t table;
+    int thread;
+    int i;
+    int writes;
+    int failures;
+    int runs;                   /* times the function ran */
+    const char *value;          /* put under "w<thread>-<i>" */
+    size_t value_len;
+    int result;                 /* what the function returns after its put */
+} WriteArg;
+
+/* A store_write function: creates record w<thread>-<i> and adds 1 to the
+ * counter record, then returns a->result. */
+static inline int
+write_put_count(StoreTxn *txn, void *ctx)
+{
+    WriteArg *a = ctx;
+    char key[32];
+    a->runs++;
+    snprintf(key, sizeof key, "w%02d-%04d", a->thread, a->i);
+    StoreRecord r = {.key = bytes_of(key), .value = {a->value, a->value_len}};
+    int rc = store_record_create(txn, a->table, NULL, &r);
+    if (rc || (rc = counter_add(txn, a->table)))
+        return rc;
+    return a->result;
+}
+
+/* A thread making a->writes store_write calls of write_put_count. */
+static inline void *
+thread_write(void *p)
+{
+    WriteArg *a = p;
+    for (a->i = 0; a->i < a->writes; a->i++)
+        if (store_write(a->st, write_put_count, a) != 0)
+            a->failures++;
+    return NULL;
+}
+
+/* Runs "n" (<= 16) writer threads on "table" at once, thread i numbered
+ * "base" + i and making "writes" counted writes of "value": the number of
+ * writes that failed (-1 when a thread could not start). */
+static inline int
+writers_run(Store *s, uint32_t table, int n, int base, int writes, const char *value,
+            size_t value_len)
+{
+    pthread_t th[16];
+    WriteArg args[16];
+    int failures = 0, started = 0;
+    for (int i = 0; i < n && i < 16; i++, started++) {
+        args[i] = (WriteArg){.st = s, .table = table, .thread = base + i, .writes = writes,
+                             .value = value, .value_len = value_len};
+        if (pthread_create(&th[i], NULL, thread_write, &args[i]) != 0)
+            break;
+    }
+    for (int i = 0; i < started; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    return started < n ? -1 : failures;
+}
+
+/* ---- LMDB's tests' scratch directory of stores ---- */
+
+static char test_root[64];
+
+/* Makes the scratch directory /tmp/<prog>.XXXXXX: false (with a message)
+ * when it cannot. */
+static inline bool
+test_root_make(const char *prog)
+{
+    snprintf(test_root, sizeof test_root, "/tmp/%s.XXXXXX", prog);
+    if (mkdtemp(test_root))
+        return true;
+    perror("mkdtemp");
+    return false;
+}
+
+/* Removes the scratch directory and all it holds. */
+static inline void
+test_root_remove(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_root);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", test_root);
+}
+
+/* A path under the scratch directory (static storage, four at a time). */
+static inline const char *
+path_of(const char *name)
+{
+    static char buf[4][256];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, sizeof buf[0], "%s/%s", test_root, name);
+    return p;
+}
+
+/* Opens store "name" under the scratch directory, checking success. */
+static inline Store *
+open_store(const char *name, bool sync, size_t map_size)
+{
+    StoreOptions opts = {.sync = sync, .map_size = map_size};
+    char err[256] = "";
+    Store *s = NULL;
+    int rc = store_open(path_of(name), &opts, &s, err, sizeof err);
+    CHECK(rc == STORE_OK && s, "store_open %s: %s", name, err);
+    return s;
+}
+
+/* Runs "fn" (which exits) in a child process and checks it exited 0. */
+static inline void
+child_run(void (*fn)(const char *name), const char *name)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0)
+        fn(name);
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
+#endif
