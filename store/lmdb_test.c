@@ -77,7 +77,8 @@ test_counts_upgrade(void)
     int64_t now = store_now(st), wake = now + 3600 * SEC;
     CHECK(store_table_create(t, "old", bytes_of(""), &q) == STORE_OK, "create");
     static const QueueStep filed[] = {
-        {Q_PUT, "a", "1"}, {Q_PUT, "b", "2"}, {Q_HOLD, "h", "3", 3600 * SEC, 0}, {Q_PUT, "x", NULL},
+        Q_PUT("a", "1", 0), Q_PUT("b", "2", 0), Q_HOLD("h", "3", 3600 * SEC, 0),
+        Q_PUT("x", NULL, 0),
     };
     QUEUE_SCRIPT(t, q, now, filed);
     commit(t);
@@ -109,13 +110,13 @@ test_counts_upgrade(void)
     if (!st)
         return;
     t = begin(st, false);
-    static const QueueStep counted[] = {{Q_COUNTS, "a", .counts = {4, 2, 0, 0, 1, 1}}};
+    static const QueueStep counted[] = {Q_COUNTS("a", 0, 4, 2, 0, 0, 1, 1)};
     QUEUE_SCRIPT(t, q, now, counted);
     store_txn_abort(t);
     /* Filed anew, h is sorted: held. */
     t = begin(st, true);
     static const QueueStep filed_anew[] = {
-        {Q_HOLD, "h", "3", 3600 * SEC, 0}, {Q_COUNTS, "a", .counts = {4, 2, 1, 0, 1, 0}},
+        Q_HOLD("h", "3", 3600 * SEC, 0), Q_COUNTS("a", 0, 4, 2, 1, 0, 1, 0),
     };
     QUEUE_SCRIPT(t, q, now, filed_anew);
     commit(t);
@@ -125,7 +126,7 @@ test_counts_upgrade(void)
     if (!st)
         return;
     t = begin(st, false);
-    static const QueueStep reopened[] = {{Q_COUNTS, "a", .counts = {4, 2, 1, 0, 1, 0}}};
+    static const QueueStep reopened[] = {Q_COUNTS("a", 0, 4, 2, 1, 0, 1, 0)};
     QUEUE_SCRIPT(t, q, now, reopened);
     store_txn_abort(t);
     store_close(st);

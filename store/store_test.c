@@ -225,7 +225,8 @@ test_toobig(Store *st)
     for (size_t len = STORE_MAX_KEY; len <= STORE_MAX_KEY + 1; len++) {
         int want = len > STORE_MAX_KEY ? STORE_TOOBIG : STORE_OK;
         StoreBytes k = {big, len};
-        StoreSlot ready = {big, len, 0}, waiting = {big, len, store_now(st) + SEC};
+        StoreSlot ready = {.order_key = big, .order_len = len},
+                  waiting = {.order_key = big, .order_len = len, .wake_ns = store_now(st) + SEC};
         CHECK(store_record_put(t, id, k, bytes_of("v"), NULL) == want, "%zu-byte key", len);
         CHECK(store_record_get(t, id, k, &v, NULL) == want && (want || bytes_eq(v, "v")),
               "get of a %zu-byte key", len);
@@ -265,20 +266,20 @@ test_queue(Store *st)
     /* Five ready records; order keys not in key or arrival order (r4 has
      * r2's, and came later). */
     static const QueueStep filed[] = {
-        {Q_HEAD, ""},         {Q_PUT, "r1", "30"}, {Q_PUT, "r2", "10"},
-        {Q_PUT, "r3", "20"},  {Q_PUT, "r4", "10"}, {Q_PUT, "r5", "40"},
+        Q_HEAD("", 0),        Q_PUT("r1", "30", 0), Q_PUT("r2", "10", 0),
+        Q_PUT("r3", "20", 0), Q_PUT("r4", "10", 0), Q_PUT("r5", "40", 0),
     };
     QUEUE_SCRIPT(t, q, now, filed);
     CHECK(store_queue_head(t, q, now, &k, &v) == STORE_OK && bytes_eq(k, "r2") &&
           bytes_eq(v, "r2"), "head is smallest order, earliest arrival");
 
     /* Claim the head using the bytes the store returned. */
-    StoreSlot held = {"10", 2, now + SEC};
+    StoreSlot held = {.order_key = "10", .order_len = 2, .wake_ns = now + SEC};
     CHECK(store_record_put(t, q, k, v, &held) == STORE_OK, "claim r2 with own bytes");
     CHECK(store_record_get(t, q, bytes_of("r2"), &v, NULL) == STORE_OK && bytes_eq(v, "r2"),
           "claimed value intact");
     static const QueueStep claimed[] = {
-        {Q_HEAD, "r4"}, {Q_PUT, "r4", "10", 2 * SEC}, {Q_HEAD, "r3"}, {Q_WAITING, "r2,r4"},
+        Q_HEAD("r4", 0), Q_PUT("r4", "10", 2 * SEC), Q_HEAD("r3", 0), Q_WAITING("r2,r4"),
     };
     QUEUE_SCRIPT(t, q, now, claimed);
     struct each_waiting e;
@@ -288,7 +289,7 @@ test_queue(Store *st)
     /* Read-only transactions look without draining. */
     commit(t);
     t = begin(st, false);
-    static const QueueStep looked[] = {{Q_HEAD, "r3", NULL, 10 * SEC}};
+    static const QueueStep looked[] = {Q_HEAD("r3", 10 * SEC)};
     QUEUE_SCRIPT(t, q, now, looked);
     store_txn_abort(t);
 
@@ -298,15 +299,15 @@ test_queue(Store *st)
      * slot, takes a record out of both indexes. */
     t = begin(st, true);
     static const QueueStep moved[] = {
-        {Q_HEAD, "r2", NULL, SEC + SEC / 2}, {Q_WAITING, "r4"},
-        {Q_PUT, "r2", "10", 3 * SEC},        {Q_HEAD, "r2", NULL, 5 * SEC},
-        {Q_PUT, "r2", NULL},                 {Q_HEAD, "r4", NULL, 5 * SEC},
-        {Q_DELETE, "r4"},                    {Q_HEAD, "r3", NULL, 5 * SEC},
-        {Q_PUT, "r1", "30", SEC},            {Q_DELETE, "r1"},
-        {Q_WAITING, ""},                     {Q_PUT, "r3", "20", SEC},
-        {Q_PUT, "r3", NULL},                 {Q_WAITING, ""},
-        {Q_HEAD, "r5", NULL, 5 * SEC},       {Q_DELETE, "r5"},
-        {Q_HEAD, "", NULL, 5 * SEC},
+        Q_HEAD("r2", SEC + SEC / 2), Q_WAITING("r4"),
+        Q_PUT("r2", "10", 3 * SEC),  Q_HEAD("r2", 5 * SEC),
+        Q_PUT("r2", NULL, 0),        Q_HEAD("r4", 5 * SEC),
+        Q_DELETE("r4"),              Q_HEAD("r3", 5 * SEC),
+        Q_PUT("r1", "30", SEC),      Q_DELETE("r1"),
+        Q_WAITING(""),               Q_PUT("r3", "20", SEC),
+        Q_PUT("r3", NULL, 0),        Q_WAITING(""),
+        Q_HEAD("r5", 5 * SEC),       Q_DELETE("r5"),
+        Q_HEAD("", 5 * SEC),
     };
     QUEUE_SCRIPT(t, q, now, moved);
     CHECK(store_record_get(t, q, bytes_of("r2"), &v, NULL) == STORE_OK, "slotless still there");
@@ -314,11 +315,11 @@ test_queue(Store *st)
 
     /* Order keys that are prefixes of each other, and the empty order key. */
     const char a0[] = {'a', '\0'};
-    StoreSlot s0 = {a0, 2, 0};
+    StoreSlot s0 = {.order_key = a0, .order_len = 2};
     CHECK(store_record_put(t, q, bytes_of("p2"), bytes_of(""), &s0) == STORE_OK, "p2");
     static const QueueStep prefixes[] = {
-        {Q_PUT, "p1", "a\x01"}, {Q_PUT, "p3", "a"}, {Q_HEAD, "p3"}, {Q_PUT, "p3", NULL},
-        {Q_HEAD, "p2"},         {Q_PUT, "p4", ""},  {Q_HEAD, "p4"},
+        Q_PUT("p1", "a\x01", 0), Q_PUT("p3", "a", 0), Q_HEAD("p3", 0), Q_PUT("p3", NULL, 0),
+        Q_HEAD("p2", 0),        Q_PUT("p4", "", 0), Q_HEAD("p4", 0),
     };
     QUEUE_SCRIPT(t, q, now, prefixes);
     commit(t);
@@ -327,7 +328,7 @@ test_queue(Store *st)
     t = begin(st, true);
     CHECK(put(t, q, "w", "", "z", now + SEC) == STORE_OK, "w waits");
     CHECK(store_table_drop(t, "q") == STORE_OK, "drop q");
-    static const QueueStep dropped[] = {{Q_WAITING, ""}, {Q_HEAD, "", NULL, 10 * SEC}};
+    static const QueueStep dropped[] = {Q_WAITING(""), Q_HEAD("", 10 * SEC)};
     QUEUE_SCRIPT(t, q, now, dropped);
     CHECK_STR(head_key(t, q2, now, NULL), "x");
     commit(t);
@@ -384,13 +385,14 @@ test_counts(Store *st)
     /* d is delayed, x in no index; h, l and n are held: h to be ready, l
      * to retire, n to be delayed.  A rewrite counts nothing. */
     static const QueueStep filed[] = {
-        {Q_COUNTS, "", .counts = {0}},
-        {Q_PUT, "b", "20"}, {Q_PUT, "c", "30"}, {Q_PUT, "d", "40", 2 * SEC}, {Q_PUT, "x", NULL},
-        {Q_HOLD, "h", "10", SEC, 0}, {Q_HOLD, "l", "05", SEC, STORE_SLOT_RETIRE},
-        {Q_HOLD, "n", "01", SEC, 3 * SEC},
-        {Q_COUNTS, "b", .counts = {7, 2, 3, 1, 1, 0}},
-        {Q_PUT, "b", "20"},
-        {Q_COUNTS, "b", .counts = {7, 2, 3, 1, 1, 0}},
+        Q_COUNTS("", 0, 0, 0, 0, 0, 0, 0),
+        Q_PUT("b", "20", 0), Q_PUT("c", "30", 0), Q_PUT("d", "40", 2 * SEC),
+        Q_PUT("x", NULL, 0),
+        Q_HOLD("h", "10", SEC, 0), Q_HOLD("l", "05", SEC, STORE_SLOT_RETIRE),
+        Q_HOLD("n", "01", SEC, 3 * SEC),
+        Q_COUNTS("b", 0, 7, 2, 3, 1, 1, 0),
+        Q_PUT("b", "20", 0),
+        Q_COUNTS("b", 0, 7, 2, 3, 1, 1, 0),
     };
     QUEUE_SCRIPT(t, q, now, filed);
     commit(t);
@@ -399,7 +401,7 @@ test_counts(Store *st)
      * h goes back ahead of b in claim order. */
     t = begin(st, false);
     static const QueueStep looked[] = {
-        {Q_COUNTS, "h", NULL, SEC + SEC / 2, .counts = {7, 3, 0, 2, 2, 0}},
+        Q_COUNTS("h", SEC + SEC / 2, 7, 3, 0, 2, 2, 0),
     };
     QUEUE_SCRIPT(t, q, now, looked);
     store_txn_abort(t);
@@ -409,19 +411,19 @@ test_counts(Store *st)
      * index. */
     t = begin(st, true);
     static const QueueStep claimed[] = {
-        {Q_HEAD, "h", NULL, SEC + SEC / 2},
-        {Q_COUNTS, "h", NULL, SEC + SEC / 2, .counts = {7, 3, 0, 2, 2, 0}},
-        {Q_WAITING, "d,n"},
+        Q_HEAD("h", SEC + SEC / 2),
+        Q_COUNTS("h", SEC + SEC / 2, 7, 3, 0, 2, 2, 0),
+        Q_WAITING("d,n"),
     };
     QUEUE_SCRIPT(t, q, now, claimed);
     struct each_waiting e;
     CHECK(waiting_of(t, q, &e) == 2 && e.wakes[1] == now + 3 * SEC, "n delayed until its then");
     static const QueueStep moved[] = {
-        {Q_COUNTS, "n", NULL, 4 * SEC, .counts = {7, 5, 0, 0, 2, 0}},
-        {Q_HEAD, "n", NULL, 4 * SEC},
-        {Q_COUNTS, "n", NULL, 4 * SEC, .counts = {7, 5, 0, 0, 2, 0}},
-        {Q_HOLD, "h", "10", 60 * SEC, 0}, {Q_DELETE, "h"}, {Q_DELETE, "n"}, {Q_DELETE, "x"},
-        {Q_COUNTS, "b", NULL, 4 * SEC, .counts = {4, 3, 0, 0, 1, 0}},
+        Q_COUNTS("n", 4 * SEC, 7, 5, 0, 0, 2, 0),
+        Q_HEAD("n", 4 * SEC),
+        Q_COUNTS("n", 4 * SEC, 7, 5, 0, 0, 2, 0),
+        Q_HOLD("h", "10", 60 * SEC, 0), Q_DELETE("h"), Q_DELETE("n"), Q_DELETE("x"),
+        Q_COUNTS("b", 4 * SEC, 4, 3, 0, 0, 1, 0),
     };
     QUEUE_SCRIPT(t, q, now, moved);
     commit(t);
@@ -430,7 +432,7 @@ test_counts(Store *st)
     CHECK(store_write(st, fail_after_put, &q) == -1, "failing write");
     t = begin(st, false);
     static const QueueStep rolled_back[] = {
-        {Q_COUNTS, "b", NULL, 4 * SEC, .counts = {4, 3, 0, 0, 1, 0}},
+        Q_COUNTS("b", 4 * SEC, 4, 3, 0, 0, 1, 0),
     };
     QUEUE_SCRIPT(t, q, now, rolled_back);
     store_txn_abort(t);

@@ -118,7 +118,8 @@ static inline int
 put(StoreTxn *t, uint32_t table, const char *key, const char *value,
     const char *order, int64_t wake)
 {
-    StoreSlot slot = {order, order ? strlen(order) : 0, wake};
+    StoreSlot slot = {.order_key = order, .order_len = order ? strlen(order) : 0,
+                      .wake_ns = wake};
     return store_record_put(t, table, bytes_of(key), bytes_of(value), order ? &slot : NULL);
 }
 
@@ -250,19 +251,33 @@ waiting_of(StoreTxn *t, uint32_t table, struct each_waiting *e)
     return store_queue_each_waiting(t, table, collect_waiting, e) == 0 ? e->n : -1;
 }
 
-/* One step of a queue script (queue_script).  Instants are offsets from
- * the script's "now" ("at" 0: now; a put's wake 0: ready). */
+/* One step of a queue script (queue_script), written with the Q_*
+ * macros below.  Instants are offsets from the script's "now" ("at" 0:
+ * now; a put's wake 0: ready). */
 typedef struct QueueStep {
-    enum { Q_PUT, Q_HOLD, Q_DELETE, Q_HEAD, Q_WAITING, Q_COUNTS } op;
-    const char *key;     /* Q_PUT, Q_HOLD, Q_DELETE: the record (its value is
-                          * its key); Q_HEAD, Q_COUNTS: the head wanted ("":
-                          * none); Q_WAITING: the waiting keys wanted, in wake
-                          * order, joined by ',' */
-    const char *order;   /* Q_PUT, Q_HOLD: the order key (Q_PUT: NULL, no slot) */
-    int64_t at;          /* Q_PUT, Q_HOLD: the wake; Q_HEAD, Q_COUNTS: the instant */
-    int64_t then;        /* Q_HOLD: then (0, STORE_SLOT_RETIRE or an offset) */
-    uint64_t counts[6];  /* Q_COUNTS: records, ready, held, delayed, idle, unsorted */
+    enum { QS_PUT, QS_HOLD, QS_DELETE, QS_HEAD, QS_WAITING, QS_COUNTS } op;
+    const char *key;
+    const char *order;
+    int64_t at;
+    int64_t then;
+    uint64_t counts[6];
 } QueueStep;
+
+/* Puts record "key" (its value is its key) with order key "order" (NULL:
+ * no slot), waking at "at" (0: ready). */
+#define Q_PUT(key, order, at) {QS_PUT, (key), (order), (at), 0, {0}}
+/* Puts record "key" held until "at", then doing "then" (0: ready,
+ * STORE_SLOT_RETIRE, or an instant: delayed until it). */
+#define Q_HOLD(key, order, at, then) {QS_HOLD, (key), (order), (at), (then), {0}}
+/* Deletes record "key". */
+#define Q_DELETE(key) {QS_DELETE, (key), NULL, 0, 0, {0}}
+/* The head at "at" must be "key" ("": nothing ready). */
+#define Q_HEAD(key, at) {QS_HEAD, (key), NULL, (at), 0, {0}}
+/* The waiting records must be "keys", in wake order, joined by ','. */
+#define Q_WAITING(keys) {QS_WAITING, (keys), NULL, 0, 0, {0}}
+/* The counts at "at" must be the six numbers (records, ready, held,
+ * delayed, idle, unsorted) and the head "head". */
+#define Q_COUNTS(head, at, ...) {QS_COUNTS, (head), NULL, (at), 0, {__VA_ARGS__}}
 
 /* Runs the "n" steps of script "name" on queue "table" in "t". */
 static inline void
@@ -271,36 +286,36 @@ queue_script(StoreTxn *t, uint32_t table, int64_t now, const QueueStep *steps, s
 {
     for (size_t i = 0; i < n; i++) {
         const QueueStep *s = &steps[i];
-        bool putting = s->op == Q_PUT || s->op == Q_HOLD;
+        bool putting = s->op == QS_PUT || s->op == QS_HOLD;
         int64_t at = s->at ? now + s->at : putting ? 0 : now;
         int64_t then = s->then > 0 ? now + s->then : s->then;
-        char what[64], got[8 * 17] = "";
+        char what[64], got[STORE_MAX_KEY + 1] = "";
         struct each_waiting e;
         int rc = STORE_OK;
         snprintf(what, sizeof what, "%s, step %zu", name, i);
         switch (s->op) {
-        case Q_PUT:
+        case QS_PUT:
             rc = put(t, table, s->key, s->key, s->order, at);
             break;
-        case Q_HOLD:
+        case QS_HOLD:
             rc = put_held(t, table, s->key, s->order, at, then);
             break;
-        case Q_DELETE:
+        case QS_DELETE:
             rc = store_record_delete(t, table, bytes_of(s->key));
             break;
-        case Q_HEAD:
+        case QS_HEAD:
             snprintf(got, sizeof got, "%s", head_key(t, table, at, &rc));
             CHECK(strcmp(got, s->key) == 0 && rc == (s->key[0] ? STORE_OK : STORE_NOTFOUND),
                   "%s: head '%s' (%s), want '%s'", what, got, store_strerror(rc), s->key);
             rc = STORE_OK;
             break;
-        case Q_WAITING:
+        case QS_WAITING:
             for (int w = 0; w < waiting_of(t, table, &e) && w < 8; w++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", w ? "," : "",
                          e.keys[w]);
             CHECK(strcmp(got, s->key) == 0, "%s: waiting '%s', want '%s'", what, got, s->key);
             break;
-        case Q_COUNTS:
+        case QS_COUNTS:
             check_counts(t, table, at, s->counts, s->key, what);
             break;
         }
