@@ -11,7 +11,6 @@
  *   /T/dead/              the records at the ATTEMPTS ceiling
  *   /T/released/          always empty: a rename target */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +45,7 @@ dir_entry_plus(DirReply *r, const char *name, const Value *key, const LangRecord
     Inode in;
     if (rs) {
         in.kind = KIND_RECORD;
-        snprintf(in.name, sizeof in.name, "%s", name);
+        fs_inode_set_name(&in, name);
         in.key = *key;   /* borrowed: the table copies what it keeps */
         in.fence = 0;
         fs_entry_listed(r->req, r->ino, &in, &r->info, rs, e);

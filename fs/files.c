@@ -35,13 +35,20 @@ static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **pending;
 static size_t npending;
 
-/* The name record "in" is pending under (malloc'd). */
-static char *
-pending_name(const Inode *in)
+/* Room for the name a record is pending under. */
+#define PENDING_NAME_MAX (INODE_TABLE_MAX + INODE_NAME_MAX)
+
+/* The name record "in" is pending under, into "out". */
+static const char *
+pending_name(const Inode *in, char out[PENDING_NAME_MAX])
 {
-    Buf b = {0};
-    buf_printf(&b, "%s/%s", in->table, in->name);
-    return buf_steal(&b);
+    size_t table = strnlen(in->table, INODE_TABLE_MAX - 1);
+    size_t name = strnlen(in->name, INODE_NAME_MAX - 1);
+    memcpy(out, in->table, table);
+    out[table] = '/';
+    memcpy(out + table + 1, in->name, name);
+    out[table + 1 + name] = '\0';
+    return out;
 }
 
 /* The index of "name" in the pending list, or npending.  Called with the
@@ -79,11 +86,11 @@ pending_remove(const char *name)
 bool
 fs_pending_has(const Inode *in)
 {
-    char *name = pending_name(in);
+    char name[PENDING_NAME_MAX];
+    pending_name(in, name);
     pthread_mutex_lock(&pending_lock);
     bool found = pending_find(name) < npending;
     pthread_mutex_unlock(&pending_lock);
-    free(name);
     return found;
 }
 
@@ -226,7 +233,8 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
         else
             buf_free(&json);
     } else {
-        h->pending = pending_name(in);
+        char name[PENDING_NAME_MAX];
+        h->pending = xstrdup(pending_name(in, name));
         pending_add(h->pending);
     }
     h->scanning = true;

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +226,21 @@ held_fence(char *id)
     return number;
 }
 
+/* Copies "src" into "dst" of "size" bytes, cut to fit. */
+static void
+copy_name(char *dst, size_t size, const char *src)
+{
+    size_t len = strnlen(src, size - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+void
+fs_inode_set_name(Inode *in, const char *name)
+{
+    copy_name(in->name, sizeof in->name, name);
+}
+
 /* What "name" is in a directory of kind "parent", into "out", whose table
  * is already its directory's. */
 static void
@@ -234,8 +248,8 @@ describe(InodeKind parent, const char *name, Inode *out)
 {
     size_t len = strlen(name);
     if (parent == KIND_ROOT)
-        snprintf(out->table, sizeof out->table, "%s", name);
-    snprintf(out->name, sizeof out->name, "%s", name);
+        copy_name(out->table, sizeof out->table, name);
+    fs_inode_set_name(out, name);
     out->key = value_none();
     out->fence = 0;
     out->kind = KIND_NONE;
@@ -251,7 +265,7 @@ describe(InodeKind parent, const char *name, Inode *out)
         return;
     }
     char id[INODE_NAME_MAX];
-    snprintf(id, sizeof id, "%s", name);
+    const char *identity = name;
     switch (parent) {
     case KIND_TABLE:
         for (size_t i = 0; i < sizeof reserved_entries / sizeof reserved_entries[0]; i++)
@@ -266,8 +280,10 @@ describe(InodeKind parent, const char *name, Inode *out)
     case KIND_RELEASED: out->kind = KIND_RELEASED_ENTRY; return;
     case KIND_HELD:
         out->kind = KIND_HELD_ENTRY;
+        memcpy(id, name, len + 1);
         if (!(out->fence = held_fence(id)))
             return;   /* no hold's number: the name of no record */
+        identity = id;
         break;
     case KIND_DEAD:
         out->kind = KIND_DEAD_ENTRY;
@@ -275,7 +291,7 @@ describe(InodeKind parent, const char *name, Inode *out)
         break;
     default: return;   /* nothing is in a file, or in a view's entry */
     }
-    if (fs_name_to_key(id, &out->key) < 0)
+    if (fs_name_to_key(identity, &out->key) < 0)
         out->key = value_none();
 }
 
@@ -291,8 +307,8 @@ node_describe(const Nodes *n, const Node *node, Inode *out)
         top = at;
     }
     out->kind = node->kind;
-    snprintf(out->table, sizeof out->table, "%s", top->name);
-    snprintf(out->name, sizeof out->name, "%s", node->name);
+    copy_name(out->table, sizeof out->table, top->name);
+    fs_inode_set_name(out, node->name);
     out->key = value_clone(&node->key);
     out->fence = node->fence;
     return 0;

@@ -71,6 +71,8 @@ typedef struct Inode {
 
 /* Frees what "in" holds (its key). */
 void fs_inode_clear(Inode *in);
+/* Makes "name" (cut to INODE_NAME_MAX - 1 bytes) the name of "in". */
+void fs_inode_set_name(Inode *in, const char *name);
 
 typedef struct Nodes Nodes;
 
