@@ -8,7 +8,7 @@ blank(char c)
 }
 
 ContentState
-content_feed(ContentScan *scan, const char *data, size_t len)
+fs_content_feed(ContentScan *scan, const char *data, size_t len)
 {
     for (size_t i = 0; i < len && scan->state != CONTENT_INVALID; i++) {
         char c = data[i];

@@ -9,8 +9,8 @@
  * decides the rest when the object is complete.
  *
  *     ContentScan scan = {0};
- *     content_feed(&scan, "{\"a\":", 5);    // CONTENT_PARTIAL
- *     content_feed(&scan, "1}\n", 3);       // CONTENT_COMPLETE
+ *     fs_content_feed(&scan, "{\"a\":", 5);    // CONTENT_PARTIAL
+ *     fs_content_feed(&scan, "1}\n", 3);       // CONTENT_COMPLETE
  */
 #ifndef QUEUEFS_CONTENT_H
 #define QUEUEFS_CONTENT_H
@@ -34,6 +34,6 @@ typedef struct ContentScan {
 
 /* Feeds the next "len" bytes of the file's content to "scan"; the state
  * they leave it in. */
-ContentState content_feed(ContentScan *scan, const char *data, size_t len);
+ContentState fs_content_feed(ContentScan *scan, const char *data, size_t len);
 
 #endif

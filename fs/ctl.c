@@ -35,8 +35,8 @@ struct CtlFile {
 };
 
 CtlFile *
-ctl_open(Store *store, const char *consumer, const char *instance,
-         bool (*interrupted)(void *ctx))
+fs_ctl_open(Store *store, const char *consumer, const char *instance,
+            bool (*interrupted)(void *ctx))
 {
     CtlFile *c = xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
@@ -44,8 +44,6 @@ ctl_open(Store *store, const char *consumer, const char *instance,
     c->session = lang_session_new(store, consumer, instance);
     lang_session_set_name_rule(c->session, fs_table_name_rule, NULL);
     c->interrupted = interrupted;
-    if (interrupted)
-        lang_session_set_interrupt(c->session, interrupted, NULL);
     return c;
 }
 
@@ -79,13 +77,20 @@ session_busy(const CtlFile *c)
            c->out.len - c->read_pos > CTL_UNREAD_MAX;
 }
 
-ssize_t
-ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const gid_t *groups,
-          int ngroups, bool enforce)
+/* Makes a claim the session waits for ask "interrupted" with "ctx", the
+ * request it runs in from now on.  Called with the lock held, by the one
+ * call that may go on with the session. */
+static void
+interrupt_with(CtlFile *c, void *ctx)
 {
-    uint32_t ids[64];
-    for (int i = 0; i < ngroups && i < 64; i++)
-        ids[i] = groups[i];
+    if (c->interrupted)
+        lang_session_set_interrupt(c->session, c->interrupted, ctx);
+}
+
+ssize_t
+fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t gid,
+             const uint32_t *groups, int ngroups, bool enforce, void *ctx)
+{
     pthread_mutex_lock(&c->lock);
     if (session_busy(c)) {
         lang_error_set(&c->busy, LANG_SESSION_BUSY,
@@ -94,7 +99,8 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
         pthread_mutex_unlock(&c->lock);
         return -(ssize_t)lang_error_errno(LANG_SESSION_BUSY);
     }
-    lang_session_set_caller(c->session, uid, gid, ids, ngroups < 64 ? ngroups : 64, enforce);
+    lang_session_set_caller(c->session, uid, gid, groups, ngroups < 64 ? ngroups : 64, enforce);
+    interrupt_with(c, ctx);
     c->uid = uid;
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len) {
@@ -105,10 +111,10 @@ ctl_write(CtlFile *c, const char *data, size_t size, uid_t uid, gid_t gid, const
     /* The kernel cuts a write() longer than max_write into pieces, and only
      * the first piece's error reaches the writer as an errno: a full piece
      * that does not end a statement is refused whole, before anything runs. */
-    if (size > CTL_MAX_WRITE - 4096 && !ends_statement(data, size))
+    if (size > FS_CTL_MAX_WRITE - 4096 && !ends_statement(data, size))
         lang_error_set(&err, LANG_TOO_LARGE,
                        "a write to ctl carries at most %zu KiB of statements; "
-                       "write large records to their files", (CTL_MAX_WRITE - 4096) >> 10);
+                       "write large records to their files", (FS_CTL_MAX_WRITE - 4096) >> 10);
     else
         lang_session_start(c->session, data, size, &c->out, c->out.len + CTL_CHUNK, &err);
     if (err.code)
@@ -155,7 +161,7 @@ produce(CtlFile *c, bool nonblock)
 }
 
 ssize_t
-ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock)
+fs_ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock, void *ctx)
 {
     ssize_t rc = 0;
     pthread_mutex_lock(&c->lock);
@@ -171,13 +177,15 @@ ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock)
         }
         if (nonblock)
             rc = -EAGAIN;
-        else if (c->interrupted && c->interrupted(NULL))
+        else if (c->interrupted && c->interrupted(ctx))
             rc = -EINTR;
         else
             pthread_cond_timedwait(&c->idle, &c->lock, &until);
     }
-    if (!rc && c->read_pos == c->out.len && lang_session_pending(c->session))
+    if (!rc && c->read_pos == c->out.len && lang_session_pending(c->session)) {
+        interrupt_with(c, ctx);
         rc = produce(c, nonblock);
+    }
     if (!rc) {
         size_t n = c->out.len - c->read_pos;
         if (n > size)
@@ -197,7 +205,7 @@ ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock)
 }
 
 void
-ctl_close(CtlFile *c)
+fs_ctl_close(CtlFile *c)
 {
     if (!c)
         return;

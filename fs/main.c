@@ -318,9 +318,9 @@ run(struct fuse_args *args, const Options *o)
             snprintf(detail, sizeof detail, "%s: %s", m.store_path, store_strerror(rc));
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
-    m.nodes = nodes_new();
+    m.nodes = fs_nodes_new();
     struct fuse_session *se =
-        fuse_session_new(args, queuefs_operations(), sizeof(struct fuse_lowlevel_ops), &m);
+        fuse_session_new(args, fs_operations(), sizeof(struct fuse_lowlevel_ops), &m);
     if (!se)
         fail_to_parent(m.ready_fd, "bad options (see queuefs --help)", "");
     m.session = se;
@@ -336,26 +336,26 @@ run(struct fuse_args *args, const Options *o)
     fs_log_open(o->foreground);
     FS_LOG(LOG_INFO, "serving the store %s at %s", m.store_path, mountpoint);
 
-    m.waiters = waiters_new(&m, queuefs_wait_serve());
-    if (waiters_start(m.waiters) != 0)
+    m.waiters = fs_waiters_new(&m, fs_wait_serve());
+    if (fs_waiters_start(m.waiters) != 0)
         fail_to_parent(m.ready_fd, "cannot start the wait thread", "");
-    waiters_watch(m.waiters, mountpoint);   /* without it a lazy unmount waits for the waiters */
+    fs_waiters_watch(m.waiters, mountpoint);   /* without it a lazy unmount waits for the waiters */
 
     if (o->single_thread) {
         rc = fuse_session_loop(se);
     } else {
         struct fuse_loop_config *cfg = fuse_loop_cfg_create();
-        fuse_loop_cfg_set_max_threads(cfg, QUEUEFS_MAX_THREADS);
+        fuse_loop_cfg_set_max_threads(cfg, FS_MAX_THREADS);
         rc = fuse_session_loop_mt(se, cfg);
         fuse_loop_cfg_destroy(cfg);
     }
     bool signalled = fuse_session_exited(se);   /* SIGTERM, SIGINT or an unmount */
-    waiters_stop(m.waiters);   /* no open of wait is left waiting */
+    fs_waiters_stop(m.waiters);   /* no open of wait is left waiting */
     fuse_remove_signal_handlers(se);
     fuse_session_unmount(se);
     fuse_session_destroy(se);
-    waiters_free(m.waiters);
-    nodes_free(m.nodes);
+    fs_waiters_free(m.waiters);
+    fs_nodes_free(m.nodes);
     store_close(m.store);
     status = rc && !signalled ? 1 : 0;
 out:

@@ -6,6 +6,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -28,11 +29,20 @@ typedef struct Mount {
     struct Waiters      *waiters;             /* opens of wait files that wait */
 } Mount;
 
+/* Who makes a request, as the engine checks it (lang_session_set_caller):
+ * its uid and gid, and up to 64 supplementary groups. */
+typedef struct Caller {
+    uint32_t uid, gid;
+    uint32_t groups[64];
+    int      ngroups;
+} Caller;
+
 /* The most threads serving requests at once.  An open of a wait file that
  * waits holds none of them (waiters.h). */
-#define QUEUEFS_MAX_THREADS 256
+#define FS_MAX_THREADS 256
 
-/* The operations table of a queuefs mount, whose user data is the Mount. */
-const struct fuse_lowlevel_ops *queuefs_operations(void);
+/* The operations table of a queuefs mount, whose user data is the Mount
+ * (ops.c). */
+const struct fuse_lowlevel_ops *fs_operations(void);
 
 #endif

@@ -8,7 +8,7 @@
 static const char *const reserved[] = {"claim", "new", "released", "wait", "held", "dead", "stats"};
 
 bool
-name_is_reserved(const char *name)
+fs_name_is_reserved(const char *name)
 {
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(name, reserved[i]) == 0)
@@ -55,7 +55,7 @@ must_escape(unsigned char c)
 }
 
 void
-name_from_key(const Value *key, Buf *out)
+fs_name_from_key(const Value *key, Buf *out)
 {
     buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
     if (key->kind == VAL_INT) {
@@ -65,7 +65,7 @@ name_from_key(const Value *key, Buf *out)
     const char *s = key->u.str.s;
     size_t len = key->u.str.len;
     bool escape_first = len == 0 || reads_as_integer(s, len) || s[0] == '.' ||
-                        (strlen(s) == len && name_is_reserved(s));
+                        (strlen(s) == len && fs_name_is_reserved(s));
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (must_escape(c) || (i == 0 && escape_first))
@@ -87,7 +87,7 @@ hex_digit(char c)
 }
 
 int
-name_to_key(const char *name, Value *key)
+fs_name_to_key(const char *name, Value *key)
 {
     size_t len = strlen(name);
     if (len == 0)
@@ -124,7 +124,7 @@ name_to_key(const char *name, Value *key)
     }
     /* One-to-one: only the canonical spelling of an identity names it. */
     Buf again = {0};
-    name_from_key(key, &again);
+    fs_name_from_key(key, &again);
     bool canonical = strcmp(again.data, name) == 0;
     buf_free(&again);
     if (!canonical) {

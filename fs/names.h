@@ -23,7 +23,7 @@
 
 /* True for the names a table directory reserves: claim new released wait
  * held dead stats. */
-bool name_is_reserved(const char *name);
+bool fs_name_is_reserved(const char *name);
 /* The mount's rule for table names (a LangNameRule): a table is a
  * directory of the mount, so its name holds no '/', is not "." or "..",
  * and is not "ctl" or "metrics", the mount's own files.  ParseError
@@ -33,9 +33,9 @@ LangErrorCode fs_table_name_rule(void *ctx, const char *name, LangError *err);
 /* Appends the file name of identity "key" (VAL_INT or VAL_STRING).  The
  * language refuses the empty string as a key, the one key with no name:
  * for it nothing is appended. */
-void name_from_key(const Value *key, Buf *out);
+void fs_name_from_key(const Value *key, Buf *out);
 /* The identity file name "name" stands for: 0 and "*key" set (caller
  * frees), or -1 when "name" is the name of no identity. */
-int name_to_key(const char *name, Value *key);
+int fs_name_to_key(const char *name, Value *key);
 
 #endif

@@ -1,8 +1,11 @@
-/* nodes.c — inode numbers and the names they stand for (nodes.h).
+/* nodes.c — the inode table: inode numbers, the names they stand for,
+ * and what each name is (nodes.h).
  *
  * Two chained hash tables index the same nodes: by number, and by
  * (parent, name) for the attached ones.  A node lives while the kernel
- * holds lookups of it or an attached child needs it for its path. */
+ * holds lookups of it or an attached child needs it for its table.  A
+ * node keeps its kind, identity and fence; its table is the name of its
+ * ancestor in the root, read when it is asked for. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -10,6 +13,8 @@
 #include <string.h>
 
 #include "../lang/buf.h"
+#include "../lang/lang.h"
+#include "names.h"
 #include "nodes.h"
 
 typedef struct Node {
@@ -19,6 +24,9 @@ typedef struct Node {
     uint64_t     lookups;    /* the kernel's count */
     size_t       children;   /* attached nodes naming this one their parent */
     uint32_t     generation;
+    InodeKind    kind;
+    int64_t      fence;
+    Value        key;
     struct Node *next_by_ino;
     struct Node *next_by_name;   /* while attached */
 } Node;
@@ -27,7 +35,7 @@ struct Nodes {
     pthread_mutex_t lock;
     uint64_t        next_ino;
     size_t          count;      /* nodes in by_ino */
-    size_t          peak;       /* the most since nodes_shrunk last said so */
+    size_t          peak;       /* the most since fs_nodes_shrunk last said so */
     size_t          nbuckets;   /* both tables */
     Node          **by_ino;
     Node          **by_name;
@@ -52,7 +60,7 @@ name_bucket(const Nodes *n, uint64_t parent, const char *name)
 static Node *
 find_ino(const Nodes *n, uint64_t ino)
 {
-    if (ino == NODES_ROOT)
+    if (ino == FS_ROOT_INO)
         return (Node *)&n->root;
     Node *node = n->by_ino[ino_bucket(n, ino)];
     while (node && node->ino != ino)
@@ -108,25 +116,27 @@ release_if_unused(Nodes *n, Node *node)
     *at = node->next_by_ino;
     n->count--;
     free(node->name);
+    value_free(&node->key);
     free(node);
 }
 
 Nodes *
-nodes_new(void)
+fs_nodes_new(void)
 {
     Nodes *n = xcalloc(1, sizeof *n);
     pthread_mutex_init(&n->lock, NULL);
-    n->next_ino = NODES_ROOT + 1;
+    n->next_ino = FS_ROOT_INO + 1;
     n->nbuckets = 1024;
     n->by_ino = xcalloc(n->nbuckets, sizeof *n->by_ino);
     n->by_name = xcalloc(n->nbuckets, sizeof *n->by_name);
-    n->root.ino = NODES_ROOT;
+    n->root.ino = FS_ROOT_INO;
     n->root.name = "";
+    n->root.kind = KIND_ROOT;
     return n;
 }
 
 void
-nodes_free(Nodes *n)
+fs_nodes_free(Nodes *n)
 {
     if (!n)
         return;
@@ -134,6 +144,7 @@ nodes_free(Nodes *n)
         for (Node *node = n->by_ino[i], *next; node; node = next) {
             next = node->next_by_ino;
             free(node->name);
+            value_free(&node->key);
             free(node);
         }
     free(n->by_ino);
@@ -143,8 +154,9 @@ nodes_free(Nodes *n)
 }
 
 uint64_t
-nodes_lookup(Nodes *n, uint64_t parent_ino, const char *name, uint32_t generation)
+fs_nodes_lookup(Nodes *n, uint64_t parent_ino, const Inode *child, uint32_t generation)
 {
+    const char *name = child->name;
     pthread_mutex_lock(&n->lock);
     uint64_t ino = 0;
     Node *parent = find_ino(n, parent_ino);
@@ -165,6 +177,9 @@ nodes_lookup(Nodes *n, uint64_t parent_ino, const char *name, uint32_t generatio
         node->parent = parent;
         node->name = xstrdup(name);
         node->generation = generation;
+        node->kind = child->kind;
+        node->key = value_clone(&child->key);
+        node->fence = child->fence;
         parent->children++;
         size_t b = ino_bucket(n, node->ino);
         node->next_by_ino = n->by_ino[b];
@@ -183,52 +198,153 @@ out:
     return ino;
 }
 
+/* The names a table directory reserves and what they are; "new" serves
+ * every table, the rest only queues. */
+static const struct {
+    const char *name;
+    InodeKind   kind;
+} reserved_entries[] = {
+    {"new", KIND_NEW},           {"claim", KIND_CLAIM}, {"wait", KIND_WAIT},
+    {"stats", KIND_STATS},       {"released", KIND_RELEASED},
+    {"held", KIND_HELD},         {"dead", KIND_DEAD},
+};
+
+/* The hold number N of a held/ entry's name ID~N, cutting "~N" off "id";
+ * 0 when the name has none. */
+static int64_t
+held_fence(char *id)
+{
+    char *tilde = strrchr(id, '~');
+    if (!tilde || tilde[1] < '1' || tilde[1] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    long long number = strtoll(tilde + 1, &end, 10);
+    if (errno || *end || number <= 0)
+        return 0;
+    *tilde = '\0';
+    return number;
+}
+
+/* Copies "src" into "dst" of "size" bytes, cut to fit. */
+static void
+copy_name(char *dst, size_t size, const char *src)
+{
+    size_t len = strnlen(src, size - 1);
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+void
+fs_inode_set_name(Inode *in, const char *name)
+{
+    copy_name(in->name, sizeof in->name, name);
+}
+
+/* What "name" is in a directory of kind "parent", into "out", whose table
+ * is already its directory's. */
+static void
+describe(InodeKind parent, const char *name, Inode *out)
+{
+    size_t len = strlen(name);
+    if (parent == KIND_ROOT)
+        copy_name(out->table, sizeof out->table, name);
+    fs_inode_set_name(out, name);
+    out->key = value_none();
+    out->fence = 0;
+    out->kind = KIND_NONE;
+    if (parent == KIND_ROOT) {
+        out->kind = len >= sizeof out->table       ? KIND_TOOLONG
+                    : strcmp(name, "ctl") == 0     ? KIND_CTL
+                    : strcmp(name, "metrics") == 0 ? KIND_METRICS
+                                                   : KIND_TABLE;
+        return;
+    }
+    if (len >= sizeof out->name) {
+        out->kind = KIND_TOOLONG;
+        return;
+    }
+    char id[INODE_NAME_MAX];
+    const char *identity = name;
+    switch (parent) {
+    case KIND_TABLE:
+        for (size_t i = 0; i < sizeof reserved_entries / sizeof reserved_entries[0]; i++)
+            if (strcmp(name, reserved_entries[i].name) == 0) {
+                out->kind = reserved_entries[i].kind;
+                return;
+            }
+        if (fs_name_is_reserved(name))
+            return;
+        out->kind = KIND_RECORD;
+        break;
+    case KIND_RELEASED: out->kind = KIND_RELEASED_ENTRY; return;
+    case KIND_HELD:
+        out->kind = KIND_HELD_ENTRY;
+        memcpy(id, name, len + 1);
+        if (!(out->fence = held_fence(id)))
+            return;   /* no hold's number: the name of no record */
+        identity = id;
+        break;
+    case KIND_DEAD:
+        out->kind = KIND_DEAD_ENTRY;
+        out->fence = LANG_FENCE_DEAD;
+        break;
+    default: return;   /* nothing is in a file, or in a view's entry */
+    }
+    if (fs_name_to_key(identity, &out->key) < 0)
+        out->key = value_none();
+}
+
+/* What attached "node" is, into "out"; -ENOENT when it, or a directory
+ * above it, is detached.  Called with the lock held. */
+static int
+node_describe(const Nodes *n, const Node *node, Inode *out)
+{
+    const Node *top = node;
+    for (const Node *at = node; at != &n->root; at = at->parent) {
+        if (!at->parent)
+            return -ENOENT;
+        top = at;
+    }
+    out->kind = node->kind;
+    copy_name(out->table, sizeof out->table, top->name);
+    fs_inode_set_name(out, node->name);
+    out->key = value_clone(&node->key);
+    out->fence = node->fence;
+    return 0;
+}
+
+void
+fs_inode_clear(Inode *in)
+{
+    value_free(&in->key);
+}
+
 int
-nodes_path(Nodes *n, uint64_t ino, char *out, size_t size)
+fs_nodes_get(Nodes *n, uint64_t ino, Inode *out)
 {
     pthread_mutex_lock(&n->lock);
-    int rc = 0;
-    Node *node = find_ino(n, ino);
-    if (!node) {
-        rc = -ENOENT;
-        goto out;
-    }
-    /* Written from the end of "out" backwards, then moved to its start. */
-    size_t at = size;
-    for (; node != &n->root; node = node->parent) {
-        if (!node->parent) {
-            rc = -ENOENT;   /* it, or a directory on its path, is detached */
-            goto out;
-        }
-        size_t len = strlen(node->name);
-        if (len + 1 > at) {
-            rc = -ENAMETOOLONG;
-            goto out;
-        }
-        at -= len;
-        memcpy(out + at, node->name, len);
-        out[--at] = '/';
-    }
-    if (at == size) {
-        if (size < 2) {
-            rc = -ENAMETOOLONG;
-            goto out;
-        }
-        out[--at] = '/';
-    }
-    if (at == 0) {
-        rc = -ENAMETOOLONG;   /* no room for the terminating NUL */
-        goto out;
-    }
-    memmove(out, out + at, size - at);
-    out[size - at] = '\0';
-out:
+    const Node *node = find_ino(n, ino);
+    int rc = node ? node_describe(n, node, out) : -ENOENT;
     pthread_mutex_unlock(&n->lock);
     return rc;
 }
 
+int
+fs_nodes_child(Nodes *n, uint64_t parent, const char *name, Inode *out)
+{
+    pthread_mutex_lock(&n->lock);
+    const Node *node = find_ino(n, parent);
+    int rc = node ? node_describe(n, node, out) : -ENOENT;
+    pthread_mutex_unlock(&n->lock);
+    if (rc)
+        return rc;
+    value_free(&out->key);
+    describe(out->kind, name, out);
+    return 0;
+}
 void
-nodes_forget(Nodes *n, uint64_t ino, uint64_t count)
+fs_nodes_forget(Nodes *n, uint64_t ino, uint64_t count)
 {
     pthread_mutex_lock(&n->lock);
     Node *node = find_ino(n, ino);
@@ -240,7 +356,7 @@ nodes_forget(Nodes *n, uint64_t ino, uint64_t count)
 }
 
 void
-nodes_detach(Nodes *n, uint64_t parent_ino, const char *name)
+fs_nodes_detach(Nodes *n, uint64_t parent_ino, const char *name)
 {
     pthread_mutex_lock(&n->lock);
     Node *parent = find_ino(n, parent_ino);
@@ -253,8 +369,8 @@ nodes_detach(Nodes *n, uint64_t parent_ino, const char *name)
 }
 
 void
-nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_parent_ino,
-             const char *new_name)
+fs_nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_parent_ino,
+                const char *new_name)
 {
     pthread_mutex_lock(&n->lock);
     Node *parent = find_ino(n, parent_ino), *to = find_ino(n, new_parent_ino);
@@ -281,7 +397,7 @@ nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_paren
 }
 
 size_t
-nodes_count(Nodes *n)
+fs_nodes_count(Nodes *n)
 {
     pthread_mutex_lock(&n->lock);
     size_t count = n->count;
@@ -317,10 +433,10 @@ rehash(Nodes *n, size_t nbuckets)
 }
 
 bool
-nodes_shrunk(Nodes *n)
+fs_nodes_shrunk(Nodes *n)
 {
     pthread_mutex_lock(&n->lock);
-    bool shrunk = n->peak >= NODES_SHRINK_MIN && n->count <= n->peak / 2;
+    bool shrunk = n->peak >= FS_NODES_SHRINK_MIN && n->count <= n->peak / 2;
     if (shrunk) {
         n->peak = n->count;
         size_t want = 1024;

@@ -77,14 +77,14 @@ struct Waiters {
     bool            resting;      /* nobody waits: the thread sleeps on "rest",
                                    * not on the store, so commits cost nothing */
     pthread_cond_t  rest;
-    pthread_t       watcher;      /* watches the mount table (waiters_watch) */
+    pthread_t       watcher;      /* watches the mount table (fs_waiters_watch) */
     bool            watching;
     int             stop_fd;      /* an eventfd that ends the watcher */
     char            dev[32];      /* the mount's "major:minor" */
 };
 
 Waiters *
-waiters_new(Mount *m, WaitServe serve)
+fs_waiters_new(Mount *m, WaitServe serve)
 {
     Waiters *ws = xcalloc(1, sizeof *ws);
     ws->m = m;
@@ -169,7 +169,7 @@ static void
 unfile_locked(Waiters *ws, Waiter *w)
 {
     WaitQueue *q = w->queue;
-    UidLine *l = line_find(q, w->call.uid);
+    UidLine *l = line_find(q, w->call.who.uid);
     Waiter *prev = NULL;
     for (Waiter *c = l ? l->head : NULL; c; prev = c, c = c->next)
         if (c == w) {
@@ -202,8 +202,8 @@ file_locked(Waiters *ws, Waiter *w, bool front)
         q->next = ws->queues;
         ws->queues = q;
     }
-    UidLine *l = line_get(q, w->call.uid);
-    if (!front && l->n >= WAITERS_PER_UID) {
+    UidLine *l = line_get(q, w->call.who.uid);
+    if (!front && l->n >= FS_WAITERS_PER_UID) {
         if (!q->n)
             queue_drop(ws, q);
         return false;
@@ -291,7 +291,7 @@ on_interrupt(fuse_req_t req, void *data)
 }
 
 int
-waiters_file(Waiters *ws, const WaitCall *c, uint64_t seen, int64_t next_wake)
+fs_waiters_file(Waiters *ws, const WaitCall *c, uint64_t seen, int64_t next_wake)
 {
     Waiter *w = xcalloc(1, sizeof *w);
     w->call = *c;
@@ -526,18 +526,22 @@ wait_thread(void *arg)
 }
 
 int
-waiters_start(Waiters *ws)
+fs_waiters_start(Waiters *ws)
 {
     int rc = pthread_create(&ws->thread, NULL, wait_thread, ws);
     ws->started = rc == 0;
     return rc;
 }
 
-void
-waiters_detached(Waiters *ws, int error)
+/* Makes every waiter be answered "detached" from now on (when non-zero),
+ * or the thread end ("stopping"), and the thread pass again to do it. */
+static void
+end_waiting(Waiters *ws, int detached, bool stopping)
 {
     pthread_mutex_lock(&ws->lock);
-    ws->detached = error;
+    if (detached)
+        ws->detached = detached;
+    ws->stopping = ws->stopping || stopping;
     bool wake = rouse_locked(ws);
     pthread_mutex_unlock(&ws->lock);
     if (wake)
@@ -545,14 +549,9 @@ waiters_detached(Waiters *ws, int error)
 }
 
 void
-waiters_stop(Waiters *ws)
+fs_waiters_stop(Waiters *ws)
 {
-    pthread_mutex_lock(&ws->lock);
-    ws->stopping = true;
-    bool wake = rouse_locked(ws);
-    pthread_mutex_unlock(&ws->lock);
-    if (wake)
-        store_wake(ws->m->store);
+    end_waiting(ws, 0, true);
     if (ws->started)
         pthread_join(ws->thread, NULL);
     ws->started = false;
@@ -636,7 +635,7 @@ watch_thread(void *arg)
             there |= at > text && at[-1] == ' ' && at[strlen(ws->dev)] == ' ';
         free(text);
         if (!there) {
-            waiters_detached(ws, ENODEV);
+            end_waiting(ws, ENODEV, false);
             break;
         }
     }
@@ -645,7 +644,7 @@ watch_thread(void *arg)
 }
 
 int
-waiters_watch(Waiters *ws, const char *mountpoint)
+fs_waiters_watch(Waiters *ws, const char *mountpoint)
 {
     int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -665,7 +664,7 @@ waiters_watch(Waiters *ws, const char *mountpoint)
 }
 
 void
-waiters_free(Waiters *ws)
+fs_waiters_free(Waiters *ws)
 {
     if (!ws)
         return;

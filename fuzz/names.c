@@ -1,12 +1,13 @@
 /* names.c — libFuzzer target: record identities as file names.
  *
  * Three properties over any bytes:
- *  - the input as a file name: when name_to_key accepts it, name_from_key
- *    of that key gives back exactly the name (one name per identity);
+ *  - the input as a file name: when fs_name_to_key accepts it,
+ *    fs_name_from_key of that key gives back exactly the name (one name per
+ *    identity);
  *  - the input as a string identity: when it is valid UTF-8 (as every
- *    identity the language makes is), name_from_key gives a name that is a
- *    single path component without control bytes, and name_to_key of it
- *    gives back the same key; invalid UTF-8 names nothing;
+ *    identity the language makes is), fs_name_from_key gives a name that is
+ *    a single path component without control bytes, and fs_name_to_key of
+ *    it gives back the same key; invalid UTF-8 names nothing;
  *  - an integer identity (the first 8 bytes) is named by its digits, which
  *    read back as the same integer.
  * Any mismatch aborts.  Built by scripts/fuzz. */
@@ -36,11 +37,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(name, data, size);
     name[size] = '\0';
     Value key;
-    if (name_to_key(name, &key) == 0) {
+    if (fs_name_to_key(name, &key) == 0) {
         check(key.kind == VAL_INT || key.kind == VAL_STRING, "a key of another kind", name);
         Buf back = {0};
-        name_from_key(&key, &back);
-        check(back.data && strcmp(back.data, name) == 0, "name_from_key(name_to_key(name)) != name", name);
+        fs_name_from_key(&key, &back);
+        check(back.data && strcmp(back.data, name) == 0,
+              "fs_name_from_key(fs_name_to_key(name)) != name", name);
         buf_free(&back);
         value_free(&key);
     }
@@ -52,20 +54,21 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     Value skey = value_string((const char *)data, size);
     Buf n = {0};
-    name_from_key(&skey, &n);
+    fs_name_from_key(&skey, &n);
     check(n.data != NULL && n.len > 0, "an empty name", n.data);
     check(strlen(n.data) == n.len, "a name holding a NUL byte", n.data);
     check(strchr(n.data, '/') == NULL, "a name holding '/'", n.data);
     check(strcmp(n.data, ".") != 0 && strcmp(n.data, "..") != 0, "a name that is . or ..", n.data);
-    check(!name_is_reserved(n.data), "a string identity named like a reserved file", n.data);
+    check(!fs_name_is_reserved(n.data), "a string identity named like a reserved file",
+          n.data);
     for (size_t i = 0; i < n.len; i++)
         check((unsigned char)n.data[i] >= 0x20 && n.data[i] != 0x7f, "a control byte in a name", n.data);
     Value back;
-    int rc = name_to_key(n.data, &back);
+    int rc = fs_name_to_key(n.data, &back);
     if (utf8_valid((const char *)data, size)) {
-        check(rc == 0, "name_to_key refused name_from_key's name", n.data);
+        check(rc == 0, "fs_name_to_key refused fs_name_from_key's name", n.data);
         check(back.kind == VAL_STRING && value_equal(&skey, &back),
-              "name_to_key(name_from_key(key)) != key", n.data);
+              "fs_name_to_key(fs_name_from_key(key)) != key", n.data);
         value_free(&back);
     } else {
         check(rc == -1, "a name for invalid UTF-8 named an identity", n.data);
@@ -79,8 +82,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(&i, data, sizeof i);
         Value ikey = value_int(i), iback;
         Buf in = {0};
-        name_from_key(&ikey, &in);
-        check(name_to_key(in.data, &iback) == 0 && iback.kind == VAL_INT && iback.u.i == i,
+        fs_name_from_key(&ikey, &in);
+        check(fs_name_to_key(in.data, &iback) == 0 && iback.kind == VAL_INT && iback.u.i == i,
               "an integer identity does not read back", in.data);
         buf_free(&in);
     }
