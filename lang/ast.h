@@ -43,6 +43,7 @@ struct Expr {
     } u;
 };
 
+/* Frees "e" (NULL is allowed) and every node below it (parse_expr.c). */
 void expr_free(Expr *e);
 
 /* ---- statements ---- */
@@ -177,6 +178,7 @@ struct Stmt {
     } u;
 };
 
+/* Frees "s" (NULL is allowed) and everything it owns (parse_stmt.c). */
 void stmt_free(Stmt *s);
 
 #endif

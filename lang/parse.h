@@ -12,8 +12,10 @@
  *
  * Errors are LANG_PARSE_ERROR with a message that says what was expected,
  * what was found and where: "expected TIMEOUT after queue name, found ';'
- * at line 1, column 20".  Nesting deeper than PARSE_MAX_DEPTH, invalid UTF-8
- * and NUL bytes are parse errors too. */
+ * at line 1, column 20"; a bracket left open says where it opened: "'}'
+ * expected (to close '{' at line 1, column 14), found 'b' at line 1, column
+ * 20".  Nesting deeper than PARSE_MAX_DEPTH, invalid UTF-8 and NUL bytes are
+ * parse errors too. */
 #ifndef QUEUEFS_PARSE_H
 #define QUEUEFS_PARSE_H
 
@@ -32,6 +34,7 @@ typedef struct Parser Parser;
 
 /* A parser over "len" bytes of "text" (not copied: keep it alive). */
 Parser *parser_new(const char *text, size_t len);
+/* Frees the parser (NULL is allowed); statements it returned stay valid. */
 void parser_free(Parser *p);
 
 /* Parses the next statement.  Returns 1 and sets "*out" (caller frees with
@@ -41,16 +44,15 @@ void parser_free(Parser *p);
  * "# …" to end of line, and C-style block comments. */
 int parser_next(Parser *p, Stmt **out, LangError *err);
 
-/* Parses a whole text as one constant value: JSON, or a SurrealQL literal
- * (unquoted keys, single-quoted strings, d'…' datetimes, durations such as
- * 1h30m, record ids jobs:1 / jobs:'bucket/key', NONE, trailing commas).
+/* Parses a whole text as one constant: an expression restricted to
+ * constant values, which is JSON or a SurrealQL literal (unquoted keys,
+ * single-quoted strings, d'…' datetimes, durations such as 1h30m, record
+ * ids jobs:1 / jobs:'bucket/key', NONE, trailing commas).  Field paths,
+ * calls, parentheses and operators are refused: "record content must be a
+ * literal value, found '+'".
  * Leading and trailing white space is allowed; anything else after the
  * value is an error.  Returns 0 and sets "*out" (caller frees), or -1 with
  * "err" filled (LANG_PARSE_ERROR). */
 int lang_literal_parse(const char *text, size_t len, Value *out, LangError *err);
-
-/* Parses "text" as a record key as written after "table:" in a statement
- * (`1`, `abc`, `'bucket/key'`).  Same return convention. */
-int lang_record_key_parse(const char *text, size_t len, Value *out, LangError *err);
 
 #endif

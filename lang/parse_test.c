@@ -145,7 +145,8 @@ dump_stmt(const Stmt *s, Buf *b)
         break;
     case ST_CREATE:
     case ST_UPDATE:
-        buf_puts(b, s->kind == ST_CREATE ? "create " : "update ");
+    case ST_UPSERT:   /* the file view's; never parsed */
+        buf_puts(b, s->kind == ST_CREATE ? "create " : s->kind == ST_UPDATE ? "update " : "upsert ");
         dump_target(&s->u.write.target, b);
         if (s->u.write.mode == WRITE_NONE) {
             CHECK(s->u.write.content == NULL, "WRITE_NONE with content");
@@ -205,7 +206,8 @@ dump_stmt(const Stmt *s, Buf *b)
         break;
     case ST_RELEASE:
     case ST_RELEASE_ALL:
-        buf_puts(b, s->kind == ST_RELEASE ? "release " : "release all ");
+    case ST_TOUCH:
+        buf_puts(b, s->kind == ST_RELEASE ? "release " : s->kind == ST_TOUCH ? "touch " : "release all ");
         dump_target(&s->u.release.target, b);
         if (s->u.release.not_before) {
             buf_puts(b, " notbefore ");
@@ -304,6 +306,7 @@ static const struct {
     {"INFO FOR TABLE reclaim;", "info reclaim"},
     {"CLAIM jobs:1;", "claim 1 jobs:1"},
     {"USE CONSUMER 'billing';", "use billing"},
+    {"TOUCH jobs:7;", "touch jobs:7"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
     {"RELEASE ALL FROM jobs;", "release all jobs"},
     {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
@@ -396,7 +399,7 @@ static const struct {
     {"DEFINE QUEUE IF NOT q TIMEOUT 1s", "expected EXISTS after IF NOT, found 'q'"},
     {"DEFINE COLLECTION c TIMEOUT 1s", "expected SCHEMAFULL, SCHEMALESS, IN or ';'"},
     {"DEFINE FIELD f ON t TYPE thing", "expected a type (any, bool, int"},
-    {"DEFINE FIELD f ON t TYPE option<int", "expected '>' to close option<"},
+    {"DEFINE FIELD f ON t TYPE option<int", "'>' expected (to close '<' at line 1, column 32), found end of text"},
     {"DEFINE FIELD f t", "expected ON after the field name, found 't'"},
     {"DEFINE INDEX i ON t", "expected FIELDS after the table name, found end of text at line 1, column 20"},
     {"DEFINE VIEW v", "expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
@@ -404,6 +407,7 @@ static const struct {
     {"CLAIM -3 FROM jobs", "CLAIM -3 is not a claim"},
     {"CLAIM jobs", "expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
     {"CLAIM 2 jobs", "expected FROM after the CLAIM count"},
+    {"TOUCH jobs", "expected a record id (table:key) after TOUCH, found 'jobs'"},
     {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
     {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
     {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},
@@ -414,13 +418,15 @@ static const struct {
     {"USE jobs", "expected CONSUMER after USE"},
     {"UPDATE t", "expected '=', CONTENT or MERGE after the target"},
     {"CREATE t = ", "expected an expression, found end of text"},
-    {"CREATE t:1 = {a: 1 b: 2}", "expected ',' or '}' in the object, found 'b'"},
+    {"CREATE t:1 = {a: 1 b: 2}", "'}' expected (to close '{' at line 1, column 14), found 'b' at line 1, column 20"},
+    {"CREATE t:1 = {\n  a: [1,\n  2", "']' expected (to close '[' at line 2, column 6), found end of text at line 3, column 4"},
+    {"CREATE t:1 = time::now(1 2)", "')' expected (to close '(' at line 1, column 23), found '2'"},
     {"CREATE t:1 = {a 1}", "expected ':' after the field name, found '1'"},
-    {"CREATE t:1 = [1 2]", "expected ',' or ']' in the array, found '2'"},
+    {"CREATE t:1 = [1 2]", "']' expected (to close '[' at line 1, column 14), found '2'"},
     {"CREATE t:1 = [,]", "expected an expression, found ','"},
     {"CREATE t:1 = f(1)", "expected ';' or end of text after the statement, found '('"},
     {"CREATE t:1 = time::now(1,", "expected an expression, found end of text"},
-    {"CREATE t:1 = (1", "expected ')' to close '('"},
+    {"CREATE t:1 = (1", "')' expected (to close '(' at line 1, column 14), found end of text at line 1, column 16"},
     {"CREATE t:", "expected a record key (integer, name or quoted string) after ':'"},
     {"CREATE t:1 = 9223372036854775808", "integer 9223372036854775808 is out of range"},
     {"CREATE t:1 = 99999999999999999999", "integer '99999999999999999999' is out of range"},
@@ -601,6 +607,11 @@ static const struct {
     {"{a: 1,,}", "expected a field name or '}', found ','"},
     {"{a 1}", "expected ':' after the field name"},
     {"[1,", "expected a value, found end of text"},
+    {"{\"a\": 1", "'}' expected (to close '{' at line 1, column 1), found end of text at line 1, column 8"},
+    {"[1 2]", "']' expected (to close '[' at line 1, column 1), found '2'"},
+    {"[1 -2]", "record content must be a literal value, found '-'"},
+    {"{a: [1] . b}", "record content must be a literal value, found '.'"},
+    {"-d'2026-12-01'", "record content must be a literal value, found d'2026-12-01'"},
     {"{\"a\\u0000\": 1}", "a field name cannot contain a NUL character"},
     {"d'2026-13-01'", "invalid datetime"},
     {"5x", "invalid number or duration '5x'"},
@@ -679,46 +690,6 @@ test_literals(void)
     }
 }
 
-static const struct {
-    const char *text, *want;  /* want: rendered key, or NULL for an error */
-} key_cases[] = {
-    {"1", "1"},
-    {"abc", "\"abc\""},
-    {"'bucket/key'", "\"bucket/key\""},
-    {" \"x\" ", "\"x\""},
-    {"`my key`", "\"my key\""},
-    {"", NULL},
-    {"1 2", NULL},
-    {"-1", NULL},
-    {"a:b", NULL},
-    {"9223372036854775808", NULL},
-};
-
-static void
-test_record_keys(void)
-{
-    for (size_t i = 0; i < sizeof key_cases / sizeof key_cases[0]; i++) {
-        Value v;
-        LangError err = {0};
-        int rc = lang_record_key_parse(key_cases[i].text, strlen(key_cases[i].text), &v, &err);
-        if (key_cases[i].want) {
-            Buf b = {0};
-            if (rc == 0)
-                value_to_json(&v, &b);
-            CHECK(rc == 0 && (v.kind == VAL_INT || v.kind == VAL_STRING) &&
-                      strcmp(b.data, key_cases[i].want) == 0,
-                  "key %s: %s", key_cases[i].text, rc ? err.message : b.data);
-            buf_free(&b);
-        } else {
-            CHECK(rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE, "key %s accepted",
-                  key_cases[i].text);
-        }
-        value_free(&v);
-    }
-}
-
-/* lang_literal_parse runs for every line written to a queue's `new` file:
- * print what a small record costs (the bound is loose for sanitizer builds). */
 static void
 test_literal_speed(void)
 {
@@ -749,7 +720,6 @@ main(void)
     test_statements();
     test_parser_walk();
     test_literals();
-    test_record_keys();
     test_literal_speed();
     return unit_test_summary();
 }

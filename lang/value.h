@@ -18,6 +18,11 @@
  *
  * Objects keep their keys sorted bytewise and unique, so rendering is
  * deterministic (`{"attempts":1,"id":"jobs:1","url":"a"}`).
+ *
+ * One file a concept: value.c (kinds, objects, arrays, comparison, freeing
+ * and copying), json.c (JSON text, record ids as text, UTF-8), time.c
+ * (durations and datetimes as text), codec.c (the stored form), order.c
+ * (order keys).
  */
 #ifndef QUEUEFS_VALUE_H
 #define QUEUEFS_VALUE_H
@@ -102,6 +107,10 @@ const Value *value_object_get(const Value *o, const char *key);
 /* Sets "key" in object "o" to "val", taking ownership of "val" and replacing
  * (freeing) any previous value.  Setting VAL_NONE removes the key. */
 void value_object_set(Value *o, const char *key, Value val);
+/* Appends "key" (taking ownership of the heap string) and "val" (VAL_NONE
+ * not allowed) to object "o": for decoders of input already in key order,
+ * so "key" must sort after every key "o" holds. */
+void value_object_append(Value *o, char *key, Value val);
 /* Removes "key" from object "o" if present; true when it was present. */
 bool value_object_remove(Value *o, const char *key);
 
@@ -109,6 +118,7 @@ bool value_object_remove(Value *o, const char *key);
 /* <0, 0, >0 in the total order above.  Numbers compare numerically across
  * int and float; strings bytewise; arrays and objects element by element. */
 int value_compare(const Value *a, const Value *b);
+/* value_compare(a, b) == 0. */
 bool value_equal(const Value *a, const Value *b);
 /* true for everything but NONE, NULL, false, 0, 0.0, "" and empty
  * arrays/objects. */
@@ -116,7 +126,7 @@ bool value_truthy(const Value *v);
 /* A lower-case name of the kind ("string", "datetime", …) for messages. */
 const char *value_kind_name(ValueKind k);
 
-/* ---- text ----
+/* ---- text (json.c) ----
  * JSON: NONE renders as null at top level and is omitted inside objects;
  * datetimes as RFC 3339 UTC strings ("2026-12-01T08:00:00Z", fraction only
  * when non-zero, trailing zeros trimmed); durations as strings such as
@@ -128,6 +138,7 @@ void value_to_json(const Value *v, Buf *out);
 /* The record identity as text: "jobs:1", "jobs:abc", "reclaim:'bucket/key'". */
 void record_id_format(const RecordId *id, Buf *out);
 
+/* ---- time (time.c) ---- */
 /* Durations: "1h30m", "500ms", "0ns".  Units y(365d) w d h m s ms us ns. */
 void duration_format(int64_t ns, Buf *out);
 /* Parses a whole duration such as "1h30m" or "500ms" (units y w d h m s ms
@@ -138,23 +149,26 @@ int duration_parse(const char *s, size_t len, int64_t *ns_out);
  * "2026-12-01T08:00:00.5+02:00", "2026-12-01" (midnight UTC).  0 on success,
  * -1 on bad syntax or a time outside the int64-nanosecond range. */
 int datetime_parse(const char *s, size_t len, int64_t *ns_out);
+/* Appends "ns" as an RFC 3339 UTC date-time, "2026-12-01T08:00:00Z", with a
+ * fraction only when non-zero and its trailing zeros trimmed. */
 void datetime_format(int64_t ns, Buf *out);
 
-/* ---- binary forms used by the store ----
+/* ---- the stored form (codec.c) ----
  * value_encode appends a compact self-describing encoding of "v";
  * value_decode reads one back, consuming exactly "len" bytes; -1 when the
  * bytes are not a complete encoding (the output is then VAL_NONE). */
 void value_encode(const Value *v, Buf *out);
 int value_decode(const void *data, size_t len, Value *out);
 
-/* value_key_encode appends a memcmp-ordered encoding of "v": for any a, b,
+/* ---- order keys (order.c) ----
+ * value_key_encode appends a memcmp-ordered encoding of "v": for any a, b,
  * memcmp order of their encodings equals value_compare order (ints and
  * floats share one numeric order).  With "descending" every byte is
  * inverted, which reverses the order.  The encoding is prefix-free, so
  * encodings can be concatenated into composite keys. */
 void value_key_encode(const Value *v, bool descending, Buf *out);
 
-/* Validates UTF-8: true when "s" of "len" bytes is well-formed. */
+/* Validates UTF-8 (json.c): true when "s" of "len" bytes is well-formed. */
 bool utf8_valid(const char *s, size_t len);
 
 #endif
