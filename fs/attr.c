@@ -40,7 +40,7 @@ fs_record_stat(fuse_req_t req, const Inode *in, LangRecordStat *stat, LangTableI
     Buf json = {0};
     int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, in->fence, &json, info,
                                               stat, &err));
-    buf_free(&json);
+    lang_buf_free(&json);
     return rc;
 }
 
@@ -106,17 +106,17 @@ stat_record(const Mount *m, struct stat *st, InodeKind kind, const LangTableInfo
 int
 fs_release_when(const char *name, Value *when)
 {
-    *when = value_none();
+    *when = lang_value_none();
     const char *at = strchr(name, '@');
     if (!at)
         return 0;
     const char *spec = at + 1;
     size_t len = strlen(spec);
     int64_t ns;
-    if (duration_parse(spec, len, &ns) == 0)
-        *when = value_duration(ns);
-    else if (datetime_parse(spec, len, &ns) == 0)
-        *when = value_datetime(ns);
+    if (lang_duration_parse(spec, len, &ns) == 0)
+        *when = lang_value_duration(ns);
+    else if (lang_datetime_parse(spec, len, &ns) == 0)
+        *when = lang_value_datetime(ns);
     else
         return -EINVAL;
     return 0;
@@ -162,7 +162,7 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
          * when it is looked up, so mv reports the bad name itself rather
          * than failing the rename. */
         rc = fs_release_when(in->name, &when);
-        value_free(&when);
+        lang_value_free(&when);
         return rc ? rc : -ENOENT;
     case KIND_NONE: return -ENOENT;
     case KIND_TOOLONG: return -ENAMETOOLONG;

@@ -38,7 +38,7 @@ CtlFile *
 fs_ctl_open(Store *store, const char *consumer, const char *instance,
             bool (*interrupted)(void *ctx))
 {
-    CtlFile *c = xcalloc(1, sizeof *c);
+    CtlFile *c = lang_xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->idle, NULL);
     c->session = lang_session_new(store, consumer, instance);
@@ -65,7 +65,7 @@ add_error(CtlFile *c, const LangError *err)
     FS_LOG(err->code == LANG_STORE_ERROR || err->code == LANG_STORE_FULL ? LOG_ERR : LOG_NOTICE,
            "ctl: uid %u: %s: %s", (unsigned)c->uid, lang_error_name(err->code), err->message);
     lang_error_to_json(err, &c->out);
-    buf_putc(&c->out, '\n');
+    lang_buf_putc(&c->out, '\n');
 }
 
 /* True while the session cannot take a write: its last result is still
@@ -104,7 +104,7 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
     c->uid = uid;
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len) {
-        buf_reset(&c->out);
+        lang_buf_reset(&c->out);
         c->read_pos = 0;
     }
     LangError err = {0};
@@ -133,7 +133,7 @@ static ssize_t
 produce(CtlFile *c, bool nonblock)
 {
     LangError err = {0};
-    buf_reset(&c->out);
+    lang_buf_reset(&c->out);
     c->read_pos = 0;
     while (c->out.len == 0 && lang_session_pending(c->session) && !err.code) {
         if (!lang_session_waiting(c->session) || nonblock) {
@@ -211,7 +211,7 @@ fs_ctl_close(CtlFile *c)
         return;
     bool large = c->out.cap > CTL_CHUNK;
     lang_session_free(c->session);
-    buf_free(&c->out);
+    lang_buf_free(&c->out);
     pthread_cond_destroy(&c->idle);
     pthread_mutex_destroy(&c->lock);
     free(c);

@@ -88,7 +88,7 @@ dir_add(DirReply *r, const char *name, mode_t mode, off_t next, const Value *key
     if (e.ino) {
         if (r->ninos == r->cap) {
             r->cap = r->cap ? 2 * r->cap : 64;
-            r->inos = xrealloc(r->inos, r->cap * sizeof *r->inos);
+            r->inos = lang_xrealloc(r->inos, r->cap * sizeof *r->inos);
         }
         r->inos[r->ninos++] = e.ino;
     }
@@ -121,14 +121,14 @@ fill_entry(DirFill *d, const Value *key, int64_t hold, const LangRecordStat *rs)
     Buf name = {0};
     fs_name_from_key(key, &name);
     if (hold > 0)
-        buf_printf(&name, "~%lld", (long long)hold);
+        lang_buf_printf(&name, "~%lld", (long long)hold);
     int full = dir_add(d->out, name.data, S_IFREG, d->next_off + 1, key, rs);
-    buf_free(&name);
+    lang_buf_free(&name);
     if (full)
         return 1;
     d->next_off++;
-    value_free(&d->last);
-    d->last = value_clone(key);
+    lang_value_free(&d->last);
+    d->last = lang_value_clone(key);
     return 0;
 }
 
@@ -179,7 +179,7 @@ fs_dir_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fuse_reply_err(req, -rc);
         return;
     }
-    DirHandle *dh = xcalloc(1, sizeof *dh);
+    DirHandle *dh = lang_xcalloc(1, sizeof *dh);
     fi->fh = (uint64_t)(uintptr_t)dh;
     if (fuse_reply_open(req, fi) != 0)
         free(dh);   /* the caller gave up */
@@ -191,7 +191,7 @@ fs_dir_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     (void)ino;
     DirHandle *dh = (DirHandle *)(uintptr_t)fi->fh;
     if (dh) {
-        value_free(&dh->last);
+        lang_value_free(&dh->last);
         free(dh);
     }
     fuse_reply_err(req, 0);
@@ -255,13 +255,13 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
                                                        &err))
                  : fs_finish(req, s, lang_view_keys(s, in->table, after, fill_record, &d, &err));
         if (dh && d.last.kind != VAL_NONE) {
-            value_free(&dh->last);
+            lang_value_free(&dh->last);
             dh->last = d.last;
             dh->next_off = d.next_off;
-            d.last = value_none();
+            d.last = lang_value_none();
         }
     }
-    value_free(&d.last);
+    lang_value_free(&d.last);
     return rc;
 }
 
@@ -272,7 +272,7 @@ static void
 dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi,
          bool plus)
 {
-    DirReply out = {req, xmalloc(size), size, 0, plus, ino, {0}, NULL, 0, 0};
+    DirReply out = {req, lang_xmalloc(size), size, 0, plus, ino, {0}, NULL, 0, 0};
     Inode in;
     int rc = fs_inode_get(req, ino, &in);
     if (!rc) {

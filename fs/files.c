@@ -66,8 +66,8 @@ static void
 pending_add(const char *name)
 {
     pthread_mutex_lock(&pending_lock);
-    pending = xrealloc(pending, (npending + 1) * sizeof *pending);
-    pending[npending++] = xstrdup(name);
+    pending = lang_xrealloc(pending, (npending + 1) * sizeof *pending);
+    pending[npending++] = lang_xstrdup(name);
     pthread_mutex_unlock(&pending_lock);
 }
 
@@ -122,7 +122,7 @@ typedef struct Handle {
 static Handle *
 handle_new(HandleKind kind, const char *table)
 {
-    Handle *h = xcalloc(1, sizeof *h);
+    Handle *h = lang_xcalloc(1, sizeof *h);
     h->kind = kind;
     pthread_mutex_init(&h->lock, NULL);
     snprintf(h->table, sizeof h->table, "%s", table);
@@ -159,8 +159,8 @@ handle_free(Handle *h)
     give_back(h);
     lang_unclaim_free(&h->undo);
     pending_done(h);
-    value_free(&h->key);
-    buf_free(&h->data);
+    lang_value_free(&h->key);
+    lang_buf_free(&h->data);
     fs_ctl_close(h->ctl);
     pthread_mutex_destroy(&h->lock);
     free(h);
@@ -213,7 +213,7 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
     if (in->key.kind == VAL_NONE)
         return -EINVAL;
     Handle *h = handle_new(H_WRITE, in->table);
-    h->key = value_clone(&in->key);
+    h->key = lang_value_clone(&in->key);
     h->exclusive = created && (flags & O_EXCL);
     if (!created) {
         /* The record must exist; O_RDWR and O_APPEND start from its content
@@ -224,17 +224,17 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
         int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, 0, &json, NULL, NULL,
                                                   &err));
         if (rc) {
-            buf_free(&json);
+            lang_buf_free(&json);
             handle_free(h);
             return rc;
         }
         if (((flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND)) && !(flags & O_TRUNC))
             h->data = json;
         else
-            buf_free(&json);
+            lang_buf_free(&json);
     } else {
         char name[PENDING_NAME_MAX];
-        h->pending = xstrdup(pending_name(in, name));
+        h->pending = lang_xstrdup(pending_name(in, name));
         pending_add(h->pending);
     }
     h->scanning = true;
@@ -342,7 +342,7 @@ open_figures(fuse_req_t req, const Inode *in, Handle **out)
         return rc;
     }
     if (metrics)
-        buf_printf(&h->data,
+        lang_buf_printf(&h->data,
                    "# HELP queuefs_mount_inodes Files and directories of this mount the kernel holds.\n"
                    "# TYPE queuefs_mount_inodes gauge\n"
                    "queuefs_mount_inodes %zu\n",
@@ -538,7 +538,7 @@ fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
     char *copy = NULL;
     size_t n = 0;
     if (h->kind == H_CTL) {
-        copy = xmalloc(size);
+        copy = lang_xmalloc(size);
         ssize_t got = fs_ctl_read(h->ctl, copy, size, (fi->flags & O_NONBLOCK) != 0, req);
         if (got < 0) {
             free(copy);
@@ -555,7 +555,7 @@ fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
         pthread_mutex_lock(&h->lock);
         if (h->kind != H_NEW && (size_t)off < h->data.len) {
             n = h->data.len - (size_t)off < size ? h->data.len - (size_t)off : size;
-            copy = xmalloc(n);
+            copy = lang_xmalloc(n);
             memcpy(copy, h->data.data + off, n);
             h->was_read = true;   /* a claim read is the reader's: never given back */
         }
@@ -585,7 +585,7 @@ new_write(fuse_req_t req, Handle *h, const char *buf, size_t size)
     size_t before = h->data.len;
     if (before + size > RECORD_MAX_BYTES && !memchr(buf, '\n', size))
         return -EFBIG;   /* a line this long could never be stored */
-    buf_append(&h->data, buf, size);
+    lang_buf_append(&h->data, buf, size);
     const char *last = memrchr(h->data.data, '\n', h->data.len);
     if (!last)
         return (int)size;
@@ -632,14 +632,14 @@ record_write_in_order(fuse_req_t req, Handle *h, const char *buf, size_t size)
         h->scan = before;
         return -EINVAL;
     case CONTENT_COMPLETE:
-        buf_append(&h->data, buf, size);
+        lang_buf_append(&h->data, buf, size);
         if (before.state == CONTENT_COMPLETE)
             return (int)size;   /* blanks after the object */
         h->dirty = true;
         int rc = record_store_content(req, h);
         return rc ? rc : (int)size;
     default:
-        buf_append(&h->data, buf, size);
+        lang_buf_append(&h->data, buf, size);
         h->dirty = true;
         return (int)size;
     }
@@ -669,8 +669,8 @@ handle_write(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
         h->scanning = false;   /* rewritten in place: stored at close */
         if ((size_t)off + size > h->data.len) {
             size_t grow = (size_t)off + size - h->data.len;
-            char *zeros = xcalloc(1, grow);
-            buf_append(&h->data, zeros, grow);
+            char *zeros = lang_xcalloc(1, grow);
+            lang_buf_append(&h->data, zeros, grow);
             free(zeros);
         }
         memcpy(h->data.data + off, buf, size);
@@ -705,7 +705,7 @@ fs_file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         rc = record_store_content(req, h);
     } else if (h->kind == H_NEW && h->data.len) {
         rc = new_append(req, h, h->data.len);   /* a last line without its newline */
-        buf_reset(&h->data);
+        lang_buf_reset(&h->data);
     }
     pthread_mutex_unlock(&h->lock);
     fuse_reply_err(req, -rc);

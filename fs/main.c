@@ -69,11 +69,11 @@ take_option(void *data, const char *arg, int key, struct fuse_args *args)
     case KEY_PERMISSIONS: o->permissions = 1; return 1;   /* libfuse passes it on */
     case FUSE_OPT_KEY_NONOPT:
         if (!o->store) {
-            o->store = xstrdup(arg);
+            o->store = lang_xstrdup(arg);
             return 0;
         }
         if (!o->mountpoint) {
-            o->mountpoint = xstrdup(arg);
+            o->mountpoint = lang_xstrdup(arg);
             return 0;
         }
         fprintf(stderr, "queuefs: unexpected argument '%s'\n", arg);
@@ -113,15 +113,15 @@ absolute(const char *path)
 {
     char resolved[PATH_MAX];
     if (realpath(path, resolved))
-        return xstrdup(resolved);
+        return lang_xstrdup(resolved);
     if (path[0] == '/')
-        return xstrdup(path);
+        return lang_xstrdup(path);
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
-        return xstrdup(path);
+        return lang_xstrdup(path);
     Buf b = {0};
-    buf_printf(&b, "%s/%s", cwd, path);
-    return buf_steal(&b);
+    lang_buf_printf(&b, "%s/%s", cwd, path);
+    return lang_buf_steal(&b);
 }
 
 /* Tells the waiting parent why the mount failed ("what" and "detail"), and
@@ -208,7 +208,7 @@ queuefs_mounted_at(const char *path)
             continue;
         if (strcmp(type, "fuse.queuefs") == 0 && unescape_octal(point) &&
             strcmp(point, path) == 0 && unescape_octal(source))
-            found = xstrdup(source);
+            found = lang_xstrdup(source);
     }
     free(line);
     fclose(f);
@@ -280,14 +280,14 @@ run(struct fuse_args *args, const Options *o)
     m.enforce = o->permissions;
     /* /proc/mounts shows "STORE MOUNTPOINT fuse.queuefs". */
     Buf name = {0};
-    buf_printf(&name, "subtype=queuefs,fsname=");
+    lang_buf_printf(&name, "subtype=queuefs,fsname=");
     char *escaped = NULL;
     fuse_opt_add_opt_escaped(&escaped, m.store_path);
-    buf_puts(&name, escaped);
+    lang_buf_puts(&name, escaped);
     free(escaped);
     fuse_opt_add_arg(args, "-o");
     fuse_opt_add_arg(args, name.data);
-    buf_free(&name);
+    lang_buf_free(&name);
 
     int status = 1;
     if (!o->foreground) {

@@ -57,9 +57,9 @@ must_escape(unsigned char c)
 void
 fs_name_from_key(const Value *key, Buf *out)
 {
-    buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
+    lang_buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
     if (key->kind == VAL_INT) {
-        buf_put_int(out, key->u.i);
+        lang_buf_put_int(out, key->u.i);
         return;
     }
     const char *s = key->u.str.s;
@@ -69,9 +69,9 @@ fs_name_from_key(const Value *key, Buf *out)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (must_escape(c) || (i == 0 && escape_first))
-            buf_printf(out, "%%%02X", c);
+            lang_buf_printf(out, "%%%02X", c);
         else
-            buf_putc(out, (char)c);
+            lang_buf_putc(out, (char)c);
     }
 }
 
@@ -98,37 +98,37 @@ fs_name_to_key(const char *name, Value *key)
         long long v = strtoll(name, &end, 10);
         if (errno || *end)
             return -1;
-        *key = value_int(v);
+        *key = lang_value_int(v);
     } else {
         Buf text = {0};
         for (size_t i = 0; i < len; i++) {
             if (name[i] != '%') {
-                buf_putc(&text, name[i]);
+                lang_buf_putc(&text, name[i]);
                 continue;
             }
             int hi = i + 2 < len ? hex_digit(name[i + 1]) : -1;
             int lo = hi >= 0 ? hex_digit(name[i + 2]) : -1;
             if (lo < 0) {
-                buf_free(&text);
+                lang_buf_free(&text);
                 return -1;
             }
-            buf_putc(&text, (char)(hi << 4 | lo));
+            lang_buf_putc(&text, (char)(hi << 4 | lo));
             i += 2;
         }
-        if (!utf8_valid(text.data, text.len)) {
-            buf_free(&text);
+        if (!lang_utf8_valid(text.data, text.len)) {
+            lang_buf_free(&text);
             return -1;
         }
-        *key = value_string(text.data, text.len);
-        buf_free(&text);
+        *key = lang_value_string(text.data, text.len);
+        lang_buf_free(&text);
     }
     /* One-to-one: only the canonical spelling of an identity names it. */
     Buf again = {0};
     fs_name_from_key(key, &again);
     bool canonical = strcmp(again.data, name) == 0;
-    buf_free(&again);
+    lang_buf_free(&again);
     if (!canonical) {
-        value_free(key);
+        lang_value_free(key);
         return -1;
     }
     return 0;

@@ -116,19 +116,19 @@ release_if_unused(Nodes *n, Node *node)
     *at = node->next_by_ino;
     n->count--;
     free(node->name);
-    value_free(&node->key);
+    lang_value_free(&node->key);
     free(node);
 }
 
 Nodes *
 fs_nodes_new(void)
 {
-    Nodes *n = xcalloc(1, sizeof *n);
+    Nodes *n = lang_xcalloc(1, sizeof *n);
     pthread_mutex_init(&n->lock, NULL);
     n->next_ino = FS_ROOT_INO + 1;
     n->nbuckets = 1024;
-    n->by_ino = xcalloc(n->nbuckets, sizeof *n->by_ino);
-    n->by_name = xcalloc(n->nbuckets, sizeof *n->by_name);
+    n->by_ino = lang_xcalloc(n->nbuckets, sizeof *n->by_ino);
+    n->by_name = lang_xcalloc(n->nbuckets, sizeof *n->by_name);
     n->root.ino = FS_ROOT_INO;
     n->root.name = "";
     n->root.kind = KIND_ROOT;
@@ -144,7 +144,7 @@ fs_nodes_free(Nodes *n)
         for (Node *node = n->by_ino[i], *next; node; node = next) {
             next = node->next_by_ino;
             free(node->name);
-            value_free(&node->key);
+            lang_value_free(&node->key);
             free(node);
         }
     free(n->by_ino);
@@ -172,13 +172,13 @@ fs_nodes_lookup(Nodes *n, uint64_t parent_ino, const Inode *child, uint32_t gene
     }
     if (!node) {
         grow(n);
-        node = xcalloc(1, sizeof *node);
+        node = lang_xcalloc(1, sizeof *node);
         node->ino = n->next_ino++;
         node->parent = parent;
-        node->name = xstrdup(name);
+        node->name = lang_xstrdup(name);
         node->generation = generation;
         node->kind = child->kind;
-        node->key = value_clone(&child->key);
+        node->key = lang_value_clone(&child->key);
         node->fence = child->fence;
         parent->children++;
         size_t b = ino_bucket(n, node->ino);
@@ -250,7 +250,7 @@ describe(InodeKind parent, const char *name, Inode *out)
     if (parent == KIND_ROOT)
         copy_name(out->table, sizeof out->table, name);
     fs_inode_set_name(out, name);
-    out->key = value_none();
+    out->key = lang_value_none();
     out->fence = 0;
     out->kind = KIND_NONE;
     if (parent == KIND_ROOT) {
@@ -292,7 +292,7 @@ describe(InodeKind parent, const char *name, Inode *out)
     default: return;   /* nothing is in a file, or in a view's entry */
     }
     if (fs_name_to_key(identity, &out->key) < 0)
-        out->key = value_none();
+        out->key = lang_value_none();
 }
 
 /* What attached "node" is, into "out"; -ENOENT when it, or a directory
@@ -309,7 +309,7 @@ node_describe(const Nodes *n, const Node *node, Inode *out)
     out->kind = node->kind;
     copy_name(out->table, sizeof out->table, top->name);
     fs_inode_set_name(out, node->name);
-    out->key = value_clone(&node->key);
+    out->key = lang_value_clone(&node->key);
     out->fence = node->fence;
     return 0;
 }
@@ -317,7 +317,7 @@ node_describe(const Nodes *n, const Node *node, Inode *out)
 void
 fs_inode_clear(Inode *in)
 {
-    value_free(&in->key);
+    lang_value_free(&in->key);
 }
 
 int
@@ -339,7 +339,7 @@ fs_nodes_child(Nodes *n, uint64_t parent, const char *name, Inode *out)
     pthread_mutex_unlock(&n->lock);
     if (rc)
         return rc;
-    value_free(&out->key);
+    lang_value_free(&out->key);
     describe(out->kind, name, out);
     return 0;
 }
@@ -384,7 +384,7 @@ fs_nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_pa
         }
         unhook(n, node);
         free(node->name);
-        node->name = xstrdup(new_name);
+        node->name = lang_xstrdup(new_name);
         node->parent = to;
         size_t b = name_bucket(n, to->ino, new_name);
         node->next_by_name = n->by_name[b];
@@ -412,8 +412,8 @@ rehash(Nodes *n, size_t nbuckets)
     size_t old = n->nbuckets;
     Node **by_ino = n->by_ino, **by_name = n->by_name;
     n->nbuckets = nbuckets;
-    n->by_ino = xcalloc(n->nbuckets, sizeof *n->by_ino);
-    n->by_name = xcalloc(n->nbuckets, sizeof *n->by_name);
+    n->by_ino = lang_xcalloc(n->nbuckets, sizeof *n->by_ino);
+    n->by_name = lang_xcalloc(n->nbuckets, sizeof *n->by_name);
     for (size_t i = 0; i < old; i++) {
         for (Node *node = by_ino[i], *next; node; node = next) {
             next = node->next_by_ino;

@@ -233,7 +233,7 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
         rc = fs_finish(req, s, lang_view_release(s, from->table, &from->key, &when, from->fence,
                                                  &err));
     }
-    value_free(&when);
+    lang_value_free(&when);
     return rc;
 }
 

@@ -46,12 +46,12 @@ run_text(LangSession *session, const char *text, size_t len, LangError *err)
     lang_session_start(session, text, len, &out, SQL_CHUNK, err);
     for (;;) {
         fwrite(out.data ? out.data : "", 1, out.len, stdout);
-        buf_reset(&out);
+        lang_buf_reset(&out);
         if (err->code || !lang_session_pending(session))
             break;
         lang_session_continue(session, &out, SQL_CHUNK, true, err);
     }
-    buf_free(&out);
+    lang_buf_free(&out);
 }
 
 /* Reads all of standard input into "b". */
@@ -61,7 +61,7 @@ read_stdin(Buf *b)
     char chunk[65536];
     size_t n;
     while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
-        buf_append(b, chunk, n);
+        lang_buf_append(b, chunk, n);
     return ferror(stdin) ? -1 : 0;
 }
 
@@ -138,7 +138,7 @@ main(int argc, char **argv)
         } else {
             run_text(session, in.data ? in.data : "", in.len, &err);
         }
-        buf_free(&in);
+        lang_buf_free(&in);
     }
     for (; optind < argc && !err.code; optind++)
         run_text(session, argv[optind], strlen(argv[optind]), &err);
@@ -150,7 +150,7 @@ main(int argc, char **argv)
         lang_error_to_json(&err, &line);
         fflush(stdout);
         fprintf(stderr, "%s\n", line.data);
-        buf_free(&line);
+        lang_buf_free(&line);
         status = 1;
     }
     lang_session_free(session);

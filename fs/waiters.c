@@ -86,7 +86,7 @@ struct Waiters {
 Waiters *
 fs_waiters_new(Mount *m, WaitServe serve)
 {
-    Waiters *ws = xcalloc(1, sizeof *ws);
+    Waiters *ws = lang_xcalloc(1, sizeof *ws);
     ws->m = m;
     ws->serve = serve;
     pthread_mutex_init(&ws->lock, NULL);
@@ -156,7 +156,7 @@ line_get(WaitQueue *q, uint32_t uid)
     UidLine *l = line_find(q, uid), **p;
     if (l)
         return l;
-    l = xcalloc(1, sizeof *l);
+    l = lang_xcalloc(1, sizeof *l);
     l->uid = uid;
     for (p = &q->lines; *p; p = &(*p)->next)
         ;
@@ -197,8 +197,8 @@ file_locked(Waiters *ws, Waiter *w, bool front)
 {
     WaitQueue *q = queue_find(ws, w->call.table);
     if (!q) {
-        q = xcalloc(1, sizeof *q);
-        q->table = xstrdup(w->call.table);
+        q = lang_xcalloc(1, sizeof *q);
+        q->table = lang_xstrdup(w->call.table);
         q->next = ws->queues;
         ws->queues = q;
     }
@@ -276,7 +276,7 @@ on_interrupt(fuse_req_t req, void *data)
         atomic_store(&w->interrupted, true);
         if (w->state == W_FILED) {
             /* Its own copy of the name: the queue may go with its line. */
-            w->call.table = xstrdup(w->call.table);
+            w->call.table = lang_xstrdup(w->call.table);
             unfile_locked(ws, w);
             w->state = W_GONE;
             w->next = ws->answered;
@@ -293,9 +293,9 @@ on_interrupt(fuse_req_t req, void *data)
 int
 fs_waiters_file(Waiters *ws, const WaitCall *c, uint64_t seen, int64_t next_wake)
 {
-    Waiter *w = xcalloc(1, sizeof *w);
+    Waiter *w = lang_xcalloc(1, sizeof *w);
     w->call = *c;
-    w->call.table = xstrdup(c->table);
+    w->call.table = lang_xstrdup(c->table);
     atomic_init(&w->interrupted, false);
     pthread_mutex_lock(&ws->lock);
     w->id = ++ws->next_id;
@@ -366,7 +366,7 @@ take_next(Waiters *ws, const char *table)
     Waiter *w = l ? l->head : NULL;
     if (w) {
         l->served = ++q->serves;
-        w->call.table = xstrdup(w->call.table);
+        w->call.table = lang_xstrdup(w->call.table);
         unfile_locked(ws, w);
         w->state = W_SERVING;
     }
@@ -448,9 +448,9 @@ queue_names_locked(Waiters *ws)
     size_t n = 0, i = 0;
     for (WaitQueue *q = ws->queues; q; q = q->next)
         n++;
-    char **names = xcalloc(n + 1, sizeof *names);
+    char **names = lang_xcalloc(n + 1, sizeof *names);
     for (WaitQueue *q = ws->queues; q; q = q->next)
-        names[i++] = xstrdup(q->table);
+        names[i++] = lang_xstrdup(q->table);
     return names;
 }
 
@@ -601,11 +601,11 @@ mountinfo_read(int fd)
     char chunk[8192];
     ssize_t n;
     if (lseek(fd, 0, SEEK_SET) < 0)
-        return xstrdup("");
+        return lang_xstrdup("");
     while ((n = read(fd, chunk, sizeof chunk)) > 0)
-        buf_append(&b, chunk, (size_t)n);
-    buf_putc(&b, '\0');
-    return buf_steal(&b);
+        lang_buf_append(&b, chunk, (size_t)n);
+    lang_buf_putc(&b, '\0');
+    return lang_buf_steal(&b);
 }
 
 /* Answers every waiter ENODEV once the mount is no longer in the mount

@@ -2,7 +2,7 @@
  * literal) over any bytes.
  *
  * When lang_literal_parse accepts the input, the value must survive the
- * store's binary form: value_decode(value_encode(v)) equals v, renders the
+ * store's binary form: lang_value_decode(lang_value_encode(v)) equals v, renders the
  * same JSON, and re-encodes to the same bytes.  The JSON rendering must be
  * valid UTF-8 and, parsed again as a literal, render the same JSON (JSON is
  * a subset of the literal syntax).  Any mismatch aborts.  Built by
@@ -48,24 +48,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     Buf json = {0}, enc = {0}, json2 = {0}, enc2 = {0};
-    value_to_json(&v, &json);
+    lang_value_to_json(&v, &json);
     check(json.data != NULL && json.len > 0, "an empty JSON rendering", &json);
-    check(utf8_valid(json.data, json.len), "JSON that is not valid UTF-8", &json);
+    check(lang_utf8_valid(json.data, json.len), "JSON that is not valid UTF-8", &json);
 
-    value_encode(&v, &enc);
+    lang_value_encode(&v, &enc);
     Value d;
-    check(value_decode(enc.data, enc.len, &d) == 0, "value_decode refused value_encode's bytes", &json);
-    check(value_equal(&v, &d), "the decoded value differs from the parsed one", &json);
-    value_to_json(&d, &json2);
+    check(lang_value_decode(enc.data, enc.len, &d) == 0, "lang_value_decode refused lang_value_encode's bytes", &json);
+    check(lang_value_equal(&v, &d), "the decoded value differs from the parsed one", &json);
+    lang_value_to_json(&d, &json2);
     check(same(&json, &json2), "the decoded value renders different JSON", &json);
-    value_encode(&d, &enc2);
+    lang_value_encode(&d, &enc2);
     check(same(&enc, &enc2), "the decoded value encodes to different bytes", &json);
 
     /* A truncated encoding is refused, never misread. */
     if (enc.len > 0) {
         Value t;
-        check(value_decode(enc.data, enc.len - 1, &t) == -1 && t.kind == VAL_NONE,
-              "value_decode accepted a truncated encoding", &json);
+        check(lang_value_decode(enc.data, enc.len - 1, &t) == -1 && t.kind == VAL_NONE,
+              "lang_value_decode accepted a truncated encoding", &json);
     }
 
     /* The JSON reads back as a literal rendering the same JSON. */
@@ -74,16 +74,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(lang_literal_parse(json.data, json.len, &r, &err2) == 0,
           "the JSON rendering does not parse back", &json);
     Buf json3 = {0};
-    value_to_json(&r, &json3);
+    lang_value_to_json(&r, &json3);
     check(same(&json, &json3), "the JSON rendering reads back as different JSON", &json);
 
-    buf_free(&json3);
-    value_free(&r);
-    value_free(&d);
-    value_free(&v);
-    buf_free(&json);
-    buf_free(&json2);
-    buf_free(&enc);
-    buf_free(&enc2);
+    lang_buf_free(&json3);
+    lang_value_free(&r);
+    lang_value_free(&d);
+    lang_value_free(&v);
+    lang_buf_free(&json);
+    lang_buf_free(&json2);
+    lang_buf_free(&enc);
+    lang_buf_free(&enc2);
     return 0;
 }

@@ -43,8 +43,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fs_name_from_key(&key, &back);
         check(back.data && strcmp(back.data, name) == 0,
               "fs_name_from_key(fs_name_to_key(name)) != name", name);
-        buf_free(&back);
-        value_free(&key);
+        lang_buf_free(&back);
+        lang_value_free(&key);
     }
     free(name);
 
@@ -52,7 +52,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * string is no identity (the language refuses it) and has no name. */
     if (size == 0)
         return 0;
-    Value skey = value_string((const char *)data, size);
+    Value skey = lang_value_string((const char *)data, size);
     Buf n = {0};
     fs_name_from_key(&skey, &n);
     check(n.data != NULL && n.len > 0, "an empty name", n.data);
@@ -65,27 +65,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check((unsigned char)n.data[i] >= 0x20 && n.data[i] != 0x7f, "a control byte in a name", n.data);
     Value back;
     int rc = fs_name_to_key(n.data, &back);
-    if (utf8_valid((const char *)data, size)) {
+    if (lang_utf8_valid((const char *)data, size)) {
         check(rc == 0, "fs_name_to_key refused fs_name_from_key's name", n.data);
-        check(back.kind == VAL_STRING && value_equal(&skey, &back),
+        check(back.kind == VAL_STRING && lang_value_equal(&skey, &back),
               "fs_name_to_key(fs_name_from_key(key)) != key", n.data);
-        value_free(&back);
+        lang_value_free(&back);
     } else {
         check(rc == -1, "a name for invalid UTF-8 named an identity", n.data);
     }
-    buf_free(&n);
-    value_free(&skey);
+    lang_buf_free(&n);
+    lang_value_free(&skey);
 
     /* Integers: the name is the decimal digits and reads back. */
     if (size >= 8) {
         int64_t i;
         memcpy(&i, data, sizeof i);
-        Value ikey = value_int(i), iback;
+        Value ikey = lang_value_int(i), iback;
         Buf in = {0};
         fs_name_from_key(&ikey, &in);
         check(fs_name_to_key(in.data, &iback) == 0 && iback.kind == VAL_INT && iback.u.i == i,
               "an integer identity does not read back", in.data);
-        buf_free(&in);
+        lang_buf_free(&in);
     }
     return 0;
 }

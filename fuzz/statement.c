@@ -94,18 +94,18 @@ stmt_height(const Stmt *s)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    Parser *p = parser_new((const char *)data, size);
+    Parser *p = lang_parser_new((const char *)data, size);
     Stmt *s;
     LangError err = {0};
     int rc, n = 0;
-    while ((rc = parser_next(p, &s, &err)) == 1) {
-        check(s != NULL, "parser_next returned 1 without a statement");
+    while ((rc = lang_parser_next(p, &s, &err)) == 1) {
+        check(s != NULL, "lang_parser_next returned 1 without a statement");
         check(s->line >= 1, "a statement starts before line 1");
         check(stmt_height(s) <= PARSE_MAX_DEPTH + 2, "an expression deeper than PARSE_MAX_DEPTH");
-        stmt_free(s);
+        lang_stmt_free(s);
         check(++n <= (int)size + 1, "more statements than bytes");
     }
-    check(s == NULL, "parser_next set a statement without returning 1");
+    check(s == NULL, "lang_parser_next set a statement without returning 1");
     if (rc == -1) {
         check(err.code != LANG_OK, "an error without a code");
         check(err.message[0] != '\0', "an error without a message");
@@ -113,17 +113,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               "an unterminated message");
         /* After an error the parser stays failed: nothing more is parsed. */
         LangError again = {0};
-        check(parser_next(p, &s, &again) == -1 && s == NULL,
+        check(lang_parser_next(p, &s, &again) == -1 && s == NULL,
               "the parser went on after an error");
     } else {
-        check(rc == 0, "parser_next returned neither 1, 0 nor -1");
+        check(rc == 0, "lang_parser_next returned neither 1, 0 nor -1");
         check(err.code == LANG_OK, "end of text with an error set");
-        check(parser_next(p, &s, &err) == 0 && s == NULL,
+        check(lang_parser_next(p, &s, &err) == 0 && s == NULL,
               "the parser went on after the end of the text");
     }
-    parser_free(p);
-    /* stmt_free and parser_free take NULL, as error paths rely on. */
-    stmt_free(NULL);
-    parser_free(NULL);
+    lang_parser_free(p);
+    /* lang_stmt_free and lang_parser_free take NULL, as error paths rely on. */
+    lang_stmt_free(NULL);
+    lang_parser_free(NULL);
     return 0;
 }

@@ -40,10 +40,10 @@ lang_queue_check(const TableDef *def, const char *table, LangError *err)
 LangErrorCode
 lang_table_load(Exec *x, const char *name, int want, TableDef *def)
 {
-    if (table_def_load(x->txn, name, def, x->err))
+    if (lang_table_def_load(x->txn, name, def, x->err))
         return x->err->code;
     if (lang_access_check(x->s, def, want, x->err)) {
-        table_def_free(def);
+        lang_table_def_free(def);
         return x->err->code;
     }
     return LANG_OK;
@@ -55,7 +55,7 @@ lang_queue_load(Exec *x, const char *table, int want, TableDef *def)
     if (lang_table_load(x, table, want, def))
         return x->err->code;
     if (lang_queue_check(def, table, x->err)) {
-        table_def_free(def);
+        lang_table_def_free(def);
         return x->err->code;
     }
     return LANG_OK;

@@ -1,7 +1,7 @@
 /* ast.h — the syntax tree the parser builds and the evaluator walks.
  *
- * Every node is heap-allocated and owned by its parent; stmt_free() and
- * expr_free() release a whole tree.  Strings are NUL-terminated copies. */
+ * Every node is heap-allocated and owned by its parent; lang_stmt_free() and
+ * lang_expr_free() release a whole tree.  Strings are NUL-terminated copies. */
 #ifndef QUEUEFS_AST_H
 #define QUEUEFS_AST_H
 
@@ -44,7 +44,7 @@ struct Expr {
 };
 
 /* Frees "e" (NULL is allowed) and every node below it (parse_expr.c). */
-void expr_free(Expr *e);
+void lang_expr_free(Expr *e);
 
 /* ---- statements ---- */
 
@@ -179,6 +179,6 @@ struct Stmt {
 };
 
 /* Frees "s" (NULL is allowed) and everything it owns (parse_stmt.c). */
-void stmt_free(Stmt *s);
+void lang_stmt_free(Stmt *s);
 
 #endif

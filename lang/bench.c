@@ -43,15 +43,15 @@ fill(LangSession *s, const char *queue, long n)
 {
     Buf text = {0};
     for (long done = 0; done < n;) {
-        buf_reset(&text);
-        buf_puts(&text, "BEGIN;");
+        lang_buf_reset(&text);
+        lang_buf_puts(&text, "BEGIN;");
         for (long i = 0; i < 10000 && done < n; i++, done++)
-            buf_printf(&text, "CREATE %s = { url: 'https://example.test/%ld', n: %ld };", queue,
+            lang_buf_printf(&text, "CREATE %s = { url: 'https://example.test/%ld', n: %ld };", queue,
                        done, done);
-        buf_puts(&text, "COMMIT;");
+        lang_buf_puts(&text, "COMMIT;");
         run(s, text.data);
     }
-    buf_free(&text);
+    lang_buf_free(&text);
 }
 
 /* Times "claims" single-record claims, each its own statement, 1,000 to a
@@ -63,14 +63,14 @@ time_claims(LangSession *s, const char *queue, long claims)
     Buf text = {0};
     double t0 = seconds();
     for (long done = 0; done < claims;) {
-        buf_reset(&text);
-        buf_puts(&text, "BEGIN;");
+        lang_buf_reset(&text);
+        lang_buf_puts(&text, "BEGIN;");
         for (long i = 0; i < 1000 && done < claims; i++, done++)
-            buf_printf(&text, "CLAIM FROM %s;", queue);
-        buf_puts(&text, "COMMIT;");
+            lang_buf_printf(&text, "CLAIM FROM %s;", queue);
+        lang_buf_puts(&text, "COMMIT;");
         run(s, text.data);
     }
-    buf_free(&text);
+    lang_buf_free(&text);
     return (double)claims / (seconds() - t0);
 }
 

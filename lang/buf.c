@@ -16,7 +16,7 @@ out_of_memory(void)
 }
 
 void *
-xmalloc(size_t n)
+lang_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
@@ -25,7 +25,7 @@ xmalloc(size_t n)
 }
 
 void *
-xcalloc(size_t n, size_t size)
+lang_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
@@ -34,7 +34,7 @@ xcalloc(size_t n, size_t size)
 }
 
 void *
-xrealloc(void *p, size_t n)
+lang_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
     if (!p)
@@ -43,18 +43,18 @@ xrealloc(void *p, size_t n)
 }
 
 char *
-xstrndup(const char *s, size_t n)
+lang_xstrndup(const char *s, size_t n)
 {
-    char *d = xmalloc(n + 1);
+    char *d = lang_xmalloc(n + 1);
     memcpy(d, s, n);
     d[n] = '\0';
     return d;
 }
 
 char *
-xstrdup(const char *s)
+lang_xstrdup(const char *s)
 {
-    return xstrndup(s, strlen(s));
+    return lang_xstrndup(s, strlen(s));
 }
 
 static void
@@ -65,12 +65,12 @@ buf_reserve(Buf *b, size_t extra)
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + extra + 1)
         cap *= 2;
-    b->data = xrealloc(b->data, cap);
+    b->data = lang_xrealloc(b->data, cap);
     b->cap = cap;
 }
 
 void
-buf_append(Buf *b, const void *p, size_t len)
+lang_buf_append(Buf *b, const void *p, size_t len)
 {
     buf_reserve(b, len);
     if (len)
@@ -80,19 +80,19 @@ buf_append(Buf *b, const void *p, size_t len)
 }
 
 void
-buf_puts(Buf *b, const char *s)
+lang_buf_puts(Buf *b, const char *s)
 {
-    buf_append(b, s, strlen(s));
+    lang_buf_append(b, s, strlen(s));
 }
 
 void
-buf_putc(Buf *b, char c)
+lang_buf_putc(Buf *b, char c)
 {
-    buf_append(b, &c, 1);
+    lang_buf_append(b, &c, 1);
 }
 
 void
-buf_printf(Buf *b, const char *fmt, ...)
+lang_buf_printf(Buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -108,7 +108,7 @@ buf_printf(Buf *b, const char *fmt, ...)
 }
 
 void
-buf_put_digits(Buf *b, uint64_t v, int width)
+lang_buf_put_digits(Buf *b, uint64_t v, int width)
 {
     char digits[20];   /* UINT64_MAX has 20 */
     int n = 0;
@@ -117,29 +117,29 @@ buf_put_digits(Buf *b, uint64_t v, int width)
         v /= 10;
     } while (v);
     for (; width > n; width--)
-        buf_putc(b, '0');
-    buf_append(b, digits + sizeof digits - n, (size_t)n);
+        lang_buf_putc(b, '0');
+    lang_buf_append(b, digits + sizeof digits - n, (size_t)n);
 }
 
 void
-buf_put_int(Buf *b, int64_t v)
+lang_buf_put_int(Buf *b, int64_t v)
 {
     if (v < 0)
-        buf_putc(b, '-');
+        lang_buf_putc(b, '-');
     /* The magnitude as unsigned, so INT64_MIN too. */
-    buf_put_digits(b, v < 0 ? -(uint64_t)v : (uint64_t)v, 1);
+    lang_buf_put_digits(b, v < 0 ? -(uint64_t)v : (uint64_t)v, 1);
 }
 
 void
-buf_put_u64be(Buf *b, uint64_t v)
+lang_buf_put_u64be(Buf *b, uint64_t v)
 {
     unsigned char bytes[8];
     be_put64(bytes, v);
-    buf_append(b, bytes, sizeof bytes);
+    lang_buf_append(b, bytes, sizeof bytes);
 }
 
 void
-buf_reset(Buf *b)
+lang_buf_reset(Buf *b)
 {
     b->len = 0;
     if (b->data)
@@ -147,7 +147,7 @@ buf_reset(Buf *b)
 }
 
 void
-buf_free(Buf *b)
+lang_buf_free(Buf *b)
 {
     free(b->data);
     b->data = NULL;
@@ -155,9 +155,9 @@ buf_free(Buf *b)
 }
 
 char *
-buf_steal(Buf *b)
+lang_buf_steal(Buf *b)
 {
-    char *s = b->data ? b->data : xstrdup("");
+    char *s = b->data ? b->data : lang_xstrdup("");
     b->data = NULL;
     b->len = b->cap = 0;
     return s;

@@ -6,9 +6,9 @@
  * so buf.data can be handed to printf-style consumers directly.
  *
  *     Buf b = {0};
- *     buf_puts(&b, "hello");
- *     buf_printf(&b, " %d", 42);      // b.data is "hello 42", b.len is 8
- *     buf_free(&b);
+ *     lang_buf_puts(&b, "hello");
+ *     lang_buf_printf(&b, " %d", 42);      // b.data is "hello 42", b.len is 8
+ *     lang_buf_free(&b);
  *
  * Allocation failure aborts the process: queuefs treats out-of-memory as
  * fatal rather than threading ENOMEM through every renderer. */
@@ -25,33 +25,33 @@ typedef struct Buf {
 } Buf;
 
 /* Appends "len" bytes from "p". */
-void buf_append(Buf *b, const void *p, size_t len);
+void lang_buf_append(Buf *b, const void *p, size_t len);
 /* Appends the NUL-terminated string "s". */
-void buf_puts(Buf *b, const char *s);
+void lang_buf_puts(Buf *b, const char *s);
 /* Appends one byte. */
-void buf_putc(Buf *b, char c);
+void lang_buf_putc(Buf *b, char c);
 /* Appends printf-formatted text. */
-void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lang_buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends "v" in decimal, as printf's "%" PRId64 does (without its cost:
  * records' numbers and datetimes are rendered on every read). */
-void buf_put_int(Buf *b, int64_t v);
+void lang_buf_put_int(Buf *b, int64_t v);
 /* Appends "v" in decimal, zero-padded to at least "width" digits. */
-void buf_put_digits(Buf *b, uint64_t v, int width);
+void lang_buf_put_digits(Buf *b, uint64_t v, int width);
 /* Appends "v" as 8 big-endian bytes (so byte order equals numeric order). */
-void buf_put_u64be(Buf *b, uint64_t v);
+void lang_buf_put_u64be(Buf *b, uint64_t v);
 /* Empties the buffer, keeping its allocation. */
-void buf_reset(Buf *b);
+void lang_buf_reset(Buf *b);
 /* Releases the allocation; the Buf is empty and reusable afterwards. */
-void buf_free(Buf *b);
+void lang_buf_free(Buf *b);
 /* Hands the NUL-terminated contents to the caller (free() them) and
  * leaves the Buf empty.  Never returns NULL. */
-char *buf_steal(Buf *b);
+char *lang_buf_steal(Buf *b);
 
 /* Memory helpers that abort on exhaustion. */
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xrealloc(void *p, size_t n);
-char *xstrdup(const char *s);
-char *xstrndup(const char *s, size_t n);
+void *lang_xmalloc(size_t n);
+void *lang_xcalloc(size_t n, size_t size);
+void *lang_xrealloc(void *p, size_t n);
+char *lang_xstrdup(const char *s);
+char *lang_xstrndup(const char *s, size_t n);
 
 #endif

@@ -12,80 +12,80 @@ static void
 set_str(Value *o, const char *key, const char *s)
 {
     if (s)
-        value_object_set(o, key, value_cstring(s));
+        lang_value_object_set(o, key, lang_value_cstring(s));
 }
 
 /* A heap copy of the string at "key" of "o", or NULL when absent. */
 static char *
 get_str(const Value *o, const char *key)
 {
-    const Value *v = value_object_get(o, key);
-    return v && v->kind == VAL_STRING ? xstrdup(v->u.str.s) : NULL;
+    const Value *v = lang_value_object_get(o, key);
+    return v && v->kind == VAL_STRING ? lang_xstrdup(v->u.str.s) : NULL;
 }
 
 static int64_t
 get_int(const Value *o, const char *key)
 {
-    const Value *v = value_object_get(o, key);
+    const Value *v = lang_value_object_get(o, key);
     return v && (v->kind == VAL_INT || v->kind == VAL_DURATION) ? v->u.i : 0;
 }
 
 void
-table_def_encode(const TableDef *def, Buf *out)
+lang_table_def_encode(const TableDef *def, Buf *out)
 {
     const TableDecl *d = &def->decl;
-    Value o = value_object();
-    value_object_set(&o, "kind", value_cstring(def->is_queue ? "queue" : "collection"));
+    Value o = lang_value_object();
+    lang_value_object_set(&o, "kind", lang_value_cstring(def->is_queue ? "queue" : "collection"));
     set_str(&o, "name", d->name);
     if (def->is_queue)
-        value_object_set(&o, "timeout", value_duration(d->timeout_ns));
+        lang_value_object_set(&o, "timeout", lang_value_duration(d->timeout_ns));
     if (d->attempts)
-        value_object_set(&o, "attempts", value_int(d->attempts));
+        lang_value_object_set(&o, "attempts", lang_value_int(d->attempts));
     set_str(&o, "priority_by", d->priority_by);
     set_str(&o, "not_before", d->not_before);
     if (d->deduplicate_ns)
-        value_object_set(&o, "deduplicate", value_duration(d->deduplicate_ns));
+        lang_value_object_set(&o, "deduplicate", lang_value_duration(d->deduplicate_ns));
     if (d->schema != SCHEMA_UNSPECIFIED)
-        value_object_set(&o, "schema", value_int(d->schema));
+        lang_value_object_set(&o, "schema", lang_value_int(d->schema));
     set_str(&o, "graph", d->graph);
     if (def->uid >= 0)
-        value_object_set(&o, "uid", value_int(def->uid));
+        lang_value_object_set(&o, "uid", lang_value_int(def->uid));
     if (def->gid >= 0)
-        value_object_set(&o, "gid", value_int(def->gid));
+        lang_value_object_set(&o, "gid", lang_value_int(def->gid));
     if (def->mode >= 0)
-        value_object_set(&o, "mode", value_int(def->mode));
+        lang_value_object_set(&o, "mode", lang_value_int(def->mode));
 
-    Value fields = value_array();
+    Value fields = lang_value_array();
     for (size_t i = 0; i < def->nfields; i++) {
-        Value f = value_object();
+        Value f = lang_value_object();
         set_str(&f, "name", def->fields[i].name);
         set_str(&f, "type", def->fields[i].type);
-        value_object_set(&f, "required", value_bool(def->fields[i].required));
-        value_array_push(&fields, f);
+        lang_value_object_set(&f, "required", lang_value_bool(def->fields[i].required));
+        lang_value_array_push(&fields, f);
     }
-    value_object_set(&o, "fields", fields);
+    lang_value_object_set(&o, "fields", fields);
 
-    Value indexes = value_array();
+    Value indexes = lang_value_array();
     for (size_t i = 0; i < def->nindexes; i++) {
-        Value ix = value_object();
+        Value ix = lang_value_object();
         set_str(&ix, "name", def->indexes[i].name);
-        Value cols = value_array();
+        Value cols = lang_value_array();
         for (size_t j = 0; j < def->indexes[i].nfields; j++)
-            value_array_push(&cols, value_cstring(def->indexes[i].fields[j]));
-        value_object_set(&ix, "fields", cols);
-        value_array_push(&indexes, ix);
+            lang_value_array_push(&cols, lang_value_cstring(def->indexes[i].fields[j]));
+        lang_value_object_set(&ix, "fields", cols);
+        lang_value_array_push(&indexes, ix);
     }
-    value_object_set(&o, "indexes", indexes);
+    lang_value_object_set(&o, "indexes", indexes);
 
-    value_encode(&o, out);
-    value_free(&o);
+    lang_value_encode(&o, out);
+    lang_value_free(&o);
 }
 
 /* Fills "def" from its decoded stored form "o". */
 static void
 table_def_from_value(const Value *o, TableDef *def)
 {
-    const Value *kind = value_object_get(o, "kind");
+    const Value *kind = lang_value_object_get(o, "kind");
     def->is_queue = kind && kind->kind == VAL_STRING && strcmp(kind->u.str.s, "queue") == 0;
     TableDecl *d = &def->decl;
     d->name = get_str(o, "name");
@@ -96,34 +96,34 @@ table_def_from_value(const Value *o, TableDef *def)
     d->deduplicate_ns = get_int(o, "deduplicate");
     d->schema = (SchemaMode)get_int(o, "schema");
     d->graph = get_str(o, "graph");
-    def->uid = value_object_get(o, "uid") ? get_int(o, "uid") : -1;
-    def->gid = value_object_get(o, "gid") ? get_int(o, "gid") : -1;
-    def->mode = value_object_get(o, "mode") ? get_int(o, "mode") : -1;
+    def->uid = lang_value_object_get(o, "uid") ? get_int(o, "uid") : -1;
+    def->gid = lang_value_object_get(o, "gid") ? get_int(o, "gid") : -1;
+    def->mode = lang_value_object_get(o, "mode") ? get_int(o, "mode") : -1;
 
-    const Value *fields = value_object_get(o, "fields");
+    const Value *fields = lang_value_object_get(o, "fields");
     if (fields && fields->kind == VAL_ARRAY && fields->u.arr.len) {
-        def->fields = xcalloc(fields->u.arr.len, sizeof *def->fields);
+        def->fields = lang_xcalloc(fields->u.arr.len, sizeof *def->fields);
         for (size_t i = 0; i < fields->u.arr.len; i++) {
             const Value *f = &fields->u.arr.items[i];
             def->fields[i].name = get_str(f, "name");
             def->fields[i].type = get_str(f, "type");
-            const Value *req = value_object_get(f, "required");
+            const Value *req = lang_value_object_get(f, "required");
             def->fields[i].required = req && req->kind == VAL_BOOL && req->u.b;
         }
         def->nfields = fields->u.arr.len;
     }
-    const Value *indexes = value_object_get(o, "indexes");
+    const Value *indexes = lang_value_object_get(o, "indexes");
     if (indexes && indexes->kind == VAL_ARRAY && indexes->u.arr.len) {
-        def->indexes = xcalloc(indexes->u.arr.len, sizeof *def->indexes);
+        def->indexes = lang_xcalloc(indexes->u.arr.len, sizeof *def->indexes);
         for (size_t i = 0; i < indexes->u.arr.len; i++) {
             const Value *ix = &indexes->u.arr.items[i];
             IndexDef *id = &def->indexes[i];
             id->name = get_str(ix, "name");
-            const Value *cols = value_object_get(ix, "fields");
+            const Value *cols = lang_value_object_get(ix, "fields");
             if (cols && cols->kind == VAL_ARRAY && cols->u.arr.len) {
-                id->fields = xcalloc(cols->u.arr.len, sizeof *id->fields);
+                id->fields = lang_xcalloc(cols->u.arr.len, sizeof *id->fields);
                 for (size_t j = 0; j < cols->u.arr.len; j++)
-                    id->fields[j] = xstrdup(cols->u.arr.items[j].kind == VAL_STRING
+                    id->fields[j] = lang_xstrdup(cols->u.arr.items[j].kind == VAL_STRING
                                                 ? cols->u.arr.items[j].u.str.s
                                                 : "");
                 id->nfields = cols->u.arr.len;
@@ -139,28 +139,28 @@ table_def_copy(const TableDef *src, TableDef *dst)
 {
     *dst = *src;
     TableDecl *d = &dst->decl;
-    d->name = d->name ? xstrdup(d->name) : NULL;
-    d->priority_by = d->priority_by ? xstrdup(d->priority_by) : NULL;
-    d->not_before = d->not_before ? xstrdup(d->not_before) : NULL;
-    d->graph = d->graph ? xstrdup(d->graph) : NULL;
+    d->name = d->name ? lang_xstrdup(d->name) : NULL;
+    d->priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
+    d->not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
+    d->graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     if (src->nfields) {
-        dst->fields = xcalloc(src->nfields, sizeof *dst->fields);
+        dst->fields = lang_xcalloc(src->nfields, sizeof *dst->fields);
         for (size_t i = 0; i < src->nfields; i++) {
-            dst->fields[i].name = xstrdup(src->fields[i].name);
-            dst->fields[i].type = src->fields[i].type ? xstrdup(src->fields[i].type) : NULL;
+            dst->fields[i].name = lang_xstrdup(src->fields[i].name);
+            dst->fields[i].type = src->fields[i].type ? lang_xstrdup(src->fields[i].type) : NULL;
             dst->fields[i].required = src->fields[i].required;
         }
     }
     if (src->nindexes) {
-        dst->indexes = xcalloc(src->nindexes, sizeof *dst->indexes);
+        dst->indexes = lang_xcalloc(src->nindexes, sizeof *dst->indexes);
         for (size_t i = 0; i < src->nindexes; i++) {
             const IndexDef *from = &src->indexes[i];
             IndexDef *to = &dst->indexes[i];
-            to->name = xstrdup(from->name);
+            to->name = lang_xstrdup(from->name);
             to->nfields = from->nfields;
-            to->fields = from->nfields ? xcalloc(from->nfields, sizeof *to->fields) : NULL;
+            to->fields = from->nfields ? lang_xcalloc(from->nfields, sizeof *to->fields) : NULL;
             for (size_t j = 0; j < from->nfields; j++)
-                to->fields[j] = xstrdup(from->fields[j]);
+                to->fields[j] = lang_xstrdup(from->fields[j]);
         }
     }
 }
@@ -203,9 +203,9 @@ def_cache_put(StoreBytes bytes, const TableDef *def)
     pthread_mutex_lock(&def_cache_lock);
     unsigned i = def_cache_next++ % DEF_CACHE_SLOTS;
     free(def_cache[i].bytes);
-    table_def_free(&def_cache[i].def);
+    lang_table_def_free(&def_cache[i].def);
     def_cache[i].id = def->id;
-    def_cache[i].bytes = xmalloc(bytes.len);
+    def_cache[i].bytes = lang_xmalloc(bytes.len);
     memcpy(def_cache[i].bytes, bytes.data, bytes.len);
     def_cache[i].len = bytes.len;
     table_def_copy(def, &def_cache[i].def);
@@ -226,21 +226,21 @@ owner_default(StoreTxn *txn, TableDef *def)
 }
 
 int
-table_def_decode(StoreBytes bytes, TableDef *def)
+lang_table_def_decode(StoreBytes bytes, TableDef *def)
 {
     Value o;
     memset(def, 0, sizeof *def);
-    if (value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
-        value_free(&o);
+    if (lang_value_decode(bytes.data, bytes.len, &o) < 0 || o.kind != VAL_OBJECT) {
+        lang_value_free(&o);
         return -1;
     }
     table_def_from_value(&o, def);
-    value_free(&o);
+    lang_value_free(&o);
     return 0;
 }
 
 LangErrorCode
-table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
+lang_table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
     memset(def, 0, sizeof *def);
     StoreBytes bytes;
@@ -254,12 +254,12 @@ table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
         owner_default(txn, def);
         return LANG_OK;
     }
-    if (table_def_decode(bytes, def) < 0)
+    if (lang_table_def_decode(bytes, def) < 0)
         return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
                               name);
     def->id = id;
     if (!def->decl.name)
-        def->decl.name = xstrdup(name);
+        def->decl.name = lang_xstrdup(name);
     def_cache_put(bytes, def);
     owner_default(txn, def);
     return LANG_OK;
@@ -269,14 +269,14 @@ int
 lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def)
 {
     Buf b = {0};
-    table_def_encode(def, &b);
+    lang_table_def_encode(def, &b);
     int rc = store_table_redefine(txn, name, (StoreBytes){b.data, b.len});
-    buf_free(&b);
+    lang_buf_free(&b);
     return rc;
 }
 
 void
-table_def_free(TableDef *def)
+lang_table_def_free(TableDef *def)
 {
     TableDecl *d = &def->decl;
     free(d->name);
@@ -315,16 +315,16 @@ static void
 ident_format(const char *name, Buf *out)
 {
     if (is_plain_ident(name)) {
-        buf_puts(out, name);
+        lang_buf_puts(out, name);
         return;
     }
-    buf_putc(out, '`');
+    lang_buf_putc(out, '`');
     for (const char *p = name; *p; p++) {
         if (*p == '`' || *p == '\\')
-            buf_putc(out, '\\');
-        buf_putc(out, *p);
+            lang_buf_putc(out, '\\');
+        lang_buf_putc(out, *p);
     }
-    buf_putc(out, '`');
+    lang_buf_putc(out, '`');
 }
 
 /* Appends a field path "a.b", each part spelled as an identifier. */
@@ -335,7 +335,7 @@ path_format(const char *path, Buf *out)
     lang_path_split(path, &p);
     for (size_t i = 0; i < p.len; i++) {
         if (i)
-            buf_putc(out, '.');
+            lang_buf_putc(out, '.');
         ident_format(p.parts[i], out);
     }
     lang_path_free(&p);
@@ -346,32 +346,32 @@ static void
 table_def_statement(const TableDef *def, Buf *out)
 {
     const TableDecl *d = &def->decl;
-    buf_puts(out, def->is_queue ? "DEFINE QUEUE " : "DEFINE COLLECTION ");
+    lang_buf_puts(out, def->is_queue ? "DEFINE QUEUE " : "DEFINE COLLECTION ");
     ident_format(d->name, out);
     if (def->is_queue) {
-        buf_puts(out, " TIMEOUT ");
-        duration_format(d->timeout_ns, out);
+        lang_buf_puts(out, " TIMEOUT ");
+        lang_duration_format(d->timeout_ns, out);
         if (d->attempts)
-            buf_printf(out, " ATTEMPTS %lld", (long long)d->attempts);
+            lang_buf_printf(out, " ATTEMPTS %lld", (long long)d->attempts);
         if (d->priority_by) {
-            buf_puts(out, " PRIORITY BY ");
+            lang_buf_puts(out, " PRIORITY BY ");
             path_format(d->priority_by, out);
         }
         if (d->not_before) {
-            buf_puts(out, " NOT BEFORE ");
+            lang_buf_puts(out, " NOT BEFORE ");
             path_format(d->not_before, out);
         }
         if (d->deduplicate_ns) {
-            buf_puts(out, " DEDUPLICATE ");
-            duration_format(d->deduplicate_ns, out);
+            lang_buf_puts(out, " DEDUPLICATE ");
+            lang_duration_format(d->deduplicate_ns, out);
         }
     }
     if (d->schema == SCHEMA_FULL)
-        buf_puts(out, " SCHEMAFULL");
+        lang_buf_puts(out, " SCHEMAFULL");
     else if (d->schema == SCHEMA_LESS)
-        buf_puts(out, " SCHEMALESS");
+        lang_buf_puts(out, " SCHEMALESS");
     if (d->graph) {
-        buf_puts(out, " IN ");
+        lang_buf_puts(out, " IN ");
         ident_format(d->graph, out);
     }
 }
@@ -380,69 +380,69 @@ table_def_statement(const TableDef *def, Buf *out)
 static void
 field_statement(const TableDef *def, const FieldDef *f, Buf *out)
 {
-    buf_puts(out, "DEFINE FIELD ");
+    lang_buf_puts(out, "DEFINE FIELD ");
     path_format(f->name, out);
-    buf_puts(out, " ON ");
+    lang_buf_puts(out, " ON ");
     ident_format(def->decl.name, out);
     if (f->type)
-        buf_printf(out, " TYPE %s", f->type);
+        lang_buf_printf(out, " TYPE %s", f->type);
     if (f->required)
-        buf_puts(out, " REQUIRED");
+        lang_buf_puts(out, " REQUIRED");
 }
 
 /* "DEFINE INDEX by_severity ON alerts FIELDS severity" */
 static void
 index_statement(const TableDef *def, const IndexDef *ix, Buf *out)
 {
-    buf_puts(out, "DEFINE INDEX ");
+    lang_buf_puts(out, "DEFINE INDEX ");
     ident_format(ix->name, out);
-    buf_puts(out, " ON ");
+    lang_buf_puts(out, " ON ");
     ident_format(def->decl.name, out);
-    buf_puts(out, " FIELDS ");
+    lang_buf_puts(out, " FIELDS ");
     for (size_t i = 0; i < ix->nfields; i++) {
         if (i)
-            buf_puts(out, ", ");
+            lang_buf_puts(out, ", ");
         path_format(ix->fields[i], out);
     }
 }
 
 Value
-table_def_info(const TableDef *def)
+lang_table_def_info(const TableDef *def)
 {
     const TableDecl *d = &def->decl;
     Buf b = {0};
-    Value o = value_object();
+    Value o = lang_value_object();
     table_def_statement(def, &b);
-    value_object_set(&o, "definition", value_string(b.data, b.len));
-    value_object_set(&o, "kind", value_cstring(def->is_queue ? "queue" : "collection"));
-    value_object_set(&o, "name", value_cstring(d->name));
+    lang_value_object_set(&o, "definition", lang_value_string(b.data, b.len));
+    lang_value_object_set(&o, "kind", lang_value_cstring(def->is_queue ? "queue" : "collection"));
+    lang_value_object_set(&o, "name", lang_value_cstring(d->name));
     if (def->is_queue) {
-        value_object_set(&o, "timeout", value_duration(d->timeout_ns));
-        value_object_set(&o, "attempts", d->attempts ? value_int(d->attempts) : value_null());
-        value_object_set(&o, "priority_by",
-                         d->priority_by ? value_cstring(d->priority_by) : value_null());
-        value_object_set(&o, "not_before",
-                         d->not_before ? value_cstring(d->not_before) : value_null());
-        value_object_set(&o, "deduplicate",
-                         d->deduplicate_ns ? value_duration(d->deduplicate_ns) : value_null());
+        lang_value_object_set(&o, "timeout", lang_value_duration(d->timeout_ns));
+        lang_value_object_set(&o, "attempts", d->attempts ? lang_value_int(d->attempts) : lang_value_null());
+        lang_value_object_set(&o, "priority_by",
+                         d->priority_by ? lang_value_cstring(d->priority_by) : lang_value_null());
+        lang_value_object_set(&o, "not_before",
+                         d->not_before ? lang_value_cstring(d->not_before) : lang_value_null());
+        lang_value_object_set(&o, "deduplicate",
+                         d->deduplicate_ns ? lang_value_duration(d->deduplicate_ns) : lang_value_null());
     }
-    value_object_set(&o, "schemafull", value_bool(d->schema == SCHEMA_FULL));
-    value_object_set(&o, "graph", d->graph ? value_cstring(d->graph) : value_null());
+    lang_value_object_set(&o, "schemafull", lang_value_bool(d->schema == SCHEMA_FULL));
+    lang_value_object_set(&o, "graph", d->graph ? lang_value_cstring(d->graph) : lang_value_null());
 
-    Value fields = value_object();
+    Value fields = lang_value_object();
     for (size_t i = 0; i < def->nfields; i++) {
-        buf_reset(&b);
+        lang_buf_reset(&b);
         field_statement(def, &def->fields[i], &b);
-        value_object_set(&fields, def->fields[i].name, value_string(b.data, b.len));
+        lang_value_object_set(&fields, def->fields[i].name, lang_value_string(b.data, b.len));
     }
-    value_object_set(&o, "fields", fields);
-    Value indexes = value_object();
+    lang_value_object_set(&o, "fields", fields);
+    Value indexes = lang_value_object();
     for (size_t i = 0; i < def->nindexes; i++) {
-        buf_reset(&b);
+        lang_buf_reset(&b);
         index_statement(def, &def->indexes[i], &b);
-        value_object_set(&indexes, def->indexes[i].name, value_string(b.data, b.len));
+        lang_value_object_set(&indexes, def->indexes[i].name, lang_value_string(b.data, b.len));
     }
-    value_object_set(&o, "indexes", indexes);
-    buf_free(&b);
+    lang_value_object_set(&o, "indexes", indexes);
+    lang_buf_free(&b);
     return o;
 }

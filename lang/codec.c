@@ -1,4 +1,4 @@
-/* codec.c — the stored form of a value: value_encode and value_decode, a
+/* codec.c — the stored form of a value: lang_value_encode and lang_value_decode, a
  * compact self-describing encoding (see value.h). */
 #include "value.h"
 
@@ -32,7 +32,7 @@ put_varint(Buf *out, uint64_t v)
         v >>= 7;
         bytes[n++] = b | (v ? 0x80 : 0);
     } while (v);
-    buf_append(out, bytes, n);
+    lang_buf_append(out, bytes, n);
 }
 
 static uint64_t
@@ -50,7 +50,7 @@ unzigzag(uint64_t v)
 static void
 put_tagged_int(Buf *out, int tag, int64_t v)
 {
-    buf_putc(out, (char)tag);
+    lang_buf_putc(out, (char)tag);
     put_varint(out, zigzag(v));
 }
 
@@ -58,21 +58,21 @@ static void
 put_bytes(Buf *out, const char *s, size_t len)
 {
     put_varint(out, len);
-    buf_append(out, s, len);
+    lang_buf_append(out, s, len);
 }
 
 void
-value_encode(const Value *v, Buf *out)
+lang_value_encode(const Value *v, Buf *out)
 {
     switch (v->kind) {
     case VAL_NONE:
-        buf_putc(out, TAG_NONE);
+        lang_buf_putc(out, TAG_NONE);
         break;
     case VAL_NULL:
-        buf_putc(out, TAG_NULL);
+        lang_buf_putc(out, TAG_NULL);
         break;
     case VAL_BOOL:
-        buf_putc(out, v->u.b ? TAG_TRUE : TAG_FALSE);
+        lang_buf_putc(out, v->u.b ? TAG_TRUE : TAG_FALSE);
         break;
     case VAL_INT:
         put_tagged_int(out, TAG_INT, v->u.i);
@@ -83,12 +83,12 @@ value_encode(const Value *v, Buf *out)
         memcpy(&bits, &v->u.f, 8);
         for (int i = 0; i < 8; i++)
             le[i] = (unsigned char)(bits >> (8 * i));
-        buf_putc(out, TAG_FLOAT);
-        buf_append(out, le, 8);
+        lang_buf_putc(out, TAG_FLOAT);
+        lang_buf_append(out, le, 8);
         break;
     }
     case VAL_STRING:
-        buf_putc(out, TAG_STRING);
+        lang_buf_putc(out, TAG_STRING);
         put_bytes(out, v->u.str.s, v->u.str.len);
         break;
     case VAL_DURATION:
@@ -98,29 +98,29 @@ value_encode(const Value *v, Buf *out)
         put_tagged_int(out, TAG_DATETIME, v->u.ns);
         break;
     case VAL_RECORD: {
-        Value none = value_none();
-        buf_putc(out, TAG_RECORD);
+        Value none = lang_value_none();
+        lang_buf_putc(out, TAG_RECORD);
         put_bytes(out, v->u.rec.table, strlen(v->u.rec.table));
-        value_encode(v->u.rec.key ? v->u.rec.key : &none, out);
+        lang_value_encode(v->u.rec.key ? v->u.rec.key : &none, out);
         break;
     }
     case VAL_ARRAY:
-        buf_putc(out, TAG_ARRAY);
+        lang_buf_putc(out, TAG_ARRAY);
         put_varint(out, v->u.arr.len);
         for (size_t i = 0; i < v->u.arr.len; i++)
-            value_encode(&v->u.arr.items[i], out);
+            lang_value_encode(&v->u.arr.items[i], out);
         break;
     case VAL_OBJECT: {
         size_t n = 0;
         for (size_t i = 0; i < v->u.obj.len; i++)
             n += v->u.obj.vals[i].kind != VAL_NONE;
-        buf_putc(out, TAG_OBJECT);
+        lang_buf_putc(out, TAG_OBJECT);
         put_varint(out, n);
         for (size_t i = 0; i < v->u.obj.len; i++) {
             if (v->u.obj.vals[i].kind == VAL_NONE)
                 continue;
             put_bytes(out, v->u.obj.keys[i], strlen(v->u.obj.keys[i]));
-            value_encode(&v->u.obj.vals[i], out);
+            lang_value_encode(&v->u.obj.vals[i], out);
         }
         break;
     }
@@ -181,7 +181,7 @@ get_cstring(Decoder *d)
     size_t len;
     if (!get_bytes(d, &s, &len) || memchr(s, '\0', len))
         return NULL;
-    return xstrndup(s, len);
+    return lang_xstrndup(s, len);
 }
 
 static int decode_value(Decoder *d, int depth, Value *out);
@@ -195,13 +195,13 @@ decode_record(Decoder *d, int depth, Value *out)
     Value key;
     if (decode_value(d, depth + 1, &key) < 0 ||
         (key.kind != VAL_INT && key.kind != VAL_STRING)) {
-        value_free(&key);
+        lang_value_free(&key);
         free(table);
         return -1;
     }
     out->kind = VAL_RECORD;
     out->u.rec.table = table;
-    out->u.rec.key = xmalloc(sizeof *out->u.rec.key);
+    out->u.rec.key = lang_xmalloc(sizeof *out->u.rec.key);
     *out->u.rec.key = key;
     return 0;
 }
@@ -212,14 +212,14 @@ decode_array(Decoder *d, int depth, Value *out)
     uint64_t n;
     if (!get_varint(d, &n) || n > d->len - d->pos)   /* each item >= 1 byte */
         return -1;
-    *out = value_array();
+    *out = lang_value_array();
     for (uint64_t i = 0; i < n; i++) {
         Value item;
         if (decode_value(d, depth + 1, &item) < 0) {
-            value_free(out);
+            lang_value_free(out);
             return -1;
         }
-        value_array_push(out, item);
+        lang_value_array_push(out, item);
     }
     return 0;
 }
@@ -230,7 +230,7 @@ decode_object(Decoder *d, int depth, Value *out)
     uint64_t n;
     if (!get_varint(d, &n) || n > (d->len - d->pos) / 2)   /* pair >= 2 bytes */
         return -1;
-    *out = value_object();
+    *out = lang_value_object();
     for (uint64_t i = 0; i < n; i++) {
         Value val;
         char *key = get_cstring(d);
@@ -238,15 +238,15 @@ decode_object(Decoder *d, int depth, Value *out)
         if (!key || (i > 0 && strcmp(out->u.obj.keys[i - 1], key) >= 0) ||
             decode_value(d, depth + 1, &val) < 0) {
             free(key);
-            value_free(out);
+            lang_value_free(out);
             return -1;
         }
         if (val.kind == VAL_NONE) {
             free(key);
-            value_free(out);
+            lang_value_free(out);
             return -1;
         }
-        value_object_append(out, key, val);
+        lang_value_object_append(out, key, val);
     }
     return 0;
 }
@@ -258,27 +258,27 @@ decode_value(Decoder *d, int depth, Value *out)
 {
     unsigned char tag;
     uint64_t u;
-    *out = value_none();
+    *out = lang_value_none();
     if (depth > DECODE_MAX_DEPTH || !get_byte(d, &tag))
         return -1;
     switch (tag) {
     case TAG_NONE:
         return 0;
     case TAG_NULL:
-        *out = value_null();
+        *out = lang_value_null();
         return 0;
     case TAG_FALSE:
     case TAG_TRUE:
-        *out = value_bool(tag == TAG_TRUE);
+        *out = lang_value_bool(tag == TAG_TRUE);
         return 0;
     case TAG_INT:
     case TAG_DURATION:
     case TAG_DATETIME:
         if (!get_varint(d, &u))
             return -1;
-        *out = tag == TAG_INT ? value_int(unzigzag(u))
-             : tag == TAG_DURATION ? value_duration(unzigzag(u))
-             : value_datetime(unzigzag(u));
+        *out = tag == TAG_INT ? lang_value_int(unzigzag(u))
+             : tag == TAG_DURATION ? lang_value_duration(unzigzag(u))
+             : lang_value_datetime(unzigzag(u));
         return 0;
     case TAG_FLOAT: {
         uint64_t bits = 0;
@@ -289,7 +289,7 @@ decode_value(Decoder *d, int depth, Value *out)
             bits |= (uint64_t)d->p[d->pos + (size_t)i] << (8 * i);
         d->pos += 8;
         memcpy(&f, &bits, 8);
-        *out = value_float(f);
+        *out = lang_value_float(f);
         return 0;
     }
     case TAG_STRING: {
@@ -297,7 +297,7 @@ decode_value(Decoder *d, int depth, Value *out)
         size_t len;
         if (!get_bytes(d, &s, &len))
             return -1;
-        *out = value_string(s, len);
+        *out = lang_value_string(s, len);
         return 0;
     }
     case TAG_RECORD:
@@ -312,13 +312,13 @@ decode_value(Decoder *d, int depth, Value *out)
 }
 
 int
-value_decode(const void *data, size_t len, Value *out)
+lang_value_decode(const void *data, size_t len, Value *out)
 {
     Decoder d = {.p = data, .len = len, .pos = 0};
     if (decode_value(&d, 0, out) < 0)
         return -1;
     if (d.pos != len) {
-        value_free(out);
+        lang_value_free(out);
         return -1;
     }
     return 0;

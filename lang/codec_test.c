@@ -9,67 +9,67 @@
 static Value
 nested_sample(void)
 {
-    return obj(8, "arr", arr(4, value_int(-1), value_float(2.5), value_null(),
-                             arr(1, value_object())),
-               "b", value_bool(true), "dt", value_datetime(INT64_MIN), "dur",
-               value_duration(5 * SEC), "f", value_bool(false), "rec",
+    return obj(8, "arr", arr(4, lang_value_int(-1), lang_value_float(2.5), lang_value_null(),
+                             arr(1, lang_value_object())),
+               "b", lang_value_bool(true), "dt", lang_value_datetime(INT64_MIN), "dur",
+               lang_value_duration(5 * SEC), "f", lang_value_bool(false), "rec",
                rec_str("reclaim", "bucket/key"), "rid", rec_int("jobs", INT64_MAX),
-               "s", value_string("x\0y\xff", 4));
+               "s", lang_value_string("x\0y\xff", 4));
 }
 
 static void
 test_encode_decode(void)
 {
     Value v = nested_sample();
-    value_object_set(&v, "big", value_int(INT64_MIN));
-    value_object_set(&v, "nan", value_float(NAN));
-    value_object_set(&v, "neg0", value_float(-0.0));
+    lang_value_object_set(&v, "big", lang_value_int(INT64_MIN));
+    lang_value_object_set(&v, "nan", lang_value_float(NAN));
+    lang_value_object_set(&v, "neg0", lang_value_float(-0.0));
     Buf b = {0};
-    value_encode(&v, &b);
+    lang_value_encode(&v, &b);
 
     Value back;
-    CHECK(value_decode(b.data, b.len, &back) == 0, "decode round trip");
-    CHECK(value_equal(&v, &back), "round trip equal");
-    const Value *neg0 = value_object_get(&back, "neg0");
+    CHECK(lang_value_decode(b.data, b.len, &back) == 0, "decode round trip");
+    CHECK(lang_value_equal(&v, &back), "round trip equal");
+    const Value *neg0 = lang_value_object_get(&back, "neg0");
     CHECK(neg0 && neg0->kind == VAL_FLOAT && signbit(neg0->u.f), "-0.0 kept");
-    const Value *nan = value_object_get(&back, "nan");
+    const Value *nan = lang_value_object_get(&back, "nan");
     CHECK(nan && nan->kind == VAL_FLOAT && isnan(nan->u.f), "NaN kept");
-    value_free(&back);
+    lang_value_free(&back);
 
     /* every strict prefix is incomplete */
     size_t bad = 0;
     for (size_t len = 0; len < b.len; len++) {
         Value part;
-        int rc = value_decode(b.data, len, &part);
+        int rc = lang_value_decode(b.data, len, &part);
         if (rc != -1 || part.kind != VAL_NONE)
             bad++;
-        value_free(&part);
+        lang_value_free(&part);
     }
     CHECK(bad == 0, "%zu of %zu truncated prefixes decoded", bad, b.len);
 
     /* a trailing byte is also refused */
-    buf_putc(&b, 0);
-    CHECK(value_decode(b.data, b.len, &back) == -1 && back.kind == VAL_NONE,
+    lang_buf_putc(&b, 0);
+    CHECK(lang_value_decode(b.data, b.len, &back) == -1 && back.kind == VAL_NONE,
           "trailing byte refused");
 
     /* each scalar kind on its own */
     Value scalars[] = {
-        value_none(), value_null(), value_bool(false), value_int(0), value_int(1),
-        value_int(-64), value_int(INT64_MAX), value_float(1e-300), value_string("", 0),
-        value_duration(INT64_MAX), value_datetime(-1), rec_int("t", 0), value_array(),
-        value_object(),
+        lang_value_none(), lang_value_null(), lang_value_bool(false), lang_value_int(0), lang_value_int(1),
+        lang_value_int(-64), lang_value_int(INT64_MAX), lang_value_float(1e-300), lang_value_string("", 0),
+        lang_value_duration(INT64_MAX), lang_value_datetime(-1), rec_int("t", 0), lang_value_array(),
+        lang_value_object(),
     };
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
-        buf_reset(&b);
-        value_encode(&scalars[i], &b);
-        int rc = value_decode(b.data, b.len, &back);
-        CHECK(rc == 0 && back.kind == scalars[i].kind && value_equal(&back, &scalars[i]),
-              "scalar %zu (%s) round trip", i, value_kind_name(scalars[i].kind));
-        value_free(&back);
-        value_free(&scalars[i]);
+        lang_buf_reset(&b);
+        lang_value_encode(&scalars[i], &b);
+        int rc = lang_value_decode(b.data, b.len, &back);
+        CHECK(rc == 0 && back.kind == scalars[i].kind && lang_value_equal(&back, &scalars[i]),
+              "scalar %zu (%s) round trip", i, lang_value_kind_name(scalars[i].kind));
+        lang_value_free(&back);
+        lang_value_free(&scalars[i]);
     }
-    buf_free(&b);
-    value_free(&v);
+    lang_buf_free(&b);
+    lang_value_free(&v);
 }
 
 static void
@@ -99,9 +99,9 @@ test_decode_garbage(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Value v;
-        int rc = value_decode(bad[i].bytes, bad[i].len, &v);
+        int rc = lang_value_decode(bad[i].bytes, bad[i].len, &v);
         CHECK(rc == -1 && v.kind == VAL_NONE, "bad input %zu refused", i);
-        value_free(&v);
+        lang_value_free(&v);
     }
 
     /* nesting: 1000 levels below the top decode, deeper is refused */
@@ -109,25 +109,25 @@ test_decode_garbage(void)
     for (size_t i = 0; i < sizeof depths / sizeof depths[0]; i++) {
         Buf b = {0};
         for (int k = 0; k < depths[i]; k++)
-            buf_append(&b, "\x0a\x01", 2);
-        buf_putc(&b, 0x01);
+            lang_buf_append(&b, "\x0a\x01", 2);
+        lang_buf_putc(&b, 0x01);
         Value v;
-        int rc = value_decode(b.data, b.len, &v);
+        int rc = lang_value_decode(b.data, b.len, &v);
         int want = depths[i] <= 1000 ? 0 : -1;
         CHECK(rc == want, "depth %d: rc %d", depths[i], rc);
-        value_free(&v);
-        buf_free(&b);
+        lang_value_free(&v);
+        lang_buf_free(&b);
     }
 
     /* random mutations of a valid encoding never crash or leak */
     Value sample = nested_sample();
     Buf enc = {0};
-    value_encode(&sample, &enc);
+    lang_value_encode(&sample, &enc);
     unsigned seed = 12345;
     size_t decoded = 0;
     for (int round = 0; round < 20000; round++) {
         Buf m = {0};
-        buf_append(&m, enc.data, enc.len);
+        lang_buf_append(&m, enc.data, enc.len);
         int flips = 1 + round % 4;
         for (int k = 0; k < flips; k++) {
             seed = seed * 1103515245u + 12345u;
@@ -138,24 +138,24 @@ test_decode_garbage(void)
         seed = seed * 1103515245u + 12345u;
         size_t len = round % 3 ? m.len : (seed >> 8) % (m.len + 1);
         Value v;
-        if (value_decode(m.data, len, &v) == 0) {
+        if (lang_value_decode(m.data, len, &v) == 0) {
             decoded++;
             Buf again = {0};
-            value_encode(&v, &again);
+            lang_value_encode(&v, &again);
             Value w;
-            if (value_decode(again.data, again.len, &w) == 0 && value_equal(&v, &w))
+            if (lang_value_decode(again.data, again.len, &w) == 0 && lang_value_equal(&v, &w))
                 decoded--;   /* a decoded value must re-encode and round trip */
-            value_free(&w);
-            buf_free(&again);
+            lang_value_free(&w);
+            lang_buf_free(&again);
         } else if (v.kind != VAL_NONE) {
             decoded += 1000000;
         }
-        value_free(&v);
-        buf_free(&m);
+        lang_value_free(&v);
+        lang_buf_free(&m);
     }
     CHECK(decoded == 0, "mutated inputs misbehaved (%zu)", decoded);
-    buf_free(&enc);
-    value_free(&sample);
+    lang_buf_free(&enc);
+    lang_value_free(&sample);
 }
 
 int

@@ -40,7 +40,7 @@ typedef struct IndexDef {
 typedef struct TableDef {
     uint32_t  id;         /* the store's id for the table */
     bool      is_queue;
-    int64_t   uid, gid;   /* the table's owner; -1: none recorded (table_def_load
+    int64_t   uid, gid;   /* the table's owner; -1: none recorded (lang_table_def_load
                            * gives the store's owner then, when it is known) */
     int64_t   mode;       /* permission bits (07777); -1: 0755 */
     TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
@@ -50,28 +50,28 @@ typedef struct TableDef {
     size_t    nindexes;
 } TableDef;
 
-/* Loads table "name" into "def" (free with table_def_free); a table with
+/* Loads table "name" into "def" (free with lang_table_def_free); a table with
  * no recorded owner comes owned by the store's owner (store_owner).
  * NoSuchTable when it does not exist; StoreError when the catalog entry is
  * unreadable. */
-LangErrorCode table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
+LangErrorCode lang_table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err);
 /* Encodes "def" (without its id) for the store's catalog. */
-void table_def_encode(const TableDef *def, Buf *out);
-/* Stores "def" (table_def_encode) as the definition of table "name": a
+void lang_table_def_encode(const TableDef *def, Buf *out);
+/* Stores "def" (lang_table_def_encode) as the definition of table "name": a
  * StoreStatus (STORE_NOTFOUND when there is no such table). */
 int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
-void table_def_free(TableDef *def);
-/* Decodes a definition as table_def_encode wrote it into "def" (its id
- * and name as stored; free with table_def_free): -1 when unreadable. */
-int table_def_decode(StoreBytes bytes, TableDef *def);
+void lang_table_def_free(TableDef *def);
+/* Decodes a definition as lang_table_def_encode wrote it into "def" (its id
+ * and name as stored; free with lang_table_def_free): -1 when unreadable. */
+int lang_table_def_decode(StoreBytes bytes, TableDef *def);
 /* The object INFO FOR TABLE answers. */
-Value table_def_info(const TableDef *def);
+Value lang_table_def_info(const TableDef *def);
 
 /* ---- stored records (record.c) ----
  * A record is its identity and its fields, which lang encodes into the
  * store's opaque value, and — on a queue — the engine's columns, which
  * the store keeps beside it (StoreRecord) and only its queue primitives
- * change.  Users see both as one object (record_view). */
+ * change.  Users see both as one object (lang_record_view). */
 
 typedef struct Record {
     Value   key;        /* VAL_INT or VAL_STRING */
@@ -83,69 +83,69 @@ typedef struct Record {
     int64_t since, written, changed, claimed;            /* see StoreRecord */
 } Record;
 
-void record_free(Record *r);
+void lang_record_free(Record *r);
 /* Reads the store's record "sr" of table "def" into "r" (freeing what "r"
  * held).  StoreError when its value is unreadable. */
-LangErrorCode record_from_store(const StoreRecord *sr, const TableDef *def, Record *r,
+LangErrorCode lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r,
                                 LangError *err);
 /* Decodes only the identity of the store's record "sr"; -1 when
  * unreadable. */
-int record_key_from_store(const StoreRecord *sr, Value *key);
+int lang_record_key_from_store(const StoreRecord *sr, Value *key);
 /* The record as users see it: its fields, then on a queue the engine's
  * (attempts once claimed; hold, claimed_until and claimed_by while a hold
  * is not ended), then `id`. */
-Value record_view(const Record *r, const TableDef *def);
-/* The engine's field "name" of "r" as record_view shows it, into "*out"
+Value lang_record_view(const Record *r, const TableDef *def);
+/* The engine's field "name" of "r" as lang_record_view shows it, into "*out"
  * (false, nothing set, when it shows none). */
-bool record_engine_field(const Record *r, const char *name, Value *out);
+bool lang_record_engine_field(const Record *r, const char *name, Value *out);
 /* True for the names of the engine's fields. */
-bool record_is_engine_field(const char *name);
+bool lang_record_is_engine_field(const char *name);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */
-void record_key_encode(const Value *key, Buf *out);
+void lang_record_key_encode(const Value *key, Buf *out);
 /* What the store's queue primitives need of queue "def" (its table id,
  * TIMEOUT, ATTEMPTS); NULL for a collection. */
-const StoreQueue *record_queue(const TableDef *def, StoreQueue *q);
+const StoreQueue *lang_record_queue(const TableDef *def, StoreQueue *q);
 
 /* True when "r" is held at "now". */
-bool record_is_held(const Record *r, int64_t now);
+bool lang_record_is_held(const Record *r, int64_t now);
 /* The instant "r" is delayed to (its NOT BEFORE), or 0. */
-int64_t record_not_before(const Record *r, const TableDef *def);
+int64_t lang_record_not_before(const Record *r, const TableDef *def);
 /* True when "r" has reached the queue's ATTEMPTS ceiling. */
-bool record_is_dead(const Record *r, const TableDef *def);
+bool lang_record_is_dead(const Record *r, const TableDef *def);
 /* NoSuchRecord unless "fence" (see LANG_FENCE_DEAD in lang.h) holds for
  * "r" at "now". */
-LangErrorCode record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now,
+LangErrorCode lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now,
                            LangError *err);
 /* The instant "r" became (or becomes) claimable: the latest of its creation
  * or release, the end of a lapsed hold, and its NOT BEFORE instant. */
-int64_t record_available_at(const Record *r, const TableDef *def);
+int64_t lang_record_available_at(const Record *r, const TableDef *def);
 
 /* The value lang stores for "r" (its identity and fields) into "out", and
  * the instant its NOT BEFORE field names into "*not_before" (0: none). */
-void record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before);
+void lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before);
 /* Writes the fields of "r" to the store under its key — a new record when
  * "create" (its columns start empty), else the existing one's value (its
  * columns stay) — filed by the queue's PRIORITY BY and NOT BEFORE fields.
  * TooLarge for content over RECORD_MAX_BYTES; RecordExists / NoSuchRecord
  * when "create" finds it / does not; StoreError… as lang_store_error. */
-LangErrorCode record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
+LangErrorCode lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
                            LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
  * NoSuchRecord when absent. */
-LangErrorCode record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
+LangErrorCode lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
                           LangError *err);
 /* NoSuchRecord naming record "key" of "def", for a store status that says
  * it is absent (STORE_NOTFOUND, STORE_TOOBIG, STORE_CONFLICT for a fence);
  * else as lang_store_error. */
-LangErrorCode record_missing(int status, const TableDef *def, const Value *key, const char *what,
+LangErrorCode lang_record_missing(int status, const TableDef *def, const Value *key, const char *what,
                              LangError *err);
 
 /* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
  * coercing datetime strings in place.  SchemaViolation when refused. */
-LangErrorCode record_validate(const TableDef *def, Value *fields, LangError *err);
+LangErrorCode lang_record_validate(const TableDef *def, Value *fields, LangError *err);
 
 /* True when table "def" holds a record of identity "key". */
-bool record_exists(StoreTxn *txn, const TableDef *def, const Value *key);
+bool lang_record_exists(StoreTxn *txn, const TableDef *def, const Value *key);
 
 /* A list of store keys in one Buf, each after its length (4 bytes): what
  * a statement collects to change or answer records after a walk. */
@@ -169,7 +169,7 @@ typedef struct EvalContext {
 
 /* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
  * failure, with "*out" VAL_NONE. */
-LangErrorCode expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
+LangErrorCode lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
 
 /* ---- field paths (path.c) ---- */
 

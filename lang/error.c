@@ -67,11 +67,11 @@ lang_error_set(LangError *err, LangErrorCode code, const char *fmt, ...)
 void
 lang_error_to_json(const LangError *err, Buf *out)
 {
-    buf_puts(out, "{\"error\":\"");
-    buf_puts(out, lang_error_name(err->code));
-    buf_puts(out, "\",\"message\":");
-    Value msg = value_cstring(err->message);
-    value_to_json(&msg, out);
-    value_free(&msg);
-    buf_putc(out, '}');
+    lang_buf_puts(out, "{\"error\":\"");
+    lang_buf_puts(out, lang_error_name(err->code));
+    lang_buf_puts(out, "\",\"message\":");
+    Value msg = lang_value_cstring(err->message);
+    lang_value_to_json(&msg, out);
+    lang_value_free(&msg);
+    lang_buf_putc(out, '}');
 }

@@ -15,8 +15,8 @@ static void
 collect(void *ctx, const char *line, size_t len)
 {
     Buf *b = ctx;
-    buf_append(b, line, len);
-    buf_putc(b, '\n');
+    lang_buf_append(b, line, len);
+    lang_buf_putc(b, '\n');
 }
 
 /* Replaces every RFC 3339 datetime string and 32-hex instance with a
@@ -237,11 +237,11 @@ test_unowned_table(void)
         CHECK(run_as(other, refused[i]) == LANG_PERMISSION, "refused to a stranger: %s",
               refused[i]);
     Buf b = {0};
-    Value key = value_int(1);
+    Value key = lang_value_int(1);
     err = (LangError){0};
     CHECK(lang_view_read(other, "jobs", &key, 0, &b, NULL, NULL, &err) == LANG_PERMISSION && !b.len,
           "a stranger cannot read the record's file");
-    buf_free(&b);
+    lang_buf_free(&b);
 
     LangSession *owner = lang_session_new(st, NULL, NULL);
     lang_session_set_caller(owner, sb.st_uid, sb.st_gid, NULL, 0, true);
@@ -262,20 +262,20 @@ static void
 old_value(Buf *out, const char *holder, const Value *key, const Value *fields)
 {
     unsigned char be[8];
-    buf_putc(out, 2);
-    buf_putc(out, (char)strlen(holder));
-    buf_puts(out, holder);
+    lang_buf_putc(out, 2);
+    lang_buf_putc(out, (char)strlen(holder));
+    lang_buf_puts(out, holder);
     for (int i = 0; i < 4; i++) {
         be_put64(be, (uint64_t)(1000 + i));   /* since, written, changed, claimed */
-        buf_append(out, be, 8);
+        lang_buf_append(out, be, 8);
     }
     Buf k = {0};
-    value_encode(key, &k);
+    lang_value_encode(key, &k);
     be_put64(be, k.len);
-    buf_append(out, be, 8);
-    buf_append(out, k.data, k.len);
-    buf_free(&k);
-    value_encode(fields, out);
+    lang_buf_append(out, be, 8);
+    lang_buf_append(out, k.data, k.len);
+    lang_buf_free(&k);
+    lang_value_encode(fields, out);
 }
 
 /* lang_record_upgrade turns a format-2 record into the store's columns and
@@ -285,16 +285,16 @@ test_record_upgrade(void)
 {
     TableDef def = {.is_queue = true, .decl = {.name = "jobs", .timeout_ns = 1, .not_before = "run_at"}};
     Buf d = {0}, v = {0};
-    table_def_encode(&def, &d);
-    Value key = value_int(7), fields = value_object(), by = value_object();
-    value_object_set(&fields, "url", value_cstring("a"));
-    value_object_set(&fields, "run_at", value_datetime(5000));
-    value_object_set(&fields, "attempts", value_int(2));
-    value_object_set(&fields, "hold", value_int(9));
-    value_object_set(&fields, "claimed_until", value_datetime(4000));
-    value_object_set(&by, "consumer", value_cstring("crawler"));
-    value_object_set(&by, "instance", value_cstring("i1"));
-    value_object_set(&fields, "claimed_by", by);
+    lang_table_def_encode(&def, &d);
+    Value key = lang_value_int(7), fields = lang_value_object(), by = lang_value_object();
+    lang_value_object_set(&fields, "url", lang_value_cstring("a"));
+    lang_value_object_set(&fields, "run_at", lang_value_datetime(5000));
+    lang_value_object_set(&fields, "attempts", lang_value_int(2));
+    lang_value_object_set(&fields, "hold", lang_value_int(9));
+    lang_value_object_set(&fields, "claimed_until", lang_value_datetime(4000));
+    lang_value_object_set(&by, "consumer", lang_value_cstring("crawler"));
+    lang_value_object_set(&by, "instance", lang_value_cstring("i1"));
+    lang_value_object_set(&fields, "claimed_by", by);
     old_value(&v, "i1", &key, &fields);
     StoreRecord r;
     int rc = lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){v.data, v.len}, &r);
@@ -309,19 +309,19 @@ test_record_upgrade(void)
     Record got = {0};
     LangError err = {0};
     StoreRecord with = r;
-    CHECK(record_from_store(&with, &def, &got, &err) == LANG_OK, "the new value reads");
+    CHECK(lang_record_from_store(&with, &def, &got, &err) == LANG_OK, "the new value reads");
     Buf json = {0};
-    value_to_json(&got.fields, &json);
+    lang_value_to_json(&got.fields, &json);
     CHECK_STR(json.data, "{\"run_at\":\"1970-01-01T00:00:00.000005Z\",\"url\":\"a\"}");
     CHECK(got.key.kind == VAL_INT && got.key.u.i == 7, "identity");
     CHECK(lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){"\x09xx", 3}, &r) != 0,
           "an unknown value is refused");
-    buf_free(&json);
-    record_free(&got);
-    value_free(&key);
-    value_free(&fields);
-    buf_free(&d);
-    buf_free(&v);
+    lang_buf_free(&json);
+    lang_record_free(&got);
+    lang_value_free(&key);
+    lang_value_free(&fields);
+    lang_buf_free(&d);
+    lang_buf_free(&v);
 }
 
 int
@@ -346,7 +346,7 @@ main(void)
         CHECK_STR(out.data ? out.data : "", cases[i].want);
         CHECK(err.code == cases[i].error, "case %zu: error %s (%s), want %s", i,
               lang_error_name(err.code), err.message, lang_error_name(cases[i].error));
-        buf_free(&out);
+        lang_buf_free(&out);
         lang_session_free(s);
         store_close(st);
         char cmd[64];

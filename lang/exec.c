@@ -11,15 +11,15 @@
 void
 lang_exec_answer(Exec *x, Value *v)
 {
-    value_to_json(v, x->out);
-    value_free(v);
+    lang_value_to_json(v, x->out);
+    lang_value_free(v);
 }
 
 LangErrorCode
 lang_exec_answer_records(Exec *x, Value *records)
 {
     if (x->err->code) {
-        value_free(records);
+        lang_value_free(records);
         return x->err->code;
     }
     lang_exec_answer(x, records);
@@ -39,18 +39,18 @@ collect_key(void *ctx, const StoreRecord *sr)
     KeyWalk *w = ctx;
     Record r = {0};
     LangError ignored = {0};
-    if (record_from_store(sr, w->def, &r, &ignored) == LANG_OK)
-        value_array_push(w->keys, value_clone(&r.key));
-    record_free(&r);
+    if (lang_record_from_store(sr, w->def, &r, &ignored) == LANG_OK)
+        lang_value_array_push(w->keys, lang_value_clone(&r.key));
+    lang_record_free(&r);
     return 0;
 }
 
 LangErrorCode
 lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys)
 {
-    *keys = value_array();
+    *keys = lang_value_array();
     if (t->id.kind == VAL_RECORD) {
-        value_array_push(keys, value_clone(t->id.u.rec.key));
+        lang_value_array_push(keys, lang_value_clone(t->id.u.rec.key));
         return LANG_OK;
     }
     KeyWalk w = {keys, def};
@@ -66,10 +66,10 @@ lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes)
         return LANG_OK;
     EvalContext cx = {view, x->now};
     Value v;
-    if (expr_eval(where, &cx, &v, x->err))
+    if (lang_expr_eval(where, &cx, &v, x->err))
         return x->err->code;
-    *yes = value_truthy(&v);
-    value_free(&v);
+    *yes = lang_value_truthy(&v);
+    lang_value_free(&v);
     return LANG_OK;
 }
 
@@ -148,7 +148,7 @@ static void
 session_restore(SessionRun *r)
 {
     free(r->s->consumer);
-    r->s->consumer = r->saved_consumer ? xstrdup(r->saved_consumer) : NULL;
+    r->s->consumer = r->saved_consumer ? lang_xstrdup(r->saved_consumer) : NULL;
     memcpy(r->s->instance, r->saved_instance, sizeof r->s->instance);
 }
 
@@ -163,7 +163,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
     session_restore(r);
     if (r->s->undo)
         lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
-    buf_reset(&r->lines);
+    lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
     Exec x = {r->s, txn, store_txn_now(txn), &r->lines, r->err, NULL};
     for (size_t i = 0; i < r->n; i++) {
@@ -183,12 +183,12 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
     bool writes = false;
     for (size_t i = 0; i < n; i++)
         writes |= !read_only(stmts[i]);
-    char *saved_consumer = s->consumer ? xstrdup(s->consumer) : NULL;
+    char *saved_consumer = s->consumer ? lang_xstrdup(s->consumer) : NULL;
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
     SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
-    r.ends = xcalloc(n, sizeof *r.ends);
+    r.ends = lang_xcalloc(n, sizeof *r.ends);
     r.reserve = true;
     for (size_t i = 0; i < n; i++)
         r.reserve &= uses_reserve(stmts[i]);
@@ -207,7 +207,7 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
         session_restore(&r);
         free(saved_consumer);
         free(r.ends);
-        buf_free(&r.lines);
+        lang_buf_free(&r.lines);
         return err->code;
     }
     for (size_t i = 0, start = 0; i < n; start = r.ends[i], i++)
@@ -215,7 +215,7 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
             emit(ctx, r.lines.data + start, r.ends[i] - start);
     free(saved_consumer);
     free(r.ends);
-    buf_free(&r.lines);
+    lang_buf_free(&r.lines);
     return LANG_OK;
 }
 
@@ -251,7 +251,7 @@ lang_session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangE
         if (s->in_txn) {
             if (s->npending == s->cap) {
                 s->cap = s->cap ? 2 * s->cap : 8;
-                s->pending = xrealloc(s->pending, s->cap * sizeof *s->pending);
+                s->pending = lang_xrealloc(s->pending, s->cap * sizeof *s->pending);
             }
             s->pending[s->npending++] = st;
             return LANG_OK;
@@ -263,7 +263,7 @@ lang_session_statement(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangE
     }
     if (!rc && emit && (st->kind == ST_BEGIN || st->kind == ST_COMMIT || st->kind == ST_CANCEL))
         emit(ctx, "null", 4);
-    stmt_free(st);
+    lang_stmt_free(st);
     return rc;
 }
 
@@ -271,13 +271,13 @@ LangErrorCode
 lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, void *ctx,
                   LangError *err)
 {
-    Parser *p = parser_new(text, len);
+    Parser *p = lang_parser_new(text, len);
     Stmt *st;
     int got;
     LangErrorCode rc = LANG_OK;
-    while (!rc && (got = parser_next(p, &st, err)) == 1)
+    while (!rc && (got = lang_parser_next(p, &st, err)) == 1)
         rc = lang_session_statement(s, st, emit, ctx, err);
-    parser_free(p);
+    lang_parser_free(p);
     return rc ? rc : err->code;
 }
 

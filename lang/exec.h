@@ -84,7 +84,7 @@ LangErrorCode lang_access_check(const LangSession *s, const TableDef *def, int w
                                 LangError *err);
 /* WrongKind unless "def" (named "table") is a queue. */
 LangErrorCode lang_queue_check(const TableDef *def, const char *table, LangError *err);
-/* Loads table "name" into "def" (free with table_def_free) for a statement
+/* Loads table "name" into "def" (free with lang_table_def_free) for a statement
  * that needs "want" on it: NoSuchTable, PermissionDenied, StoreError, with
  * nothing to free. */
 LangErrorCode lang_table_load(Exec *x, const char *name, int want, TableDef *def);

@@ -25,7 +25,7 @@ static LangErrorCode
 type_error(LangError *err, const char *what, const Value *a, const Value *b)
 {
     return lang_error_set(err, LANG_TYPE_ERROR, "cannot %s %s and %s", what,
-                          value_kind_name(a->kind), value_kind_name(b->kind));
+                          lang_value_kind_name(a->kind), lang_value_kind_name(b->kind));
 }
 
 /* Arithmetic: numbers, string concatenation, datetime ± duration,
@@ -50,12 +50,12 @@ arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
                 r = a->u.i / b->u.i;
                 break;
             }
-            *out = value_float((double)a->u.i / (double)b->u.i);
+            *out = lang_value_float((double)a->u.i / (double)b->u.i);
             return LANG_OK;
         }
         if (overflow)
             return lang_error_set(err, LANG_TYPE_ERROR, "integer overflow");
-        *out = value_int(r);
+        *out = lang_value_int(r);
         return LANG_OK;
     }
     if (is_number(a) && is_number(b)) {
@@ -69,15 +69,15 @@ arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
                 return lang_error_set(err, LANG_TYPE_ERROR, "division by zero");
             r = x / y;
         }
-        *out = value_float(r);
+        *out = lang_value_float(r);
         return LANG_OK;
     }
     if (op == OP_ADD && a->kind == VAL_STRING && b->kind == VAL_STRING) {
         Buf s = {0};
-        buf_append(&s, a->u.str.s, a->u.str.len);
-        buf_append(&s, b->u.str.s, b->u.str.len);
-        *out = value_string(s.data, s.len);
-        buf_free(&s);
+        lang_buf_append(&s, a->u.str.s, a->u.str.len);
+        lang_buf_append(&s, b->u.str.s, b->u.str.len);
+        *out = lang_value_string(s.data, s.len);
+        lang_buf_free(&s);
         return LANG_OK;
     }
     int64_t r;
@@ -87,7 +87,7 @@ arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
                                 : __builtin_sub_overflow(a->u.ns, b->u.ns, &r);
         if (overflow)
             return lang_error_set(err, LANG_TYPE_ERROR, "datetime out of range");
-        *out = value_datetime(r);
+        *out = lang_value_datetime(r);
         return LANG_OK;
     }
     if (op == OP_ADD && a->kind == VAL_DURATION && b->kind == VAL_DATETIME)
@@ -98,7 +98,7 @@ arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
                                 : __builtin_sub_overflow(a->u.ns, b->u.ns, &r);
         if (overflow)
             return lang_error_set(err, LANG_TYPE_ERROR, "duration out of range");
-        *out = value_duration(r);
+        *out = lang_value_duration(r);
         return LANG_OK;
     }
     return type_error(err, what, a, b);
@@ -113,26 +113,26 @@ call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
     if (n > 2)
         return lang_error_set(err, LANG_TYPE_ERROR, "%s takes at most 2 arguments", name);
     for (size_t i = 0; i < n; i++)
-        if (expr_eval(e->u.call.args[i], cx, &args[i], err)) {
-            value_free(&args[0]);
+        if (lang_expr_eval(e->u.call.args[i], cx, &args[i], err)) {
+            lang_value_free(&args[0]);
             return err->code;
         }
     LangErrorCode rc = LANG_OK;
     if (strcmp(name, "time::now") == 0 && n == 0) {
-        *out = value_datetime(cx->now);
+        *out = lang_value_datetime(cx->now);
     } else if (strcmp(name, "time::unix") == 0 && n <= 1) {
         int64_t ns = n == 0 ? cx->now : args[0].u.ns;
         if (n == 1 && args[0].kind != VAL_DATETIME)
             rc = lang_error_set(err, LANG_TYPE_ERROR, "time::unix takes a datetime, not %s",
-                                value_kind_name(args[0].kind));
+                                lang_value_kind_name(args[0].kind));
         else
-            *out = value_int(ns >= 0 ? ns / NS_PER_SEC : -((-ns + NS_PER_SEC - 1) / NS_PER_SEC));
+            *out = lang_value_int(ns >= 0 ? ns / NS_PER_SEC : -((-ns + NS_PER_SEC - 1) / NS_PER_SEC));
     } else if (strcmp(name, "time::from_unix") == 0 && n == 1) {
         if (args[0].kind == VAL_INT && args[0].u.i <= INT64_MAX / NS_PER_SEC &&
             args[0].u.i >= INT64_MIN / NS_PER_SEC)
-            *out = value_datetime(args[0].u.i * NS_PER_SEC);
+            *out = lang_value_datetime(args[0].u.i * NS_PER_SEC);
         else if (args[0].kind == VAL_FLOAT && fabs(args[0].u.f) < 9.2e9)
-            *out = value_datetime((int64_t)(args[0].u.f * 1e9));
+            *out = lang_value_datetime((int64_t)(args[0].u.f * 1e9));
         else
             rc = lang_error_set(err, LANG_TYPE_ERROR,
                                 "time::from_unix takes seconds as a number in range");
@@ -143,102 +143,102 @@ call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
                             name, n);
     }
     for (size_t i = 0; i < n; i++)
-        value_free(&args[i]);
+        lang_value_free(&args[i]);
     return rc;
 }
 
 LangErrorCode
-expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
+lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
 {
-    *out = value_none();
+    *out = lang_value_none();
     switch (e->kind) {
     case EX_LITERAL:
-        *out = value_clone(&e->u.literal);
+        *out = lang_value_clone(&e->u.literal);
         return LANG_OK;
     case EX_FIELD: {
         const Value *v = cx->record ? lang_path_get(cx->record, e->u.path.parts, e->u.path.len)
                                     : NULL;
         if (v)
-            *out = value_clone(v);
+            *out = lang_value_clone(v);
         return LANG_OK;
     }
     case EX_OBJECT: {
-        Value o = value_object();
+        Value o = lang_value_object();
         for (size_t i = 0; i < e->u.object.len; i++) {
             Value v;
-            if (expr_eval(e->u.object.vals[i], cx, &v, err)) {
-                value_free(&o);
+            if (lang_expr_eval(e->u.object.vals[i], cx, &v, err)) {
+                lang_value_free(&o);
                 return err->code;
             }
-            value_object_set(&o, e->u.object.keys[i], v);
+            lang_value_object_set(&o, e->u.object.keys[i], v);
         }
         *out = o;
         return LANG_OK;
     }
     case EX_ARRAY: {
-        Value a = value_array();
+        Value a = lang_value_array();
         for (size_t i = 0; i < e->u.array.len; i++) {
             Value v;
-            if (expr_eval(e->u.array.items[i], cx, &v, err)) {
-                value_free(&a);
+            if (lang_expr_eval(e->u.array.items[i], cx, &v, err)) {
+                lang_value_free(&a);
                 return err->code;
             }
-            value_array_push(&a, v);
+            lang_value_array_push(&a, v);
         }
         *out = a;
         return LANG_OK;
     }
     case EX_UNARY: {
         Value v;
-        if (expr_eval(e->u.unary.arg, cx, &v, err))
+        if (lang_expr_eval(e->u.unary.arg, cx, &v, err))
             return err->code;
         LangErrorCode rc = LANG_OK;
         if (e->u.unary.op == OP_NOT)
-            *out = value_bool(!value_truthy(&v));
+            *out = lang_value_bool(!lang_value_truthy(&v));
         else if (v.kind == VAL_INT && v.u.i != INT64_MIN)
-            *out = value_int(-v.u.i);
+            *out = lang_value_int(-v.u.i);
         else if (v.kind == VAL_FLOAT)
-            *out = value_float(-v.u.f);
+            *out = lang_value_float(-v.u.f);
         else
             rc = lang_error_set(err, LANG_TYPE_ERROR, "cannot negate %s",
-                                value_kind_name(v.kind));
-        value_free(&v);
+                                lang_value_kind_name(v.kind));
+        lang_value_free(&v);
         return rc;
     }
     case EX_BINARY: {
         ExprOp op = e->u.binary.op;
         Value a, b;
-        if (expr_eval(e->u.binary.lhs, cx, &a, err))
+        if (lang_expr_eval(e->u.binary.lhs, cx, &a, err))
             return err->code;
         if (op == OP_AND || op == OP_OR) {
-            bool t = value_truthy(&a);
-            value_free(&a);
+            bool t = lang_value_truthy(&a);
+            lang_value_free(&a);
             if ((op == OP_AND && !t) || (op == OP_OR && t)) {
-                *out = value_bool(t);
+                *out = lang_value_bool(t);
                 return LANG_OK;
             }
-            if (expr_eval(e->u.binary.rhs, cx, &b, err))
+            if (lang_expr_eval(e->u.binary.rhs, cx, &b, err))
                 return err->code;
-            *out = value_bool(value_truthy(&b));
-            value_free(&b);
+            *out = lang_value_bool(lang_value_truthy(&b));
+            lang_value_free(&b);
             return LANG_OK;
         }
-        if (expr_eval(e->u.binary.rhs, cx, &b, err)) {
-            value_free(&a);
+        if (lang_expr_eval(e->u.binary.rhs, cx, &b, err)) {
+            lang_value_free(&a);
             return err->code;
         }
         LangErrorCode rc = LANG_OK;
         switch (op) {
-        case OP_EQ: *out = value_bool(value_compare(&a, &b) == 0); break;
-        case OP_NE: *out = value_bool(value_compare(&a, &b) != 0); break;
-        case OP_LT: *out = value_bool(value_compare(&a, &b) < 0); break;
-        case OP_LE: *out = value_bool(value_compare(&a, &b) <= 0); break;
-        case OP_GT: *out = value_bool(value_compare(&a, &b) > 0); break;
-        case OP_GE: *out = value_bool(value_compare(&a, &b) >= 0); break;
+        case OP_EQ: *out = lang_value_bool(lang_value_compare(&a, &b) == 0); break;
+        case OP_NE: *out = lang_value_bool(lang_value_compare(&a, &b) != 0); break;
+        case OP_LT: *out = lang_value_bool(lang_value_compare(&a, &b) < 0); break;
+        case OP_LE: *out = lang_value_bool(lang_value_compare(&a, &b) <= 0); break;
+        case OP_GT: *out = lang_value_bool(lang_value_compare(&a, &b) > 0); break;
+        case OP_GE: *out = lang_value_bool(lang_value_compare(&a, &b) >= 0); break;
         default: rc = arith(op, &a, &b, out, err);
         }
-        value_free(&a);
-        value_free(&b);
+        lang_value_free(&a);
+        lang_value_free(&b);
         return rc;
     }
     case EX_CALL:

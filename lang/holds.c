@@ -25,14 +25,14 @@ static void
 undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64_t hold)
 {
     lang_unclaim_free(undo);
-    undo->table = xstrdup(table);
+    undo->table = lang_xstrdup(table);
     undo->before = *before;
     undo->hold = hold;
     StoreBytes *parts[] = {&undo->before.key, &undo->before.consumer, &undo->before.instance};
     size_t at[3];
     for (int i = 0; i < 3; i++) {
         at[i] = undo->bytes.len;
-        buf_append(&undo->bytes, parts[i]->data, parts[i]->len);
+        lang_buf_append(&undo->bytes, parts[i]->data, parts[i]->len);
     }
     for (int i = 0; i < 3; i++)
         parts[i]->data = undo->bytes.data + at[i];
@@ -51,12 +51,12 @@ claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
 {
     ClaimRun *c = ctx;
     Record r = {0};
-    if (record_from_store(now, c->def, &r, c->x->err))
+    if (lang_record_from_store(now, c->def, &r, c->x->err))
         return -1;
     if (c->x->s->undo)
         undo_keep(c->x->s->undo, c->def->decl.name, before, now->hold);
-    value_array_push(c->results, record_view(&r, c->def));
-    record_free(&r);
+    lang_value_array_push(c->results, lang_record_view(&r, c->def));
+    lang_record_free(&r);
     return 0;
 }
 
@@ -65,7 +65,7 @@ claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
 static Value
 claim_plan(const TableDef *def)
 {
-    Value plan = value_object();
+    Value plan = lang_value_object();
     const char *index = NULL;
     if (!def->decl.priority_by) {
         index = "id";
@@ -75,11 +75,11 @@ claim_plan(const TableDef *def)
                 strcmp(def->indexes[i].fields[0], def->decl.priority_by) == 0)
                 index = def->indexes[i].name;
     }
-    value_object_set(&plan, "plan", value_cstring(index ? "ordered" : "scan"));
+    lang_value_object_set(&plan, "plan", lang_value_cstring(index ? "ordered" : "scan"));
     if (index)
-        value_object_set(&plan, "index", value_cstring(index));
-    Value rows = value_array();
-    value_array_push(&rows, plan);
+        lang_value_object_set(&plan, "index", lang_value_cstring(index));
+    Value rows = lang_value_array();
+    lang_value_array_push(&rows, plan);
     return rows;
 }
 
@@ -93,9 +93,9 @@ lang_exec_claim(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_queue_load(x, t->table, st->u.claim.explain ? ACCESS_READ : ACCESS_WRITE, &def))
         return x->err->code;
-    Value results = value_array();
+    Value results = lang_value_array();
     if (st->u.claim.explain) {
-        value_free(&results);
+        lang_value_free(&results);
         results = claim_plan(&def);
     } else {
         Buf key = {0};
@@ -105,18 +105,18 @@ lang_exec_claim(Exec *x, const Stmt *st)
         if (x->s->consumer)
             c.consumer = (StoreBytes){x->s->consumer, strlen(x->s->consumer)};
         if (t->id.kind == VAL_RECORD) {
-            record_key_encode(t->id.u.rec.key, &key);
+            lang_record_key_encode(t->id.u.rec.key, &key);
             c.key = (StoreBytes){key.data, key.len};
         }
         int64_t claimed;
-        int rc = store_claim(x->txn, record_queue(&def, &q), &c, claimed_one, &run, &claimed);
+        int rc = store_claim(x->txn, lang_record_queue(&def, &q), &c, claimed_one, &run, &claimed);
         if (rc && !x->err->code && t->id.kind == VAL_RECORD)
-            record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
+            lang_record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
         else if (rc && !x->err->code)
             lang_store_error(rc, "claiming", x->err);
-        buf_free(&key);
+        lang_buf_free(&key);
     }
-    table_def_free(&def);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -134,7 +134,7 @@ release_delay(Exec *x, const TableDef *def, const Stmt *st, int64_t *at)
                               "queue '%s' declares no NOT BEFORE field", def->decl.name);
     EvalContext cx = {NULL, x->now};
     Value v;
-    if (expr_eval(st->u.release.not_before, &cx, &v, x->err))
+    if (lang_expr_eval(st->u.release.not_before, &cx, &v, x->err))
         return x->err->code;
     LangErrorCode rc = LANG_OK;
     if (v.kind == VAL_DATETIME)
@@ -144,8 +144,8 @@ release_delay(Exec *x, const TableDef *def, const Stmt *st, int64_t *at)
     else
         rc = lang_error_set(x->err, LANG_TYPE_ERROR,
                             "NOT BEFORE takes a datetime or a duration, not %s",
-                            value_kind_name(v.kind));
-    value_free(&v);
+                            lang_value_kind_name(v.kind));
+    lang_value_free(&v);
     return rc;
 }
 
@@ -154,9 +154,9 @@ static LangErrorCode
 answer_stored(Exec *x, const TableDef *def, const StoreRecord *sr, Value *results)
 {
     Record r = {0};
-    if (!record_from_store(sr, def, &r, x->err))
-        value_array_push(results, record_view(&r, def));
-    record_free(&r);
+    if (!lang_record_from_store(sr, def, &r, x->err))
+        lang_value_array_push(results, lang_record_view(&r, def));
+    lang_record_free(&r);
     return x->err->code;
 }
 
@@ -168,14 +168,14 @@ end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, Value 
     Buf key = {0};
     StoreQueue q;
     StoreRecord sr;
-    record_key_encode(&r->key, &key);
-    int rc = store_release(x->txn, record_queue(def, &q), (StoreBytes){key.data, key.len},
+    lang_record_key_encode(&r->key, &key);
+    int rc = store_release(x->txn, lang_record_queue(def, &q), (StoreBytes){key.data, key.len},
                            r->hold, delay_to, &sr);
     if (rc)
-        record_missing(rc, def, &r->key, "releasing a hold", x->err);
+        lang_record_missing(rc, def, &r->key, "releasing a hold", x->err);
     else
         answer_stored(x, def, &sr, results);
-    buf_free(&key);
+    lang_buf_free(&key);
     return x->err->code;
 }
 
@@ -199,10 +199,10 @@ hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
     *r = (Record){0};
     if (lang_queue_load(x, t->table, ACCESS_WRITE, def) ||
         release_delay(x, def, st, delay_to) ||
-        record_load(x->txn, def, t->id.u.rec.key, r, x->err))
+        lang_record_load(x->txn, def, t->id.u.rec.key, r, x->err))
         return x->err->code;
     if (st->u.release.fence)
-        record_fence(def, r, st->u.release.fence, x->now, x->err);
+        lang_record_fence(def, r, st->u.release.fence, x->now, x->err);
     return x->err->code;
 }
 
@@ -214,8 +214,8 @@ lang_exec_release(Exec *x, const Stmt *st)
     TableDef def;
     Record r;
     int64_t delay_to;
-    Value results = value_array();
-    if (hold_open(x, st, &def, &r, &delay_to) || !record_is_held(&r, x->now))
+    Value results = lang_value_array();
+    if (hold_open(x, st, &def, &r, &delay_to) || !lang_record_is_held(&r, x->now))
         goto done;
     const char *instance, *consumer = hold_consumer(&r, &instance);
     const char *group = st->u.release.for_consumer;
@@ -224,17 +224,17 @@ lang_exec_release(Exec *x, const Stmt *st)
         end_hold(x, &def, &r, delay_to, &results);
     } else if (consumer) {
         Buf name = {0};
-        record_id_format(&t->id.u.rec, &name);
+        lang_record_id_format(&t->id.u.rec, &name);
         lang_error_set(x->err, LANG_HELD_BY_OTHER, "%s is held by consumer '%s'%s", name.data,
                        consumer,
                        x->s->consumer && strcmp(consumer, x->s->consumer) == 0
                            ? " (another instance: name the group with FOR CONSUMER)"
                            : "");
-        buf_free(&name);
+        lang_buf_free(&name);
     }
 done:
-    record_free(&r);
-    table_def_free(&def);
+    lang_record_free(&r);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -259,20 +259,20 @@ lang_exec_release_all(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def))
         return x->err->code;
-    Value results = value_array();
+    Value results = lang_value_array();
     int64_t delay_to;
     if (!release_delay(x, &def, st, &delay_to)) {
         const char *group = st->u.release.for_consumer;
         StoreQueue q;
         ReleaseRun run = {x, &def, &results};
-        int rc = store_release_all(x->txn, record_queue(&def, &q),
+        int rc = store_release_all(x->txn, lang_record_queue(&def, &q),
                                    (StoreBytes){group, group ? strlen(group) : 0},
                                    (StoreBytes){x->s->instance, strlen(x->s->instance)},
                                    delay_to, released_one, &run);
         if (rc && !x->err->code)
             lang_store_error(rc, "releasing holds", x->err);
     }
-    table_def_free(&def);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -283,12 +283,12 @@ lang_exec_touch(Exec *x, const Stmt *st)
     TableDef def;
     Record r;
     int64_t no_delay;   /* TOUCH names none */
-    Value results = value_array();
+    Value results = lang_value_array();
     Buf name = {0};
-    record_id_format(&st->u.release.target.id.u.rec, &name);
+    lang_record_id_format(&st->u.release.target.id.u.rec, &name);
     if (hold_open(x, st, &def, &r, &no_delay))
         goto done;
-    if (!record_is_held(&r, x->now)) {
+    if (!lang_record_is_held(&r, x->now)) {
         lang_error_set(x->err, LANG_NOT_HELD, "%s is not held: there is no hold to extend",
                        name.data);
         goto done;
@@ -302,18 +302,18 @@ lang_exec_touch(Exec *x, const Stmt *st)
     Buf key = {0};
     StoreQueue q;
     StoreRecord sr;
-    record_key_encode(&r.key, &key);
-    int rc = store_touch(x->txn, record_queue(&def, &q), (StoreBytes){key.data, key.len}, r.hold,
+    lang_record_key_encode(&r.key, &key);
+    int rc = store_touch(x->txn, lang_record_queue(&def, &q), (StoreBytes){key.data, key.len}, r.hold,
                          &sr);
-    buf_free(&key);
+    lang_buf_free(&key);
     if (rc)
-        record_missing(rc, &def, &r.key, "extending a hold", x->err);
+        lang_record_missing(rc, &def, &r.key, "extending a hold", x->err);
     else
         answer_stored(x, &def, &sr, &results);
 done:
-    buf_free(&name);
-    record_free(&r);
-    table_def_free(&def);
+    lang_buf_free(&name);
+    lang_record_free(&r);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -323,7 +323,7 @@ void
 lang_unclaim_free(LangUnclaim *undo)
 {
     free(undo->table);
-    buf_free(&undo->bytes);
+    lang_buf_free(&undo->bytes);
     *undo = (LangUnclaim){0};
 }
 
@@ -344,16 +344,16 @@ unclaim_run(StoreTxn *txn, void *ctx)
     *u->err = (LangError){0};
     TableDef def;
     LangError gone = {0};
-    if (table_def_load(txn, u->undo->table, &def, &gone))
+    if (lang_table_def_load(txn, u->undo->table, &def, &gone))
         return 0;   /* dropped since: nothing to give back */
     StoreQueue q;
     bool back;
-    int rc = def.is_queue ? store_unclaim(txn, record_queue(&def, &q), &u->undo->before,
+    int rc = def.is_queue ? store_unclaim(txn, lang_record_queue(&def, &q), &u->undo->before,
                                           u->undo->hold, &back)
                           : STORE_OK;
     if (rc)
         lang_store_error(rc, "giving a claim back", u->err);
-    table_def_free(&def);
+    lang_table_def_free(&def);
     return u->err->code ? -1 : 0;
 }
 

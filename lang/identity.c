@@ -29,8 +29,8 @@ lang_identity_next(Exec *x, const TableDef *def, Value *key)
         return exhausted(x, def);
     if (rc)
         return lang_store_error(rc, "assigning an identity", x->err);
-    *key = value_int(next);
-    if (next == INT64_MAX && record_exists(x->txn, def, key))
+    *key = lang_value_int(next);
+    if (next == INT64_MAX && lang_record_exists(x->txn, def, key))
         return exhausted(x, def);
     return LANG_OK;
 }
@@ -51,9 +51,9 @@ LangErrorCode
 lang_dedup_check(Exec *x, const TableDef *def, const Value *key, bool *repeat)
 {
     Buf kb = {0};
-    record_key_encode(key, &kb);
+    lang_record_key_encode(key, &kb);
     int rc = store_dedup_check(x->txn, def->id, (StoreBytes){kb.data, kb.len},
                                def->decl.deduplicate_ns, repeat);
-    buf_free(&kb);
+    lang_buf_free(&kb);
     return rc ? lang_store_error(rc, "deduplicating", x->err) : LANG_OK;
 }

@@ -12,7 +12,7 @@
 static void
 json_string(const char *s, size_t len, Buf *out)
 {
-    buf_putc(out, '"');
+    lang_buf_putc(out, '"');
     size_t run = 0;   /* start of the pending run of plain bytes */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -35,12 +35,12 @@ json_string(const char *s, size_t len, Buf *out)
         }
         if (!esc)
             continue;
-        buf_append(out, s + run, i - run);
-        buf_puts(out, esc);
+        lang_buf_append(out, s + run, i - run);
+        lang_buf_puts(out, esc);
         run = i + 1;
     }
-    buf_append(out, s + run, len - run);
-    buf_putc(out, '"');
+    lang_buf_append(out, s + run, len - run);
+    lang_buf_putc(out, '"');
 }
 
 /* Appends a finite float in the shortest %g form that reads back exactly,
@@ -49,7 +49,7 @@ static void
 json_float(double f, Buf *out)
 {
     if (!isfinite(f)) {
-        buf_puts(out, "null");
+        lang_buf_puts(out, "null");
         return;
     }
     char text[40];
@@ -58,9 +58,9 @@ json_float(double f, Buf *out)
         if (strtod(text, NULL) == f)
             break;
     }
-    buf_puts(out, text);
+    lang_buf_puts(out, text);
     if (!strpbrk(text, ".eE"))
-        buf_puts(out, ".0");
+        lang_buf_puts(out, ".0");
 }
 
 /* Renders a text form (datetime, duration, record id) as a JSON string. */
@@ -71,19 +71,19 @@ json_quoted_buf(const Buf *text, Buf *out)
 }
 
 void
-value_to_json(const Value *v, Buf *out)
+lang_value_to_json(const Value *v, Buf *out)
 {
     Buf tmp = {0};
     switch (v->kind) {
     case VAL_NONE:
     case VAL_NULL:
-        buf_puts(out, "null");
+        lang_buf_puts(out, "null");
         break;
     case VAL_BOOL:
-        buf_puts(out, v->u.b ? "true" : "false");
+        lang_buf_puts(out, v->u.b ? "true" : "false");
         break;
     case VAL_INT:
-        buf_put_int(out, v->u.i);
+        lang_buf_put_int(out, v->u.i);
         break;
     case VAL_FLOAT:
         json_float(v->u.f, out);
@@ -92,44 +92,44 @@ value_to_json(const Value *v, Buf *out)
         json_string(v->u.str.s, v->u.str.len, out);
         break;
     case VAL_DURATION:
-        duration_format(v->u.ns, &tmp);
+        lang_duration_format(v->u.ns, &tmp);
         json_quoted_buf(&tmp, out);
         break;
     case VAL_DATETIME:
-        datetime_format(v->u.ns, &tmp);
+        lang_datetime_format(v->u.ns, &tmp);
         json_quoted_buf(&tmp, out);
         break;
     case VAL_RECORD:
-        record_id_format(&v->u.rec, &tmp);
+        lang_record_id_format(&v->u.rec, &tmp);
         json_quoted_buf(&tmp, out);
         break;
     case VAL_ARRAY:
-        buf_putc(out, '[');
+        lang_buf_putc(out, '[');
         for (size_t i = 0; i < v->u.arr.len; i++) {
             if (i)
-                buf_putc(out, ',');
-            value_to_json(&v->u.arr.items[i], out);
+                lang_buf_putc(out, ',');
+            lang_value_to_json(&v->u.arr.items[i], out);
         }
-        buf_putc(out, ']');
+        lang_buf_putc(out, ']');
         break;
     case VAL_OBJECT: {
-        buf_putc(out, '{');
+        lang_buf_putc(out, '{');
         bool first = true;
         for (size_t i = 0; i < v->u.obj.len; i++) {
             if (v->u.obj.vals[i].kind == VAL_NONE)
                 continue;
             if (!first)
-                buf_putc(out, ',');
+                lang_buf_putc(out, ',');
             first = false;
             json_string(v->u.obj.keys[i], strlen(v->u.obj.keys[i]), out);
-            buf_putc(out, ':');
-            value_to_json(&v->u.obj.vals[i], out);
+            lang_buf_putc(out, ':');
+            lang_value_to_json(&v->u.obj.vals[i], out);
         }
-        buf_putc(out, '}');
+        lang_buf_putc(out, '}');
         break;
     }
     }
-    buf_free(&tmp);
+    lang_buf_free(&tmp);
 }
 
 /* True when "s" is [A-Za-z_][A-Za-z0-9_]* (so never all digits). */
@@ -149,36 +149,36 @@ is_plain_ident(const char *s, size_t len)
 }
 
 void
-record_id_format(const RecordId *id, Buf *out)
+lang_record_id_format(const RecordId *id, Buf *out)
 {
-    buf_puts(out, id->table);
-    buf_putc(out, ':');
+    lang_buf_puts(out, id->table);
+    lang_buf_putc(out, ':');
     const Value *key = id->key;
     if (!key)
         return;
     if (key->kind == VAL_INT) {
-        buf_put_int(out, key->u.i);
+        lang_buf_put_int(out, key->u.i);
     } else if (key->kind == VAL_STRING) {
         const char *s = key->u.str.s;
         size_t len = key->u.str.len;
         if (is_plain_ident(s, len)) {
-            buf_append(out, s, len);
+            lang_buf_append(out, s, len);
             return;
         }
-        buf_putc(out, '\'');
+        lang_buf_putc(out, '\'');
         for (size_t i = 0; i < len; i++) {
             if (s[i] == '\'' || s[i] == '\\')
-                buf_putc(out, '\\');
-            buf_putc(out, s[i]);
+                lang_buf_putc(out, '\\');
+            lang_buf_putc(out, s[i]);
         }
-        buf_putc(out, '\'');
+        lang_buf_putc(out, '\'');
     } else {
-        value_to_json(key, out);
+        lang_value_to_json(key, out);
     }
 }
 
 bool
-utf8_valid(const char *s, size_t len)
+lang_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;

@@ -9,18 +9,18 @@
 static void
 test_json_scalars(void)
 {
-    CHECK_JSON(value_none(), "null");
-    CHECK_JSON(value_null(), "null");
-    CHECK_JSON(value_bool(true), "true");
-    CHECK_JSON(value_bool(false), "false");
-    CHECK_JSON(value_int(0), "0");
-    CHECK_JSON(value_int(-42), "-42");
-    CHECK_JSON(value_int(INT64_MAX), "9223372036854775807");
-    CHECK_JSON(value_int(INT64_MIN), "-9223372036854775808");
-    CHECK_JSON(value_duration(90 * 60 * SEC), "\"1h30m\"");
-    CHECK_JSON(value_duration(0), "\"0ns\"");
-    CHECK_JSON(value_datetime(INT64_C(1796112000) * SEC), "\"2026-12-01T08:00:00Z\"");
-    CHECK_JSON(value_datetime(INT64_C(1796112000) * SEC + 500000000),
+    CHECK_JSON(lang_value_none(), "null");
+    CHECK_JSON(lang_value_null(), "null");
+    CHECK_JSON(lang_value_bool(true), "true");
+    CHECK_JSON(lang_value_bool(false), "false");
+    CHECK_JSON(lang_value_int(0), "0");
+    CHECK_JSON(lang_value_int(-42), "-42");
+    CHECK_JSON(lang_value_int(INT64_MAX), "9223372036854775807");
+    CHECK_JSON(lang_value_int(INT64_MIN), "-9223372036854775808");
+    CHECK_JSON(lang_value_duration(90 * 60 * SEC), "\"1h30m\"");
+    CHECK_JSON(lang_value_duration(0), "\"0ns\"");
+    CHECK_JSON(lang_value_datetime(INT64_C(1796112000) * SEC), "\"2026-12-01T08:00:00Z\"");
+    CHECK_JSON(lang_value_datetime(INT64_C(1796112000) * SEC + 500000000),
                "\"2026-12-01T08:00:00.5Z\"");
     CHECK_JSON(rec_int("jobs", 1), "\"jobs:1\"");
     CHECK_JSON(rec_int("jobs", -7), "\"jobs:-7\"");
@@ -49,15 +49,15 @@ test_json_floats(void)
         {123456789012345.0, "123456789012345.0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *got = json_take(value_float(cases[i].f));
+        char *got = json_take(lang_value_float(cases[i].f));
         CHECK(strcmp(got, cases[i].want) == 0, "float %zu: got %s, want %s", i, got,
               cases[i].want);
         CHECK(strtod(got, NULL) == cases[i].f, "float %s reads back", got);
         free(got);
     }
-    CHECK_JSON(value_float(NAN), "null");
-    CHECK_JSON(value_float(INFINITY), "null");
-    CHECK_JSON(value_float(-INFINITY), "null");
+    CHECK_JSON(lang_value_float(NAN), "null");
+    CHECK_JSON(lang_value_float(INFINITY), "null");
+    CHECK_JSON(lang_value_float(-INFINITY), "null");
 }
 
 static void
@@ -78,7 +78,7 @@ test_json_strings(void)
         {"/<>'", 4, "\"/<>'\""},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *got = json_take(value_string(cases[i].s, cases[i].len));
+        char *got = json_take(lang_value_string(cases[i].s, cases[i].len));
         CHECK(strcmp(got, cases[i].want) == 0, "string %zu: got %s, want %s", i, got,
               cases[i].want);
         free(got);
@@ -88,18 +88,18 @@ test_json_strings(void)
 static void
 test_json_containers(void)
 {
-    CHECK_JSON(value_array(), "[]");
-    CHECK_JSON(value_object(), "{}");
-    CHECK_JSON(arr(3, value_int(1), value_none(), value_cstring("x")), "[1,null,\"x\"]");
-    CHECK_JSON(obj(3, "url", value_cstring("a"), "id", rec_int("jobs", 1), "attempts",
-                   value_int(1)),
+    CHECK_JSON(lang_value_array(), "[]");
+    CHECK_JSON(lang_value_object(), "{}");
+    CHECK_JSON(arr(3, lang_value_int(1), lang_value_none(), lang_value_cstring("x")), "[1,null,\"x\"]");
+    CHECK_JSON(obj(3, "url", lang_value_cstring("a"), "id", rec_int("jobs", 1), "attempts",
+                   lang_value_int(1)),
                "{\"attempts\":1,\"id\":\"jobs:1\",\"url\":\"a\"}");
-    CHECK_JSON(obj(2, "a", arr(2, value_float(2.0), value_object()), "b\"", value_null()),
+    CHECK_JSON(obj(2, "a", arr(2, lang_value_float(2.0), lang_value_object()), "b\"", lang_value_null()),
                "{\"a\":[2.0,{}],\"b\\\"\":null}");
-    CHECK_JSON(obj(2, "gone", value_none(), "k", value_bool(true)), "{\"k\":true}");
+    CHECK_JSON(obj(2, "gone", lang_value_none(), "k", lang_value_bool(true)), "{\"k\":true}");
 
-    /* a NONE stored directly (bypassing value_object_set) is omitted */
-    Value o = obj(1, "b", value_int(2));
+    /* a NONE stored directly (bypassing lang_value_object_set) is omitted */
+    Value o = obj(1, "b", lang_value_int(2));
     o.u.obj.vals[0].kind = VAL_NONE;
     CHECK_JSON(o, "{}");
 }
@@ -129,10 +129,10 @@ test_record_id_format(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         Buf b = {0};
-        record_id_format(&cases[i].id.u.rec, &b);
+        lang_record_id_format(&cases[i].id.u.rec, &b);
         CHECK_STR(b.data, cases[i].want);
-        buf_free(&b);
-        value_free(&cases[i].id);
+        lang_buf_free(&b);
+        lang_value_free(&cases[i].id);
     }
 }
 
@@ -173,7 +173,7 @@ test_utf8(void)
         {"\xf0\x9f\x28\x80", 4, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        CHECK(utf8_valid(cases[i].s, cases[i].len) == cases[i].want, "utf8 case %zu", i);
+        CHECK(lang_utf8_valid(cases[i].s, cases[i].len) == cases[i].want, "utf8 case %zu", i);
 }
 
 int

@@ -14,7 +14,7 @@
 #define IS_IDCHAR(c) (IS_IDSTART(c) || IS_DIGIT(c))
 
 void
-lex_init(Lexer *lx, const char *src, size_t len, LangError *err)
+lang_lex_init(Lexer *lx, const char *src, size_t len, LangError *err)
 {
     lx->src = lx->p = lx->bol = src;
     lx->end = src + len;
@@ -24,9 +24,9 @@ lex_init(Lexer *lx, const char *src, size_t len, LangError *err)
 }
 
 void
-token_free(Token *t)
+lang_token_free(Token *t)
 {
-    buf_free(&t->buf);
+    lang_buf_free(&t->buf);
     t->text = NULL;
     t->len = 0;
 }
@@ -221,7 +221,7 @@ put_utf8(Buf *b, uint32_t cp)
         s[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    buf_append(b, s, n);
+    lang_buf_append(b, s, n);
 }
 
 /* Four hex digits at "q" into "*cp"; false when they are not. */
@@ -247,7 +247,7 @@ lex_string(Lexer *lx, Token *t)
 {
     const char *start = lx->p;
     char q = *lx->p++;
-    buf_reset(&t->buf);
+    lang_buf_reset(&t->buf);
     for (;;) {
         const char *run = lx->p;
         while (lx->p < lx->end) {
@@ -257,7 +257,7 @@ lex_string(Lexer *lx, Token *t)
             lx->p++;
         }
         if (lx->p > run)
-            buf_append(&t->buf, run, (size_t)(lx->p - run));
+            lang_buf_append(&t->buf, run, (size_t)(lx->p - run));
         if (lx->p >= lx->end || *lx->p == '\n')
             return unterminated(lx, t, start, "string");
         unsigned char c = (unsigned char)*lx->p;
@@ -269,7 +269,7 @@ lex_string(Lexer *lx, Token *t)
             int n = utf8_len(lx, lx->p);
             if (n == 0)
                 return lex_fail(lx, t, lx->p, "invalid UTF-8 in a string");
-            buf_append(&t->buf, lx->p, (size_t)n);
+            lang_buf_append(&t->buf, lx->p, (size_t)n);
             lx->p += n;
             continue;
         }
@@ -322,7 +322,7 @@ lex_string(Lexer *lx, Token *t)
             return lex_fail(lx, t, esc, "invalid escape '%s' in a string", what);
         }
         }
-        buf_putc(&t->buf, out);
+        lang_buf_putc(&t->buf, out);
         lx->p += 2;
     }
     t->text = t->buf.data ? t->buf.data : "";
@@ -335,7 +335,7 @@ static TokKind
 lex_backtick(Lexer *lx, Token *t)
 {
     const char *start = lx->p++;
-    buf_reset(&t->buf);
+    lang_buf_reset(&t->buf);
     for (;;) {
         if (lx->p >= lx->end || *lx->p == '\n')
             return unterminated(lx, t, start, "`identifier`");
@@ -345,7 +345,7 @@ lex_backtick(Lexer *lx, Token *t)
             break;
         }
         if (c == '\\' && (byte_at(lx, lx->p, 1) == '`' || byte_at(lx, lx->p, 1) == '\\')) {
-            buf_putc(&t->buf, lx->p[1]);
+            lang_buf_putc(&t->buf, lx->p[1]);
             lx->p += 2;
         } else if (c < 0x20 || c == 0x7F) {
             return bad_byte(lx, t, lx->p, " in an identifier");
@@ -353,10 +353,10 @@ lex_backtick(Lexer *lx, Token *t)
             int n = utf8_len(lx, lx->p);
             if (n == 0)
                 return bad_byte(lx, t, lx->p, " in an identifier");
-            buf_append(&t->buf, lx->p, (size_t)n);
+            lang_buf_append(&t->buf, lx->p, (size_t)n);
             lx->p += n;
         } else {
-            buf_putc(&t->buf, (char)c);
+            lang_buf_putc(&t->buf, (char)c);
             lx->p++;
         }
     }
@@ -407,7 +407,7 @@ lex_number(Lexer *lx, Token *t)
             d += is_micro(lx, d) ? 2 : 1;
         char text[48];
         snprintf(text, sizeof text, "%.*s", (int)(d - s) > 40 ? 40 : (int)(d - s), s);
-        if (is_float || duration_parse(s, (size_t)(d - s), &t->ns) != 0)
+        if (is_float || lang_duration_parse(s, (size_t)(d - s), &t->ns) != 0)
             return lex_fail(lx, t, s,
                             "invalid number or duration '%s' (durations are written "
                             "like 30s, 1h30m, 500ms)", text);
@@ -420,7 +420,7 @@ lex_number(Lexer *lx, Token *t)
         char *heap = NULL, *text = tmp;
         size_t n = (size_t)(q - s);
         if (n >= sizeof tmp)
-            text = heap = xmalloc(n + 1);
+            text = heap = lang_xmalloc(n + 1);
         memcpy(text, s, n);
         text[n] = '\0';
         t->f = strtod(text, NULL);
@@ -447,7 +447,7 @@ lex_number(Lexer *lx, Token *t)
 }
 
 TokKind
-lex_next(Lexer *lx, Token *t)
+lang_lex_next(Lexer *lx, Token *t)
 {
     t->quoted = false;
     t->int_min = false;
@@ -482,7 +482,7 @@ lex_next(Lexer *lx, Token *t)
                 lx->p++;
                 k = lex_string(lx, t);
                 if (k == TK_STRING && c == 'd') {
-                    if (datetime_parse(t->text, t->len, &t->ns) != 0) {
+                    if (lang_datetime_parse(t->text, t->len, &t->ns) != 0) {
                         char text[64];
                         snprintf(text, sizeof text, "%.*s", t->len > 40 ? 40 : (int)t->len,
                                  t->text);
@@ -560,7 +560,7 @@ lex_next(Lexer *lx, Token *t)
 }
 
 void
-token_describe(const Token *t, char *out, size_t size)
+lang_token_describe(const Token *t, char *out, size_t size)
 {
     if (t->kind == TK_EOF) {
         snprintf(out, size, "end of text");

@@ -6,9 +6,9 @@
  * called `value`, `type` or `from`.
  *
  *     Lexer lx; Token t = {0}; LangError err = {0};
- *     lex_init(&lx, text, len, &err);
- *     while (lex_next(&lx, &t) > TK_EOF) use(&t);   // TK_ERROR: "err" says why
- *     token_free(&t);
+ *     lang_lex_init(&lx, text, len, &err);
+ *     while (lang_lex_next(&lx, &t) > TK_EOF) use(&t);   // TK_ERROR: "err" says why
+ *     lang_token_free(&t);
  *
  * Every byte of the text is checked as it is scanned: a NUL byte, invalid
  * UTF-8 (in strings, comments and identifiers alike) and raw control
@@ -66,15 +66,15 @@ typedef struct Lexer {
 } Lexer;
 
 /* Starts scanning "len" bytes of "src" (not copied).  Errors go to "err". */
-void lex_init(Lexer *lx, const char *src, size_t len, LangError *err);
+void lang_lex_init(Lexer *lx, const char *src, size_t len, LangError *err);
 /* Scans the next token into "t" and returns its kind.  "t->text" stays
  * valid until "t" is scanned into again.  After TK_ERROR or TK_EOF every
  * further call returns the same kind again. */
-TokKind lex_next(Lexer *lx, Token *t);
+TokKind lang_lex_next(Lexer *lx, Token *t);
 /* Releases what a token owns; it stays usable. */
-void token_free(Token *t);
+void lang_token_free(Token *t);
 /* Writes a short description of "t" for messages: "';'", "'jobs'",
  * "end of text" (into "out", at most "size" bytes). */
-void token_describe(const Token *t, char *out, size_t size);
+void lang_token_describe(const Token *t, char *out, size_t size);
 
 #endif

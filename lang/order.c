@@ -1,5 +1,5 @@
-/* order.c — order keys: value_key_encode, the encoding whose memcmp order
- * is value_compare's order (see value.h). */
+/* order.c — order keys: lang_value_key_encode, the encoding whose memcmp order
+ * is lang_value_compare's order (see value.h). */
 #include "value.h"
 
 #include <math.h>
@@ -27,7 +27,7 @@ key_i64(int64_t v, Buf *out)
 {
     unsigned char b[8];
     be_put64(b, (uint64_t)v ^ (UINT64_C(1) << 63));
-    buf_append(out, b, sizeof b);
+    lang_buf_append(out, b, sizeof b);
 }
 
 /* A number as (d, r): d the nearest double, in order-preserving bits (NaN
@@ -59,7 +59,7 @@ key_number(const Value *v, Buf *out)
     unsigned char b[10];
     be_put64(b, bits);
     be_put16(b + 8, (uint16_t)(r + 0x8000));
-    buf_append(out, b, sizeof b);
+    lang_buf_append(out, b, sizeof b);
 }
 
 /* Bytes with 0x00 escaped as 00 FF, ended by 00 00. */
@@ -71,12 +71,12 @@ key_bytes(const char *s, size_t len, Buf *out)
     for (size_t i = 0; i < len; i++) {
         if (s[i] != '\0')
             continue;
-        buf_append(out, s + run, i - run);
-        buf_append(out, esc, 2);
+        lang_buf_append(out, s + run, i - run);
+        lang_buf_append(out, esc, 2);
         run = i + 1;
     }
-    buf_append(out, s + run, len - run);
-    buf_append(out, end, 2);
+    lang_buf_append(out, s + run, len - run);
+    lang_buf_append(out, end, 2);
 }
 
 static void
@@ -84,59 +84,59 @@ key_encode_asc(const Value *v, Buf *out)
 {
     switch (v->kind) {
     case VAL_NONE:
-        buf_putc(out, KEY_NONE);
+        lang_buf_putc(out, KEY_NONE);
         break;
     case VAL_NULL:
-        buf_putc(out, KEY_NULL);
+        lang_buf_putc(out, KEY_NULL);
         break;
     case VAL_BOOL:
-        buf_putc(out, KEY_BOOL);
-        buf_putc(out, v->u.b ? 1 : 0);
+        lang_buf_putc(out, KEY_BOOL);
+        lang_buf_putc(out, v->u.b ? 1 : 0);
         break;
     case VAL_INT:
     case VAL_FLOAT:
-        buf_putc(out, KEY_NUMBER);
+        lang_buf_putc(out, KEY_NUMBER);
         key_number(v, out);
         break;
     case VAL_STRING:
-        buf_putc(out, KEY_STRING);
+        lang_buf_putc(out, KEY_STRING);
         key_bytes(v->u.str.s, v->u.str.len, out);
         break;
     case VAL_DURATION:
-        buf_putc(out, KEY_DURATION);
+        lang_buf_putc(out, KEY_DURATION);
         key_i64(v->u.ns, out);
         break;
     case VAL_DATETIME:
-        buf_putc(out, KEY_DATETIME);
+        lang_buf_putc(out, KEY_DATETIME);
         key_i64(v->u.ns, out);
         break;
     case VAL_RECORD: {
-        Value none = value_none();
-        buf_putc(out, KEY_RECORD);
+        Value none = lang_value_none();
+        lang_buf_putc(out, KEY_RECORD);
         key_bytes(v->u.rec.table, strlen(v->u.rec.table), out);
         key_encode_asc(v->u.rec.key ? v->u.rec.key : &none, out);
         break;
     }
     case VAL_ARRAY:
-        buf_putc(out, KEY_ARRAY);
+        lang_buf_putc(out, KEY_ARRAY);
         for (size_t i = 0; i < v->u.arr.len; i++)
             key_encode_asc(&v->u.arr.items[i], out);
-        buf_putc(out, KEY_END);
+        lang_buf_putc(out, KEY_END);
         break;
     case VAL_OBJECT:
-        buf_putc(out, KEY_OBJECT);
+        lang_buf_putc(out, KEY_OBJECT);
         for (size_t i = 0; i < v->u.obj.len; i++) {
-            buf_putc(out, KEY_PAIR);
+            lang_buf_putc(out, KEY_PAIR);
             key_bytes(v->u.obj.keys[i], strlen(v->u.obj.keys[i]), out);
             key_encode_asc(&v->u.obj.vals[i], out);
         }
-        buf_putc(out, KEY_END);
+        lang_buf_putc(out, KEY_END);
         break;
     }
 }
 
 void
-value_key_encode(const Value *v, bool descending, Buf *out)
+lang_value_key_encode(const Value *v, bool descending, Buf *out)
 {
     size_t start = out->len;
     key_encode_asc(v, out);

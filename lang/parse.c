@@ -29,14 +29,14 @@ void
 lang_parse_init(ParseState *ps, const char *text, size_t len)
 {
     memset(ps, 0, offsetof(ParseState, pool));
-    lex_init(&ps->lx, text, len, &ps->err);
+    lang_lex_init(&ps->lx, text, len, &ps->err);
 }
 
 void
 lang_parse_free(ParseState *ps)
 {
-    token_free(&ps->tok);
-    token_free(&ps->ahead);
+    lang_token_free(&ps->tok);
+    lang_token_free(&ps->ahead);
     uintptr_t pool = (uintptr_t)ps->pool, end = (uintptr_t)(ps->pool + PARSE_POOL);
     while (ps->spare) {
         Expr *e = ps->spare;
@@ -75,7 +75,7 @@ void
 lang_parse_expected(ParseState *ps, const char *what)
 {
     char found[64];
-    token_describe(&ps->tok, found, sizeof found);
+    lang_token_describe(&ps->tok, found, sizeof found);
     lang_parse_error(ps, &ps->tok, "expected %s, found %s", what, found);
 }
 
@@ -101,7 +101,7 @@ void
 lang_parse_not_constant(ParseState *ps)
 {
     char found[64];
-    token_describe(&ps->tok, found, sizeof found);
+    lang_token_describe(&ps->tok, found, sizeof found);
     lang_parse_error(ps, &ps->tok, "record content must be a literal value, found %s", found);
 }
 
@@ -146,7 +146,7 @@ lang_parse_check_match(ParseState *ps, TokKind what, TokKind who, int line, int 
         return true;
     if (!lang_parse_nonconstant(ps)) {
         char found[64];
-        token_describe(&ps->tok, found, sizeof found);
+        lang_token_describe(&ps->tok, found, sizeof found);
         lang_parse_error(ps, &ps->tok, "%s expected (to close %s at line %d, column %d), found %s",
                          bracket_text(what), bracket_text(who), line, col, found);
     }
@@ -185,7 +185,7 @@ lang_parse_name(ParseState *ps, const char *what)
         lang_parse_expected(ps, what);
         return NULL;
     }
-    char *s = xstrndup(ps->tok.text, ps->tok.len);
+    char *s = lang_xstrndup(ps->tok.text, ps->tok.len);
     next(ps);
     return s;
 }
@@ -223,21 +223,21 @@ lang_parse_cstring(ParseState *ps, const Token *t, const char *what)
         lang_parse_error(ps, t, "%s cannot contain a NUL character", what);
         return NULL;
     }
-    return xstrndup(t->text, t->len);
+    return lang_xstrndup(t->text, t->len);
 }
 
 /* ---- the Parser ---- */
 
 Parser *
-parser_new(const char *text, size_t len)
+lang_parser_new(const char *text, size_t len)
 {
-    Parser *p = xcalloc(1, sizeof *p);
+    Parser *p = lang_xcalloc(1, sizeof *p);
     lang_parse_init(&p->ps, text, len);
     return p;
 }
 
 void
-parser_free(Parser *p)
+lang_parser_free(Parser *p)
 {
     if (!p)
         return;
@@ -247,7 +247,7 @@ parser_free(Parser *p)
 
 /* text -> {';'} [statement {';' {';'}} ] */
 int
-parser_next(Parser *p, Stmt **out, LangError *err)
+lang_parser_next(Parser *p, Stmt **out, LangError *err)
 {
     ParseState *ps = &p->ps;
     *out = NULL;

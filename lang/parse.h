@@ -5,10 +5,10 @@
  * statement before parsing the next: at the first error everything after it
  * is left unparsed.
  *
- *     Parser *p = parser_new(text, len);
+ *     Parser *p = lang_parser_new(text, len);
  *     Stmt *s; LangError err = {0};
- *     while (parser_next(p, &s, &err) == 1) { run(s); stmt_free(s); }
- *     parser_free(p);
+ *     while (lang_parser_next(p, &s, &err) == 1) { run(s); lang_stmt_free(s); }
+ *     lang_parser_free(p);
  *
  * Errors are LANG_PARSE_ERROR with a message that says what was expected,
  * what was found and where: "expected TIMEOUT after queue name, found ';'
@@ -33,16 +33,16 @@
 typedef struct Parser Parser;
 
 /* A parser over "len" bytes of "text" (not copied: keep it alive). */
-Parser *parser_new(const char *text, size_t len);
+Parser *lang_parser_new(const char *text, size_t len);
 /* Frees the parser (NULL is allowed); statements it returned stay valid. */
-void parser_free(Parser *p);
+void lang_parser_free(Parser *p);
 
 /* Parses the next statement.  Returns 1 and sets "*out" (caller frees with
- * stmt_free) when one was parsed; 0 at the end of the text (only blanks,
+ * lang_stmt_free) when one was parsed; 0 at the end of the text (only blanks,
  * comments and stray ';' left); -1 on error, with "err" filled.  Each
  * statement ends with ';' or the end of the text.  Comments: "-- …" and
  * "# …" to end of line, and C-style block comments. */
-int parser_next(Parser *p, Stmt **out, LangError *err);
+int lang_parser_next(Parser *p, Stmt **out, LangError *err);
 
 /* Parses a whole text as one constant: an expression restricted to
  * constant values, which is JSON or a SurrealQL literal (unquoted keys,

@@ -26,13 +26,13 @@
 /* ---- trees ---- */
 
 void
-expr_free(Expr *e)
+lang_expr_free(Expr *e)
 {
     if (!e)
         return;
     switch (e->kind) {
     case EX_LITERAL:
-        value_free(&e->u.literal);
+        lang_value_free(&e->u.literal);
         break;
     case EX_FIELD:
         lang_parse_free_parts(e->u.path.parts, e->u.path.len);
@@ -40,27 +40,27 @@ expr_free(Expr *e)
     case EX_OBJECT:
         for (size_t i = 0; i < e->u.object.len; i++) {
             free(e->u.object.keys[i]);
-            expr_free(e->u.object.vals[i]);
+            lang_expr_free(e->u.object.vals[i]);
         }
         free(e->u.object.keys);
         free(e->u.object.vals);
         break;
     case EX_ARRAY:
         for (size_t i = 0; i < e->u.array.len; i++)
-            expr_free(e->u.array.items[i]);
+            lang_expr_free(e->u.array.items[i]);
         free(e->u.array.items);
         break;
     case EX_UNARY:
-        expr_free(e->u.unary.arg);
+        lang_expr_free(e->u.unary.arg);
         break;
     case EX_BINARY:
-        expr_free(e->u.binary.lhs);
-        expr_free(e->u.binary.rhs);
+        lang_expr_free(e->u.binary.lhs);
+        lang_expr_free(e->u.binary.rhs);
         break;
     case EX_CALL:
         free(e->u.call.name);
         for (size_t i = 0; i < e->u.call.len; i++)
-            expr_free(e->u.call.args[i]);
+            lang_expr_free(e->u.call.args[i]);
         free(e->u.call.args);
         break;
     }
@@ -70,7 +70,7 @@ expr_free(Expr *e)
 static Expr *
 new_expr(ExprKind kind)
 {
-    Expr *e = xcalloc(1, sizeof *e);
+    Expr *e = lang_xcalloc(1, sizeof *e);
     e->kind = kind;
     return e;
 }
@@ -86,7 +86,7 @@ literal(ParseState *ps, Value v)
     else if (ps->constant && ps->npool < PARSE_POOL)
         e = &ps->pool[ps->npool++];
     else
-        e = xmalloc(sizeof *e);   /* not calloc: it bypasses malloc's cache */
+        e = lang_xmalloc(sizeof *e);   /* not calloc: it bypasses malloc's cache */
     e->kind = EX_LITERAL;
     e->u.literal = v;
     return e;
@@ -109,9 +109,9 @@ discard(ParseState *ps, Expr *e)
 {
     if (e && ps->constant) {
         Value v = take_literal(ps, e);
-        value_free(&v);
+        lang_value_free(&v);
     } else {
-        expr_free(e);
+        lang_expr_free(e);
     }
 }
 
@@ -119,7 +119,7 @@ static Expr *
 binary(ExprOp op, Expr *lhs, Expr *rhs)
 {
     if (!rhs) {
-        expr_free(lhs);
+        lang_expr_free(lhs);
         return NULL;
     }
     Expr *e = new_expr(EX_BINARY);
@@ -151,7 +151,7 @@ int_value(ParseState *ps, const Token *t, Value *out)
         lang_parse_error(ps, t, "integer 9223372036854775808 is out of range");
         return false;
     }
-    *out = value_int(t->i);
+    *out = lang_value_int(t->i);
     return true;
 }
 
@@ -172,7 +172,7 @@ lang_parse_key(ParseState *ps, Value *out, const char *what)
             lang_parse_error(ps, t, "a record key cannot be empty");
             return false;
         }
-        *out = value_string(t->text, t->len);
+        *out = lang_value_string(t->text, t->len);
         break;
     default:
         lang_parse_expected(ps, what);
@@ -186,7 +186,7 @@ lang_parse_key(ParseState *ps, Value *out, const char *what)
 static bool
 record(ParseState *ps, Value *out)
 {
-    char *table = xstrndup(ps->tok.text, ps->tok.len);
+    char *table = lang_xstrndup(ps->tok.text, ps->tok.len);
     next(ps);
     next(ps);
     Value k = {0};
@@ -194,7 +194,7 @@ record(ParseState *ps, Value *out)
         free(table);
         return false;
     }
-    *out = value_record(table, k);
+    *out = lang_value_record(table, k);
     free(table);
     return true;
 }
@@ -210,9 +210,9 @@ record_text(ParseState *ps, const Token *t, Value *out)
               sub.tok.kind == TK_EOF && !FAILED(&sub);
     if (!ok) {
         if (out->kind != VAL_NONE)
-            value_free(out);
+            lang_value_free(out);
         char found[64];
-        token_describe(t, found, sizeof found);
+        lang_token_describe(t, found, sizeof found);
         lang_parse_error(ps, t, "expected a record id such as r'jobs:1', found %s", found);
     }
     lang_parse_free(&sub);
@@ -239,7 +239,7 @@ field(ParseState *ps, void *ctx)
     }
     char small[64], *k = small;
     if (kl >= sizeof small)
-        k = xmalloc(kl + 1);
+        k = lang_xmalloc(kl + 1);
     memcpy(k, kt, kl);
     k[kl] = '\0';
     next(ps);
@@ -248,14 +248,14 @@ field(ParseState *ps, void *ctx)
         v = lang_parse_expr(ps);
     Expr *o = it->node;
     if (v && o->kind == EX_LITERAL) {
-        value_object_set(&o->u.literal, k, take_literal(ps, v));
+        lang_value_object_set(&o->u.literal, k, take_literal(ps, v));
     } else if (v) {
         if (o->u.object.len == it->cap) {
             it->cap = it->cap ? it->cap * 2 : 4;
-            o->u.object.keys = xrealloc(o->u.object.keys, it->cap * sizeof(char *));
-            o->u.object.vals = xrealloc(o->u.object.vals, it->cap * sizeof(Expr *));
+            o->u.object.keys = lang_xrealloc(o->u.object.keys, it->cap * sizeof(char *));
+            o->u.object.vals = lang_xrealloc(o->u.object.vals, it->cap * sizeof(Expr *));
         }
-        o->u.object.keys[o->u.object.len] = xstrdup(k);
+        o->u.object.keys[o->u.object.len] = lang_xstrdup(k);
         o->u.object.vals[o->u.object.len++] = v;
     }
     if (k != small)
@@ -273,7 +273,7 @@ element(ParseState *ps, void *ctx)
         return false;
     Expr *a = it->node;
     if (a->kind == EX_LITERAL) {
-        value_array_push(&a->u.literal, take_literal(ps, v));
+        lang_value_array_push(&a->u.literal, take_literal(ps, v));
     } else {
         GROW(a->u.array.items, a->u.array.len, it->cap);
         a->u.array.items[a->u.array.len++] = v;
@@ -310,7 +310,7 @@ items(ParseState *ps, Expr *e, TokKind close, ParseItem item)
 static Expr *
 object(ParseState *ps)
 {
-    Expr *e = ps->constant ? literal(ps, value_object()) : new_expr(EX_OBJECT);
+    Expr *e = ps->constant ? literal(ps, lang_value_object()) : new_expr(EX_OBJECT);
     return items(ps, e, TK_RBRACE, field);
 }
 
@@ -318,7 +318,7 @@ object(ParseState *ps)
 static Expr *
 array(ParseState *ps)
 {
-    Expr *e = ps->constant ? literal(ps, value_array()) : new_expr(EX_ARRAY);
+    Expr *e = ps->constant ? literal(ps, lang_value_array()) : new_expr(EX_ARRAY);
     return items(ps, e, TK_RBRACKET, element);
 }
 
@@ -328,22 +328,22 @@ call(ParseState *ps)
 {
     Expr *e = new_expr(EX_CALL);
     Buf b = {0};
-    buf_append(&b, ps->tok.text, ps->tok.len);
+    lang_buf_append(&b, ps->tok.text, ps->tok.len);
     next(ps);
     while (accept(ps, TK_DCOLON)) {
         if (ps->tok.kind != TK_IDENT) {
             lang_parse_expected(ps, "a function name after '::'");
             break;
         }
-        buf_puts(&b, "::");
-        buf_append(&b, ps->tok.text, ps->tok.len);
+        lang_buf_puts(&b, "::");
+        lang_buf_append(&b, ps->tok.text, ps->tok.len);
         next(ps);
     }
-    e->u.call.name = buf_steal(&b);
+    e->u.call.name = lang_buf_steal(&b);
     if (!FAILED(ps) && ps->tok.kind != TK_LPAREN)
         lang_parse_expected(ps, "'(' after the function name");
     if (FAILED(ps)) {
-        expr_free(e);
+        lang_expr_free(e);
         return NULL;
     }
     return items(ps, e, TK_RPAREN, argument);
@@ -359,7 +359,7 @@ group(ParseState *ps)
     next(ps);
     Expr *e = lang_parse_expr(ps);
     if (e && !lang_parse_check_match(ps, TK_RPAREN, TK_LPAREN, line, col)) {
-        expr_free(e);
+        lang_expr_free(e);
         return NULL;
     }
     return e;
@@ -379,10 +379,10 @@ primary(ParseState *ps)
         if (!int_value(ps, t, &v))
             return NULL;
         break;
-    case TK_FLOAT: v = value_float(t->f); break;
-    case TK_STRING: v = value_string(t->text, t->len); break;
-    case TK_DURATION: v = value_duration(t->ns); break;
-    case TK_DATETIME: v = value_datetime(t->ns); break;
+    case TK_FLOAT: v = lang_value_float(t->f); break;
+    case TK_STRING: v = lang_value_string(t->text, t->len); break;
+    case TK_DURATION: v = lang_value_duration(t->ns); break;
+    case TK_DATETIME: v = lang_value_datetime(t->ns); break;
     case TK_RECSTR:
         if (!record_text(ps, t, &v))
             return NULL;
@@ -401,16 +401,16 @@ primary(ParseState *ps)
             return record(ps, &v) ? literal(ps, v) : NULL;
         if (after == TK_DCOLON && !ps->constant)
             return call(ps);
-        if (is_kw(t, "true")) v = value_bool(true);
-        else if (is_kw(t, "false")) v = value_bool(false);
-        else if (is_kw(t, "null")) v = value_null();
-        else if (is_kw(t, "none")) v = value_none();
+        if (is_kw(t, "true")) v = lang_value_bool(true);
+        else if (is_kw(t, "false")) v = lang_value_bool(false);
+        else if (is_kw(t, "null")) v = lang_value_null();
+        else if (is_kw(t, "none")) v = lang_value_none();
         else if (ps->constant)
             goto refuse;
         else {
             Expr *e = new_expr(EX_FIELD);
             if (!lang_parse_path(ps, &e->u.path.parts, &e->u.path.len, "a field name")) {
-                expr_free(e);
+                lang_expr_free(e);
                 return NULL;
             }
             return e;
@@ -461,10 +461,10 @@ unary_expr(ParseState *ps)
             lang_parse_error(ps, t, "a duration cannot be negative");
             return NULL;
         }
-        Value v = t->kind == TK_DURATION ? value_duration(0)
-                  : t->kind == TK_FLOAT  ? value_float(-t->f)
-                  : t->int_min           ? value_int(INT64_MIN)
-                                         : value_int(-t->i);
+        Value v = t->kind == TK_DURATION ? lang_value_duration(0)
+                  : t->kind == TK_FLOAT  ? lang_value_float(-t->f)
+                  : t->int_min           ? lang_value_int(INT64_MIN)
+                                         : lang_value_int(-t->i);
         next(ps);
         return literal(ps, v);
     }
@@ -484,7 +484,7 @@ static bool
 chain(ParseState *ps, Expr **e, int *levels)
 {
     if (!enter(ps)) {
-        expr_free(*e);
+        lang_expr_free(*e);
         *e = NULL;
         return false;
     }
@@ -605,9 +605,9 @@ lang_literal_parse(const char *text, size_t len, Value *out, LangError *err)
     Expr *e = lang_parse_expr(&ps);
     if (e && ps.tok.kind != TK_EOF && !lang_parse_nonconstant(&ps))
         lang_parse_expected(&ps, "end of text after the value");
-    *out = e ? take_literal(&ps, e) : value_none();
+    *out = e ? take_literal(&ps, e) : lang_value_none();
     if (FAILED(&ps))
-        value_free(out);
+        lang_value_free(out);
     int rc = lang_parse_result(&ps, err);
     lang_parse_free(&ps);
     return rc;

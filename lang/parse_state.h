@@ -46,7 +46,7 @@ typedef struct ParseState {
     do {                                                                  \
         if ((len) == (cap)) {                                             \
             (cap) = (cap) ? (cap) * 2 : 4;                                \
-            (arr) = xrealloc((arr), (cap) * sizeof *(arr));               \
+            (arr) = lang_xrealloc((arr), (cap) * sizeof *(arr));               \
         }                                                                 \
     } while (0)
 
@@ -62,7 +62,7 @@ next(ParseState *ps)
         ps->ahead = t;
         ps->has_ahead = false;
     } else {
-        lex_next(&ps->lx, &ps->tok);
+        lang_lex_next(&ps->lx, &ps->tok);
     }
 }
 
@@ -71,7 +71,7 @@ static inline const Token *
 peek(ParseState *ps)
 {
     if (!ps->has_ahead) {
-        lex_next(&ps->lx, &ps->ahead);
+        lang_lex_next(&ps->lx, &ps->ahead);
         ps->has_ahead = true;
     }
     return &ps->ahead;
@@ -120,7 +120,7 @@ void lang_parse_init(ParseState *ps, const char *text, size_t len);
 /* Releases what the state owns (its tokens, a spare node). */
 void lang_parse_free(ParseState *ps);
 /* Copies the state's error into "err": 0 when there is none, else -1 (the
- * return convention of lang_literal_parse and parser_next). */
+ * return convention of lang_literal_parse and lang_parser_next). */
 int lang_parse_result(const ParseState *ps, LangError *err);
 
 /* Sets the error (unless one is set), LANG_PARSE_ERROR, with " at line L,
@@ -187,7 +187,7 @@ bool lang_parse_key(ParseState *ps, Value *out, const char *what);
 /* ---- statements (parse_stmt.c) ---- */
 
 /* statement -> define | create | … (see parse_stmt.c), up to its ';' or
- * the end of the text: the new statement (stmt_free), or NULL with the
+ * the end of the text: the new statement (lang_stmt_free), or NULL with the
  * error set. */
 Stmt *lang_parse_statement(ParseState *ps);
 

@@ -17,11 +17,11 @@ target_free(Target *t)
 {
     free(t->table);
     t->table = NULL;
-    value_free(&t->id);
+    lang_value_free(&t->id);
 }
 
 void
-stmt_free(Stmt *s)
+lang_stmt_free(Stmt *s)
 {
     if (!s)
         return;
@@ -47,21 +47,21 @@ stmt_free(Stmt *s)
     case ST_UPDATE:
     case ST_UPSERT:
         target_free(&s->u.write.target);
-        expr_free(s->u.write.content);
-        expr_free(s->u.write.where);
+        lang_expr_free(s->u.write.content);
+        lang_expr_free(s->u.write.where);
         break;
     case ST_DELETE:
         target_free(&s->u.del.target);
-        expr_free(s->u.del.where);
+        lang_expr_free(s->u.del.where);
         break;
     case ST_SELECT:
         for (size_t i = 0; i < s->u.select.nfields; i++) {
-            expr_free(s->u.select.fields[i].expr);
+            lang_expr_free(s->u.select.fields[i].expr);
             free(s->u.select.fields[i].alias);
         }
         free(s->u.select.fields);
         target_free(&s->u.select.from);
-        expr_free(s->u.select.where);
+        lang_expr_free(s->u.select.where);
         for (size_t i = 0; i < s->u.select.norder; i++)
             lang_parse_free_parts(s->u.select.order[i].parts, s->u.select.order[i].len);
         free(s->u.select.order);
@@ -73,7 +73,7 @@ stmt_free(Stmt *s)
     case ST_RELEASE_ALL:
     case ST_TOUCH:
         target_free(&s->u.release.target);
-        expr_free(s->u.release.not_before);
+        lang_expr_free(s->u.release.not_before);
         free(s->u.release.for_consumer);
         break;
     case ST_USE_CONSUMER:
@@ -123,11 +123,11 @@ path_text(ParseState *ps, const char *what)
     Buf b = {0};
     for (size_t i = 0; i < len; i++) {
         if (i)
-            buf_putc(&b, '.');
-        buf_puts(&b, parts[i]);
+            lang_buf_putc(&b, '.');
+        lang_buf_puts(&b, parts[i]);
     }
     lang_parse_free_parts(parts, len);
-    return buf_steal(&b);
+    return lang_buf_steal(&b);
 }
 
 /* target -> name [':' key] */
@@ -141,7 +141,7 @@ target(ParseState *ps, Target *t, const char *what)
         Value k = {0};
         if (!lang_parse_key(ps, &k, "a record key (integer, name or quoted string) after ':'"))
             return false;
-        t->id = value_record(t->table, k);
+        t->id = lang_value_record(t->table, k);
     }
     return true;
 }
@@ -354,12 +354,12 @@ type_name(ParseState *ps)
     }
     next(ps);
     if (!option)
-        return xstrdup(found);
+        return lang_xstrdup(found);
     if (!lang_parse_check_match(ps, TK_GT, TK_LT, line, col))
         return NULL;
     Buf b = {0};
-    buf_printf(&b, "option<%s>", found);
-    return buf_steal(&b);
+    lang_buf_printf(&b, "option<%s>", found);
+    return lang_buf_steal(&b);
 }
 
 /* fielddef -> pathtext ON [TABLE] name [TYPE typename] [REQUIRED]
@@ -685,7 +685,7 @@ drop(ParseState *ps, Stmt *s)
 Stmt *
 lang_parse_statement(ParseState *ps)
 {
-    Stmt *s = xcalloc(1, sizeof *s);
+    Stmt *s = lang_xcalloc(1, sizeof *s);
     s->line = ps->tok.line;
     s->kind = ST_BEGIN;  /* owns nothing until a rule sets its kind */
     const Token *t = &ps->tok;
@@ -729,7 +729,7 @@ lang_parse_statement(ParseState *ps)
     if (!FAILED(ps) && !at_end(ps))
         lang_parse_expected(ps, "';' or end of text after the statement");
     if (FAILED(ps)) {
-        stmt_free(s);
+        lang_stmt_free(s);
         return NULL;
     }
     return s;

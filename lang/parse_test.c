@@ -19,15 +19,15 @@ static void
 dump_value(const Value *v, Buf *b)
 {
     switch (v->kind) {
-    case VAL_NONE: buf_puts(b, "NONE"); break;
-    case VAL_RECORD: record_id_format(&v->u.rec, b); break;
-    case VAL_DURATION: duration_format(v->u.ns, b); break;
+    case VAL_NONE: lang_buf_puts(b, "NONE"); break;
+    case VAL_RECORD: lang_record_id_format(&v->u.rec, b); break;
+    case VAL_DURATION: lang_duration_format(v->u.ns, b); break;
     case VAL_DATETIME:
-        buf_puts(b, "d'");
-        datetime_format(v->u.ns, b);
-        buf_putc(b, '\'');
+        lang_buf_puts(b, "d'");
+        lang_datetime_format(v->u.ns, b);
+        lang_buf_putc(b, '\'');
         break;
-    default: value_to_json(v, b); break;
+    default: lang_value_to_json(v, b); break;
     }
 }
 
@@ -42,8 +42,8 @@ dump_path(char **parts, size_t len, Buf *b)
 {
     for (size_t i = 0; i < len; i++) {
         if (i)
-            buf_putc(b, '.');
-        buf_puts(b, parts[i]);
+            lang_buf_putc(b, '.');
+        lang_buf_puts(b, parts[i]);
     }
 }
 
@@ -54,42 +54,42 @@ dump_expr(const Expr *e, Buf *b)
     case EX_LITERAL: dump_value(&e->u.literal, b); break;
     case EX_FIELD: dump_path(e->u.path.parts, e->u.path.len, b); break;
     case EX_OBJECT:
-        buf_putc(b, '{');
+        lang_buf_putc(b, '{');
         for (size_t i = 0; i < e->u.object.len; i++) {
-            buf_printf(b, "%s%s:", i ? "," : "", e->u.object.keys[i]);
+            lang_buf_printf(b, "%s%s:", i ? "," : "", e->u.object.keys[i]);
             dump_expr(e->u.object.vals[i], b);
         }
-        buf_putc(b, '}');
+        lang_buf_putc(b, '}');
         break;
     case EX_ARRAY:
-        buf_putc(b, '[');
+        lang_buf_putc(b, '[');
         for (size_t i = 0; i < e->u.array.len; i++) {
             if (i)
-                buf_putc(b, ',');
+                lang_buf_putc(b, ',');
             dump_expr(e->u.array.items[i], b);
         }
-        buf_putc(b, ']');
+        lang_buf_putc(b, ']');
         break;
     case EX_UNARY:
-        buf_printf(b, "(%s ", op_names[e->u.unary.op]);
+        lang_buf_printf(b, "(%s ", op_names[e->u.unary.op]);
         dump_expr(e->u.unary.arg, b);
-        buf_putc(b, ')');
+        lang_buf_putc(b, ')');
         break;
     case EX_BINARY:
-        buf_printf(b, "(%s ", op_names[e->u.binary.op]);
+        lang_buf_printf(b, "(%s ", op_names[e->u.binary.op]);
         dump_expr(e->u.binary.lhs, b);
-        buf_putc(b, ' ');
+        lang_buf_putc(b, ' ');
         dump_expr(e->u.binary.rhs, b);
-        buf_putc(b, ')');
+        lang_buf_putc(b, ')');
         break;
     case EX_CALL:
-        buf_printf(b, "%s(", e->u.call.name);
+        lang_buf_printf(b, "%s(", e->u.call.name);
         for (size_t i = 0; i < e->u.call.len; i++) {
             if (i)
-                buf_putc(b, ',');
+                lang_buf_putc(b, ',');
             dump_expr(e->u.call.args[i], b);
         }
-        buf_putc(b, ')');
+        lang_buf_putc(b, ')');
         break;
     }
 }
@@ -100,10 +100,10 @@ dump_target(const Target *t, Buf *b)
     if (t->id.kind == VAL_RECORD) {
         CHECK(strcmp(t->id.u.rec.table, t->table) == 0, "record table %s vs %s",
               t->id.u.rec.table, t->table);
-        record_id_format(&t->id.u.rec, b);
+        lang_record_id_format(&t->id.u.rec, b);
     } else {
         CHECK(t->id.kind == VAL_NONE, "table target id kind %d", t->id.kind);
-        buf_puts(b, t->table);
+        lang_buf_puts(b, t->table);
     }
 }
 
@@ -114,114 +114,114 @@ dump_stmt(const Stmt *s, Buf *b)
     switch (s->kind) {
     case ST_DEFINE_QUEUE:
     case ST_DEFINE_COLLECTION:
-        buf_printf(b, "%s %s", s->kind == ST_DEFINE_QUEUE ? "queue" : "collection", d->name);
-        if (d->if_not_exists) buf_puts(b, " ine");
+        lang_buf_printf(b, "%s %s", s->kind == ST_DEFINE_QUEUE ? "queue" : "collection", d->name);
+        if (d->if_not_exists) lang_buf_puts(b, " ine");
         if (s->kind == ST_DEFINE_QUEUE) {
-            buf_puts(b, " timeout=");
-            duration_format(d->timeout_ns, b);
+            lang_buf_puts(b, " timeout=");
+            lang_duration_format(d->timeout_ns, b);
         } else {
             CHECK(d->timeout_ns == 0, "collection timeout %" PRId64, d->timeout_ns);
         }
-        if (d->attempts) buf_printf(b, " attempts=%" PRId64, d->attempts);
-        if (d->priority_by) buf_printf(b, " priority=%s", d->priority_by);
-        if (d->not_before) buf_printf(b, " notbefore=%s", d->not_before);
+        if (d->attempts) lang_buf_printf(b, " attempts=%" PRId64, d->attempts);
+        if (d->priority_by) lang_buf_printf(b, " priority=%s", d->priority_by);
+        if (d->not_before) lang_buf_printf(b, " notbefore=%s", d->not_before);
         if (d->deduplicate_ns) {
-            buf_puts(b, " dedup=");
-            duration_format(d->deduplicate_ns, b);
+            lang_buf_puts(b, " dedup=");
+            lang_duration_format(d->deduplicate_ns, b);
         }
-        if (d->schema == SCHEMA_FULL) buf_puts(b, " full");
-        if (d->schema == SCHEMA_LESS) buf_puts(b, " less");
-        if (d->graph) buf_printf(b, " in=%s", d->graph);
+        if (d->schema == SCHEMA_FULL) lang_buf_puts(b, " full");
+        if (d->schema == SCHEMA_LESS) lang_buf_puts(b, " less");
+        if (d->graph) lang_buf_printf(b, " in=%s", d->graph);
         break;
     case ST_DEFINE_FIELD:
-        buf_printf(b, "field %s on %s", s->u.define_field.name, s->u.define_field.table);
-        if (s->u.define_field.type) buf_printf(b, " type=%s", s->u.define_field.type);
-        if (s->u.define_field.required) buf_puts(b, " required");
+        lang_buf_printf(b, "field %s on %s", s->u.define_field.name, s->u.define_field.table);
+        if (s->u.define_field.type) lang_buf_printf(b, " type=%s", s->u.define_field.type);
+        if (s->u.define_field.required) lang_buf_puts(b, " required");
         break;
     case ST_DEFINE_INDEX:
-        buf_printf(b, "index %s on %s fields=", s->u.define_index.name, s->u.define_index.table);
+        lang_buf_printf(b, "index %s on %s fields=", s->u.define_index.name, s->u.define_index.table);
         for (size_t i = 0; i < s->u.define_index.nfields; i++)
-            buf_printf(b, "%s%s", i ? "," : "", s->u.define_index.fields[i]);
+            lang_buf_printf(b, "%s%s", i ? "," : "", s->u.define_index.fields[i]);
         break;
     case ST_CREATE:
     case ST_UPDATE:
     case ST_UPSERT:   /* the file view's; never parsed */
-        buf_puts(b, s->kind == ST_CREATE ? "create " : s->kind == ST_UPDATE ? "update " : "upsert ");
+        lang_buf_puts(b, s->kind == ST_CREATE ? "create " : s->kind == ST_UPDATE ? "update " : "upsert ");
         dump_target(&s->u.write.target, b);
         if (s->u.write.mode == WRITE_NONE) {
             CHECK(s->u.write.content == NULL, "WRITE_NONE with content");
         } else {
-            buf_puts(b, s->u.write.mode == WRITE_MERGE ? " merge " : " content ");
+            lang_buf_puts(b, s->u.write.mode == WRITE_MERGE ? " merge " : " content ");
             dump_expr(s->u.write.content, b);
         }
         if (s->u.write.where) {
-            buf_puts(b, " where ");
+            lang_buf_puts(b, " where ");
             dump_expr(s->u.write.where, b);
         }
         break;
     case ST_DELETE:
-        buf_puts(b, "delete ");
+        lang_buf_puts(b, "delete ");
         dump_target(&s->u.del.target, b);
         if (s->u.del.where) {
-            buf_puts(b, " where ");
+            lang_buf_puts(b, " where ");
             dump_expr(s->u.del.where, b);
         }
         break;
     case ST_SELECT:
-        buf_puts(b, "select ");
+        lang_buf_puts(b, "select ");
         if (s->u.select.star)
-            buf_puts(b, "*");
+            lang_buf_puts(b, "*");
         for (size_t i = 0; i < s->u.select.nfields; i++) {
             if (i)
-                buf_putc(b, ',');
+                lang_buf_putc(b, ',');
             dump_expr(s->u.select.fields[i].expr, b);
             if (s->u.select.fields[i].alias)
-                buf_printf(b, " as %s", s->u.select.fields[i].alias);
+                lang_buf_printf(b, " as %s", s->u.select.fields[i].alias);
         }
-        buf_puts(b, " from ");
+        lang_buf_puts(b, " from ");
         dump_target(&s->u.select.from, b);
         if (s->u.select.where) {
-            buf_puts(b, " where ");
+            lang_buf_puts(b, " where ");
             dump_expr(s->u.select.where, b);
         }
         if (s->u.select.norder)
-            buf_puts(b, " order ");
+            lang_buf_puts(b, " order ");
         for (size_t i = 0; i < s->u.select.norder; i++) {
             if (i)
-                buf_putc(b, ',');
+                lang_buf_putc(b, ',');
             dump_path(s->u.select.order[i].parts, s->u.select.order[i].len, b);
             if (s->u.select.order[i].descending)
-                buf_puts(b, " desc");
+                lang_buf_puts(b, " desc");
         }
         if (s->u.select.limit >= 0)
-            buf_printf(b, " limit %" PRId64, s->u.select.limit);
+            lang_buf_printf(b, " limit %" PRId64, s->u.select.limit);
         break;
     case ST_CLAIM:
-        buf_printf(b, "claim %" PRId64 " ", s->u.claim.count);
+        lang_buf_printf(b, "claim %" PRId64 " ", s->u.claim.count);
         if (s->u.claim.target.id.kind == VAL_NONE)
-            buf_puts(b, "from ");
+            lang_buf_puts(b, "from ");
         dump_target(&s->u.claim.target, b);
         if (s->u.claim.explain)
-            buf_puts(b, " explain");
+            lang_buf_puts(b, " explain");
         break;
     case ST_RELEASE:
     case ST_RELEASE_ALL:
     case ST_TOUCH:
-        buf_puts(b, s->kind == ST_RELEASE ? "release " : s->kind == ST_TOUCH ? "touch " : "release all ");
+        lang_buf_puts(b, s->kind == ST_RELEASE ? "release " : s->kind == ST_TOUCH ? "touch " : "release all ");
         dump_target(&s->u.release.target, b);
         if (s->u.release.not_before) {
-            buf_puts(b, " notbefore ");
+            lang_buf_puts(b, " notbefore ");
             dump_expr(s->u.release.not_before, b);
         }
         if (s->u.release.for_consumer)
-            buf_printf(b, " for %s", s->u.release.for_consumer);
+            lang_buf_printf(b, " for %s", s->u.release.for_consumer);
         break;
-    case ST_USE_CONSUMER: buf_printf(b, "use %s", s->u.use_consumer.name); break;
-    case ST_BEGIN: buf_puts(b, "begin"); break;
-    case ST_COMMIT: buf_puts(b, "commit"); break;
-    case ST_CANCEL: buf_puts(b, "cancel"); break;
-    case ST_INFO_TABLE: buf_printf(b, "info %s", s->u.table_op.table); break;
-    case ST_DROP: buf_printf(b, "drop%d %s", s->u.table_op.kind, s->u.table_op.table); break;
+    case ST_USE_CONSUMER: lang_buf_printf(b, "use %s", s->u.use_consumer.name); break;
+    case ST_BEGIN: lang_buf_puts(b, "begin"); break;
+    case ST_COMMIT: lang_buf_puts(b, "commit"); break;
+    case ST_CANCEL: lang_buf_puts(b, "cancel"); break;
+    case ST_INFO_TABLE: lang_buf_printf(b, "info %s", s->u.table_op.table); break;
+    case ST_DROP: lang_buf_printf(b, "drop%d %s", s->u.table_op.kind, s->u.table_op.table); break;
     }
 }
 
@@ -231,26 +231,26 @@ static char *
 parse_all(const char *sql, size_t len)
 {
     Buf b = {0};
-    Parser *p = parser_new(sql, len);
+    Parser *p = lang_parser_new(sql, len);
     Stmt *s;
     LangError err = {0};
     int rc, n = 0;
-    while ((rc = parser_next(p, &s, &err)) == 1) {
+    while ((rc = lang_parser_next(p, &s, &err)) == 1) {
         if (n++)
-            buf_puts(&b, " | ");
+            lang_buf_puts(&b, " | ");
         dump_stmt(s, &b);
-        stmt_free(s);
+        lang_stmt_free(s);
     }
     if (rc < 0) {
         CHECK(err.code == LANG_PARSE_ERROR, "code %d", err.code);
-        buf_reset(&b);
-        buf_printf(&b, "ERROR: %s", err.message);
+        lang_buf_reset(&b);
+        lang_buf_printf(&b, "ERROR: %s", err.message);
         /* the error sticks */
         LangError again = {0};
-        CHECK(parser_next(p, &s, &again) == -1 && s == NULL, "error not sticky: %s", sql);
+        CHECK(lang_parser_next(p, &s, &again) == -1 && s == NULL, "error not sticky: %s", sql);
     }
-    parser_free(p);
-    return buf_steal(&b);
+    lang_parser_free(p);
+    return lang_buf_steal(&b);
 }
 
 /* ---- statements ---- */
@@ -494,15 +494,15 @@ test_parser_walk(void)
         "CREATE jobs:1 = { url: 'a' };\n"
         "\n"
         "  CLAIM FROM jobs; CLAIM 0 FROM jobs; CLAIM FROM jobs;\n";
-    Parser *p = parser_new(text, sizeof text - 1);
+    Parser *p = lang_parser_new(text, sizeof text - 1);
     Stmt *s;
     LangError err = {0};
     int lines[3] = {0}, n = 0, rc;
-    while ((rc = parser_next(p, &s, &err)) == 1) {
+    while ((rc = lang_parser_next(p, &s, &err)) == 1) {
         if (n < 3)
             lines[n] = s->line;
         n++;
-        stmt_free(s);
+        lang_stmt_free(s);
     }
     CHECK(rc == -1 && n == 3, "rc %d n %d", rc, n);
     CHECK(lines[0] == 1 && lines[1] == 2 && lines[2] == 4, "lines %d %d %d", lines[0], lines[1],
@@ -510,45 +510,45 @@ test_parser_walk(void)
     CHECK(strstr(err.message, "CLAIM 0 is not a claim") &&
               strstr(err.message, "line 4, column 26"),
           "%s", err.message);
-    parser_free(p);
+    lang_parser_free(p);
 
     /* a NUL byte in the text, and a lexical error after a complete statement */
     static const char nul[] = "CLAIM FROM a; CLAIM\0 FROM b";
     char *got = parse_all(nul, sizeof nul - 1);
     CHECK(strstr(got, "NUL byte at line 1, column 20"), "%s", got);
     free(got);
-    p = parser_new("CLAIM FROM a; \xff", 15);
+    p = lang_parser_new("CLAIM FROM a; \xff", 15);
     err = (LangError){0};
-    CHECK(parser_next(p, &s, &err) == 1, "first statement before the bad byte");
-    stmt_free(s);
-    CHECK(parser_next(p, &s, &err) == -1 && strstr(err.message, "invalid UTF-8 at line 1, column 15"),
+    CHECK(lang_parser_next(p, &s, &err) == 1, "first statement before the bad byte");
+    lang_stmt_free(s);
+    CHECK(lang_parser_next(p, &s, &err) == -1 && strstr(err.message, "invalid UTF-8 at line 1, column 15"),
           "%s", err.message);
-    parser_free(p);
+    lang_parser_free(p);
 
     /* deep nesting is an error, not a stack overflow */
     static const char *const opens[] = {"[", "(", "{a:", "- ", "NOT ", "!"};
     for (size_t k = 0; k < sizeof opens / sizeof opens[0]; k++) {
         Buf b = {0};
-        buf_puts(&b, "CREATE t:1 = ");
+        lang_buf_puts(&b, "CREATE t:1 = ");
         for (int i = 0; i < 100000; i++)
-            buf_puts(&b, opens[k]);
-        buf_puts(&b, "x");
+            lang_buf_puts(&b, opens[k]);
+        lang_buf_puts(&b, "x");
         got = parse_all(b.data, b.len);
         CHECK(strstr(got, "nesting deeper than 256 levels"), "%s: %.200s", opens[k], got);
         free(got);
-        buf_free(&b);
+        lang_buf_free(&b);
     }
     /* ... while 200 levels are fine */
     Buf b = {0};
-    buf_puts(&b, "CREATE t:1 = ");
+    lang_buf_puts(&b, "CREATE t:1 = ");
     for (int i = 0; i < 200; i++)
-        buf_puts(&b, "[");
+        lang_buf_puts(&b, "[");
     for (int i = 0; i < 200; i++)
-        buf_puts(&b, "]");
+        lang_buf_puts(&b, "]");
     got = parse_all(b.data, b.len);
     CHECK(strncmp(got, "create t:1 content [[[", 22) == 0, "%.100s", got);
     free(got);
-    buf_free(&b);
+    lang_buf_free(&b);
 }
 
 /* ---- literals ---- */
@@ -627,12 +627,12 @@ test_literals(void)
         int rc = lang_literal_parse(literal_cases[i].text, strlen(literal_cases[i].text), &v, &err);
         Buf b = {0};
         if (rc == 0)
-            value_to_json(&v, &b);
+            lang_value_to_json(&v, &b);
         CHECK(rc == 0 && b.data && strcmp(b.data, literal_cases[i].json) == 0,
               "%s\n   got  %s\n   want %s", literal_cases[i].text,
               rc == 0 ? (b.data ? b.data : "") : err.message, literal_cases[i].json);
-        buf_free(&b);
-        value_free(&v);
+        lang_buf_free(&b);
+        lang_value_free(&v);
     }
     for (size_t i = 0; i < sizeof literal_errors / sizeof literal_errors[0]; i++) {
         Value v;
@@ -642,7 +642,7 @@ test_literals(void)
                   strstr(err.message, literal_errors[i].want),
               "%s\n   got  %s\n   want %s", literal_errors[i].text, rc ? err.message : "success",
               literal_errors[i].want);
-        value_free(&v);
+        lang_value_free(&v);
     }
 
     /* kinds that JSON cannot show */
@@ -660,13 +660,13 @@ test_literals(void)
                   strcmp(it[2].u.rec.key->u.str.s, "bucket/key") == 0, "record");
         CHECK(it[3].kind == VAL_FLOAT && it[4].kind == VAL_INT, "numbers");
     }
-    value_free(&v);
+    lang_value_free(&v);
 
     /* a NUL byte in the text */
     static const char nul[] = "{a: 1}\0";
     CHECK(lang_literal_parse(nul, sizeof nul - 1, &v, &err) == -1 &&
               strstr(err.message, "NUL byte at line 1, column 7"), "%s", err.message);
-    value_free(&v);
+    lang_value_free(&v);
 
     /* 100000 levels of nesting */
     for (int k = 0; k < 2; k++) {
@@ -677,15 +677,15 @@ test_literals(void)
         if (k) {  /* {a:{a:{a: … */
             Buf b = {0};
             for (size_t i = 0; i < n; i++)
-                buf_puts(&b, "{a:");
+                lang_buf_puts(&b, "{a:");
             CHECK(lang_literal_parse(b.data, b.len, &v, &err) == -1 &&
                       strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
-            buf_free(&b);
+            lang_buf_free(&b);
         } else {
             CHECK(lang_literal_parse(deep, n, &v, &err) == -1 &&
                       strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
         }
-        value_free(&v);
+        lang_value_free(&v);
         free(deep);
     }
 }
@@ -706,7 +706,7 @@ test_literal_speed(void)
             CHECK(0, "%s", err.message);
             break;
         }
-        value_free(&v);
+        lang_value_free(&v);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;

@@ -11,8 +11,8 @@ lang_path_split(const char *path, LangPath *out)
     size_t cap = 1;
     for (const char *p = path; *p; p++)
         cap += *p == '.';
-    out->copy = xstrdup(path);
-    out->parts = xcalloc(cap, sizeof *out->parts);
+    out->copy = lang_xstrdup(path);
+    out->parts = lang_xcalloc(cap, sizeof *out->parts);
     out->len = 0;
     for (char *save = NULL, *tok = strtok_r(out->copy, ".", &save); tok;
          tok = strtok_r(NULL, ".", &save))
@@ -31,7 +31,7 @@ const Value *
 lang_path_get(const Value *v, char *const *parts, size_t len)
 {
     for (size_t i = 0; i < len && v; i++)
-        v = v->kind == VAL_OBJECT ? value_object_get(v, parts[i]) : NULL;
+        v = v->kind == VAL_OBJECT ? lang_value_object_get(v, parts[i]) : NULL;
     return v;
 }
 
@@ -39,16 +39,16 @@ void
 lang_path_set(Value *o, char *const *parts, size_t len, Value v)
 {
     if (!len) {
-        value_free(&v);   /* no field to set */
+        lang_value_free(&v);   /* no field to set */
         return;
     }
     for (size_t i = 0; i + 1 < len; i++) {
-        Value *next = (Value *)value_object_get(o, parts[i]);
+        Value *next = (Value *)lang_value_object_get(o, parts[i]);
         if (!next || next->kind != VAL_OBJECT) {
-            value_object_set(o, parts[i], value_object());
-            next = (Value *)value_object_get(o, parts[i]);
+            lang_value_object_set(o, parts[i], lang_value_object());
+            next = (Value *)lang_value_object_get(o, parts[i]);
         }
         o = next;
     }
-    value_object_set(o, parts[len - 1], v);
+    lang_value_object_set(o, parts[len - 1], v);
 }

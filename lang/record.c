@@ -11,33 +11,33 @@
 #include "lang.h"
 
 /* The value lang stores: a version byte, the identity (8-byte length, then
- * value_encode form), then the fields (value_encode form).  The identity
+ * lang_value_encode form), then the fields (lang_value_encode form).  The identity
  * travels with the record so a walk or a claim can name it without
  * decoding the store key.  (Versions 1 and 2 also held the engine's
  * fields, a holder and times: record_upgrade turns them into columns.) */
 #define RECORD_VALUE_FORMAT 3
 
 void
-record_free(Record *r)
+lang_record_free(Record *r)
 {
-    value_free(&r->key);
-    value_free(&r->fields);
+    lang_value_free(&r->key);
+    lang_value_free(&r->fields);
     free(r->consumer);
     free(r->instance);
     r->consumer = r->instance = NULL;
 }
 
 void
-record_key_encode(const Value *key, Buf *out)
+lang_record_key_encode(const Value *key, Buf *out)
 {
-    value_key_encode(key, false, out);
+    lang_value_key_encode(key, false, out);
 }
 
 /* A NUL-terminated copy of "b", or NULL when it is empty. */
 static char *
 bytes_dup(StoreBytes b)
 {
-    return b.len ? xstrndup(b.data, b.len) : NULL;
+    return b.len ? lang_xstrndup(b.data, b.len) : NULL;
 }
 
 /* Decodes identity and fields from value bytes of RECORD_VALUE_FORMAT. */
@@ -49,21 +49,21 @@ value_decode_record(StoreBytes v, Value *key, Value *fields)
         return -1;
     uint64_t klen = be_get64(p + 1);
     if (klen > v.len - 9 ||
-        value_decode(p + 9, (size_t)klen, key) < 0 ||
-        value_decode(p + 9 + klen, v.len - 9 - (size_t)klen, fields) < 0 ||
+        lang_value_decode(p + 9, (size_t)klen, key) < 0 ||
+        lang_value_decode(p + 9 + klen, v.len - 9 - (size_t)klen, fields) < 0 ||
         fields->kind != VAL_OBJECT)
         return -1;
     return 0;
 }
 
 int
-record_key_from_store(const StoreRecord *sr, Value *key)
+lang_record_key_from_store(const StoreRecord *sr, Value *key)
 {
     const unsigned char *p = sr->value.data;
     if (sr->value.len < 9 || p[0] != RECORD_VALUE_FORMAT)
         return -1;
     uint64_t klen = be_get64(p + 1);
-    return klen > sr->value.len - 9 ? -1 : value_decode(p + 9, (size_t)klen, key);
+    return klen > sr->value.len - 9 ? -1 : lang_value_decode(p + 9, (size_t)klen, key);
 }
 
 /* The NOT BEFORE field of "def" set in "fields" to "at". */
@@ -72,17 +72,17 @@ set_not_before(const TableDef *def, Value *fields, int64_t at)
 {
     LangPath path;
     lang_path_split(def->decl.not_before, &path);
-    lang_path_set(fields, path.parts, path.len, value_datetime(at));
+    lang_path_set(fields, path.parts, path.len, lang_value_datetime(at));
     lang_path_free(&path);
 }
 
 LangErrorCode
-record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, LangError *err)
+lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, LangError *err)
 {
-    record_free(r);
+    lang_record_free(r);
     if (value_decode_record(sr->value, &r->key, &r->fields) < 0) {
-        value_free(&r->key);
-        value_free(&r->fields);
+        lang_value_free(&r->key);
+        lang_value_free(&r->fields);
         return lang_error_set(err, LANG_STORE_ERROR, "a stored record is unreadable");
     }
     r->attempts = sr->attempts;
@@ -101,27 +101,27 @@ record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, LangErr
 }
 
 bool
-record_is_engine_field(const char *name)
+lang_record_is_engine_field(const char *name)
 {
     return strcmp(name, FIELD_ATTEMPTS) == 0 || strcmp(name, FIELD_CLAIMED_UNTIL) == 0 ||
            strcmp(name, FIELD_CLAIMED_BY) == 0 || strcmp(name, FIELD_HOLD) == 0;
 }
 
 bool
-record_engine_field(const Record *r, const char *name, Value *out)
+lang_record_engine_field(const Record *r, const char *name, Value *out)
 {
     if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
-        *out = value_int(r->attempts);
+        *out = lang_value_int(r->attempts);
     } else if (!r->claimed_until) {
         return false;
     } else if (strcmp(name, FIELD_HOLD) == 0) {
-        *out = value_int(r->hold);
+        *out = lang_value_int(r->hold);
     } else if (strcmp(name, FIELD_CLAIMED_UNTIL) == 0) {
-        *out = value_datetime(r->claimed_until);
+        *out = lang_value_datetime(r->claimed_until);
     } else if (strcmp(name, FIELD_CLAIMED_BY) == 0 && r->consumer) {
-        *out = value_object();
-        value_object_set(out, "consumer", value_cstring(r->consumer));
-        value_object_set(out, "instance", value_cstring(r->instance ? r->instance : ""));
+        *out = lang_value_object();
+        lang_value_object_set(out, "consumer", lang_value_cstring(r->consumer));
+        lang_value_object_set(out, "instance", lang_value_cstring(r->instance ? r->instance : ""));
     } else {
         return false;
     }
@@ -129,20 +129,20 @@ record_engine_field(const Record *r, const char *name, Value *out)
 }
 
 Value
-record_view(const Record *r, const TableDef *def)
+lang_record_view(const Record *r, const TableDef *def)
 {
     static const char *const shown[] = {FIELD_ATTEMPTS, FIELD_HOLD, FIELD_CLAIMED_UNTIL,
                                         FIELD_CLAIMED_BY};
-    Value v = value_clone(&r->fields), f;
+    Value v = lang_value_clone(&r->fields), f;
     for (size_t i = 0; def->is_queue && i < sizeof shown / sizeof *shown; i++)
-        if (record_engine_field(r, shown[i], &f))
-            value_object_set(&v, shown[i], f);
-    value_object_set(&v, "id", value_record(def->decl.name, value_clone(&r->key)));
+        if (lang_record_engine_field(r, shown[i], &f))
+            lang_value_object_set(&v, shown[i], f);
+    lang_value_object_set(&v, "id", lang_value_record(def->decl.name, lang_value_clone(&r->key)));
     return v;
 }
 
 const StoreQueue *
-record_queue(const TableDef *def, StoreQueue *q)
+lang_record_queue(const TableDef *def, StoreQueue *q)
 {
     if (!def->is_queue)
         return NULL;
@@ -152,13 +152,13 @@ record_queue(const TableDef *def, StoreQueue *q)
 }
 
 bool
-record_is_held(const Record *r, int64_t now)
+lang_record_is_held(const Record *r, int64_t now)
 {
     return r->claimed_until > now;
 }
 
 int64_t
-record_not_before(const Record *r, const TableDef *def)
+lang_record_not_before(const Record *r, const TableDef *def)
 {
     return def->decl.not_before ? r->not_before : 0;
 }
@@ -177,37 +177,37 @@ fields_not_before(const TableDef *def, const Value *fields)
 }
 
 bool
-record_is_dead(const Record *r, const TableDef *def)
+lang_record_is_dead(const Record *r, const TableDef *def)
 {
     return def->decl.attempts && r->attempts >= def->decl.attempts;
 }
 
 LangErrorCode
-record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now, LangError *err)
+lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now, LangError *err)
 {
-    bool held = record_is_held(r, now);
-    if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && record_is_dead(r, def)) ||
+    bool held = lang_record_is_held(r, now);
+    if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && lang_record_is_dead(r, def)) ||
         (fence > 0 && held && r->hold == fence))
         return LANG_OK;
     RecordId id = {def->decl.name, (Value *)&r->key};
     Buf name = {0};
-    record_id_format(&id, &name);
+    lang_record_id_format(&id, &name);
     if (fence > 0)
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by hold %lld",
                        name.data, (long long)fence);
     else
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer dead", name.data);
-    buf_free(&name);
+    lang_buf_free(&name);
     return LANG_NO_SUCH_RECORD;
 }
 
 int64_t
-record_available_at(const Record *r, const TableDef *def)
+lang_record_available_at(const Record *r, const TableDef *def)
 {
     int64_t at = r->since;
     if (r->claimed_until > at)
         at = r->claimed_until;
-    int64_t nb = record_not_before(r, def);
+    int64_t nb = lang_record_not_before(r, def);
     return nb > at ? nb : at;
 }
 
@@ -228,19 +228,19 @@ lang_store_error(int status, const char *what, LangError *err)
 }
 
 LangErrorCode
-record_missing(int status, const TableDef *def, const Value *key, const char *what,
+lang_record_missing(int status, const TableDef *def, const Value *key, const char *what,
                LangError *err)
 {
     if (status != STORE_NOTFOUND && status != STORE_TOOBIG && status != STORE_CONFLICT)
         return lang_store_error(status, what, err);
     RecordId id = {def->decl.name, (Value *)key};
     Buf name = {0};
-    record_id_format(&id, &name);
+    lang_record_id_format(&id, &name);
     if (status == STORE_CONFLICT)
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by that hold", name.data);
     else
         lang_error_set(err, LANG_NO_SUCH_RECORD, "no record %s", name.data);
-    buf_free(&name);
+    lang_buf_free(&name);
     return LANG_NO_SUCH_RECORD;
 }
 
@@ -255,8 +255,8 @@ order_key(const TableDef *def, const Value *fields, Buf *out)
     lang_path_split(def->decl.priority_by, &path);
     const Value *p = lang_path_get(fields, path.parts, path.len);
     lang_path_free(&path);
-    Value none = value_none();
-    value_key_encode(p ? p : &none, true, out);
+    Value none = lang_value_none();
+    lang_value_key_encode(p ? p : &none, true, out);
     if (out->len > STORE_MAX_KEY - 16)
         out->len = STORE_MAX_KEY - 16;
 }
@@ -266,26 +266,26 @@ static void
 value_encode_record(const Value *key, const Value *fields, Buf *out)
 {
     Buf kb = {0};
-    value_encode(key, &kb);
-    buf_putc(out, RECORD_VALUE_FORMAT);
-    buf_put_u64be(out, kb.len);
-    buf_append(out, kb.data, kb.len);
-    buf_free(&kb);
-    value_encode(fields, out);
+    lang_value_encode(key, &kb);
+    lang_buf_putc(out, RECORD_VALUE_FORMAT);
+    lang_buf_put_u64be(out, kb.len);
+    lang_buf_append(out, kb.data, kb.len);
+    lang_buf_free(&kb);
+    lang_value_encode(fields, out);
 }
 
 void
-record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before)
+lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before)
 {
     value_encode_record(&r->key, &r->fields, out);
     *not_before = fields_not_before(def, &r->fields);
 }
 
 LangErrorCode
-record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
+lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
 {
     Buf key = {0}, val = {0}, order = {0};
-    record_key_encode(&r->key, &key);
+    lang_record_key_encode(&r->key, &key);
     value_encode_record(&r->key, &r->fields, &val);
     LangErrorCode rc = LANG_OK;
     if (val.len > RECORD_MAX_BYTES) {
@@ -298,40 +298,40 @@ record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, L
     StoreRecord sr = {.key = {key.data, key.len}, .value = {val.data, val.len},
                       .order = {order.data, order.len},
                       .not_before = fields_not_before(def, &r->fields)};
-    int status = create ? store_record_create(txn, def->id, record_queue(def, &q), &sr)
-                        : store_record_update(txn, def->id, record_queue(def, &q), &sr);
+    int status = create ? store_record_create(txn, def->id, lang_record_queue(def, &q), &sr)
+                        : store_record_update(txn, def->id, lang_record_queue(def, &q), &sr);
     if (status == STORE_EXISTS) {
         RecordId id = {def->decl.name, (Value *)&r->key};
         Buf name = {0};
-        record_id_format(&id, &name);
+        lang_record_id_format(&id, &name);
         rc = lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
-        buf_free(&name);
+        lang_buf_free(&name);
     } else if (status == STORE_NOTFOUND) {
-        rc = record_missing(status, def, &r->key, "writing a record", err);
+        rc = lang_record_missing(status, def, &r->key, "writing a record", err);
     } else if (status) {
         rc = lang_store_error(status, "writing a record", err);
     }
 done:
-    buf_free(&key);
-    buf_free(&val);
-    buf_free(&order);
+    lang_buf_free(&key);
+    lang_buf_free(&val);
+    lang_buf_free(&order);
     return rc;
 }
 
 LangErrorCode
-record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r, LangError *err)
+lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r, LangError *err)
 {
     Buf kb = {0};
-    record_key_encode(key, &kb);
+    lang_record_key_encode(key, &kb);
     StoreRecord sr;
     int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &sr);
-    buf_free(&kb);
+    lang_buf_free(&kb);
     if (rc)
-        return record_missing(rc, def, key, "reading a record", err);
-    if (record_from_store(&sr, def, r, err))
+        return lang_record_missing(rc, def, key, "reading a record", err);
+    if (lang_record_from_store(&sr, def, r, err))
         return err->code;
-    value_free(&r->key);
-    r->key = value_clone(key);
+    lang_value_free(&r->key);
+    r->key = lang_value_clone(key);
     return LANG_OK;
 }
 
@@ -360,7 +360,7 @@ type_accepts(const char *type, Value *v)
     if (strcmp(type, "float") == 0) {
         if (v->kind == VAL_INT) {
             double f = (double)v->u.i;
-            *v = value_float(f);
+            *v = lang_value_float(f);
         }
         return v->kind == VAL_FLOAT;
     }
@@ -370,17 +370,17 @@ type_accepts(const char *type, Value *v)
         return v->kind == VAL_BOOL;
     if (strcmp(type, "duration") == 0) {
         int64_t ns;
-        if (v->kind == VAL_STRING && duration_parse(v->u.str.s, v->u.str.len, &ns) == 0) {
-            value_free(v);
-            *v = value_duration(ns);
+        if (v->kind == VAL_STRING && lang_duration_parse(v->u.str.s, v->u.str.len, &ns) == 0) {
+            lang_value_free(v);
+            *v = lang_value_duration(ns);
         }
         return v->kind == VAL_DURATION;
     }
     if (strcmp(type, "datetime") == 0) {
         int64_t ns;
-        if (v->kind == VAL_STRING && datetime_parse(v->u.str.s, v->u.str.len, &ns) == 0) {
-            value_free(v);
-            *v = value_datetime(ns);
+        if (v->kind == VAL_STRING && lang_datetime_parse(v->u.str.s, v->u.str.len, &ns) == 0) {
+            lang_value_free(v);
+            *v = lang_value_datetime(ns);
         }
         return v->kind == VAL_DATETIME;
     }
@@ -421,13 +421,13 @@ field_declared(const TableDef *def, const char *name)
 
 
 LangErrorCode
-record_validate(const TableDef *def, Value *fields, LangError *err)
+lang_record_validate(const TableDef *def, Value *fields, LangError *err)
 {
     const char *table = def->decl.name;
     if (def->decl.schema == SCHEMA_FULL) {
         for (size_t i = 0; i < fields->u.obj.len; i++) {
             const char *k = fields->u.obj.keys[i];
-            if (def->is_queue && record_is_engine_field(k))
+            if (def->is_queue && lang_record_is_engine_field(k))
                 continue;
             if (!field_declared(def, k))
                 return lang_error_set(err, LANG_SCHEMA_VIOLATION,
@@ -444,19 +444,19 @@ record_validate(const TableDef *def, Value *fields, LangError *err)
         if (v && f->type && !(absent && !f->required) && !type_accepts(f->type, v))
             return lang_error_set(err, LANG_SCHEMA_VIOLATION,
                                   "field '%s' of '%s' must be of TYPE %s, not %s", f->name,
-                                  table, f->type, value_kind_name(v->kind));
+                                  table, f->type, lang_value_kind_name(v->kind));
     }
     return LANG_OK;
 }
 
 bool
-record_exists(StoreTxn *txn, const TableDef *def, const Value *key)
+lang_record_exists(StoreTxn *txn, const TableDef *def, const Value *key)
 {
     Buf kb = {0};
-    record_key_encode(key, &kb);
+    lang_record_key_encode(key, &kb);
     StoreRecord r;
     int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &r);
-    buf_free(&kb);
+    lang_buf_free(&kb);
     return rc == STORE_OK;
 }
 
@@ -464,8 +464,8 @@ void
 lang_keys_push(Buf *keys, StoreBytes key)
 {
     uint32_t len = (uint32_t)key.len;
-    buf_append(keys, &len, sizeof len);
-    buf_append(keys, key.data, key.len);
+    lang_buf_append(keys, &len, sizeof len);
+    lang_buf_append(keys, key.data, key.len);
 }
 
 bool

@@ -30,9 +30,9 @@ lang_instance_mint(char out[LANG_INSTANCE_LEN + 1])
 LangSession *
 lang_session_new(Store *store, const char *consumer, const char *instance)
 {
-    LangSession *s = xcalloc(1, sizeof *s);
+    LangSession *s = lang_xcalloc(1, sizeof *s);
     s->store = store;
-    s->consumer = consumer ? xstrdup(consumer) : NULL;
+    s->consumer = consumer ? lang_xstrdup(consumer) : NULL;
     if (instance)
         memcpy(s->instance, instance, strnlen(instance, LANG_INSTANCE_LEN));
     else
@@ -44,7 +44,7 @@ void
 lang_session_drop_pending(LangSession *s)
 {
     for (size_t i = 0; i < s->npending; i++)
-        stmt_free(s->pending[i]);
+        lang_stmt_free(s->pending[i]);
     s->npending = 0;
     s->in_txn = false;
 }

@@ -17,15 +17,15 @@ eval_content(Exec *x, const Expr *e, const Value *record, Value *out)
 {
     EvalContext cx = {record, x->now};
     if (!e) {
-        *out = value_object();
+        *out = lang_value_object();
         return LANG_OK;
     }
-    if (expr_eval(e, &cx, out, x->err))
+    if (lang_expr_eval(e, &cx, out, x->err))
         return x->err->code;
     if (out->kind != VAL_OBJECT) {
         lang_error_set(x->err, LANG_TYPE_ERROR, "record content must be an object, not %s",
-                       value_kind_name(out->kind));
-        value_free(out);
+                       lang_value_kind_name(out->kind));
+        lang_value_free(out);
         return LANG_TYPE_ERROR;
     }
     return LANG_OK;
@@ -36,16 +36,16 @@ static bool
 id_matches(const Value *id, const char *table, const Value *key)
 {
     if (id->kind == VAL_RECORD)
-        return strcmp(id->u.rec.table, table) == 0 && value_equal(id->u.rec.key, key);
+        return strcmp(id->u.rec.table, table) == 0 && lang_value_equal(id->u.rec.key, key);
     if (id->kind == VAL_STRING) {
         RecordId rid = {(char *)table, (Value *)key};
         Buf b = {0};
-        record_id_format(&rid, &b);
+        lang_record_id_format(&rid, &b);
         bool same = b.len == id->u.str.len && memcmp(b.data, id->u.str.s, b.len) == 0;
-        buf_free(&b);
+        lang_buf_free(&b);
         return same;
     }
-    return value_equal(id, key);
+    return lang_value_equal(id, key);
 }
 
 /* Takes `id` out of "content"; refuses one that names another record
@@ -53,13 +53,13 @@ id_matches(const Value *id, const char *table, const Value *key)
 static LangErrorCode
 strip_id(Exec *x, Value *content, const char *table, const Value *key)
 {
-    const Value *id = value_object_get(content, "id");
+    const Value *id = lang_value_object_get(content, "id");
     if (!id)
         return LANG_OK;
     if (!key || !id_matches(id, table, key))
         return lang_error_set(x->err, LANG_SCHEMA_VIOLATION,
                               "the content's id does not name the record written");
-    value_object_remove(content, "id");
+    lang_value_object_remove(content, "id");
     return LANG_OK;
 }
 
@@ -70,9 +70,9 @@ engine_value_same(const Value *stored, const Value *incoming)
 {
     int64_t ns;
     if (stored->kind == VAL_DATETIME && incoming->kind == VAL_STRING)
-        return datetime_parse(incoming->u.str.s, incoming->u.str.len, &ns) == 0 &&
+        return lang_datetime_parse(incoming->u.str.s, incoming->u.str.len, &ns) == 0 &&
                ns == stored->u.ns;
-    return value_equal(stored, incoming);
+    return lang_value_equal(stored, incoming);
 }
 
 static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
@@ -89,17 +89,17 @@ guard_engine_fields(Exec *x, const TableDef *def, const Record *old, Value *inco
         return LANG_OK;
     for (size_t i = 0; i < sizeof engine_fields / sizeof *engine_fields; i++) {
         const char *f = engine_fields[i];
-        Value was = value_none();
-        bool has = old && record_engine_field(old, f, &was);
-        const Value *now = value_object_get(incoming, f);
+        Value was = lang_value_none();
+        bool has = old && lang_record_engine_field(old, f, &was);
+        const Value *now = lang_value_object_get(incoming, f);
         bool same = now && has && engine_value_same(&was, now);
-        value_free(&was);
+        lang_value_free(&was);
         if (now && !same)
             return lang_error_set(x->err, LANG_ENGINE_FIELD,
                                   "'%s' on queue '%s' belongs to the engine: a write may not "
                                   "set or change it",
                                   f, def->decl.name);
-        value_object_remove(incoming, f);
+        lang_value_object_remove(incoming, f);
     }
     return LANG_OK;
 }
@@ -110,10 +110,10 @@ static TableDecl
 decl_copy(const TableDecl *d)
 {
     TableDecl c = *d;
-    c.name = xstrdup(d->name);
-    c.priority_by = d->priority_by ? xstrdup(d->priority_by) : NULL;
-    c.not_before = d->not_before ? xstrdup(d->not_before) : NULL;
-    c.graph = d->graph ? xstrdup(d->graph) : NULL;
+    c.name = lang_xstrdup(d->name);
+    c.priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
+    c.not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
+    c.graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     return c;
 }
 
@@ -124,10 +124,10 @@ static bool
 existing_kind_differs(Exec *x, const char *name, bool queue)
 {
     TableDef def;
-    if (table_def_load(x->txn, name, &def, x->err))
+    if (lang_table_def_load(x->txn, name, &def, x->err))
         return true;
     bool differs = def.is_queue != queue;
-    table_def_free(&def);
+    lang_table_def_free(&def);
     if (differs)
         lang_error_set(x->err, LANG_WRONG_KIND,
                        "'%s' exists and is a %s, not a %s: DEFINE %s IF NOT EXISTS refuses it",
@@ -150,10 +150,10 @@ lang_exec_define_table(Exec *x, const Stmt *st)
     def.gid = x->s->caller.known ? (int64_t)x->s->caller.gid : -1;
     def.mode = d->mode > 0 ? d->mode & 07777 : -1;
     Buf b = {0};
-    table_def_encode(&def, &b);
+    lang_table_def_encode(&def, &b);
     int rc = store_table_create(x->txn, d->name, (StoreBytes){b.data, b.len}, &def.id);
-    buf_free(&b);
-    table_def_free(&def);
+    lang_buf_free(&b);
+    lang_table_def_free(&def);
     if (rc == STORE_EXISTS && !d->if_not_exists)
         return lang_error_set(x->err, LANG_TABLE_EXISTS, "a table named '%s' already exists",
                               d->name);
@@ -161,7 +161,7 @@ lang_exec_define_table(Exec *x, const Stmt *st)
         return x->err->code;
     if (rc && rc != STORE_EXISTS)
         return lang_store_error(rc, "defining a table", x->err);
-    buf_puts(x->out, "null");
+    lang_buf_puts(x->out, "null");
     return LANG_OK;
 }
 
@@ -170,10 +170,10 @@ static LangErrorCode
 save_def(Exec *x, TableDef *def)
 {
     int rc = lang_table_redefine(x->txn, def->decl.name, def);
-    table_def_free(def);
+    lang_table_def_free(def);
     if (rc)
         return lang_store_error(rc, "updating a definition", x->err);
-    buf_puts(x->out, "null");
+    lang_buf_puts(x->out, "null");
     return LANG_OK;
 }
 
@@ -191,9 +191,9 @@ entry_named(void *array, size_t *n, size_t size, const char *name)
         if (strcmp(have, name) == 0)
             return i;
     }
-    items = xrealloc(items, (*n + 1) * size);
+    items = lang_xrealloc(items, (*n + 1) * size);
     memset(items + *n * size, 0, size);
-    have = xstrdup(name);
+    have = lang_xstrdup(name);
     memcpy(items + *n * size, &have, sizeof have);
     memcpy(array, &items, sizeof items);
     return (*n)++;
@@ -209,7 +209,7 @@ lang_exec_define_field(Exec *x, const Stmt *st)
     size_t i = entry_named(&def.fields, &def.nfields, sizeof *def.fields, st->u.define_field.name);
     FieldDef *f = &def.fields[i];
     free(f->type);
-    f->type = st->u.define_field.type ? xstrdup(st->u.define_field.type) : NULL;
+    f->type = st->u.define_field.type ? lang_xstrdup(st->u.define_field.type) : NULL;
     f->required = st->u.define_field.required;
     return save_def(x, &def);
 }
@@ -228,9 +228,9 @@ lang_exec_define_index(Exec *x, const Stmt *st)
         free(ix->fields[j]);
     free(ix->fields);
     ix->nfields = st->u.define_index.nfields;
-    ix->fields = xcalloc(ix->nfields, sizeof *ix->fields);
+    ix->fields = lang_xcalloc(ix->nfields, sizeof *ix->fields);
     for (size_t j = 0; j < ix->nfields; j++)
-        ix->fields[j] = xstrdup(st->u.define_index.fields[j]);
+        ix->fields[j] = lang_xstrdup(st->u.define_index.fields[j]);
     return save_def(x, &def);
 }
 
@@ -245,36 +245,36 @@ lang_exec_create(Exec *x, const Stmt *st)
     if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     Record r = {0};
-    Value results = value_array();
+    Value results = lang_value_array();
     const Value *named = t->id.kind == VAL_RECORD ? t->id.u.rec.key : NULL;
     bool repeat = false;
     if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
         strip_id(x, &r.fields, t->table, named) ||
         guard_engine_fields(x, &def, NULL, &r.fields) ||
-        record_validate(&def, &r.fields, x->err))
+        lang_record_validate(&def, &r.fields, x->err))
         goto done;
     if (named) {
-        r.key = value_clone(named);
+        r.key = lang_value_clone(named);
         if (def.is_queue && def.decl.deduplicate_ns && lang_dedup_check(x, &def, named, &repeat))
             goto done;
         if (repeat)
             goto done;
-        if (record_exists(x->txn, &def, named)) {
+        if (lang_record_exists(x->txn, &def, named)) {
             Buf name = {0};
-            record_id_format(&t->id.u.rec, &name);
+            lang_record_id_format(&t->id.u.rec, &name);
             lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
-            buf_free(&name);
+            lang_buf_free(&name);
             goto done;
         }
     } else if (lang_identity_next(x, &def, &r.key)) {
         goto done;
     }
-    if (lang_identity_note(x, &def, &r.key) || record_store(x->txn, &def, &r, true, x->err))
+    if (lang_identity_note(x, &def, &r.key) || lang_record_store(x->txn, &def, &r, true, x->err))
         goto done;
-    value_array_push(&results, record_view(&r, &def));
+    lang_value_array_push(&results, lang_record_view(&r, &def));
 done:
-    record_free(&r);
-    table_def_free(&def);
+    lang_record_free(&r);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -283,9 +283,9 @@ static void
 changed_key(Buf *keys, const Value *key)
 {
     Buf kb = {0};
-    record_key_encode(key, &kb);
+    lang_record_key_encode(key, &kb);
     lang_keys_push(keys, (StoreBytes){kb.data, kb.len});
-    buf_free(&kb);
+    lang_buf_free(&kb);
 }
 
 /* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
@@ -296,18 +296,18 @@ lang_exec_update(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
-    Value keys, results = value_array();
+    Value keys, results = lang_value_array();
     if (lang_exec_target_keys(x, &def, t, &keys)) {
-        table_def_free(&def);
+        lang_table_def_free(&def);
         return x->err->code;
     }
     for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
         Record r = {0};
         Value view = {0}, content = {0};
         bool yes;
-        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
             break;
-        view = record_view(&r, &def);
+        view = lang_record_view(&r, &def);
         if (lang_exec_where(x, st->u.write.where, &view, &yes) || !yes ||
             eval_content(x, st->u.write.content, &view, &content) ||
             strip_id(x, &content, t->table, &r.key))
@@ -316,29 +316,29 @@ lang_exec_update(Exec *x, const Stmt *st)
             if (guard_engine_fields(x, &def, &r, &content))
                 goto next;
             for (size_t j = 0; j < content.u.obj.len; j++)
-                value_object_set(&r.fields, content.u.obj.keys[j],
-                                 value_clone(&content.u.obj.vals[j]));
+                lang_value_object_set(&r.fields, content.u.obj.keys[j],
+                                 lang_value_clone(&content.u.obj.vals[j]));
         } else {
             if (guard_engine_fields(x, &def, &r, &content))
                 goto next;
-            value_free(&r.fields);
+            lang_value_free(&r.fields);
             r.fields = content;
-            content = value_none();
+            content = lang_value_none();
         }
-        if (record_validate(&def, &r.fields, x->err) ||
-            record_store(x->txn, &def, &r, false, x->err))
+        if (lang_record_validate(&def, &r.fields, x->err) ||
+            lang_record_store(x->txn, &def, &r, false, x->err))
             goto next;
         if (x->changed)
             changed_key(x->changed, &r.key);
         else
-            value_array_push(&results, record_view(&r, &def));
+            lang_value_array_push(&results, lang_record_view(&r, &def));
     next:
-        value_free(&view);
-        value_free(&content);
-        record_free(&r);
+        lang_value_free(&view);
+        lang_value_free(&content);
+        lang_record_free(&r);
     }
-    value_free(&keys);
-    table_def_free(&def);
+    lang_value_free(&keys);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -351,8 +351,8 @@ lang_exec_upsert(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
-    bool exists = record_exists(x->txn, &def, t->id.u.rec.key);
-    table_def_free(&def);
+    bool exists = lang_record_exists(x->txn, &def, t->id.u.rec.key);
+    lang_table_def_free(&def);
     return exists ? lang_exec_update(x, st) : lang_exec_create(x, st);
 }
 
@@ -366,39 +366,39 @@ lang_exec_delete(Exec *x, const Stmt *st)
         return x->err->code;
     Value keys;
     if (lang_exec_target_keys(x, &def, t, &keys)) {
-        table_def_free(&def);
+        lang_table_def_free(&def);
         return x->err->code;
     }
     for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
         Record r = {0};
         bool yes = true;
-        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
             break;
         if (st->u.del.where) {
-            Value view = record_view(&r, &def);
+            Value view = lang_record_view(&r, &def);
             lang_exec_where(x, st->u.del.where, &view, &yes);
-            value_free(&view);
+            lang_value_free(&view);
         }
         if (!x->err->code && st->u.del.fence)
-            record_fence(&def, &r, st->u.del.fence, x->now, x->err);
+            lang_record_fence(&def, &r, st->u.del.fence, x->now, x->err);
         if (!x->err->code && yes) {
             Buf kb = {0};
             StoreQueue q;
-            record_key_encode(&r.key, &kb);
-            int rc = store_record_delete(x->txn, def.id, record_queue(&def, &q),
+            lang_record_key_encode(&r.key, &kb);
+            int rc = store_record_delete(x->txn, def.id, lang_record_queue(&def, &q),
                                          (StoreBytes){kb.data, kb.len},
                                          st->u.del.fence > 0 ? st->u.del.fence : 0);
-            buf_free(&kb);
+            lang_buf_free(&kb);
             if (rc)
-                record_missing(rc, &def, &r.key, "deleting a record", x->err);
+                lang_record_missing(rc, &def, &r.key, "deleting a record", x->err);
         }
-        record_free(&r);
+        lang_record_free(&r);
     }
-    value_free(&keys);
-    table_def_free(&def);
+    lang_value_free(&keys);
+    lang_table_def_free(&def);
     if (x->err->code)
         return x->err->code;
-    buf_puts(x->out, "[]");
+    lang_buf_puts(x->out, "[]");
     return LANG_OK;
 }
 
@@ -407,26 +407,26 @@ LangErrorCode
 lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row)
 {
     if (st->u.select.star) {
-        *row = value_clone(view);
+        *row = lang_value_clone(view);
         return LANG_OK;
     }
-    *row = value_object();
+    *row = lang_value_object();
     EvalContext cx = {view, x->now};
     for (size_t i = 0; i < st->u.select.nfields; i++) {
         const SelectField *f = &st->u.select.fields[i];
         Value v;
-        if (expr_eval(f->expr, &cx, &v, x->err)) {
-            value_free(row);
+        if (lang_expr_eval(f->expr, &cx, &v, x->err)) {
+            lang_value_free(row);
             return x->err->code;
         }
         if (f->alias) {
-            value_object_set(row, f->alias, v);
+            lang_value_object_set(row, f->alias, v);
         } else if (f->expr->kind == EX_FIELD) {
             lang_path_set(row, f->expr->u.path.parts, f->expr->u.path.len, v);
         } else {
             char name[32];
             snprintf(name, sizeof name, "expr%zu", i + 1);
-            value_object_set(row, name, v);
+            lang_value_object_set(row, name, v);
         }
     }
     return LANG_OK;
@@ -443,8 +443,8 @@ compare_rows(const void *pa, const void *pb)
         const OrderTerm *o = &sort_stmt->u.select.order[i];
         const Value *va = lang_path_get(a, o->parts, o->len);
         const Value *vb = lang_path_get(b, o->parts, o->len);
-        Value none = value_none();
-        int c = value_compare(va ? va : &none, vb ? vb : &none);
+        Value none = lang_value_none();
+        int c = lang_value_compare(va ? va : &none, vb ? vb : &none);
         if (c)
             return o->descending ? -c : c;
     }
@@ -459,27 +459,27 @@ lang_exec_select(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, t->table, ACCESS_READ, &def))
         return x->err->code;
-    Value keys, views = value_array(), rows = value_array();
+    Value keys, views = lang_value_array(), rows = lang_value_array();
     if (lang_exec_target_keys(x, &def, t, &keys)) {
-        table_def_free(&def);
+        lang_table_def_free(&def);
         return x->err->code;
     }
     for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
         Record r = {0};
         LangError missing = {0};
-        if (record_load(x->txn, &def, &keys.u.arr.items[i], &r, &missing)) {
+        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, &missing)) {
             if (missing.code != LANG_NO_SUCH_RECORD)
                 *x->err = missing;
-            record_free(&r);
+            lang_record_free(&r);
             continue;   /* SELECT of a record that does not exist answers [] */
         }
-        Value view = record_view(&r, &def);
+        Value view = lang_record_view(&r, &def);
         bool yes;
         if (!lang_exec_where(x, st->u.select.where, &view, &yes) && yes)
-            value_array_push(&views, view);
+            lang_value_array_push(&views, view);
         else
-            value_free(&view);
-        record_free(&r);
+            lang_value_free(&view);
+        lang_record_free(&r);
     }
     if (!x->err->code && st->u.select.norder && views.u.arr.len) {
         sort_stmt = st;
@@ -491,11 +491,11 @@ lang_exec_select(Exec *x, const Stmt *st)
     for (size_t i = 0; i < n && !x->err->code; i++) {
         Value row;
         if (!lang_select_project(x, st, &views.u.arr.items[i], &row))
-            value_array_push(&rows, row);
+            lang_value_array_push(&rows, row);
     }
-    value_free(&keys);
-    value_free(&views);
-    table_def_free(&def);
+    lang_value_free(&keys);
+    lang_value_free(&views);
+    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &rows);
 }
 
@@ -508,8 +508,8 @@ lang_exec_info(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, st->u.table_op.table, ACCESS_READ, &def))
         return x->err->code;
-    Value info = table_def_info(&def);
-    table_def_free(&def);
+    Value info = lang_table_def_info(&def);
+    lang_table_def_free(&def);
     lang_exec_answer(x, &info);
     return LANG_OK;
 }
@@ -523,7 +523,7 @@ lang_exec_drop(Exec *x, const Stmt *st)
     if (lang_table_load(x, name, ACCESS_OWNER, &def))
         return x->err->code;
     bool is_queue = def.is_queue;
-    table_def_free(&def);
+    lang_table_def_free(&def);
     int want = st->u.table_op.kind;
     if ((want == 1 && !is_queue) || (want == 2 && is_queue))
         return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a %s: DROP %s refuses it", name,
@@ -532,7 +532,7 @@ lang_exec_drop(Exec *x, const Stmt *st)
     int rc = store_table_drop(x->txn, name);
     if (rc)
         return lang_store_error(rc, "dropping a table", x->err);
-    buf_puts(x->out, "null");
+    lang_buf_puts(x->out, "null");
     return LANG_OK;
 }
 
@@ -541,9 +541,9 @@ LangErrorCode
 lang_exec_use_consumer(Exec *x, const Stmt *st)
 {
     free(x->s->consumer);
-    x->s->consumer = xstrdup(st->u.use_consumer.name);
+    x->s->consumer = lang_xstrdup(st->u.use_consumer.name);
     lang_instance_mint(x->s->instance);
-    buf_puts(x->out, "null");
+    lang_buf_puts(x->out, "null");
     return LANG_OK;
 }
 

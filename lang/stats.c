@@ -18,11 +18,11 @@ with_queue(LangSession *s, const char *table,
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) &&
+    if (!lang_table_def_load(txn, table, &def, err) &&
         !lang_access_check(s, &def, ACCESS_READ, err)) {
         if (!lang_queue_check(&def, table, err))
             fn(txn, &def, ctx);
-        table_def_free(&def);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -44,19 +44,19 @@ count_record(void *ctx, const StoreRecord *sr)
 {
     Figures *f = ctx;
     Record r = {0};
-    if (record_from_store(sr, f->def, &r, f->err))
+    if (lang_record_from_store(sr, f->def, &r, f->err))
         return 1;
     f->records++;
-    if (record_is_held(&r, f->now)) {
+    if (lang_record_is_held(&r, f->now)) {
         f->held++;
-    } else if (record_is_dead(&r, f->def)) {
+    } else if (lang_record_is_dead(&r, f->def)) {
         f->dead++;
-    } else if (record_not_before(&r, f->def) > f->now) {
+    } else if (lang_record_not_before(&r, f->def) > f->now) {
         f->delayed++;
     } else {
         f->ready++;
     }
-    record_free(&r);
+    lang_record_free(&r);
     return 0;
 }
 
@@ -107,9 +107,9 @@ count_figures(StoreTxn *txn, Figures *f)
     Record r = {0};
     if ((rc = store_record_get(txn, f->def->id, c.head_key, &sr)))
         return lang_store_error(rc, "reading the head of the queue", f->err);
-    if (!record_from_store(&sr, f->def, &r, f->err))
-        f->oldest_ready = record_available_at(&r, f->def);
-    record_free(&r);
+    if (!lang_record_from_store(&sr, f->def, &r, f->err))
+        f->oldest_ready = lang_record_available_at(&r, f->def);
+    lang_record_free(&r);
     return f->err->code;
 }
 
@@ -122,20 +122,20 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, {0}, so->err};
     if (count_figures(txn, &f))
         return so->err->code;
-    Value o = value_object();
-    value_object_set(&o, "queue", value_cstring(def->decl.name));
-    value_object_set(&o, "records", value_int(f.records));
-    value_object_set(&o, "ready", value_int(f.ready));
-    value_object_set(&o, "held", value_int(f.held));
-    value_object_set(&o, "delayed", value_int(f.delayed));
-    value_object_set(&o, "dead", value_int(f.dead));
+    Value o = lang_value_object();
+    lang_value_object_set(&o, "queue", lang_value_cstring(def->decl.name));
+    lang_value_object_set(&o, "records", lang_value_int(f.records));
+    lang_value_object_set(&o, "ready", lang_value_int(f.ready));
+    lang_value_object_set(&o, "held", lang_value_int(f.held));
+    lang_value_object_set(&o, "delayed", lang_value_int(f.delayed));
+    lang_value_object_set(&o, "dead", lang_value_int(f.dead));
     double age = f.oldest_ready && so->now > f.oldest_ready
                      ? (double)(so->now - f.oldest_ready) / 1e9
                      : 0.0;
-    value_object_set(&o, "oldest_ready_age_seconds", value_float(age));
+    lang_value_object_set(&o, "oldest_ready_age_seconds", lang_value_float(age));
     static const char *const counters[] = {"claims", "releases", "lapses", "deletes"};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
-        value_object_set(&o, counters[i], value_int(f.counters[i]));
+        lang_value_object_set(&o, counters[i], lang_value_int(f.counters[i]));
     *so->out = o;
     return LANG_OK;
 }
@@ -143,13 +143,13 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
 LangErrorCode
 lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err)
 {
-    Value o = value_none();
+    Value o = lang_value_none();
     StatsOut so = {store_now(lang_session_store(s)), &o, err};
     if (with_queue(s, table, queue_figures, &so, err))
         return err->code;
-    value_to_json(&o, out);
-    buf_putc(out, '\n');
-    value_free(&o);
+    lang_value_to_json(&o, out);
+    lang_buf_putc(out, '\n');
+    lang_value_free(&o);
     return LANG_OK;
 }
 
@@ -165,12 +165,12 @@ static int
 gather_queue(void *ctx, const char *name)
 {
     Metrics *m = ctx;
-    Value o = value_none();
+    Value o = lang_value_none();
     LangError err = {0};
     StatsOut so = {store_now(lang_session_store(m->s)), &o, &err};
     with_queue(m->s, name, queue_figures, &so, &err);
     if (err.code == LANG_OK)
-        value_array_push(&m->queues, o);
+        lang_value_array_push(&m->queues, o);
     else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE &&
              err.code != LANG_PERMISSION)   /* metrics show what the caller may read */
         *m->err = err;
@@ -183,18 +183,18 @@ label_escape(const char *s, Buf *out)
 {
     for (; *s; s++) {
         if (*s == '\\' || *s == '"')
-            buf_putc(out, '\\');
+            lang_buf_putc(out, '\\');
         if (*s == '\n')
-            buf_puts(out, "\\n");
+            lang_buf_puts(out, "\\n");
         else
-            buf_putc(out, *s);
+            lang_buf_putc(out, *s);
     }
 }
 
 LangErrorCode
 lang_view_metrics(LangSession *s, Buf *out, LangError *err)
 {
-    Metrics m = {s, value_array(), err};
+    Metrics m = {s, lang_value_array(), err};
     lang_view_tables(s, gather_queue, &m, err);
     static const struct {
         const char *field, *metric, *type, *help;
@@ -212,21 +212,21 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         {"deletes", "queuefs_deletes_total", "counter", "Records finished (deleted)."},
     };
     for (size_t i = 0; !err->code && i < sizeof metrics / sizeof metrics[0]; i++) {
-        buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].metric, metrics[i].help,
+        lang_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].metric, metrics[i].help,
                    metrics[i].metric, metrics[i].type);
         for (size_t q = 0; q < m.queues.u.arr.len; q++) {
             const Value *fig = &m.queues.u.arr.items[q];
-            const Value *name = value_object_get(fig, "queue");
-            const Value *v = value_object_get(fig, metrics[i].field);
-            buf_printf(out, "%s{queue=\"", metrics[i].metric);
+            const Value *name = lang_value_object_get(fig, "queue");
+            const Value *v = lang_value_object_get(fig, metrics[i].field);
+            lang_buf_printf(out, "%s{queue=\"", metrics[i].metric);
             label_escape(name->u.str.s, out);
             if (v->kind == VAL_FLOAT)
-                buf_printf(out, "\"} %.3f\n", v->u.f);
+                lang_buf_printf(out, "\"} %.3f\n", v->u.f);
             else
-                buf_printf(out, "\"} %lld\n", (long long)v->u.i);
+                lang_buf_printf(out, "\"} %lld\n", (long long)v->u.i);
         }
     }
-    value_free(&m.queues);
+    lang_value_free(&m.queues);
     return err->code;
 }
 
@@ -250,9 +250,9 @@ held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
     Record r = {0};
     int stop = 0;
     /* A hold taken before holds were numbered has no name here. */
-    if (!record_from_store(sr, w->def, &r, w->err) && record_is_held(&r, w->now) && r.hold > 0)
+    if (!lang_record_from_store(sr, w->def, &r, w->err) && lang_record_is_held(&r, w->now) && r.hold > 0)
         stop = w->fn(w->ctx, &r.key, r.hold);
-    record_free(&r);
+    lang_record_free(&r);
     return stop || w->err->code;
 }
 
@@ -289,10 +289,10 @@ dead_entry(void *ctx, const StoreRecord *sr)
     DeadWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_from_store(sr, w->def, &r, w->err) && record_is_dead(&r, w->def) &&
-        !record_is_held(&r, w->now))
+    if (!lang_record_from_store(sr, w->def, &r, w->err) && lang_record_is_dead(&r, w->def) &&
+        !lang_record_is_held(&r, w->now))
         stop = w->fn(w->ctx, &r.key);
-    record_free(&r);
+    lang_record_free(&r);
     return stop || w->err->code;
 }
 

@@ -42,11 +42,11 @@ lang_stream_free(LangSession *s)
     if (!r)
         return;
     for (size_t i = r->next; i < r->n; i++)
-        stmt_free(r->stmts[i]);
+        lang_stmt_free(r->stmts[i]);
     free(r->stmts);
-    stmt_free(r->current);
-    buf_free(&r->cur.after);
-    buf_free(&r->keys);
+    lang_stmt_free(r->current);
+    lang_buf_free(&r->cur.after);
+    lang_buf_free(&r->keys);
     free(r);
     s->stream = NULL;
 }
@@ -67,8 +67,8 @@ lang_session_waiting(const LangSession *s)
 static void
 add_line(void *ctx, const char *line, size_t len)
 {
-    buf_append(ctx, line, len);
-    buf_putc(ctx, '\n');
+    lang_buf_append(ctx, line, len);
+    lang_buf_putc(ctx, '\n');
 }
 
 /* True for a statement that is kept on the session when it cannot end at
@@ -116,24 +116,24 @@ chunk_row(void *ctx, const StoreRecord *sr)
         return -1;
     }
     w->looked++;
-    buf_reset(&c->after);
-    buf_append(&c->after, key.data, key.len);
+    lang_buf_reset(&c->after);
+    lang_buf_append(&c->after, key.data, key.len);
     Record r = {0};
-    if (record_from_store(sr, w->def, &r, w->x->err)) {
-        record_free(&r);
+    if (lang_record_from_store(sr, w->def, &r, w->x->err)) {
+        lang_record_free(&r);
         return -1;
     }
-    Value view = record_view(&r, w->def), row;
+    Value view = lang_record_view(&r, w->def), row;
     bool yes;
     if (!lang_exec_where(w->x, w->st->u.select.where, &view, &yes) && yes &&
         !lang_select_project(w->x, w->st, &view, &row)) {
         if (c->rows++)
-            buf_putc(w->x->out, ',');
-        value_to_json(&row, w->x->out);
-        value_free(&row);
+            lang_buf_putc(w->x->out, ',');
+        lang_value_to_json(&row, w->x->out);
+        lang_value_free(&row);
     }
-    value_free(&view);
-    record_free(&r);
+    lang_value_free(&view);
+    lang_record_free(&r);
     return w->x->err->code ? -1 : 0;
 }
 
@@ -157,17 +157,17 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     LangError gone = {0};
     bool first = !c->begun;
     if (first ? lang_table_load(&x, st->u.select.from.table, ACCESS_READ, &def)
-              : table_def_load(txn, st->u.select.from.table, &def, &gone)) {
+              : lang_table_def_load(txn, st->u.select.from.table, &def, &gone)) {
         store_txn_abort(txn);
         if (first)
             return err->code;
-        buf_puts(out, "]\n");   /* dropped meanwhile: no more records */
+        lang_buf_puts(out, "]\n");   /* dropped meanwhile: no more records */
         return LANG_OK;
     }
     if (first) {
         c->begun = true;
         c->table = def.id;
-        buf_putc(out, '[');
+        lang_buf_putc(out, '[');
     }
     ChunkWalk w = {&x, st, &def, c, room, 0, false};
     if (def.id == c->table) {
@@ -176,7 +176,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
         if (rc > 0)
             lang_store_error(rc, "reading records", err);
     }
-    table_def_free(&def);
+    lang_table_def_free(&def);
     store_txn_abort(txn);
     if (err->code && first) {
         out->len = start;
@@ -188,7 +188,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
         *done = false;
         return LANG_OK;
     }
-    buf_puts(out, "]\n");
+    lang_buf_puts(out, "]\n");
     return err->code;
 }
 
@@ -206,11 +206,11 @@ update_txn(StoreTxn *txn, void *ctx)
 {
     UpdateRun *u = ctx;
     Buf unused = {0};
-    buf_reset(u->keys);
+    lang_buf_reset(u->keys);
     *u->err = (LangError){0};
     Exec x = {u->s, txn, store_txn_now(txn), &unused, u->err, u->keys};
     int rc = lang_exec_update(&x, u->st) ? -1 : 0;
-    buf_free(&unused);
+    lang_buf_free(&unused);
     return rc;
 }
 
@@ -236,11 +236,11 @@ update_chunk(LangSession *s, LangStream *r, Buf *out, size_t room, bool *done, L
         return err->code;
     TableDef def;
     LangError gone = {0};
-    bool have = !table_def_load(txn, r->current->u.write.target.table, &def, &gone);
+    bool have = !lang_table_def_load(txn, r->current->u.write.target.table, &def, &gone);
     if (!r->cur.begun) {
         r->cur.begun = true;
         r->cur.table = have ? def.id : 0;
-        buf_putc(out, '[');
+        lang_buf_putc(out, '[');
     }
     while (have && def.id == r->cur.table && r->key_off < r->keys.len && !err->code) {
         if (out->len >= room) {
@@ -254,20 +254,20 @@ update_chunk(LangSession *s, LangStream *r, Buf *out, size_t room, bool *done, L
         int rc = store_record_get(txn, def.id, kb, &sr);
         if (rc && rc != STORE_NOTFOUND) {
             lang_store_error(rc, "reading a record", err);
-        } else if (!rc && !record_from_store(&sr, &def, &rec, err)) {
-            Value view = record_view(&rec, &def);
+        } else if (!rc && !lang_record_from_store(&sr, &def, &rec, err)) {
+            Value view = lang_record_view(&rec, &def);
             if (r->cur.rows++)
-                buf_putc(out, ',');
-            value_to_json(&view, out);
-            value_free(&view);
+                lang_buf_putc(out, ',');
+            lang_value_to_json(&view, out);
+            lang_value_free(&view);
         }
-        record_free(&rec);
+        lang_record_free(&rec);
     }
     if (have)
-        table_def_free(&def);
+        lang_table_def_free(&def);
     store_txn_abort(txn);
     if (*done || err->code)
-        buf_puts(out, "]\n");
+        lang_buf_puts(out, "]\n");
     return err->code;
 }
 
@@ -288,7 +288,7 @@ current_step(LangSession *s, Buf *out, size_t room, bool block, bool *done, Lang
         if (*done)
             add_line(out, line.data, line.len);
     }
-    buf_free(&line);
+    lang_buf_free(&line);
     return err->code;
 }
 
@@ -303,7 +303,7 @@ rest_start(LangSession *s, Stmt *st, Buf *out, LangError *err)
     if (st->kind == ST_CLAIM) {
         int64_t now = store_now(s->store);
         if (lang_claim_wait_check(s, st, err)) {
-            stmt_free(st);
+            lang_stmt_free(st);
             return err->code;
         }
         if (__builtin_add_overflow(now, st->u.claim.wait_ns, &r->deadline))
@@ -313,11 +313,11 @@ rest_start(LangSession *s, Stmt *st, Buf *out, LangError *err)
         r->cur.rows = 0;
         r->key_off = 0;
         if (update_keep_keys(s, st, &r->keys, err)) {
-            stmt_free(st);
+            lang_stmt_free(st);
             return err->code;
         }
     } else {
-        buf_reset(&r->cur.after);
+        lang_buf_reset(&r->cur.after);
         r->cur.begun = false;
         r->cur.rows = 0;
         r->cur.now = store_now(s->store);
@@ -343,7 +343,7 @@ rest_run(LangSession *s, Buf *out, size_t room, bool block, LangError *err)
                 break;
             if (!done)
                 return LANG_OK;
-            stmt_free(r->current);
+            lang_stmt_free(r->current);
             r->current = NULL;
         } else if (r->next < r->n) {
             rest_start(s, r->stmts[r->next++], out, err);
@@ -364,18 +364,18 @@ lang_session_start(LangSession *s, const char *text, size_t len, Buf *out, size_
     if (s->stream)
         return lang_error_set(err, LANG_SESSION_BUSY,
                               "the session's last result has not been read to its end");
-    LangStream *r = xcalloc(1, sizeof *r);
-    Parser *p = parser_new(text, len);
+    LangStream *r = lang_xcalloc(1, sizeof *r);
+    Parser *p = lang_parser_new(text, len);
     Stmt *st;
     size_t cap = 0;
-    while (parser_next(p, &st, &r->parse_err) == 1) {
+    while (lang_parser_next(p, &st, &r->parse_err) == 1) {
         if (r->n == cap) {
             cap = cap ? 2 * cap : 8;
-            r->stmts = xrealloc(r->stmts, cap * sizeof *r->stmts);
+            r->stmts = lang_xrealloc(r->stmts, cap * sizeof *r->stmts);
         }
         r->stmts[r->n++] = st;
     }
-    parser_free(p);
+    lang_parser_free(p);
     s->stream = r;
     return rest_run(s, out, room, false, err);
 }

@@ -13,7 +13,7 @@ lang_table_name_check(const char *name, size_t len, LangError *err)
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
             return lang_error_set(err, LANG_PARSE_ERROR,
                                   "a table name cannot hold control characters");
-    if (!utf8_valid(name, len))
+    if (!lang_utf8_valid(name, len))
         return lang_error_set(err, LANG_PARSE_ERROR,
                               "a table name must be valid UTF-8, as a statement spells it");
     return LANG_OK;

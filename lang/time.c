@@ -10,8 +10,8 @@
 
 /* ---- durations ---- */
 
-/* The units, largest first: what duration_format writes and
- * duration_parse reads ("alias" spellings are read, never written). */
+/* The units, largest first: what lang_duration_format writes and
+ * lang_duration_parse reads ("alias" spellings are read, never written). */
 static const struct {
     const char *name;
     uint64_t    ns;
@@ -31,22 +31,22 @@ static const struct {
 #define N_DURATION_UNITS (sizeof duration_units / sizeof duration_units[0])
 
 void
-duration_format(int64_t ns, Buf *out)
+lang_duration_format(int64_t ns, Buf *out)
 {
     if (ns == 0) {
-        buf_puts(out, "0ns");
+        lang_buf_puts(out, "0ns");
         return;
     }
     uint64_t rest = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
     if (ns < 0)
-        buf_putc(out, '-');
+        lang_buf_putc(out, '-');
     for (size_t i = 0; i < N_DURATION_UNITS; i++) {
         if (duration_units[i].alias)
             continue;
         uint64_t n = rest / duration_units[i].ns;
         rest %= duration_units[i].ns;
         if (n)
-            buf_printf(out, "%" PRIu64 "%s", n, duration_units[i].name);
+            lang_buf_printf(out, "%" PRIu64 "%s", n, duration_units[i].name);
     }
 }
 
@@ -70,7 +70,7 @@ duration_unit_at(const char *s, size_t len, size_t *pos)
 }
 
 int
-duration_parse(const char *s, size_t len, int64_t *ns_out)
+lang_duration_parse(const char *s, size_t len, int64_t *ns_out)
 {
     size_t pos = 0;
     uint64_t total = 0;
@@ -212,7 +212,7 @@ read_zone(const char *s, size_t len, size_t *pos, int64_t *offset)
 }
 
 int
-datetime_parse(const char *s, size_t len, int64_t *ns_out)
+lang_datetime_parse(const char *s, size_t len, int64_t *ns_out)
 {
     size_t pos = 0;
     int y, mo, d, h = 0, mi = 0, sec = 0;
@@ -249,7 +249,7 @@ datetime_parse(const char *s, size_t len, int64_t *ns_out)
 }
 
 void
-datetime_format(int64_t ns, Buf *out)
+lang_datetime_format(int64_t ns, Buf *out)
 {
     int64_t secs = ns / NS_PER_SEC, nanos = ns % NS_PER_SEC;
     if (nanos < 0) {
@@ -265,19 +265,19 @@ datetime_format(int64_t ns, Buf *out)
     int m, d;
     civil_from_days(days, &y, &m, &d);
     /* Every int64 nanosecond count falls in the years 1677..2262. */
-    buf_put_digits(out, (uint64_t)y, 4);
+    lang_buf_put_digits(out, (uint64_t)y, 4);
     const int parts[] = {m, d, (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60)};
     const char seps[] = "--T::";
     for (int i = 0; i < 5; i++) {
-        buf_putc(out, seps[i]);
-        buf_put_digits(out, (uint64_t)parts[i], 2);
+        lang_buf_putc(out, seps[i]);
+        lang_buf_put_digits(out, (uint64_t)parts[i], 2);
     }
     if (nanos) {
         int width = 9;   /* the fraction without its trailing zeros */
         for (; nanos % 10 == 0; nanos /= 10)
             width--;
-        buf_putc(out, '.');
-        buf_put_digits(out, (uint64_t)nanos, width);
+        lang_buf_putc(out, '.');
+        lang_buf_put_digits(out, (uint64_t)nanos, width);
     }
-    buf_putc(out, 'Z');
+    lang_buf_putc(out, 'Z');
 }

@@ -35,15 +35,15 @@ test_durations(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t ns = -1;
-        int rc = duration_parse(cases[i].text, strlen(cases[i].text), &ns);
+        int rc = lang_duration_parse(cases[i].text, strlen(cases[i].text), &ns);
         CHECK(rc == 0 && ns == cases[i].ns, "parse %s: rc %d ns %" PRId64, cases[i].text,
               rc, ns);
         Buf b = {0};
-        duration_format(cases[i].ns, &b);
+        lang_duration_format(cases[i].ns, &b);
         CHECK_STR(b.data, cases[i].formatted);
-        rc = duration_parse(b.data, b.len, &ns);
+        rc = lang_duration_parse(b.data, b.len, &ns);
         CHECK(rc == 0 && ns == cases[i].ns, "round trip %s", b.data);
-        buf_free(&b);
+        lang_buf_free(&b);
     }
     static const char *rejects[] = {
         "", "5", "1x", "99999999999999999999s", "1h30", "h", "-1s", "+1s", " 1s",
@@ -52,21 +52,21 @@ test_durations(void)
     };
     for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++) {
         int64_t ns = 12345;
-        int rc = duration_parse(rejects[i], strlen(rejects[i]), &ns);
+        int rc = lang_duration_parse(rejects[i], strlen(rejects[i]), &ns);
         CHECK(rc == -1, "duration \"%s\" should be rejected", rejects[i]);
     }
     /* length is honoured: "1h30m" cut to "1h3" is a bad duration */
     int64_t ns;
-    CHECK(duration_parse("1h30m", 3, &ns) == -1, "length honoured");
-    CHECK(duration_parse("1h30m", 2, &ns) == 0 && ns == 3600 * SEC, "prefix parse");
+    CHECK(lang_duration_parse("1h30m", 3, &ns) == -1, "length honoured");
+    CHECK(lang_duration_parse("1h30m", 2, &ns) == 0 && ns == 3600 * SEC, "prefix parse");
 
     Buf b = {0};
-    duration_format(-90 * SEC, &b);
+    lang_duration_format(-90 * SEC, &b);
     CHECK_STR(b.data, "-1m30s");
-    buf_reset(&b);
-    duration_format(INT64_MIN, &b);
+    lang_buf_reset(&b);
+    lang_duration_format(INT64_MIN, &b);
     CHECK_STR(b.data, "-292y24w3d23h47m16s854ms775us808ns");
-    buf_free(&b);
+    lang_buf_free(&b);
 }
 
 /* ---- datetimes ---- */
@@ -106,15 +106,15 @@ test_datetimes(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t ns = 12345;
-        int rc = datetime_parse(cases[i].text, strlen(cases[i].text), &ns);
+        int rc = lang_datetime_parse(cases[i].text, strlen(cases[i].text), &ns);
         CHECK(rc == 0 && ns == cases[i].ns, "parse %s: rc %d ns %" PRId64 " want %" PRId64,
               cases[i].text, rc, ns, cases[i].ns);
         Buf b = {0};
-        datetime_format(cases[i].ns, &b);
+        lang_datetime_format(cases[i].ns, &b);
         CHECK_STR(b.data, cases[i].formatted);
-        rc = datetime_parse(b.data, b.len, &ns);
+        rc = lang_datetime_parse(b.data, b.len, &ns);
         CHECK(rc == 0 && ns == cases[i].ns, "round trip %s", b.data);
-        buf_free(&b);
+        lang_buf_free(&b);
     }
     static const char *rejects[] = {
         "", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-02-30T00:00:00Z",
@@ -132,11 +132,11 @@ test_datetimes(void)
     };
     for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++) {
         int64_t ns = 12345;
-        int rc = datetime_parse(rejects[i], strlen(rejects[i]), &ns);
+        int rc = lang_datetime_parse(rejects[i], strlen(rejects[i]), &ns);
         CHECK(rc == -1, "datetime \"%s\" should be rejected", rejects[i]);
     }
     int64_t ns;
-    CHECK(datetime_parse("2026-12-01T08:00:00Z", 10, &ns) == 0 &&
+    CHECK(lang_datetime_parse("2026-12-01T08:00:00Z", 10, &ns) == 0 &&
               ns == INT64_C(1796083200) * SEC, "length honoured");
 }
 

@@ -20,7 +20,7 @@ static _Thread_local struct {
 static int64_t
 int_field(const Value *fields, const char *name, int kind)
 {
-    const Value *v = value_object_get(fields, name);
+    const Value *v = lang_value_object_get(fields, name);
     if (!v || (int)v->kind != kind)
         return 0;
     return kind == VAL_DATETIME ? v->u.ns : v->u.i;
@@ -31,9 +31,9 @@ int_field(const Value *fields, const char *name, int kind)
 static char *
 by_field(const Value *fields, const char *key)
 {
-    const Value *by = value_object_get(fields, FIELD_CLAIMED_BY);
-    const Value *v = by && by->kind == VAL_OBJECT ? value_object_get(by, key) : NULL;
-    return v && v->kind == VAL_STRING ? xstrdup(v->u.str.s) : NULL;
+    const Value *by = lang_value_object_get(fields, FIELD_CLAIMED_BY);
+    const Value *v = by && by->kind == VAL_OBJECT ? lang_value_object_get(by, key) : NULL;
+    return v && v->kind == VAL_STRING ? lang_xstrdup(v->u.str.s) : NULL;
 }
 
 int
@@ -48,11 +48,11 @@ lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value, Store
     if (n < 2 + hlen + tl + 8)
         return -1;
     TableDef def;
-    if (table_def_decode(table_def, &def) < 0)
+    if (lang_table_def_decode(table_def, &def) < 0)
         return -1;
     free(kept.consumer);
     free(kept.instance);
-    kept.instance = hlen ? xstrndup((const char *)p + 2, hlen) : NULL;
+    kept.instance = hlen ? lang_xstrndup((const char *)p + 2, hlen) : NULL;
     const unsigned char *t = p + 2 + hlen;
     *out = (StoreRecord){0};
     out->since = (int64_t)be_get64(t);
@@ -66,10 +66,10 @@ lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value, Store
     uint64_t klen = be_get64(t);
     t += 8;
     size_t rest = n - (size_t)(t - p);
-    Value key = value_none(), fields = value_none();
+    Value key = lang_value_none(), fields = lang_value_none();
     int rc = -1;
-    if (klen <= rest && value_decode(t, (size_t)klen, &key) == 0 &&
-        value_decode(t + klen, rest - (size_t)klen, &fields) == 0 && fields.kind == VAL_OBJECT) {
+    if (klen <= rest && lang_value_decode(t, (size_t)klen, &key) == 0 &&
+        lang_value_decode(t + klen, rest - (size_t)klen, &fields) == 0 && fields.kind == VAL_OBJECT) {
         out->attempts = int_field(&fields, FIELD_ATTEMPTS, VAL_INT);
         out->hold = int_field(&fields, FIELD_HOLD, VAL_INT);
         out->claimed_until = int_field(&fields, FIELD_CLAIMED_UNTIL, VAL_DATETIME);
@@ -82,17 +82,17 @@ lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value, Store
                                                             FIELD_CLAIMED_UNTIL,
                                                             FIELD_CLAIMED_BY, NULL};
              *f; f++)
-            value_object_remove(&fields, *f);
+            lang_value_object_remove(&fields, *f);
         Record r = {.key = key, .fields = fields};
-        buf_reset(&kept.value);
-        record_value_encode(&r, &def, &kept.value, &out->not_before);
+        lang_buf_reset(&kept.value);
+        lang_record_value_encode(&r, &def, &kept.value, &out->not_before);
         out->value = (StoreBytes){kept.value.data, kept.value.len};
         out->consumer = (StoreBytes){kept.consumer, kept.consumer ? strlen(kept.consumer) : 0};
         out->instance = (StoreBytes){kept.instance, kept.instance ? strlen(kept.instance) : 0};
         rc = 0;
     }
-    value_free(&key);
-    value_free(&fields);
-    table_def_free(&def);
+    lang_value_free(&key);
+    lang_value_free(&fields);
+    lang_table_def_free(&def);
     return rc;
 }

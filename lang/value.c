@@ -9,45 +9,45 @@
 /* ---- construction ---- */
 
 Value
-value_none(void)
+lang_value_none(void)
 {
     Value v = {.kind = VAL_NONE};
     return v;
 }
 
 Value
-value_null(void)
+lang_value_null(void)
 {
     Value v = {.kind = VAL_NULL};
     return v;
 }
 
 Value
-value_bool(bool b)
+lang_value_bool(bool b)
 {
     Value v = {.kind = VAL_BOOL, .u.b = b};
     return v;
 }
 
 Value
-value_int(int64_t i)
+lang_value_int(int64_t i)
 {
     Value v = {.kind = VAL_INT, .u.i = i};
     return v;
 }
 
 Value
-value_float(double f)
+lang_value_float(double f)
 {
     Value v = {.kind = VAL_FLOAT, .u.f = f};
     return v;
 }
 
 Value
-value_string(const char *s, size_t len)
+lang_value_string(const char *s, size_t len)
 {
     Value v = {.kind = VAL_STRING};
-    v.u.str.s = xmalloc(len + 1);
+    v.u.str.s = lang_xmalloc(len + 1);
     if (len)
         memcpy(v.u.str.s, s, len);
     v.u.str.s[len] = '\0';
@@ -56,51 +56,51 @@ value_string(const char *s, size_t len)
 }
 
 Value
-value_cstring(const char *s)
+lang_value_cstring(const char *s)
 {
-    return value_string(s, strlen(s));
+    return lang_value_string(s, strlen(s));
 }
 
 Value
-value_duration(int64_t ns)
+lang_value_duration(int64_t ns)
 {
     Value v = {.kind = VAL_DURATION, .u.ns = ns};
     return v;
 }
 
 Value
-value_datetime(int64_t ns)
+lang_value_datetime(int64_t ns)
 {
     Value v = {.kind = VAL_DATETIME, .u.ns = ns};
     return v;
 }
 
 Value
-value_record(const char *table, Value key)
+lang_value_record(const char *table, Value key)
 {
     Value v = {.kind = VAL_RECORD};
-    v.u.rec.table = xstrdup(table);
-    v.u.rec.key = xmalloc(sizeof *v.u.rec.key);
+    v.u.rec.table = lang_xstrdup(table);
+    v.u.rec.key = lang_xmalloc(sizeof *v.u.rec.key);
     *v.u.rec.key = key;
     return v;
 }
 
 Value
-value_array(void)
+lang_value_array(void)
 {
     Value v = {.kind = VAL_ARRAY};
     return v;
 }
 
 Value
-value_object(void)
+lang_value_object(void)
 {
     Value v = {.kind = VAL_OBJECT};
     return v;
 }
 
 void
-value_free(Value *v)
+lang_value_free(Value *v)
 {
     switch (v->kind) {
     case VAL_STRING:
@@ -109,19 +109,19 @@ value_free(Value *v)
     case VAL_RECORD:
         free(v->u.rec.table);
         if (v->u.rec.key) {
-            value_free(v->u.rec.key);
+            lang_value_free(v->u.rec.key);
             free(v->u.rec.key);
         }
         break;
     case VAL_ARRAY:
         for (size_t i = 0; i < v->u.arr.len; i++)
-            value_free(&v->u.arr.items[i]);
+            lang_value_free(&v->u.arr.items[i]);
         free(v->u.arr.items);
         break;
     case VAL_OBJECT:
         for (size_t i = 0; i < v->u.obj.len; i++) {
             free(v->u.obj.keys[i]);
-            value_free(&v->u.obj.vals[i]);
+            lang_value_free(&v->u.obj.vals[i]);
         }
         free(v->u.obj.keys);
         free(v->u.obj.vals);
@@ -134,30 +134,30 @@ value_free(Value *v)
 }
 
 Value
-value_clone(const Value *v)
+lang_value_clone(const Value *v)
 {
     Value c = *v;
     switch (v->kind) {
     case VAL_STRING:
-        return value_string(v->u.str.s, v->u.str.len);
+        return lang_value_string(v->u.str.s, v->u.str.len);
     case VAL_RECORD:
-        c.u.rec.table = xstrdup(v->u.rec.table);
-        c.u.rec.key = xmalloc(sizeof *c.u.rec.key);
-        *c.u.rec.key = v->u.rec.key ? value_clone(v->u.rec.key) : value_none();
+        c.u.rec.table = lang_xstrdup(v->u.rec.table);
+        c.u.rec.key = lang_xmalloc(sizeof *c.u.rec.key);
+        *c.u.rec.key = v->u.rec.key ? lang_value_clone(v->u.rec.key) : lang_value_none();
         return c;
     case VAL_ARRAY:
         c.u.arr.cap = v->u.arr.len;
-        c.u.arr.items = v->u.arr.len ? xmalloc(v->u.arr.len * sizeof(Value)) : NULL;
+        c.u.arr.items = v->u.arr.len ? lang_xmalloc(v->u.arr.len * sizeof(Value)) : NULL;
         for (size_t i = 0; i < v->u.arr.len; i++)
-            c.u.arr.items[i] = value_clone(&v->u.arr.items[i]);
+            c.u.arr.items[i] = lang_value_clone(&v->u.arr.items[i]);
         return c;
     case VAL_OBJECT:
         c.u.obj.cap = v->u.obj.len;
-        c.u.obj.keys = v->u.obj.len ? xmalloc(v->u.obj.len * sizeof(char *)) : NULL;
-        c.u.obj.vals = v->u.obj.len ? xmalloc(v->u.obj.len * sizeof(Value)) : NULL;
+        c.u.obj.keys = v->u.obj.len ? lang_xmalloc(v->u.obj.len * sizeof(char *)) : NULL;
+        c.u.obj.vals = v->u.obj.len ? lang_xmalloc(v->u.obj.len * sizeof(Value)) : NULL;
         for (size_t i = 0; i < v->u.obj.len; i++) {
-            c.u.obj.keys[i] = xstrdup(v->u.obj.keys[i]);
-            c.u.obj.vals[i] = value_clone(&v->u.obj.vals[i]);
+            c.u.obj.keys[i] = lang_xstrdup(v->u.obj.keys[i]);
+            c.u.obj.vals[i] = lang_value_clone(&v->u.obj.vals[i]);
         }
         return c;
     default:
@@ -168,15 +168,15 @@ value_clone(const Value *v)
 /* ---- arrays and objects ---- */
 
 void
-value_array_push(Value *a, Value item)
+lang_value_array_push(Value *a, Value item)
 {
     if (a->kind != VAL_ARRAY) {
-        value_free(&item);
+        lang_value_free(&item);
         return;
     }
     if (a->u.arr.len == a->u.arr.cap) {
         a->u.arr.cap = a->u.arr.cap ? a->u.arr.cap * 2 : 4;
-        a->u.arr.items = xrealloc(a->u.arr.items, a->u.arr.cap * sizeof(Value));
+        a->u.arr.items = lang_xrealloc(a->u.arr.items, a->u.arr.cap * sizeof(Value));
     }
     a->u.arr.items[a->u.arr.len++] = item;
 }
@@ -209,8 +209,8 @@ object_insert_at(Value *o, size_t idx, char *key, Value val)
 {
     if (o->u.obj.len == o->u.obj.cap) {
         o->u.obj.cap = o->u.obj.cap ? o->u.obj.cap * 2 : 4;
-        o->u.obj.keys = xrealloc(o->u.obj.keys, o->u.obj.cap * sizeof(char *));
-        o->u.obj.vals = xrealloc(o->u.obj.vals, o->u.obj.cap * sizeof(Value));
+        o->u.obj.keys = lang_xrealloc(o->u.obj.keys, o->u.obj.cap * sizeof(char *));
+        o->u.obj.vals = lang_xrealloc(o->u.obj.vals, o->u.obj.cap * sizeof(Value));
     }
     size_t tail = o->u.obj.len - idx;
     memmove(&o->u.obj.keys[idx + 1], &o->u.obj.keys[idx], tail * sizeof(char *));
@@ -221,13 +221,13 @@ object_insert_at(Value *o, size_t idx, char *key, Value val)
 }
 
 void
-value_object_append(Value *o, char *key, Value val)
+lang_value_object_append(Value *o, char *key, Value val)
 {
     object_insert_at(o, o->u.obj.len, key, val);
 }
 
 const Value *
-value_object_get(const Value *o, const char *key)
+lang_value_object_get(const Value *o, const char *key)
 {
     if (o->kind != VAL_OBJECT)
         return NULL;
@@ -237,28 +237,28 @@ value_object_get(const Value *o, const char *key)
 }
 
 void
-value_object_set(Value *o, const char *key, Value val)
+lang_value_object_set(Value *o, const char *key, Value val)
 {
     if (o->kind != VAL_OBJECT) {
-        value_free(&val);
+        lang_value_free(&val);
         return;
     }
     if (val.kind == VAL_NONE) {
-        value_object_remove(o, key);
+        lang_value_object_remove(o, key);
         return;
     }
     bool found;
     size_t idx = object_find(o, key, &found);
     if (found) {
-        value_free(&o->u.obj.vals[idx]);
+        lang_value_free(&o->u.obj.vals[idx]);
         o->u.obj.vals[idx] = val;
         return;
     }
-    object_insert_at(o, idx, xstrdup(key), val);
+    object_insert_at(o, idx, lang_xstrdup(key), val);
 }
 
 bool
-value_object_remove(Value *o, const char *key)
+lang_value_object_remove(Value *o, const char *key)
 {
     if (o->kind != VAL_OBJECT)
         return false;
@@ -267,7 +267,7 @@ value_object_remove(Value *o, const char *key)
     if (!found)
         return false;
     free(o->u.obj.keys[idx]);
-    value_free(&o->u.obj.vals[idx]);
+    lang_value_free(&o->u.obj.vals[idx]);
     size_t tail = o->u.obj.len - idx - 1;
     memmove(&o->u.obj.keys[idx], &o->u.obj.keys[idx + 1], tail * sizeof(char *));
     memmove(&o->u.obj.vals[idx], &o->u.obj.vals[idx + 1], tail * sizeof(Value));
@@ -366,8 +366,8 @@ cmp_record(const RecordId *a, const RecordId *b)
     int c = cmp_cstr(a->table, b->table);
     if (c)
         return c;
-    Value none = value_none();
-    return value_compare(a->key ? a->key : &none, b->key ? b->key : &none);
+    Value none = lang_value_none();
+    return lang_value_compare(a->key ? a->key : &none, b->key ? b->key : &none);
 }
 
 static int
@@ -375,7 +375,7 @@ cmp_array(const Value *a, const Value *b)
 {
     size_t n = a->u.arr.len < b->u.arr.len ? a->u.arr.len : b->u.arr.len;
     for (size_t i = 0; i < n; i++) {
-        int c = value_compare(&a->u.arr.items[i], &b->u.arr.items[i]);
+        int c = lang_value_compare(&a->u.arr.items[i], &b->u.arr.items[i]);
         if (c)
             return c;
     }
@@ -390,7 +390,7 @@ cmp_object(const Value *a, const Value *b)
         int c = cmp_cstr(a->u.obj.keys[i], b->u.obj.keys[i]);
         if (c)
             return c;
-        c = value_compare(&a->u.obj.vals[i], &b->u.obj.vals[i]);
+        c = lang_value_compare(&a->u.obj.vals[i], &b->u.obj.vals[i]);
         if (c)
             return c;
     }
@@ -398,7 +398,7 @@ cmp_object(const Value *a, const Value *b)
 }
 
 int
-value_compare(const Value *a, const Value *b)
+lang_value_compare(const Value *a, const Value *b)
 {
     int ra = kind_rank(a->kind), rb = kind_rank(b->kind);
     if (ra != rb)
@@ -426,13 +426,13 @@ value_compare(const Value *a, const Value *b)
 }
 
 bool
-value_equal(const Value *a, const Value *b)
+lang_value_equal(const Value *a, const Value *b)
 {
-    return value_compare(a, b) == 0;
+    return lang_value_compare(a, b) == 0;
 }
 
 bool
-value_truthy(const Value *v)
+lang_value_truthy(const Value *v)
 {
     switch (v->kind) {
     case VAL_NONE:
@@ -456,7 +456,7 @@ value_truthy(const Value *v)
 }
 
 const char *
-value_kind_name(ValueKind k)
+lang_value_kind_name(ValueKind k)
 {
     switch (k) {
     case VAL_NONE:     return "none";

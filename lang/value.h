@@ -1,10 +1,10 @@
 /* value.h — the data model of queuefs records and expressions.
  *
  * A Value is a small tagged union owned by whoever holds it: values are
- * passed and stored by struct, and value_free() releases what a value owns
- * (strings, arrays, objects, record keys).  value_clone() makes a deep copy.
+ * passed and stored by struct, and lang_value_free() releases what a value owns
+ * (strings, arrays, objects, record keys).  lang_value_clone() makes a deep copy.
  *
- * Kinds, in the total order value_compare() uses (the order ORDER BY and
+ * Kinds, in the total order lang_value_compare() uses (the order ORDER BY and
  * PRIORITY BY use):
  *
  *     none < null < bool < number (int and float, compared numerically)
@@ -80,51 +80,51 @@ struct Value {
 };
 
 /* ---- construction (each returns a value the caller owns) ---- */
-Value value_none(void);
-Value value_null(void);
-Value value_bool(bool b);
-Value value_int(int64_t i);
-Value value_float(double f);
-Value value_string(const char *s, size_t len);   /* copies */
-Value value_cstring(const char *s);              /* copies */
-Value value_duration(int64_t ns);
-Value value_datetime(int64_t ns);
-Value value_record(const char *table, Value key); /* takes ownership of "key" */
-Value value_array(void);
-Value value_object(void);
+Value lang_value_none(void);
+Value lang_value_null(void);
+Value lang_value_bool(bool b);
+Value lang_value_int(int64_t i);
+Value lang_value_float(double f);
+Value lang_value_string(const char *s, size_t len);   /* copies */
+Value lang_value_cstring(const char *s);              /* copies */
+Value lang_value_duration(int64_t ns);
+Value lang_value_datetime(int64_t ns);
+Value lang_value_record(const char *table, Value key); /* takes ownership of "key" */
+Value lang_value_array(void);
+Value lang_value_object(void);
 
 /* Releases everything "v" owns and leaves it VAL_NONE. */
-void value_free(Value *v);
+void lang_value_free(Value *v);
 /* A deep copy of "v". */
-Value value_clone(const Value *v);
+Value lang_value_clone(const Value *v);
 
 /* ---- arrays and objects ---- */
 /* Appends "item" to array "a", taking ownership of it. */
-void value_array_push(Value *a, Value item);
+void lang_value_array_push(Value *a, Value item);
 /* The value of "key" in object "o", or NULL when absent.  Valid until "o"
  * is next changed. */
-const Value *value_object_get(const Value *o, const char *key);
+const Value *lang_value_object_get(const Value *o, const char *key);
 /* Sets "key" in object "o" to "val", taking ownership of "val" and replacing
  * (freeing) any previous value.  Setting VAL_NONE removes the key. */
-void value_object_set(Value *o, const char *key, Value val);
+void lang_value_object_set(Value *o, const char *key, Value val);
 /* Appends "key" (taking ownership of the heap string) and "val" (VAL_NONE
  * not allowed) to object "o": for decoders of input already in key order,
  * so "key" must sort after every key "o" holds. */
-void value_object_append(Value *o, char *key, Value val);
+void lang_value_object_append(Value *o, char *key, Value val);
 /* Removes "key" from object "o" if present; true when it was present. */
-bool value_object_remove(Value *o, const char *key);
+bool lang_value_object_remove(Value *o, const char *key);
 
 /* ---- comparison ---- */
 /* <0, 0, >0 in the total order above.  Numbers compare numerically across
  * int and float; strings bytewise; arrays and objects element by element. */
-int value_compare(const Value *a, const Value *b);
-/* value_compare(a, b) == 0. */
-bool value_equal(const Value *a, const Value *b);
+int lang_value_compare(const Value *a, const Value *b);
+/* lang_value_compare(a, b) == 0. */
+bool lang_value_equal(const Value *a, const Value *b);
 /* true for everything but NONE, NULL, false, 0, 0.0, "" and empty
  * arrays/objects. */
-bool value_truthy(const Value *v);
+bool lang_value_truthy(const Value *v);
 /* A lower-case name of the kind ("string", "datetime", …) for messages. */
-const char *value_kind_name(ValueKind k);
+const char *lang_value_kind_name(ValueKind k);
 
 /* ---- text (json.c) ----
  * JSON: NONE renders as null at top level and is omitted inside objects;
@@ -134,41 +134,41 @@ const char *value_kind_name(ValueKind k);
  * identifier is single-quoted ("reclaim:'bucket/key'"); floats in the
  * shortest form that reads back exactly, NaN and infinities as null.
  * Output is compact (no spaces) and valid UTF-8 when the strings are. */
-void value_to_json(const Value *v, Buf *out);
+void lang_value_to_json(const Value *v, Buf *out);
 /* The record identity as text: "jobs:1", "jobs:abc", "reclaim:'bucket/key'". */
-void record_id_format(const RecordId *id, Buf *out);
+void lang_record_id_format(const RecordId *id, Buf *out);
 
 /* ---- time (time.c) ---- */
 /* Durations: "1h30m", "500ms", "0ns".  Units y(365d) w d h m s ms us ns. */
-void duration_format(int64_t ns, Buf *out);
+void lang_duration_format(int64_t ns, Buf *out);
 /* Parses a whole duration such as "1h30m" or "500ms" (units y w d h m s ms
  * us µs ns, each part a decimal integer).  0 on success, -1 on bad syntax or
  * overflow of int64 nanoseconds. */
-int duration_parse(const char *s, size_t len, int64_t *ns_out);
+int lang_duration_parse(const char *s, size_t len, int64_t *ns_out);
 /* RFC 3339 / ISO 8601 date-time: "2026-12-01T08:00:00Z",
  * "2026-12-01T08:00:00.5+02:00", "2026-12-01" (midnight UTC).  0 on success,
  * -1 on bad syntax or a time outside the int64-nanosecond range. */
-int datetime_parse(const char *s, size_t len, int64_t *ns_out);
+int lang_datetime_parse(const char *s, size_t len, int64_t *ns_out);
 /* Appends "ns" as an RFC 3339 UTC date-time, "2026-12-01T08:00:00Z", with a
  * fraction only when non-zero and its trailing zeros trimmed. */
-void datetime_format(int64_t ns, Buf *out);
+void lang_datetime_format(int64_t ns, Buf *out);
 
 /* ---- the stored form (codec.c) ----
- * value_encode appends a compact self-describing encoding of "v";
- * value_decode reads one back, consuming exactly "len" bytes; -1 when the
+ * lang_value_encode appends a compact self-describing encoding of "v";
+ * lang_value_decode reads one back, consuming exactly "len" bytes; -1 when the
  * bytes are not a complete encoding (the output is then VAL_NONE). */
-void value_encode(const Value *v, Buf *out);
-int value_decode(const void *data, size_t len, Value *out);
+void lang_value_encode(const Value *v, Buf *out);
+int lang_value_decode(const void *data, size_t len, Value *out);
 
 /* ---- order keys (order.c) ----
- * value_key_encode appends a memcmp-ordered encoding of "v": for any a, b,
- * memcmp order of their encodings equals value_compare order (ints and
+ * lang_value_key_encode appends a memcmp-ordered encoding of "v": for any a, b,
+ * memcmp order of their encodings equals lang_value_compare order (ints and
  * floats share one numeric order).  With "descending" every byte is
  * inverted, which reverses the order.  The encoding is prefix-free, so
  * encodings can be concatenated into composite keys. */
-void value_key_encode(const Value *v, bool descending, Buf *out);
+void lang_value_key_encode(const Value *v, bool descending, Buf *out);
 
 /* Validates UTF-8 (json.c): true when "s" of "len" bytes is well-formed. */
-bool utf8_valid(const char *s, size_t len);
+bool lang_utf8_valid(const char *s, size_t len);
 
 #endif

@@ -16,9 +16,9 @@ static inline char *
 json_take(Value v)
 {
     Buf b = {0};
-    value_to_json(&v, &b);
-    value_free(&v);
-    return buf_steal(&b);
+    lang_value_to_json(&v, &b);
+    lang_value_free(&v);
+    return lang_buf_steal(&b);
 }
 
 /* Checks that "v" (freed) renders as "want"; "line" names the case. */
@@ -35,11 +35,11 @@ check_json(Value v, const char *want, int line)
 static inline Value
 arr(int n, ...)
 {
-    Value a = value_array();
+    Value a = lang_value_array();
     va_list ap;
     va_start(ap, n);
     for (int i = 0; i < n; i++)
-        value_array_push(&a, va_arg(ap, Value));
+        lang_value_array_push(&a, va_arg(ap, Value));
     va_end(ap);
     return a;
 }
@@ -48,12 +48,12 @@ arr(int n, ...)
 static inline Value
 obj(int n, ...)
 {
-    Value o = value_object();
+    Value o = lang_value_object();
     va_list ap;
     va_start(ap, n);
     for (int i = 0; i < n; i++) {
         const char *key = va_arg(ap, const char *);
-        value_object_set(&o, key, va_arg(ap, Value));
+        lang_value_object_set(&o, key, va_arg(ap, Value));
     }
     va_end(ap);
     return o;
@@ -63,14 +63,14 @@ obj(int n, ...)
 static inline Value
 rec_int(const char *table, int64_t key)
 {
-    return value_record(table, value_int(key));
+    return lang_value_record(table, lang_value_int(key));
 }
 
 /* Record id "table:key" with a string key. */
 static inline Value
 rec_str(const char *table, const char *key)
 {
-    return value_record(table, value_cstring(key));
+    return lang_value_record(table, lang_value_cstring(key));
 }
 
 #endif

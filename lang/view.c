@@ -21,7 +21,7 @@ record_stat_fill(const Record *r, size_t size, LangRecordStat *stat)
 static Stmt *
 stmt_new(StmtKind kind)
 {
-    Stmt *st = xcalloc(1, sizeof *st);
+    Stmt *st = lang_xcalloc(1, sizeof *st);
     st->kind = kind;
     st->line = 1;
     return st;
@@ -31,16 +31,16 @@ stmt_new(StmtKind kind)
 static Target
 target_of(const char *table, const Value *key)
 {
-    Target t = {xstrdup(table), value_none()};
+    Target t = {lang_xstrdup(table), lang_value_none()};
     if (key)
-        t.id = value_record(table, value_clone(key));
+        t.id = lang_value_record(table, lang_value_clone(key));
     return t;
 }
 
 static Expr *
 literal_expr(Value v)
 {
-    Expr *e = xcalloc(1, sizeof *e);
+    Expr *e = lang_xcalloc(1, sizeof *e);
     e->kind = EX_LITERAL;
     e->u.literal = v;
     return e;
@@ -52,8 +52,8 @@ static void
 keep_record(void *ctx, const char *line, size_t len)
 {
     if (len > 2 && line[0] == '[') {
-        buf_append(ctx, line + 1, len - 2);
-        buf_putc(ctx, '\n');
+        lang_buf_append(ctx, line + 1, len - 2);
+        lang_buf_putc(ctx, '\n');
     }
 }
 
@@ -62,7 +62,7 @@ static LangErrorCode
 run_one(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
 {
     LangErrorCode rc = lang_session_run(s, &st, 1, emit, ctx, err);
-    stmt_free(st);
+    lang_stmt_free(st);
     return rc;
 }
 
@@ -108,21 +108,21 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
         return err->code;
     TableDef def;
     Record r = {0};
-    if (!table_def_load(txn, table, &def, err)) {
+    if (!lang_table_def_load(txn, table, &def, err)) {
         if (info)
             table_info(&def, info);
-        if (!lang_access_check(s, &def, ACCESS_READ, err) && !record_load(txn, &def, key, &r, err) &&
-            !record_fence(&def, &r, fence, store_txn_now(txn), err)) {
+        if (!lang_access_check(s, &def, ACCESS_READ, err) && !lang_record_load(txn, &def, key, &r, err) &&
+            !lang_record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
-            Value view = record_view(&r, &def);
-            value_to_json(&view, out);
-            buf_putc(out, '\n');
-            value_free(&view);
+            Value view = lang_record_view(&r, &def);
+            lang_value_to_json(&view, out);
+            lang_buf_putc(out, '\n');
+            lang_value_free(&view);
             if (stat)
                 record_stat_fill(&r, out->len - before, stat);
         }
-        record_free(&r);
-        table_def_free(&def);
+        lang_record_free(&r);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -146,7 +146,7 @@ lang_view_release(LangSession *s, const char *table, const Value *key, const Val
     st->u.release.target = target_of(table, key);
     st->u.release.fence = fence;
     if (not_before && not_before->kind != VAL_NONE)
-        st->u.release.not_before = literal_expr(value_clone(not_before));
+        st->u.release.not_before = literal_expr(lang_value_clone(not_before));
     return run_one(s, st, NULL, NULL, err);
 }
 
@@ -168,20 +168,20 @@ parse_content(const char *text, size_t len, Value *out, LangError *err)
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
         i++;
     if (i == len) {
-        *out = value_object();
+        *out = lang_value_object();
         return LANG_OK;
     }
     if (lang_literal_parse(text, len, out, err))
         return err->code;
     if (out->kind != VAL_OBJECT) {
         lang_error_set(err, LANG_PARSE_ERROR, "record content must be an object, not %s",
-                       value_kind_name(out->kind));
-        value_free(out);
+                       lang_value_kind_name(out->kind));
+        lang_value_free(out);
         return LANG_PARSE_ERROR;
     }
     /* A file's name (or the store) gives the identity: an `id` in the
      * content, as a record read from another table carries, is ignored. */
-    value_object_remove(out, "id");
+    lang_value_object_remove(out, "id");
     return LANG_OK;
 }
 
@@ -225,7 +225,7 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
         }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
-            stmts = xrealloc(stmts, cap * sizeof *stmts);
+            stmts = lang_xrealloc(stmts, cap * sizeof *stmts);
         }
         Stmt *st = stmt_new(ST_CREATE);
         st->u.write.target = target_of(table, NULL);
@@ -236,7 +236,7 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
     if (!rc && n)
         rc = lang_session_run(s, stmts, n, NULL, NULL, err);
     for (size_t i = 0; i < n; i++)
-        stmt_free(stmts[i]);
+        lang_stmt_free(stmts[i]);
     free(stmts);
     return rc;
 }
@@ -245,7 +245,7 @@ LangErrorCode
 lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err)
 {
     Stmt *st = stmt_new(ST_DEFINE_COLLECTION);
-    st->u.define_table.name = xstrdup(name);
+    st->u.define_table.name = lang_xstrdup(name);
     st->u.define_table.mode = mode & 07777;
     return run_one(s, st, NULL, NULL, err);
 }
@@ -257,9 +257,9 @@ lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, name, &def, err)) {
+    if (!lang_table_def_load(txn, name, &def, err)) {
         table_info(&def, info);
-        table_def_free(&def);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -310,10 +310,10 @@ each_key(void *ctx, const StoreRecord *sr)
 {
     KeysWalk *w = ctx;
     Value k;
-    if (record_key_from_store(sr, &k) < 0)
+    if (lang_record_key_from_store(sr, &k) < 0)
         return 0;
-    int stop = w->after && value_equal(&k, w->after) ? 0 : w->fn(w->ctx, &k);
-    value_free(&k);
+    int stop = w->after && lang_value_equal(&k, w->after) ? 0 : w->fn(w->ctx, &k);
+    lang_value_free(&k);
     if (stop)
         w->stopped = 1;
     return stop;
@@ -327,16 +327,16 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
+    if (!lang_table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
         Buf from = {0};
         if (after)
-            record_key_encode(after, &from);
+            lang_record_key_encode(after, &from);
         KeysWalk w = {fn, ctx, after, 0};
         int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_key, &w);
         if (rc && !w.stopped)
             lang_store_error(rc, "listing records", err);
-        buf_free(&from);
-        table_def_free(&def);
+        lang_buf_free(&from);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -358,16 +358,16 @@ each_listed(void *ctx, const StoreRecord *sr)
     ListingWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!record_from_store(sr, w->def, &r, w->err) && !(w->after && value_equal(&r.key, w->after))) {
-        Value view = record_view(&r, w->def);
-        buf_reset(&w->json);
-        value_to_json(&view, &w->json);
-        value_free(&view);
+    if (!lang_record_from_store(sr, w->def, &r, w->err) && !(w->after && lang_value_equal(&r.key, w->after))) {
+        Value view = lang_record_view(&r, w->def);
+        lang_buf_reset(&w->json);
+        lang_value_to_json(&view, &w->json);
+        lang_value_free(&view);
         LangRecordStat st;
         record_stat_fill(&r, w->json.len + 1, &st);   /* and its newline */
         stop = w->fn(w->ctx, &r.key, &st);
     }
-    record_free(&r);
+    lang_record_free(&r);
     if (stop)
         w->stopped = 1;
     return stop || w->err->code;
@@ -383,19 +383,19 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
+    if (!lang_table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
         if (info)
             table_info(&def, info);
         Buf from = {0};
         if (after)
-            record_key_encode(after, &from);
+            lang_record_key_encode(after, &from);
         ListingWalk w = {&def, fn, ctx, after, {0}, 0, err};
         int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_listed, &w);
         if (rc && !w.stopped && !err->code)
             lang_store_error(rc, "listing records", err);
-        buf_free(&w.json);
-        buf_free(&from);
-        table_def_free(&def);
+        lang_buf_free(&w.json);
+        lang_buf_free(&from);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -423,10 +423,10 @@ owner_run(StoreTxn *txn, void *ctx)
     TableDef def;
     *r->err = (LangError){0};
     store_txn_use_reserve(txn);
-    if (table_def_load(txn, r->name, &def, r->err))
+    if (lang_table_def_load(txn, r->name, &def, r->err))
         return -1;
     int rc = lang_access_check(r->s, &def, ACCESS_OWNER, r->err) ? -1 : r->change(txn, &def, r);
-    table_def_free(&def);
+    lang_table_def_free(&def);
     return rc;
 }
 
@@ -503,7 +503,7 @@ rename_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
     int rc = store_table_rename(txn, r->name, r->to);
     if (!rc) {
         free(def->decl.name);
-        def->decl.name = xstrdup(r->to);
+        def->decl.name = lang_xstrdup(r->to);
         rc = lang_table_redefine(txn, r->to, def);
     }
     if (rc == STORE_EXISTS)

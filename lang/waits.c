@@ -20,7 +20,7 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!table_def_load(txn, table, &def, err)) {
+    if (!lang_table_def_load(txn, table, &def, err)) {
         StoreQueueCounts c;
         if (!lang_queue_check(&def, table, err) &&
             !lang_access_check(s, &def, ACCESS_WRITE, err) &&
@@ -28,7 +28,7 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
             *yes = c.ready > 0;
             *next_wake = c.next_wake;
         }
-        table_def_free(&def);
+        lang_table_def_free(&def);
     }
     store_txn_abort(txn);
     return err->code;
@@ -38,7 +38,7 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
 static void
 keep_line(void *ctx, const char *line, size_t len)
 {
-    buf_append(ctx, line, len);
+    lang_buf_append(ctx, line, len);
 }
 
 /* How long a waiting claim with an interrupt hook sleeps between looks at
@@ -66,7 +66,7 @@ lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *e
         if (lang_view_claimable(s, st->u.claim.target.table, &yes, &next_wake, err))
             break;
         if (yes) {
-            buf_reset(&line);
+            lang_buf_reset(&line);
             if (lang_session_run(s, &st, 1, keep_line, &line, err))
                 break;
             if (strcmp(line.data, "[]") != 0)
@@ -83,14 +83,14 @@ lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *e
             break;
         }
         if (now >= deadline) {
-            buf_reset(&line);
-            buf_puts(&line, "[]");
+            lang_buf_reset(&line);
+            lang_buf_puts(&line, "[]");
             break;
         }
     }
     if (!err->code && emit)
         emit(ctx, line.data, line.len);
-    buf_free(&line);
+    lang_buf_free(&line);
     return err->code;
 }
 
@@ -104,7 +104,7 @@ lang_claim_wait_check(LangSession *s, const Stmt *st, LangError *err)
     Exec x = {s, txn, store_txn_now(txn), NULL, err, NULL};
     TableDef def;
     if (!lang_queue_load(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
-        table_def_free(&def);
+        lang_table_def_free(&def);
     store_txn_abort(txn);
     return err->code;
 }

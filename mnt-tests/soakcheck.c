@@ -140,7 +140,7 @@ static long nfindings;
 
 /* realloc that exits on failure. */
 static void *
-xrealloc(void *p, size_t n)
+lang_xrealloc(void *p, size_t n)
 {
     p = realloc(p, n);
     if (!p) {
@@ -152,9 +152,9 @@ xrealloc(void *p, size_t n)
 
 /* A copy of "s" that the caller frees. */
 static char *
-xstrdup(const char *s)
+lang_xstrdup(const char *s)
 {
-    return strcpy(xrealloc(NULL, strlen(s) + 1), s);
+    return strcpy(lang_xrealloc(NULL, strlen(s) + 1), s);
 }
 
 /* Grows "*arr" (of "*cap" elements of "size" bytes) to hold index "i",
@@ -167,7 +167,7 @@ grow(void **arr, size_t *cap, size_t size, size_t i)
     size_t n = *cap ? *cap : 64;
     while (n <= i)
         n *= 2;
-    *arr = xrealloc(*arr, n * size);
+    *arr = lang_xrealloc(*arr, n * size);
     memset((char *)*arr + *cap * size, 0, (n - *cap) * size);
     *cap = n;
 }
@@ -220,8 +220,8 @@ name_index(const char *name)
     for (size_t i = 0; i < nnames; i++)
         if (strcmp(names[i], name) == 0)
             return (int)i;
-    names = xrealloc(names, (nnames + 1) * sizeof *names);
-    names[nnames] = xstrdup(name);
+    names = lang_xrealloc(names, (nnames + 1) * sizeof *names);
+    names[nnames] = lang_xstrdup(name);
     return (int)nnames++;
 }
 
@@ -331,7 +331,7 @@ num(const char *s, size_t line, int64_t max)
 static void
 take_line(size_t i)
 {
-    char *copy = xstrdup(lines[i].text), *save = NULL, *f[16];
+    char *copy = lang_xstrdup(lines[i].text), *save = NULL, *f[16];
     size_t n = 0;
     for (char *tok = strtok_r(copy, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save))
         if (n < 16)
@@ -514,7 +514,7 @@ read_log(const char *path)
         while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
             buf[--len] = '\0';
         grow((void **)&lines, &cap_lines, sizeof *lines, nlines);
-        lines[nlines++] = (Line){xstrdup(buf), path, no};
+        lines[nlines++] = (Line){lang_xstrdup(buf), path, no};
     }
     free(buf);
     fclose(in);
