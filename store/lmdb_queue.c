@@ -459,8 +459,8 @@ int
 store_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
 {
     uint64_t n[CNT_N];
-    DueWalk w = {txn, table, store_txn_now(txn), {0}, {NULL, 0, 0}, out};
     memset(out, 0, sizeof *out);
+    DueWalk w = {txn, table, store_txn_now(txn), {0}, {NULL, 0, 0}, out};
     out->next_wake = INT64_MAX;
     int rc = lmdb_counts_get(txn, table, n);
     if (rc)

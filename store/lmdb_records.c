@@ -259,7 +259,7 @@ int
 lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h)
 {
     KeyBuf rk;
-    RecordHead own;
+    RecordHead own = {0};
     RecordHead *head = h ? h : &own;
     int rc = lmdb_record_find(txn, table, key, &rk, head);
     if (rc || (rc = lmdb_record_parse(lmdb_key_val(&rk), head, r)))
