@@ -387,7 +387,12 @@ int store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
 
 /* ---- the queue primitives ----
  * Each runs in a write transaction, at the transaction's instant (now),
- * and keeps the queue's counters (StoreQueueCounts) as it goes. */
+ * and keeps the queue's counters (StoreQueueCounts) as it goes.  Besides
+ * the errors each names, any may return STORE_FULL, STORE_IO or
+ * STORE_CORRUPT as a write does, and STORE_TOOBIG for a key longer than
+ * STORE_MAX_KEY (a consumer or instance over 255 bytes); records passed
+ * to "fn" and "out" point into the store's memory (see "Memory"); a
+ * non-zero return of "fn" stops the primitive and is returned. */
 
 /* What a claim asks for. */
 typedef struct StoreClaim {
@@ -409,7 +414,9 @@ typedef struct StoreClaim {
  * record as now stored and as it was before ("before": its columns; the
  * same key and value) — valid during the call — and returns the number
  * claimed in "*claimed".  STORE_NOTFOUND when "c->key" names no record
- * (nothing claimable is not an error: *claimed is 0). */
+ * (nothing claimable is not an error: *claimed is 0); STORE_INVALID when
+ * "q" asks for what the backend does not do yet (per_group, rate).  A
+ * paused queue (q->paused) hands out nothing. */
 int store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
                 int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before),
                 void *ctx, int64_t *claimed);
@@ -422,7 +429,8 @@ int store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t ho
                   int64_t not_before, StoreRecord *out);
 /* Releases every live hold of the queue that consumer "who" signed (who
  * non-empty), or else that instance "instance" took, as store_release
- * does, calling "fn" with each released record in deadline order. */
+ * does, calling "fn" (may be NULL) with each released record in deadline
+ * order.  None to release is not an error. */
 int store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
                       int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r),
                       void *ctx);
@@ -436,10 +444,12 @@ int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold
 int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
                 StoreRecord *out);
 /* Gives back a claim whose taker will never see it: when the record is
- * still held by hold number "hold" and unchanged since that claim, puts
- * back the columns and place of "before" (as store_claim passed it) and
- * takes the claim, and the lapse it counted, off the counters; otherwise
- * changes nothing.  True in "*given_back" when it did. */
+ * still held by hold number "hold" and unchanged since that claim (not
+ * touched, not rewritten), puts back the columns and place of "before"
+ * (as store_claim passed it: its key and columns are read, its value not)
+ * and takes the claim, and the lapse it counted, off the counters;
+ * otherwise — finished, released, claimed again — changes nothing.  True
+ * in "*given_back" when it did.  A record gone since is not an error. */
 int store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
                   bool *given_back);
 
@@ -486,8 +496,9 @@ int store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
 int store_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
 /* DEDUPLICATE: true in "*repeat" when "key" was first seen in "table" less
  * than "window_ns" before now; otherwise records it as first seen now.
- * Entries older than the window are pruned as the table is written, so the
- * store keeps no more of them than the window holds. */
+ * Each check also prunes a few entries older than the window, so the
+ * store keeps little more of them than the window holds (not every key
+ * ever seen).  STORE_TOOBIG for a key over STORE_MAX_KEY. */
 int store_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
                       bool *repeat);
 
