@@ -212,9 +212,10 @@ id_len(const Inode *in)
 }
 
 /* "mv T/ID T/released/ID[@WHEN]" (or from T/held/ID~N) releases the
- * record, not before WHEN when given.  The target names the record as the
- * source does (mv keeps the name: held/7~3 → released/7~3), or by its
- * identity alone (released/7); anything else is EINVAL. */
+ * record, not before WHEN when given; from T/dead/ID it retries it (its
+ * attempts back to 0, while it is still dead).  The target names the
+ * record as the source does (mv keeps the name: held/7~3 → released/7~3),
+ * or by its identity alone (released/7); anything else is EINVAL. */
 static int
 release(fuse_req_t req, const Inode *from, const Inode *to)
 {
@@ -230,8 +231,11 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
     if (!rc) {
         LangSession *s = fs_session(req);
         LangError err = {0};
-        rc = fs_finish(req, s, lang_view_release(s, from->table, &from->key, &when, from->fence,
-                                                 &err));
+        rc = fs_finish(req, s,
+                       from->kind == KIND_DEAD_ENTRY
+                           ? lang_view_retry(s, from->table, &from->key, &when, from->fence, &err)
+                           : lang_view_release(s, from->table, &from->key, &when, from->fence,
+                                               &err));
     }
     lang_value_free(&when);
     return rc;
@@ -265,7 +269,8 @@ rename_inodes(fuse_req_t req, const Inode *from, const Inode *to, unsigned int f
         return -EINVAL;
     if (to->kind == KIND_RELEASED_ENTRY || to->kind == KIND_RELEASED) {
         /* A move into released/ is a release or an error, never EXDEV. */
-        if ((from->kind != KIND_RECORD && from->kind != KIND_HELD_ENTRY) ||
+        if ((from->kind != KIND_RECORD && from->kind != KIND_HELD_ENTRY &&
+             from->kind != KIND_DEAD_ENTRY) ||
             strcmp(from->table, to->table) != 0)
             return -EINVAL;
         return to->kind == KIND_RELEASED ? -EISDIR : release(req, from, to);

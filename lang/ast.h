@@ -62,6 +62,10 @@ typedef enum StmtKind {
     ST_RELEASE,
     ST_RELEASE_ALL,
     ST_TOUCH,
+    ST_RETRY,       /* RETRY record */
+    ST_RETRY_ALL,   /* RETRY ALL FROM table [WHERE expr] */
+    ST_PAUSE,       /* PAUSE QUEUE name */
+    ST_RESUME,      /* RESUME QUEUE name */
     ST_USE_CONSUMER,
     ST_BEGIN,
     ST_COMMIT,
@@ -162,16 +166,17 @@ struct Stmt {
                                      WAIT alone; 0 = answer at once */
             bool    explain;      /* … EXPLAIN */
         } claim;
-        struct {                  /* ST_RELEASE, ST_RELEASE_ALL, ST_TOUCH */
-            Target  target;       /* the record (RELEASE, TOUCH) or the table (RELEASE ALL) */
+        struct {                  /* ST_RELEASE, ST_RELEASE_ALL, ST_TOUCH, ST_RETRY, ST_RETRY_ALL */
+            Target  target;       /* the record (RELEASE, TOUCH, RETRY) or the table (… ALL) */
             Expr   *not_before;   /* NOT BEFORE expr, or NULL */
-            char   *for_consumer; /* FOR CONSUMER 'name', or NULL */
+            char   *for_consumer; /* FOR CONSUMER 'name', or NULL (RELEASE) */
+            Expr   *where;        /* RETRY ALL … WHERE expr, or NULL */
             int64_t fence;        /* as for DELETE */
         } release;
         struct {                  /* ST_USE_CONSUMER */
             char *name;
         } use_consumer;
-        struct {                  /* ST_INFO_TABLE, ST_DROP */
+        struct {                  /* ST_INFO_TABLE, ST_DROP, ST_PAUSE, ST_RESUME */
             char *table;
             int   kind;           /* ST_DROP: 1 = DROP QUEUE, 2 = DROP COLLECTION */
         } table_op;

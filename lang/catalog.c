@@ -54,6 +54,8 @@ lang_table_def_encode(const TableDef *def, Buf *out)
         lang_value_object_set(&o, "gid", lang_value_int(def->gid));
     if (def->mode >= 0)
         lang_value_object_set(&o, "mode", lang_value_int(def->mode));
+    if (def->paused)
+        lang_value_object_set(&o, "paused", lang_value_bool(true));
 
     Value fields = lang_value_array();
     for (size_t i = 0; i < def->nfields; i++) {
@@ -99,6 +101,8 @@ table_def_from_value(const Value *o, TableDef *def)
     def->uid = lang_value_object_get(o, "uid") ? get_int(o, "uid") : -1;
     def->gid = lang_value_object_get(o, "gid") ? get_int(o, "gid") : -1;
     def->mode = lang_value_object_get(o, "mode") ? get_int(o, "mode") : -1;
+    const Value *paused = lang_value_object_get(o, "paused");
+    def->paused = paused && paused->kind == VAL_BOOL && paused->u.b;
 
     const Value *fields = lang_value_object_get(o, "fields");
     if (fields && fields->kind == VAL_ARRAY && fields->u.arr.len) {
@@ -416,6 +420,8 @@ lang_table_def_info(const TableDef *def)
     lang_value_object_set(&o, "definition", lang_value_string(b.data, b.len));
     lang_value_object_set(&o, "kind", lang_value_cstring(def->is_queue ? "queue" : "collection"));
     lang_value_object_set(&o, "name", lang_value_cstring(d->name));
+    if (def->is_queue)
+        lang_value_object_set(&o, "paused", lang_value_bool(def->paused));
     if (def->is_queue) {
         lang_value_object_set(&o, "timeout", lang_value_duration(d->timeout_ns));
         lang_value_object_set(&o, "attempts", d->attempts ? lang_value_int(d->attempts) : lang_value_null());

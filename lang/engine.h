@@ -43,6 +43,7 @@ typedef struct TableDef {
     int64_t   uid, gid;   /* the table's owner; -1: none recorded (lang_table_def_load
                            * gives the store's owner then, when it is known) */
     int64_t   mode;       /* permission bits (07777); -1: 0755 */
+    bool      paused;     /* PAUSE QUEUE: claims hand out nothing until RESUME */
     TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
     FieldDef *fields;
     size_t    nfields;

@@ -160,7 +160,7 @@ static const Case cases[] = {
      "INFO FOR TABLE q;",
      "null\n{\"attempts\":3,\"deduplicate\":\"1m\",\"definition\":\"DEFINE QUEUE q TIMEOUT 5m "
      "ATTEMPTS 3 NOT BEFORE at DEDUPLICATE 1m SCHEMAFULL IN work\",\"fields\":{},\"graph\":\"work\","
-     "\"indexes\":{},\"kind\":\"queue\",\"name\":\"q\",\"not_before\":\"at\",\"priority_by\":null,"
+     "\"indexes\":{},\"kind\":\"queue\",\"name\":\"q\",\"not_before\":\"at\",\"paused\":false,\"priority_by\":null,"
      "\"schemafull\":true,\"timeout\":\"5m\"}\n",
      LANG_OK},
     /* store-assigned identities follow the greatest integer ever held */

@@ -91,6 +91,10 @@ lang_exec_stmt(Exec *x, const Stmt *st)
     case ST_RELEASE: return lang_exec_release(x, st);
     case ST_RELEASE_ALL: return lang_exec_release_all(x, st);
     case ST_TOUCH: return lang_exec_touch(x, st);
+    case ST_RETRY:
+    case ST_RETRY_ALL: return lang_exec_retry(x, st);
+    case ST_PAUSE:
+    case ST_RESUME: return lang_exec_pause(x, st);
     case ST_USE_CONSUMER: return lang_exec_use_consumer(x, st);
     case ST_INFO_TABLE: return lang_exec_info(x, st);
     case ST_DROP: return lang_exec_drop(x, st);
@@ -120,6 +124,8 @@ uses_reserve(const Stmt *st)
     case ST_RELEASE:
     case ST_RELEASE_ALL:
     case ST_TOUCH:
+    case ST_RETRY:
+    case ST_RETRY_ALL:
     case ST_DELETE:
     case ST_DROP:
     case ST_USE_CONSUMER:

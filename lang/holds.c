@@ -317,6 +317,64 @@ done:
     return lang_exec_answer_records(x, &results);
 }
 
+/* Retries record "key" of "def": ends any hold and sets its attempts back
+ * to 0, delayed until "delay_to" when non-zero; answers it. */
+static LangErrorCode
+retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Value *results)
+{
+    Buf kb = {0};
+    StoreQueue q;
+    StoreRecord sr;
+    lang_record_key_encode(key, &kb);
+    int rc = store_retry(x->txn, lang_record_queue(def, &q), (StoreBytes){kb.data, kb.len},
+                         delay_to, &sr);
+    lang_buf_free(&kb);
+    if (rc)
+        return lang_record_missing(rc, def, key, "retrying a record", x->err);
+    return answer_stored(x, def, &sr, results);
+}
+
+/* retry -> RETRY record [NOT BEFORE expr]
+ *        | RETRY ALL FROM table [WHERE expr] [NOT BEFORE expr]
+ * Ends any hold and sets attempts back to 0, so a dead record is
+ * claimable again; the claims counter keeps counting. */
+LangErrorCode
+lang_exec_retry(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    Record r = {0};
+    int64_t delay_to = 0;
+    Value results = lang_value_array(), keys = lang_value_none();
+    if (st->kind == ST_RETRY) {
+        if (!hold_open(x, st, &def, &r, &delay_to))
+            retry_one(x, &def, &r.key, delay_to, &results);
+        lang_record_free(&r);
+        lang_table_def_free(&def);
+        return lang_exec_answer_records(x, &results);
+    }
+    if (lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def))
+        return x->err->code;
+    if (!release_delay(x, &def, st, &delay_to) &&
+        !lang_exec_target_keys(x, &def, &st->u.release.target, &keys)) {
+        for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+            bool yes = true;
+            if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
+                break;
+            if (st->u.release.where) {
+                Value view = lang_record_view(&r, &def);
+                lang_exec_where(x, st->u.release.where, &view, &yes);
+                lang_value_free(&view);
+            }
+            if (!x->err->code && yes)
+                retry_one(x, &def, &r.key, delay_to, &results);
+            lang_record_free(&r);
+        }
+    }
+    lang_value_free(&keys);
+    lang_table_def_free(&def);
+    return lang_exec_answer_records(x, &results);
+}
+
 /* ---- giving back a claim nobody saw (lang_view_unclaim) ---- */
 
 void

@@ -207,6 +207,11 @@ LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *
  * another consumer signed; "fence" as for delete. */
 LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key,
                               int64_t fence, LangError *err);
+/* RETRY the record — its hold ended, its attempts back to 0 — NOT BEFORE
+ * "not_before" as for lang_view_release; "fence" as for delete (the dead/
+ * view's LANG_FENCE_DEAD: only while it is at the ceiling). */
+LangErrorCode lang_view_retry(LangSession *s, const char *table, const Value *key,
+                              const Value *not_before, int64_t fence, LangError *err);
 /* Whether CLAIM FROM "table" may hand out a record now ("*yes"; true too
  * when in doubt: the claim decides), without claiming or taking the
  * writer lock, and the first instant a held or delayed record of it

@@ -71,8 +71,11 @@ lang_stmt_free(Stmt *s)
         break;
     case ST_RELEASE:
     case ST_RELEASE_ALL:
+    case ST_RETRY:
+    case ST_RETRY_ALL:
     case ST_TOUCH:
         target_free(&s->u.release.target);
+        lang_expr_free(s->u.release.where);
         lang_expr_free(s->u.release.not_before);
         free(s->u.release.for_consumer);
         break;
@@ -85,6 +88,8 @@ lang_stmt_free(Stmt *s)
         break;
     case ST_INFO_TABLE:
     case ST_DROP:
+    case ST_PAUSE:
+    case ST_RESUME:
         free(s->u.table_op.table);
         break;
     }
@@ -643,6 +648,38 @@ release(ParseState *ps, Stmt *s)
     }
 }
 
+/* retry -> RETRY ALL FROM name [WHERE expr] [NOT BEFORE expr]
+ *        | RETRY record [NOT BEFORE expr] */
+static void
+retry(ParseState *ps, Stmt *s)
+{
+    s->kind = ST_RETRY;
+    if (is_kw(&ps->tok, "ALL") && is_kw(peek(ps), "FROM")) {
+        s->kind = ST_RETRY_ALL;
+        next(ps);
+        next(ps);
+        if (!(s->u.release.target.table = table_name(ps, "a queue name after RETRY ALL FROM")))
+            return;
+        if (accept_kw(ps, "WHERE"))
+            s->u.release.where = lang_parse_expr(ps);
+    } else if (!record_target(ps, &s->u.release.target,
+                              "a record id (table:key) or ALL FROM after RETRY")) {
+        return;
+    }
+    if (!FAILED(ps) && accept_kw(ps, "NOT") &&
+        lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
+        s->u.release.not_before = lang_parse_expr(ps);
+}
+
+/* pause -> (PAUSE | RESUME) QUEUE name */
+static void
+pause_resume(ParseState *ps, Stmt *s, StmtKind kind, const char *what)
+{
+    s->kind = kind;
+    if (lang_parse_expect_kw(ps, "QUEUE", what))
+        s->u.table_op.table = table_name(ps, "a queue name");
+}
+
 /* use -> USE CONSUMER consumer */
 static void
 use(ParseState *ps, Stmt *s)
@@ -681,7 +718,7 @@ drop(ParseState *ps, Stmt *s)
 }
 
 /* statement -> define | create | update | delete | select | claim | release
- *            | touch | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
+ *            | touch | retry | pause | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
 Stmt *
 lang_parse_statement(ParseState *ps)
 {
@@ -707,6 +744,12 @@ lang_parse_statement(ParseState *ps)
         release(ps, s);
     } else if (accept_kw(ps, "TOUCH")) {
         touch(ps, s);
+    } else if (accept_kw(ps, "RETRY")) {
+        retry(ps, s);
+    } else if (accept_kw(ps, "PAUSE")) {
+        pause_resume(ps, s, ST_PAUSE, "QUEUE after PAUSE");
+    } else if (accept_kw(ps, "RESUME")) {
+        pause_resume(ps, s, ST_RESUME, "QUEUE after RESUME");
     } else if (accept_kw(ps, "USE")) {
         use(ps, s);
     } else if (accept_kw(ps, "INFO")) {
@@ -724,7 +767,8 @@ lang_parse_statement(ParseState *ps)
         accept_kw(ps, "TRANSACTION");
     } else {
         lang_parse_expected(ps, "a statement (DEFINE, CREATE, UPDATE, DELETE, SELECT, CLAIM, "
-                                "RELEASE, TOUCH, USE, BEGIN, COMMIT, CANCEL, INFO or DROP)");
+                                "RELEASE, TOUCH, RETRY, PAUSE, RESUME, USE, BEGIN, COMMIT, CANCEL, INFO or "
+                                "DROP)");
     }
     if (!FAILED(ps) && !at_end(ps))
         lang_parse_expected(ps, "';' or end of text after the statement");

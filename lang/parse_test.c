@@ -222,6 +222,23 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_CANCEL: lang_buf_puts(b, "cancel"); break;
     case ST_INFO_TABLE: lang_buf_printf(b, "info %s", s->u.table_op.table); break;
     case ST_DROP: lang_buf_printf(b, "drop%d %s", s->u.table_op.kind, s->u.table_op.table); break;
+    case ST_RETRY:
+    case ST_RETRY_ALL:
+        lang_buf_puts(b, s->kind == ST_RETRY ? "retry " : "retry all ");
+        dump_target(&s->u.release.target, b);
+        if (s->u.release.where) {
+            lang_buf_puts(b, " where ");
+            dump_expr(s->u.release.where, b);
+        }
+        if (s->u.release.not_before) {
+            lang_buf_puts(b, " notbefore ");
+            dump_expr(s->u.release.not_before, b);
+        }
+        break;
+    case ST_PAUSE:
+    case ST_RESUME:
+        lang_buf_printf(b, "%s %s", s->kind == ST_PAUSE ? "pause" : "resume", s->u.table_op.table);
+        break;
     }
 }
 
@@ -307,6 +324,10 @@ static const struct {
     {"CLAIM jobs:1;", "claim 1 jobs:1"},
     {"USE CONSUMER 'billing';", "use billing"},
     {"TOUCH jobs:7;", "touch jobs:7"},
+    {"RETRY jobs:7;", "retry jobs:7"},
+    {"RETRY jobs:7 NOT BEFORE 10m;", "retry jobs:7 notbefore 10m"},
+    {"RETRY ALL FROM jobs;", "retry all jobs"},
+    {"PAUSE QUEUE jobs; RESUME QUEUE jobs;", "pause jobs | resume jobs"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
     {"RELEASE ALL FROM jobs;", "release all jobs"},
     {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
@@ -408,6 +429,8 @@ static const struct {
     {"CLAIM jobs", "expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
     {"CLAIM 2 jobs", "expected FROM after the CLAIM count"},
     {"TOUCH jobs", "expected a record id (table:key) after TOUCH, found 'jobs'"},
+    {"RETRY jobs", "expected a record id (table:key) or ALL FROM after RETRY"},
+    {"PAUSE jobs", "expected QUEUE after PAUSE"},
     {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
     {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
     {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},

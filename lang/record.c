@@ -147,7 +147,7 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
     if (!def->is_queue)
         return NULL;
     *q = (StoreQueue){.table = def->id, .timeout_ns = def->decl.timeout_ns,
-                      .max_attempts = def->decl.attempts};
+                      .max_attempts = def->decl.attempts, .paused = def->paused};
     return q;
 }
 

@@ -177,6 +177,18 @@ save_def(Exec *x, TableDef *def)
     return LANG_OK;
 }
 
+/* pause -> (PAUSE | RESUME) QUEUE name: the queue's owner stops claims
+ * handing out its records, durably, or lets them go on. */
+LangErrorCode
+lang_exec_pause(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_queue_load(x, st->u.table_op.table, ACCESS_OWNER, &def))
+        return x->err->code;
+    def.paused = st->kind == ST_PAUSE;
+    return save_def(x, &def);
+}
+
 /* The position of the entry named "name" in the array "*array" points to
  * ("*n" entries of "size" bytes, each opening with its char *name, as
  * FieldDef and IndexDef do); when there is none, a zeroed entry of that

@@ -133,6 +133,7 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
                      ? (double)(so->now - f.oldest_ready) / 1e9
                      : 0.0;
     lang_value_object_set(&o, "oldest_ready_age_seconds", lang_value_float(age));
+    lang_value_object_set(&o, "paused", lang_value_bool(def->paused));
     static const char *const counters[] = {"claims", "releases", "lapses", "deletes"};
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++)
         lang_value_object_set(&o, counters[i], lang_value_int(f.counters[i]));
@@ -206,6 +207,7 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         {"dead", "queuefs_dead", "gauge", "Records at the ATTEMPTS ceiling."},
         {"oldest_ready_age_seconds", "queuefs_oldest_ready_age_seconds", "gauge",
          "Seconds the oldest claimable record has waited."},
+        {"paused", "queuefs_paused", "gauge", "1 while the queue is paused (PAUSE QUEUE)."},
         {"claims", "queuefs_claims_total", "counter", "Holds handed out."},
         {"releases", "queuefs_releases_total", "counter", "Holds handed back."},
         {"lapses", "queuefs_lapses_total", "counter", "Holds that lapsed and were claimed again."},
@@ -222,6 +224,8 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
             label_escape(name->u.str.s, out);
             if (v->kind == VAL_FLOAT)
                 lang_buf_printf(out, "\"} %.3f\n", v->u.f);
+            else if (v->kind == VAL_BOOL)
+                lang_buf_printf(out, "\"} %d\n", v->u.b ? 1 : 0);
             else
                 lang_buf_printf(out, "\"} %lld\n", (long long)v->u.i);
         }

@@ -25,8 +25,10 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
         if (!lang_queue_check(&def, table, err) &&
             !lang_access_check(s, &def, ACCESS_WRITE, err) &&
             store_queue_counts(txn, def.id, &c) == STORE_OK) {
-            *yes = c.ready > 0;
-            *next_wake = c.next_wake;
+            /* A paused queue hands out nothing: its wait sleeps until the
+             * commit that resumes it. */
+            *yes = c.ready > 0 && !def.paused;
+            *next_wake = def.paused ? INT64_MAX : c.next_wake;
         }
         lang_table_def_free(&def);
     }

@@ -1197,7 +1197,7 @@ null"
     sql "DEFINE QUEUE jobs TIMEOUT 30s" >/dev/null
     run --separate-stderr sql "INFO FOR TABLE jobs"
     assert_success
-    assert_output '{"attempts":null,"deduplicate":null,"definition":"DEFINE QUEUE jobs TIMEOUT 30s","fields":{},"graph":null,"indexes":{},"kind":"queue","name":"jobs","not_before":null,"priority_by":null,"schemafull":false,"timeout":"30s"}'
+    assert_output '{"attempts":null,"deduplicate":null,"definition":"DEFINE QUEUE jobs TIMEOUT 30s","fields":{},"graph":null,"indexes":{},"kind":"queue","name":"jobs","not_before":null,"paused":false,"priority_by":null,"schemafull":false,"timeout":"30s"}'
 }
 
 @test "info: INFO FOR TABLE reports attempts, priority_by, not_before and indexes" {

@@ -109,6 +109,24 @@ test_claim_named(void)
     CHECK(n.delayed == 1 && n.held == 1 && n.ready == 0 && !n.has_head, "delayed and held");
 }
 
+/* A paused queue hands out nothing, from the head or by name; resumed,
+ * its records are where they were. */
+static void
+test_paused(void)
+{
+    StoreQueue q = queue_new(st, "paused", 30000 * MS, 0);
+    add(st, &q, "a", "v", NULL, 0);
+    add(st, &q, "b", "v", NULL, 0);
+    Claimed c;
+    q.paused = true;
+    CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "paused: none");
+    CHECK(claim(st, &q, 1, "a", NULL, &c) == STORE_OK && c.keys[0] == 0, "paused, named: none");
+    CHECK(counts_of(st, &q).ready == 2, "still ready");
+    q.paused = false;
+    CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK, "resumed");
+    CHECK_STR(c.keys, "a,b");
+}
+
 static void
 test_lapse_and_ceiling(void)
 {
@@ -692,6 +710,7 @@ main(void)
     test_records();
     test_claim_order();
     test_claim_named();
+    test_paused();
     test_lapse_and_ceiling();
     test_release_touch_fence();
     test_release_all();

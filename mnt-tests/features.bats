@@ -1,0 +1,113 @@
+#!/usr/bin/env bats
+# features.bats — SPEC section 6 on a real mount: RETRY brings dead work
+# back (through ctl and through `mv q/dead/ID q/released/`), and PAUSE QUEUE
+# stops hand-outs durably until RESUME QUEUE.
+#
+#   QUEUEFS_BUILD=/path/to/build bats mnt-tests/features.bats
+#
+# Needs what mount.bats needs.
+
+load mount_helpers
+
+# A mount with the queue q (TIMEOUT 1s, ATTEMPTS 1, NOT BEFORE due) whose
+# record q:1 is dead — claimed once, its hold lapsed — and q:2 ready.
+mount_dead() {
+    sql "DEFINE QUEUE q TIMEOUT 1s ATTEMPTS 1 NOT BEFORE due;
+         CREATE q:1 = {url: 'a'}; CLAIM q:1; CREATE q:2 = {url: 'b'};" >/dev/null ||
+        fail "could not set up the queue"
+    mount_fs
+    for _ in $(seq 100); do
+        [ -e "$M/q/dead/1" ] && return 0
+        sleep 0.05
+    done
+    fail "q:1 did not die after its hold lapsed"
+}
+
+@test "RETRY: a dead record is claimable again, its attempts back to 0; claims keep counting" {
+    mount_dead
+    run ctl "RETRY q:1"
+    assert_success
+    assert_equal "$(jqc '.[0] | [.id, .attempts, .claimed_until]' "$output")" '["q:1",0,null]'
+    [ ! -e "$M/q/dead/1" ] || fail "q:1 is still in dead/ after RETRY"
+    run ctl "CLAIM 2 FROM q"
+    assert_success
+    assert_equal "$(jqc '[.[] | [.id, .attempts]]' "$output")" '[["q:1",1],["q:2",1]]'
+    assert_equal "$(jqc '[.claims, .dead]' "$(cat "$M/q/stats")")" '[3,0]'
+}
+
+@test "RETRY … NOT BEFORE delays it; RETRY ALL FROM q WHERE retries what matches" {
+    mount_dead
+    run ctl "RETRY q:1 NOT BEFORE 1h"
+    assert_success
+    assert_equal "$(jqc '[.delayed, .dead]' "$(cat "$M/q/stats")")" '[1,0]'
+    run ctl "CLAIM q:1"
+    assert_success
+    assert_output '[]'
+    run ctl "RETRY ALL FROM q WHERE url = 'b'"
+    assert_success
+    assert_equal "$(jqc '[.[] | .id]' "$output")" '["q:2"]'
+    run ctl "RETRY ALL FROM q"
+    assert_success
+    assert_equal "$(jqc '[.[] | .id]' "$output")" '["q:1","q:2"]'
+}
+
+@test "RETRY refuses what RELEASE refuses: no such record, NOT BEFORE without the field" {
+    mount_dead
+    assert_equal "$(ctl_errno 'RETRY q:9;')" "ENOENT NoSuchRecord"
+    sql "DEFINE QUEUE plain TIMEOUT 1m; CREATE plain:1 = {};" >/dev/null
+    assert_equal "$(ctl_errno 'RETRY plain:1 NOT BEFORE 1h;')" "EOPNOTSUPP NoDelayField"
+    assert_equal "$(ctl_errno 'RETRY ALL FROM nowhere;')" "ENOENT NoSuchTable"
+}
+
+@test "mv q/dead/ID q/released/ retries it; @WHEN delays it; a record no longer dead is ENOENT" {
+    mount_dead
+    run mv "$M/q/dead/1" "$M/q/released/"
+    assert_success
+    [ ! -e "$M/q/dead/1" ] || fail "q:1 is still dead after the mv"
+    assert_equal "$(jqr .attempts "$(cat "$M/q/1")")" 0
+    assert_equal "$(jqr .ready "$(cat "$M/q/stats")")" 2
+    # Dead again, then retried not before 10 minutes.
+    ctl "CLAIM q:1" >/dev/null
+    for _ in $(seq 100); do [ -e "$M/q/dead/1" ] && break; sleep 0.05; done
+    [ -e "$M/q/dead/1" ] || fail "q:1 did not die again"
+    run mv "$M/q/dead/1" "$M/q/released/1@10m"
+    assert_success
+    assert_equal "$(jqc '[.delayed, .dead]' "$(cat "$M/q/stats")")" '[1,0]'
+    # The name of a record that is no longer dead names nothing to retry.
+    assert_equal "$(errno_of "os.rename('$M/q/dead/1', '$M/q/released/1')")" ENOENT
+}
+
+@test "PAUSE QUEUE: claims answer nothing, wait blocks until RESUME; stats and metrics say so" {
+    mount_dead
+    run ctl "PAUSE QUEUE q"
+    assert_success
+    assert_output 'null'
+    run ctl "CLAIM FROM q"
+    assert_output '[]'
+    assert_equal "$(cat "$M/q/claim")" ''
+    assert_equal "$(jqr .paused "$(cat "$M/q/stats")")" true
+    grep -qx 'queuefs_paused{queue="q"} 1' "$M/metrics" || fail "metrics do not say q is paused"
+    # Creating, reading and finishing go on.
+    run ctl "CREATE q:3 = {url: 'c'}"
+    assert_success
+    timeout 10 cat "$M/q/wait" >"$BATS_TEST_TMPDIR/waited" &
+    local waiter=$!
+    sleep 0.5
+    [ ! -s "$BATS_TEST_TMPDIR/waited" ] || fail "wait handed out a record of a paused queue"
+    ctl "RESUME QUEUE q" >/dev/null
+    wait "$waiter" || fail "wait did not end after RESUME"
+    assert_equal "$(jqr .id "$(cat "$BATS_TEST_TMPDIR/waited")")" q:2
+    assert_equal "$(jqr .paused "$(cat "$M/q/stats")")" false
+}
+
+@test "PAUSE QUEUE lasts across an unmount and a remount" {
+    mount_dead
+    ctl "PAUSE QUEUE q" >/dev/null
+    unmount_fs "$M"
+    mount_fs
+    assert_equal "$(cat "$M/q/claim")" ''
+    assert_equal "$(jqr .paused "$(sql 'INFO FOR TABLE q')")" true
+    assert_equal "$(ctl_errno 'PAUSE QUEUE nowhere;')" "ENOENT NoSuchTable"
+    ctl "RESUME QUEUE q" >/dev/null
+    assert_equal "$(jqr .id "$(cat "$M/q/claim")")" q:2
+}
