@@ -237,7 +237,6 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
 /* ---- the held and dead views ---- */
 
 typedef struct HeldWalk {
-    StoreTxn *txn;
     const TableDef *def;
     int64_t now;
     int (*fn)(void *ctx, const Value *key, int64_t hold);
@@ -249,22 +248,21 @@ static int
 held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
 {
     HeldWalk *w = ctx;
-    if (wake_ns <= w->now)
+    Value key;
+    /* Only the columns and the identity: a hold taken before holds were
+     * numbered has no name here. */
+    if (wake_ns <= w->now || sr->claimed_until <= w->now || sr->hold <= 0 ||
+        lang_record_key_from_store(sr, &key) < 0)
         return 0;
-    Record r = {0};
-    int stop = 0;
-    /* A hold taken before holds were numbered has no name here. */
-    if (!lang_record_from_store(sr, w->def, &r, w->err) && lang_record_is_held(&r, w->now) && r.hold > 0)
-        stop = w->fn(w->ctx, &r.key, r.hold);
-    lang_record_free(&r);
-    return stop || w->err->code;
+    int stop = w->fn(w->ctx, &key, sr->hold);
+    lang_value_free(&key);
+    return stop;
 }
 
 static LangErrorCode
 walk_held(StoreTxn *txn, const TableDef *def, void *ctx)
 {
     HeldWalk *w = ctx;
-    w->txn = txn;
     w->def = def;
     store_queue_each_waiting(txn, def->id, held_entry, w);
     return w->err->code;
@@ -275,7 +273,7 @@ lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
                LangError *err)
 {
-    HeldWalk w = {NULL, NULL, store_now(lang_session_store(s)), fn, ctx, err};
+    HeldWalk w = {NULL, store_now(lang_session_store(s)), fn, ctx, err};
     return with_queue(s, table, walk_held, &w, err);
 }
 
@@ -291,13 +289,13 @@ static int
 dead_entry(void *ctx, const StoreRecord *sr)
 {
     DeadWalk *w = ctx;
-    Record r = {0};
-    int stop = 0;
-    if (!lang_record_from_store(sr, w->def, &r, w->err) && lang_record_is_dead(&r, w->def) &&
-        !lang_record_is_held(&r, w->now))
-        stop = w->fn(w->ctx, &r.key);
-    lang_record_free(&r);
-    return stop || w->err->code;
+    Value key;
+    if (sr->attempts < w->def->decl.attempts || sr->claimed_until > w->now ||
+        lang_record_key_from_store(sr, &key) < 0)
+        return 0;
+    int stop = w->fn(w->ctx, &key);
+    lang_value_free(&key);
+    return stop;
 }
 
 static LangErrorCode

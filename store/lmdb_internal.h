@@ -38,7 +38,7 @@
  *             would misorder order keys that are prefixes of each other.)
  *   deadline  [T][u64 wake][record key] → [u8 kind][i64 then]
  *             kind 1: a delay, ready at wake (no "then"); kind 2: a hold,
- *             whose "then" says what the record does at wake (StoreSlot's
+ *             whose "then" says what the record does at wake (lmdb_placement's
  *             then_ns).  Empty: filed by format 1, which did not tell them
  *             apart (ready at wake).
  *   meta      [T][0x00]"seq"   → u64: the table's last arrival sequence
