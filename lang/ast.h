@@ -66,6 +66,7 @@ typedef enum StmtKind {
     ST_RETRY_ALL,   /* RETRY ALL FROM table [WHERE expr] */
     ST_PAUSE,       /* PAUSE QUEUE name */
     ST_RESUME,      /* RESUME QUEUE name */
+    ST_ALTER_QUEUE, /* ALTER QUEUE name clause {clause} */
     ST_USE_CONSUMER,
     ST_BEGIN,
     ST_COMMIT,
@@ -173,6 +174,12 @@ struct Stmt {
             Expr   *where;        /* RETRY ALL … WHERE expr, or NULL */
             int64_t fence;        /* as for DELETE */
         } release;
+        struct {                  /* ST_ALTER_QUEUE: -1 (timeout 0) = unchanged */
+            char   *table;
+            int64_t timeout_ns;   /* TIMEOUT d, or 0 */
+            int64_t attempts;     /* ATTEMPTS n, 0 = DROP ATTEMPTS, -1 */
+            int64_t deduplicate_ns; /* DEDUPLICATE d, 0 = DROP DEDUPLICATE, -1 */
+        } alter;
         struct {                  /* ST_USE_CONSUMER */
             char *name;
         } use_consumer;

@@ -95,6 +95,7 @@ lang_exec_stmt(Exec *x, const Stmt *st)
     case ST_RETRY_ALL: return lang_exec_retry(x, st);
     case ST_PAUSE:
     case ST_RESUME: return lang_exec_pause(x, st);
+    case ST_ALTER_QUEUE: return lang_exec_alter(x, st);
     case ST_USE_CONSUMER: return lang_exec_use_consumer(x, st);
     case ST_INFO_TABLE: return lang_exec_info(x, st);
     case ST_DROP: return lang_exec_drop(x, st);

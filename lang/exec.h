@@ -135,6 +135,7 @@ LangErrorCode lang_exec_release_all(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_touch(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_retry(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_pause(Exec *x, const Stmt *st);
+LangErrorCode lang_exec_alter(Exec *x, const Stmt *st);
 /* One row of SELECT "st": the whole record view, or the fields asked for,
  * into "*row" (caller frees); the evaluation's error otherwise. */
 LangErrorCode lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row);

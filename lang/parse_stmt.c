@@ -92,6 +92,9 @@ lang_stmt_free(Stmt *s)
     case ST_RESUME:
         free(s->u.table_op.table);
         break;
+    case ST_ALTER_QUEUE:
+        free(s->u.alter.table);
+        break;
     }
     free(s);
 }
@@ -680,6 +683,52 @@ pause_resume(ParseState *ps, Stmt *s, StmtKind kind, const char *what)
         s->u.table_op.table = table_name(ps, "a queue name");
 }
 
+/* alter -> ALTER QUEUE name alterclause {alterclause}
+ * alterclause -> TIMEOUT duration | ATTEMPTS INT | DEDUPLICATE duration
+ *              | DROP (ATTEMPTS | DEDUPLICATE)      (each at most once) */
+static void
+alter(ParseState *ps, Stmt *s)
+{
+    s->kind = ST_ALTER_QUEUE;
+    s->u.alter.attempts = s->u.alter.deduplicate_ns = -1;
+    if (!lang_parse_expect_kw(ps, "QUEUE", "QUEUE after ALTER") ||
+        !(s->u.alter.table = table_name(ps, "a queue name after ALTER QUEUE")))
+        return;
+    if (at_end(ps))
+        lang_parse_expected(ps, "TIMEOUT, ATTEMPTS, DEDUPLICATE or DROP after the queue name");
+    while (!FAILED(ps) && !at_end(ps)) {
+        const Token *t = &ps->tok;
+        bool dropping = accept_kw(ps, "DROP");
+        int64_t *field = is_kw(t, "ATTEMPTS")      ? &s->u.alter.attempts
+                         : is_kw(t, "DEDUPLICATE") ? &s->u.alter.deduplicate_ns
+                         : is_kw(t, "TIMEOUT") && !dropping ? &s->u.alter.timeout_ns
+                                                             : NULL;
+        if (!field) {
+            lang_parse_expected(ps, dropping ? "ATTEMPTS or DEDUPLICATE after DROP"
+                                             : "TIMEOUT, ATTEMPTS, DEDUPLICATE, DROP or ';'");
+            break;
+        }
+        if (*field != (field == &s->u.alter.timeout_ns ? 0 : -1)) {
+            lang_parse_error(ps, t, "a clause of ALTER QUEUE given twice");
+            break;
+        }
+        bool attempts = field == &s->u.alter.attempts;
+        next(ps);
+        if (dropping) {
+            *field = 0;
+        } else if (attempts) {
+            if (ps->tok.kind != TK_INT || ps->tok.int_min || ps->tok.i <= 0) {
+                lang_parse_expected(ps, "a positive integer after ATTEMPTS");
+                break;
+            }
+            *field = ps->tok.i;
+            next(ps);
+        } else {
+            duration(ps, field, field == &s->u.alter.timeout_ns ? "TIMEOUT" : "DEDUPLICATE");
+        }
+    }
+}
+
 /* use -> USE CONSUMER consumer */
 static void
 use(ParseState *ps, Stmt *s)
@@ -718,7 +767,7 @@ drop(ParseState *ps, Stmt *s)
 }
 
 /* statement -> define | create | update | delete | select | claim | release
- *            | touch | retry | pause | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
+ *            | touch | retry | pause | alter | use | (BEGIN | COMMIT | CANCEL) [TRANSACTION] | info | drop */
 Stmt *
 lang_parse_statement(ParseState *ps)
 {
@@ -744,6 +793,8 @@ lang_parse_statement(ParseState *ps)
         release(ps, s);
     } else if (accept_kw(ps, "TOUCH")) {
         touch(ps, s);
+    } else if (accept_kw(ps, "ALTER")) {
+        alter(ps, s);
     } else if (accept_kw(ps, "RETRY")) {
         retry(ps, s);
     } else if (accept_kw(ps, "PAUSE")) {
@@ -767,8 +818,8 @@ lang_parse_statement(ParseState *ps)
         accept_kw(ps, "TRANSACTION");
     } else {
         lang_parse_expected(ps, "a statement (DEFINE, CREATE, UPDATE, DELETE, SELECT, CLAIM, "
-                                "RELEASE, TOUCH, RETRY, PAUSE, RESUME, USE, BEGIN, COMMIT, CANCEL, INFO or "
-                                "DROP)");
+                                "RELEASE, TOUCH, RETRY, PAUSE, RESUME, ALTER, USE, BEGIN, COMMIT, CANCEL, "
+                                "INFO or DROP)");
     }
     if (!FAILED(ps) && !at_end(ps))
         lang_parse_expected(ps, "';' or end of text after the statement");

@@ -235,6 +235,12 @@ dump_stmt(const Stmt *s, Buf *b)
             dump_expr(s->u.release.not_before, b);
         }
         break;
+    case ST_ALTER_QUEUE:
+        lang_buf_printf(b, "alter %s timeout=%" PRId64 " attempts=%" PRId64 " dedup=%" PRId64,
+                        s->u.alter.table, s->u.alter.timeout_ns / 1000000000,
+                        s->u.alter.attempts,
+                        s->u.alter.deduplicate_ns < 0 ? -1 : s->u.alter.deduplicate_ns / 1000000000);
+        break;
     case ST_PAUSE:
     case ST_RESUME:
         lang_buf_printf(b, "%s %s", s->kind == ST_PAUSE ? "pause" : "resume", s->u.table_op.table);
@@ -328,6 +334,8 @@ static const struct {
     {"RETRY jobs:7 NOT BEFORE 10m;", "retry jobs:7 notbefore 10m"},
     {"RETRY ALL FROM jobs;", "retry all jobs"},
     {"PAUSE QUEUE jobs; RESUME QUEUE jobs;", "pause jobs | resume jobs"},
+    {"ALTER QUEUE jobs TIMEOUT 5m ATTEMPTS 3;", "alter jobs timeout=300 attempts=3 dedup=-1"},
+    {"ALTER QUEUE jobs DROP ATTEMPTS DEDUPLICATE 1m;", "alter jobs timeout=0 attempts=0 dedup=60"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
     {"RELEASE ALL FROM jobs;", "release all jobs"},
     {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
@@ -431,6 +439,9 @@ static const struct {
     {"TOUCH jobs", "expected a record id (table:key) after TOUCH, found 'jobs'"},
     {"RETRY jobs", "expected a record id (table:key) or ALL FROM after RETRY"},
     {"PAUSE jobs", "expected QUEUE after PAUSE"},
+    {"ALTER QUEUE jobs", "expected TIMEOUT, ATTEMPTS, DEDUPLICATE or DROP after the queue name"},
+    {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "a clause of ALTER QUEUE given twice"},
+    {"ALTER QUEUE jobs DROP TIMEOUT", "expected ATTEMPTS or DEDUPLICATE after DROP"},
     {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
     {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
     {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},

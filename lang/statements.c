@@ -189,6 +189,33 @@ lang_exec_pause(Exec *x, const Stmt *st)
     return save_def(x, &def);
 }
 
+/* alter -> ALTER QUEUE name clause {clause}: the owner changes TIMEOUT,
+ * ATTEMPTS (or drops it) and DEDUPLICATE (or drops it) without touching a
+ * record; holds already taken keep their deadline.  A changed ceiling
+ * files the queue's records anew (store_queue_refile: O(n)). */
+LangErrorCode
+lang_exec_alter(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    if (lang_queue_load(x, st->u.alter.table, ACCESS_OWNER, &def))
+        return x->err->code;
+    TableDecl *d = &def.decl;
+    bool refile = st->u.alter.attempts >= 0 && st->u.alter.attempts != d->attempts;
+    if (st->u.alter.timeout_ns > 0)
+        d->timeout_ns = st->u.alter.timeout_ns;
+    if (st->u.alter.attempts >= 0)
+        d->attempts = st->u.alter.attempts;
+    if (st->u.alter.deduplicate_ns >= 0)
+        d->deduplicate_ns = st->u.alter.deduplicate_ns;
+    StoreQueue q;
+    int rc = refile ? store_queue_refile(x->txn, lang_record_queue(&def, &q)) : STORE_OK;
+    if (rc) {
+        lang_table_def_free(&def);
+        return lang_store_error(rc, "filing the queue's records anew", x->err);
+    }
+    return save_def(x, &def);
+}
+
 /* The position of the entry named "name" in the array "*array" points to
  * ("*n" entries of "size" bytes, each opening with its char *name, as
  * FieldDef and IndexDef do); when there is none, a zeroed entry of that

@@ -111,3 +111,39 @@ mount_dead() {
     ctl "RESUME QUEUE q" >/dev/null
     assert_equal "$(jqr .id "$(cat "$M/q/claim")")" q:2
 }
+
+@test "ALTER QUEUE TIMEOUT: the next claim's claimed_until follows it; holds taken keep theirs" {
+    sql "DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {}; CREATE q:2 = {};" >/dev/null
+    mount_fs
+    local first second
+    first=$(ctl "CLAIM q:1")
+    run ctl "ALTER QUEUE q TIMEOUT 2h"
+    assert_success
+    assert_output 'null'
+    second=$(ctl "CLAIM q:2")
+    local held_for
+    held_for=$(( $(epoch_of "$(jqr '.[0].claimed_until' "$second")") - $(date +%s) ))
+    [ "$held_for" -gt 7000 ] && [ "$held_for" -le 7200 ] ||
+        fail "a claim after ALTER TIMEOUT 2h holds for ${held_for}s"
+    assert_equal "$(jqr '.[0].claimed_until' "$(sql 'SELECT * FROM q:1')")" \
+        "$(jqr '.[0].claimed_until' "$first")"
+    assert_equal "$(jqr .definition "$(sql 'INFO FOR TABLE q')")" "DEFINE QUEUE q TIMEOUT 2h"
+}
+
+@test "ALTER QUEUE ATTEMPTS: a raised or dropped ceiling brings dead records back; refusals" {
+    mount_dead
+    run ctl "ALTER QUEUE q ATTEMPTS 2"
+    assert_success
+    [ ! -e "$M/q/dead/1" ] || fail "q:1 is still dead under ATTEMPTS 2"
+    assert_equal "$(jqc '[.[] | [.id, .attempts]]' "$(ctl 'CLAIM 2 FROM q')")" '[["q:1",2],["q:2",1]]'
+    ctl "ALTER QUEUE q ATTEMPTS 1 DEDUPLICATE 1h" >/dev/null
+    assert_equal "$(jqr .definition "$(sql 'INFO FOR TABLE q')")" \
+        "DEFINE QUEUE q TIMEOUT 1s ATTEMPTS 1 NOT BEFORE due DEDUPLICATE 1h"
+    run ctl "ALTER QUEUE q DROP ATTEMPTS DROP DEDUPLICATE"
+    assert_success
+    assert_equal "$(jqr .definition "$(sql 'INFO FOR TABLE q')")" \
+        "DEFINE QUEUE q TIMEOUT 1s NOT BEFORE due"
+    sql "DEFINE COLLECTION notes;" >/dev/null
+    assert_equal "$(ctl_errno 'ALTER QUEUE notes TIMEOUT 1m;')" "EINVAL WrongKind"
+    assert_equal "$(ctl_errno 'ALTER QUEUE q;')" "EINVAL ParseError"
+}

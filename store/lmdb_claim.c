@@ -206,26 +206,17 @@ typedef struct HoldList {
     size_t len, cap;
 } HoldList;
 
+static int collect_key(void *ctx, const StoreRecord *r, int64_t wake);
+
 static int
 collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
 {
-    (void)wake;
     HoldList *l = ctx;
     StoreBytes by = l->who.len ? r->consumer : r->instance;
     StoreBytes want = l->who.len ? l->who : l->instance;
     if (!held(r, l->now) || by.len != want.len || (by.len && memcmp(by.data, want.data, by.len)))
         return 0;
-    if (l->len + 2 + r->key.len > l->cap) {
-        l->cap = (l->cap + r->key.len + 2) * 2;
-        unsigned char *grown = realloc(l->keys, l->cap);
-        if (!grown)
-            abort();
-        l->keys = grown;
-    }
-    be_put16(l->keys + l->len, (uint16_t)r->key.len);
-    memcpy(l->keys + l->len + 2, r->key.data, r->key.len);
-    l->len += 2 + r->key.len;
-    return 0;
+    return collect_key(ctx, r, wake);
 }
 
 int
@@ -274,6 +265,47 @@ store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int
     int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = before->claimed_until ? -1 : 0};
     if ((rc = lmdb_record_store(txn, q->table, q, &back, false, extra)) == STORE_OK)
         *given_back = true;
+    return rc;
+}
+
+/* store_queue_refile's walk: the records' keys, to refile after it. */
+static int
+collect_key(void *ctx, const StoreRecord *r, int64_t wake)
+{
+    (void)wake;
+    HoldList *l = ctx;
+    if (l->len + 2 + r->key.len > l->cap) {
+        l->cap = (l->cap + r->key.len + 2) * 2;
+        unsigned char *grown = realloc(l->keys, l->cap);
+        if (!grown)
+            abort();
+        l->keys = grown;
+    }
+    be_put16(l->keys + l->len, (uint16_t)r->key.len);
+    memcpy(l->keys + l->len + 2, r->key.data, r->key.len);
+    l->len += 2 + r->key.len;
+    return 0;
+}
+
+static int
+collect_any(void *ctx, const StoreRecord *r)
+{
+    return collect_key(ctx, r, 0);
+}
+
+int
+store_queue_refile(StoreTxn *txn, const StoreQueue *q)
+{
+    HoldList l = {{NULL, 0}, {NULL, 0}, 0, NULL, 0, 0};
+    int rc = store_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_any, &l);
+    for (size_t off = 0; rc == STORE_OK && off < l.len;) {
+        StoreBytes key = {l.keys + off + 2, be_get16(l.keys + off)};
+        off += 2 + key.len;
+        StoreRecord r;
+        if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)) == STORE_OK)
+            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
+    }
+    free(l.keys);
     return rc;
 }
 

@@ -453,6 +453,13 @@ int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_
 int store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
                   bool *given_back);
 
+/* Files every record of queue "q" anew under "q" as it is now — after its
+ * ATTEMPTS ceiling changed (ALTER QUEUE): a record retired under the old
+ * ceiling may be ready now, a ready or held one retired — changing no
+ * record's value, columns or times.  O(n) in the records, in one
+ * transaction. */
+int store_queue_refile(StoreTxn *txn, const StoreQueue *q);
+
 /* What a queue table holds at an instant, and what was done to it. */
 typedef struct StoreQueueCounts {
     uint64_t   records;    /* every record of the table */
