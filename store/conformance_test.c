@@ -127,6 +127,35 @@ test_paused(void)
     CHECK_STR(c.keys, "a,b");
 }
 
+/* A changed ceiling, refiled, brings a retired record back and retires
+ * one at the new ceiling; values, columns and times stay. */
+static void
+test_refile(void)
+{
+    StoreQueue q = queue_new(st, "refile", 100 * MS, 1);
+    add(st, &q, "x", "v", NULL, 0);
+    Claimed c;
+    claim(st, &q, 1, NULL, NULL, &c);
+    sleep_ms(250);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "retired at 1");
+    StoreRecord before, after;
+    CHECK(get(st, q.table, "x", &before) == STORE_OK, "read");
+    q.max_attempts = 2;
+    StoreTxn *t = begin(st, true);
+    CHECK(store_queue_refile(t, &q) == STORE_OK, "refile");
+    commit(t);
+    CHECK(get(st, q.table, "x", &after) == STORE_OK && after.attempts == before.attempts &&
+              after.written == before.written && after.changed == before.changed,
+          "columns and times stay");
+    CHECK(counts_of(st, &q).ready == 1, "ready under ATTEMPTS 2");
+    q.max_attempts = 0;
+    t = begin(st, true);
+    CHECK(store_queue_refile(t, &q) == STORE_OK, "refile without a ceiling");
+    commit(t);
+    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable");
+    CHECK_STR(c.keys, "x");
+}
+
 static void
 test_lapse_and_ceiling(void)
 {
@@ -711,6 +740,7 @@ main(void)
     test_claim_order();
     test_claim_named();
     test_paused();
+    test_refile();
     test_lapse_and_ceiling();
     test_release_touch_fence();
     test_release_all();
