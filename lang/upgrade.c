@@ -26,7 +26,7 @@ int_field(const Value *fields, const char *name, int kind)
     return kind == VAL_DATETIME ? v->u.ns : v->u.i;
 }
 
-/* The string at "key" of the object at "name" of "fields", copied, or
+/* The string at "key" of the claimed_by object of "fields", copied, or
  * NULL. */
 static char *
 by_field(const Value *fields, const char *key)

@@ -87,10 +87,10 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
     n.changed = n.claimed = now;
     int64_t extra[CNT_N] = {[CNT_CLAIMS] = 1, [CNT_LAPSES] = before.r.claimed_until != 0};
     rc = lmdb_record_store(txn, q->table, q, &n, false, extra);
-    StoreRecord stored;
-    if (rc == STORE_OK && fn &&
-        (rc = lmdb_record_load(txn, q->table, before.r.key, &stored, NULL)) == STORE_OK)
-        rc = fn(ctx, &stored, &before.r);
+    /* "n" is the record as stored (its bytes in "before" and "c"): no
+     * read back. */
+    if (rc == STORE_OK && fn)
+        rc = fn(ctx, &n, &before.r);
     free(before.buf);
     return rc;
 }
@@ -202,32 +202,29 @@ store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_befo
 typedef struct HoldList {
     StoreBytes who, instance;
     int64_t now;
-    unsigned char *keys;   /* [u16 len][key] … */
-    size_t len, cap;
+    ByteList keys;
 } HoldList;
-
-static int collect_key(void *ctx, const StoreRecord *r, int64_t wake);
 
 static int
 collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
 {
+    (void)wake;
     HoldList *l = ctx;
     StoreBytes by = l->who.len ? r->consumer : r->instance;
     StoreBytes want = l->who.len ? l->who : l->instance;
-    if (!held(r, l->now) || by.len != want.len || (by.len && memcmp(by.data, want.data, by.len)))
-        return 0;
-    return collect_key(ctx, r, wake);
+    if (held(r, l->now) && by.len == want.len && (!by.len || !memcmp(by.data, want.data, by.len)))
+        lmdb_list_add(&l->keys, r->key.data, r->key.len);
+    return 0;
 }
 
 int
 store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
                   int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
-    HoldList l = {who, instance, store_txn_now(txn), NULL, 0, 0};
+    HoldList l = {who, instance, store_txn_now(txn), {0}};
     int rc = store_queue_each_waiting(txn, q->table, collect_hold, &l);
-    for (size_t off = 0; rc == STORE_OK && off < l.len;) {
-        StoreBytes key = {l.keys + off + 2, be_get16(l.keys + off)};
-        off += 2 + key.len;
+    StoreBytes key;
+    for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&l.keys, &off, &key);) {
         StoreRecord r, out;
         if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             break;
@@ -235,7 +232,7 @@ store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes
         if ((rc = end_hold(txn, q, &r, not_before, &out)) == STORE_OK && fn)
             rc = fn(ctx, &out);
     }
-    free(l.keys);
+    free(l.keys.data);
     return rc;
 }
 
@@ -270,42 +267,24 @@ store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int
 
 /* store_queue_refile's walk: the records' keys, to refile after it. */
 static int
-collect_key(void *ctx, const StoreRecord *r, int64_t wake)
+collect_key(void *ctx, const StoreRecord *r)
 {
-    (void)wake;
-    HoldList *l = ctx;
-    if (l->len + 2 + r->key.len > l->cap) {
-        l->cap = (l->cap + r->key.len + 2) * 2;
-        unsigned char *grown = realloc(l->keys, l->cap);
-        if (!grown)
-            abort();
-        l->keys = grown;
-    }
-    be_put16(l->keys + l->len, (uint16_t)r->key.len);
-    memcpy(l->keys + l->len + 2, r->key.data, r->key.len);
-    l->len += 2 + r->key.len;
+    lmdb_list_add(ctx, r->key.data, r->key.len);
     return 0;
-}
-
-static int
-collect_any(void *ctx, const StoreRecord *r)
-{
-    return collect_key(ctx, r, 0);
 }
 
 int
 store_queue_refile(StoreTxn *txn, const StoreQueue *q)
 {
-    HoldList l = {{NULL, 0}, {NULL, 0}, 0, NULL, 0, 0};
-    int rc = store_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_any, &l);
-    for (size_t off = 0; rc == STORE_OK && off < l.len;) {
-        StoreBytes key = {l.keys + off + 2, be_get16(l.keys + off)};
-        off += 2 + key.len;
+    ByteList keys = {0};
+    StoreBytes key;
+    int rc = store_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
+    for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&keys, &off, &key);) {
         StoreRecord r;
         if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)) == STORE_OK)
             rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
     }
-    free(l.keys);
+    free(keys.data);
     return rc;
 }
 

@@ -349,6 +349,41 @@ lmdb_cursor_in_table(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, 
     return rc == 0 && !lmdb_key_has_table(*k, table) ? MDB_NOTFOUND : rc;
 }
 
+/* A list of byte strings (record keys, meta names) collected during a
+ * walk, so the database can be changed after it: [u32 len][bytes] … */
+typedef struct ByteList {
+    unsigned char *data;
+    size_t len, cap;
+} ByteList;
+
+/* Appends a copy of "n" bytes at "p" to "l". */
+static inline void
+lmdb_list_add(ByteList *l, const void *p, size_t n)
+{
+    if (l->len + 4 + n > l->cap) {
+        l->cap = (l->cap + n + 4) * 2;
+        unsigned char *grown = realloc(l->data, l->cap);
+        if (!grown)
+            abort();
+        l->data = grown;
+    }
+    be_put32(l->data + l->len, (uint32_t)n);
+    lmdb_copy(l->data + l->len + 4, p, n);
+    l->len += 4 + n;
+}
+
+/* The item at "*off" of "l" (pointing into it), moving "*off" past it;
+ * false at the end. */
+static inline bool
+lmdb_list_next(const ByteList *l, size_t *off, StoreBytes *item)
+{
+    if (*off >= l->len)
+        return false;
+    *item = (StoreBytes){l->data + *off + 4, be_get32(l->data + *off)};
+    *off += 4 + item->len;
+    return true;
+}
+
 /* Raises the shared counter at "p" to at least "v". */
 static inline void
 lmdb_counter_raise(uint64_t *p, uint64_t v)

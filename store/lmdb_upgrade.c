@@ -11,42 +11,11 @@
 static const char *const old_counters[] = {"count:claims", "count:releases", "count:lapses",
                                            "count:deletes"};
 
-/* A list of byte strings collected during a walk, to change the database
- * after it: [u32 len][bytes] … */
-typedef struct ByteList {
-    unsigned char *data;
-    size_t len, cap;
-} ByteList;
-
-static void
-list_add(ByteList *l, const void *p, size_t n)
-{
-    if (l->len + 4 + n > l->cap) {
-        l->cap = (l->cap + n + 4) * 2;
-        unsigned char *grown = realloc(l->data, l->cap);
-        if (!grown)
-            abort();
-        l->data = grown;
-    }
-    be_put32(l->data + l->len, (uint32_t)n);
-    lmdb_copy(l->data + l->len + 4, p, n);
-    l->len += 4 + n;
-}
-
-/* The item at "*off", moving "*off" past it. */
-static MDB_val
-list_next(const ByteList *l, size_t *off)
-{
-    MDB_val v = {.mv_size = be_get32(l->data + *off), .mv_data = l->data + *off + 4};
-    *off += 4 + v.mv_size;
-    return v;
-}
-
 static int
 collect_key(void *ctx, MDB_val k, MDB_val v)
 {
     (void)v;
-    list_add(ctx, k.mv_data, k.mv_size);
+    lmdb_list_add(ctx, k.mv_data, k.mv_size);
     return 0;
 }
 
@@ -58,8 +27,9 @@ upgrade_records(StoreTxn *t, uint32_t id, StoreBytes def)
     KeyBuf prefix;
     lmdb_key_set_table(&prefix, id);
     int rc = lmdb_table_walk(t, t->st->records, id, lmdb_key_val(&prefix), collect_key, &keys);
-    for (size_t off = 0; rc == STORE_OK && off < keys.len;) {
-        MDB_val k = list_next(&keys, &off), v;
+    StoreBytes item;
+    for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&keys, &off, &item);) {
+        MDB_val k = {.mv_size = item.len, .mv_data = (void *)item.data}, v;
         RecordHead h;
         if ((rc = lmdb_status_of(mdb_get(t->txn, t->st->records, &k, &v))) ||
             (rc = lmdb_record_head_parse(v, &h)))
@@ -120,15 +90,13 @@ upgrade_dedup(StoreTxn *t, uint32_t id)
         memcpy(name, "dedupt:", 7);
         memcpy(name + 7, v.mv_data, 8);
         memcpy(name + 15, (const unsigned char *)k.mv_data + head, klen);
-        list_add(&entries, name, 15 + klen);
+        lmdb_list_add(&entries, name, 15 + klen);
     }
     mdb_cursor_close(cur);
     rc = rc == MDB_NOTFOUND || rc == 0 ? STORE_OK : lmdb_status_of(rc);
-    for (size_t off = 0; rc == STORE_OK && off < entries.len;) {
-        MDB_val name = list_next(&entries, &off);
-        rc = lmdb_meta_put(t, id, (StoreBytes){name.mv_data, name.mv_size},
-                           (StoreBytes){NULL, 0});
-    }
+    StoreBytes name;
+    for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&entries, &off, &name);)
+        rc = lmdb_meta_put(t, id, name, (StoreBytes){NULL, 0});
     free(entries.data);
     return rc;
 }
