@@ -270,7 +270,11 @@ run(struct fuse_args *args, const Options *o)
         return 1;
     }
     Mount m = {0};
-    m.store_path = absolute(o->store);
+    bool server = store_location_is_server(o->store);
+    m.store_path = server ? lang_xstrdup(o->store) : absolute(o->store);
+    char shown[PATH_MAX];
+    store_location_shown(m.store_path, shown, sizeof shown);
+    m.store_shown = lang_xstrdup(shown);
     m.consumer = o->consumer;
     lang_instance_mint(m.instance);
     m.uid = getuid();
@@ -278,11 +282,12 @@ run(struct fuse_args *args, const Options *o)
     m.mounted_at = time(NULL);
     m.ready_fd = -1;
     m.enforce = o->permissions;
-    /* /proc/mounts shows "STORE MOUNTPOINT fuse.queuefs". */
+    /* /proc/mounts shows "STORE MOUNTPOINT fuse.queuefs" (a URI without its
+     * password). */
     Buf name = {0};
     lang_buf_printf(&name, "subtype=queuefs,fsname=");
     char *escaped = NULL;
-    fuse_opt_add_opt_escaped(&escaped, m.store_path);
+    fuse_opt_add_opt_escaped(&escaped, m.store_shown);
     lang_buf_puts(&name, escaped);
     free(escaped);
     fuse_opt_add_arg(args, "-o");
@@ -315,7 +320,7 @@ run(struct fuse_args *args, const Options *o)
         if (msg[0])
             snprintf(detail, sizeof detail, "%s", msg);
         else
-            snprintf(detail, sizeof detail, "%s: %s", m.store_path, store_strerror(rc));
+            snprintf(detail, sizeof detail, "%s: %s", m.store_shown, store_strerror(rc));
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
     m.nodes = fs_nodes_new();
@@ -334,7 +339,7 @@ run(struct fuse_args *args, const Options *o)
         detach_stdio();
     }
     fs_log_open(o->foreground);
-    FS_LOG(LOG_INFO, "serving the store %s at %s", m.store_path, mountpoint);
+    FS_LOG(LOG_INFO, "serving the store %s at %s", m.store_shown, mountpoint);
 
     m.waiters = fs_waiters_new(&m, fs_wait_serve());
     if (fs_waiters_start(m.waiters) != 0)
@@ -360,6 +365,7 @@ run(struct fuse_args *args, const Options *o)
     status = rc && !signalled ? 1 : 0;
 out:
     free(m.store_path);
+    free(m.store_shown);
     free(mountpoint);
     return status;
 }

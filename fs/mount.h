@@ -15,7 +15,9 @@
 
 typedef struct Mount {
     Store  *store;
-    char   *store_path;                       /* the STORE argument, absolute */
+    char   *store_path;                       /* the STORE argument: a directory made
+                                               * absolute, or a server's URI */
+    char   *store_shown;                      /* ... as it is shown (no password) */
     char   *consumer;                         /* -o consumer=NAME, or NULL */
     char    instance[LANG_INSTANCE_LEN + 1];  /* minted for this mount */
     uid_t   uid;                              /* the mounting user: owns every file */

@@ -311,7 +311,12 @@ op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
     (void)ino;
     struct statvfs sv;
-    if (statvfs(fs_mount(req)->store_path, &sv) < 0) {
+    const Mount *m = fs_mount(req);
+    /* A server's store: the room is the server's to know; df shows none. */
+    if (store_location_is_server(m->store_path)) {
+        memset(&sv, 0, sizeof sv);
+        sv.f_bsize = sv.f_frsize = 4096;
+    } else if (statvfs(m->store_path, &sv) < 0) {
         fuse_reply_err(req, errno);
         return;
     }

@@ -460,6 +460,9 @@ test_queue_filing(void)
 }
 
 enum { SCALE_N = 20000, SCALE_DELAYED = 10000 };
+/* How far ahead the delayed ones are: time enough to file 20,000 records in
+ * one transaction on a server backend, a round trip each. */
+#define SCALE_WAIT (4 * SEC)
 
 typedef struct Scale {
     StoreQueue q;
@@ -478,7 +481,7 @@ scale_fill(StoreTxn *t, void *ctx)
     for (int i = 1; i <= SCALE_N; i++) {
         snprintf(key, sizeof key, "rec%05d", i);
         snprintf(order, sizeof order, "%08d", i);
-        int64_t nb = i <= SCALE_DELAYED ? s->base + SEC + i : 0;
+        int64_t nb = i <= SCALE_DELAYED ? s->base + SCALE_WAIT + i : 0;
         s->bad += add_in(t, &s->q, key, key, order, nb) != STORE_OK;
     }
     return s->bad ? -1 : 0;
@@ -495,12 +498,12 @@ test_queue_scale(void)
     CHECK(rc == STORE_OK && s.bad == 0, "%d creates failed: %d", s.bad, rc);
     StoreQueueCounts n = counts_of(st, &s.q);
     CHECK(n.records == SCALE_N && n.ready == SCALE_N - SCALE_DELAYED &&
-              n.delayed == SCALE_DELAYED && n.has_head && n.next_wake == s.base + SEC + 1,
+              n.delayed == SCALE_DELAYED && n.has_head && n.next_wake == s.base + SCALE_WAIT + 1,
           "filed: %" PRIu64 " ready, %" PRIu64 " delayed", n.ready, n.delayed);
     Claimed c;
     CHECK(claim(st, &s.q, 1, NULL, NULL, &c) == STORE_OK, "claim");
     CHECK_STR(c.keys, "rec10001");
-    while (store_now(st) <= s.base + SEC + SCALE_DELAYED)
+    while (store_now(st) <= s.base + SCALE_WAIT + SCALE_DELAYED)
         sleep_ms(50);
     n = counts_of(st, &s.q);
     CHECK(n.ready == SCALE_N - 1 && n.delayed == 0 && n.held == 1, "all due");

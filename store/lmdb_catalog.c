@@ -134,7 +134,7 @@ catalog_id_next(StoreTxn *t, uint32_t *id)
 }
 
 int
-store_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out)
+lmdb_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out)
 {
     KeyBuf k;
     uint32_t id = 0;
@@ -176,7 +176,7 @@ catalog_find(StoreTxn *txn, const char *name, KeyBuf *k, uint32_t *id_out, Store
 }
 
 int
-store_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
+lmdb_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
 {
     KeyBuf k;
     uint32_t id;
@@ -185,14 +185,14 @@ store_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
 }
 
 int
-store_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
+lmdb_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
 {
     KeyBuf k;
     return catalog_find(txn, name, &k, id_out, def_out);
 }
 
 int
-store_table_each(StoreTxn *txn,
+lmdb_table_each(StoreTxn *txn,
                  int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
                  void *ctx)
 {
@@ -226,7 +226,7 @@ store_table_each(StoreTxn *txn,
 }
 
 int
-store_table_drop(StoreTxn *txn, const char *name)
+lmdb_table_drop(StoreTxn *txn, const char *name)
 {
     KeyBuf k;
     uint32_t id;
@@ -249,7 +249,7 @@ store_table_drop(StoreTxn *txn, const char *name)
 }
 
 int
-store_table_rename(StoreTxn *txn, const char *from, const char *to)
+lmdb_table_rename(StoreTxn *txn, const char *from, const char *to)
 {
     KeyBuf fk, tk;
     int rc = catalog_key_build(&fk, from);

@@ -71,7 +71,7 @@ static int
 claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRecord *r,
           int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx)
 {
-    int64_t now = store_txn_now(txn), hold;
+    int64_t now = lmdb_txn_now(txn), hold;
     RecordCopy before;
     int rc = hold_next(txn, &hold);
     if (rc)
@@ -96,11 +96,11 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
 }
 
 int
-store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
             int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
             int64_t *claimed)
 {
-    int64_t now = store_txn_now(txn);
+    int64_t now = lmdb_txn_now(txn);
     StoreRecord r;
     int rc;
     *claimed = 0;
@@ -138,7 +138,7 @@ load_held(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Stor
     int rc = lmdb_record_load(txn, q->table, key, r, NULL);
     if (rc)
         return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
-    return r->hold == hold && held(r, store_txn_now(txn)) ? STORE_OK : STORE_CONFLICT;
+    return r->hold == hold && held(r, lmdb_txn_now(txn)) ? STORE_OK : STORE_CONFLICT;
 }
 
 /* Stores "r" with its hold ended (counted as a release when it had one):
@@ -148,7 +148,7 @@ static int
 end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
          StoreRecord *out)
 {
-    int64_t now = store_txn_now(txn);
+    int64_t now = lmdb_txn_now(txn);
     int64_t extra[CNT_N] = {[CNT_RELEASES] = r->claimed_until > now};
     r->hold = r->claimed_until = 0;
     r->consumer = r->instance = (StoreBytes){NULL, 0};
@@ -160,7 +160,7 @@ end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
 }
 
 int
-store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
+lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
               int64_t not_before, StoreRecord *out)
 {
     StoreRecord r;
@@ -170,10 +170,10 @@ store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
 }
 
 int
-store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out)
+lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out)
 {
     StoreRecord r;
-    int64_t now = store_txn_now(txn);
+    int64_t now = lmdb_txn_now(txn);
     int rc = load_held(txn, q, key, hold, &r);
     if (rc)
         return rc;
@@ -186,7 +186,7 @@ store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, St
 }
 
 int
-store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
+lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
             StoreRecord *out)
 {
     StoreRecord r;
@@ -218,11 +218,11 @@ collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
 }
 
 int
-store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
+lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
                   int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
-    HoldList l = {who, instance, store_txn_now(txn), {0}};
-    int rc = store_queue_each_waiting(txn, q->table, collect_hold, &l);
+    HoldList l = {who, instance, lmdb_txn_now(txn), {0}};
+    int rc = lmdb_queue_each_waiting(txn, q->table, collect_hold, &l);
     StoreBytes key;
     for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&l.keys, &off, &key);) {
         StoreRecord r, out;
@@ -237,7 +237,7 @@ store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes
 }
 
 int
-store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
+lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
               bool *given_back)
 {
     StoreRecord r;
@@ -274,11 +274,11 @@ collect_key(void *ctx, const StoreRecord *r)
 }
 
 int
-store_queue_refile(StoreTxn *txn, const StoreQueue *q)
+lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q)
 {
     ByteList keys = {0};
     StoreBytes key;
-    int rc = store_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
+    int rc = lmdb_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
     for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&keys, &off, &key);) {
         StoreRecord r;
         if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)) == STORE_OK)
@@ -291,7 +291,7 @@ store_queue_refile(StoreTxn *txn, const StoreQueue *q)
 /* ---- identities ---- */
 
 int
-store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
+lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
 {
     int64_t next;
     int rc = lmdb_meta_get_i64(txn, table, META_NEXT_ID, &next);
@@ -305,7 +305,7 @@ store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
 }
 
 int
-store_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
+lmdb_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
 {
     int64_t next;
     int rc = lmdb_meta_get_i64(txn, table, META_NEXT_ID, &next);
@@ -370,10 +370,10 @@ dedup_prune(StoreTxn *txn, uint32_t table, int64_t limit)
 }
 
 int
-store_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
+lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
                   bool *repeat)
 {
-    int64_t now = store_txn_now(txn), first = 0;
+    int64_t now = lmdb_txn_now(txn), first = 0;
     unsigned char name[META_NAME_MAX], tname[META_NAME_MAX];
     *repeat = false;
     if (key.len > STORE_MAX_KEY)

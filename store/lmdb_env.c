@@ -27,20 +27,6 @@
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
 
-static const char *const store_messages[] = {
-    [STORE_OK] = "success",
-    [STORE_NOTFOUND] = "not found",
-    [STORE_EXISTS] = "already exists",
-    [STORE_FULL] = "store is full",
-    [STORE_TOOBIG] = "key too long",
-    [STORE_IO] = "store I/O error",
-    [STORE_BUSY] = "store busy",
-    [STORE_CORRUPT] = "not a queuefs store, or damaged",
-    [STORE_INVALID] = "invalid store option",
-    [STORE_READONLY] = "the store is open for reading only",
-    [STORE_CONFLICT] = "the record's hold is not the one named",
-    [STORE_EXHAUSTED] = "no identity is left to assign",
-};
 
 _Thread_local int lmdb_full_seen;
 
@@ -167,8 +153,8 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 static int
 store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
 {
-    StoreTxn t = {.st = st, .txn = txn, .write = true};
-    int rc = version < STORE_FORMAT_COUNTED ? store_table_each(&t, upgrade_table, &t) : 0;
+    StoreTxn t = {.ops = &store_lmdb_ops, .st = st, .txn = txn, .write = true};
+    int rc = version < STORE_FORMAT_COUNTED ? lmdb_table_each(&t, upgrade_table, &t) : 0;
     if (rc == STORE_OK)
         rc = lmdb_upgrade_columns(&t);
     return rc ? rc : store_format_mark(txn, st->sys);
@@ -439,7 +425,7 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     return lmdb_last_txnid(st) == 0 ? lmdb_checkpoint_first(st) : 0;
 }
 
-/* Releases what store_open() set up; "locks" says whether its locks were
+/* Releases what lmdb_open() set up; "locks" says whether its locks were
  * initialised. */
 static void
 store_free(Store *st, bool locks)
@@ -507,7 +493,7 @@ store_locks_init(Store *st)
 }
 
 int
-store_open(const char *location, const StoreOptions *opts, Store **out,
+lmdb_open(const char *location, const StoreOptions *opts, Store **out,
            char *errbuf, size_t errlen)
 {
     Store *st = NULL;
@@ -539,6 +525,7 @@ store_open(const char *location, const StoreOptions *opts, Store **out,
         goto fail;
     st = lmdb_alloc(sizeof *st);
     memset(st, 0, sizeof *st);
+    st->ops = &store_lmdb_ops;
     st->read_only = read_only;
     st->upgrade = opts ? opts->upgrade : NULL;
     st->upgrade_ctx = opts ? opts->upgrade_ctx : NULL;
@@ -606,7 +593,7 @@ fail:
 }
 
 void
-store_close(Store *st)
+lmdb_close(Store *st)
 {
     if (!st)
         return;
@@ -622,16 +609,8 @@ store_close(Store *st)
     store_free(st, true);
 }
 
-const char *
-store_strerror(int status)
-{
-    if (status < 0 || (size_t)status >= sizeof store_messages / sizeof store_messages[0])
-        return "unknown store error";
-    return store_messages[status];
-}
-
 int64_t
-store_now(Store *st)
+lmdb_now(Store *st)
 {
     struct timespec ts;
     (void)st;
@@ -640,7 +619,7 @@ store_now(Store *st)
 }
 
 void
-store_stats(Store *st, StoreStats *out)
+lmdb_stats(Store *st, StoreStats *out)
 {
     pthread_mutex_lock(&st->group_mu);
     out->waiting = st->waiting;
@@ -653,7 +632,7 @@ store_stats(Store *st, StoreStats *out)
 }
 
 bool
-store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
+lmdb_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
 {
     const Store *st = txn->st;
     if (!st->owner_known)
@@ -662,3 +641,44 @@ store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
     *gid = (uint32_t)st->owner_gid;
     return true;
 }
+
+const StoreOps store_lmdb_ops = {
+    .name = "lmdb",
+    .open = lmdb_open,
+    .close = lmdb_close,
+    .now = lmdb_now,
+    .changes = lmdb_changes,
+    .wait_change = lmdb_wait_change,
+    .wake = lmdb_wake,
+    .stats = lmdb_stats,
+    .owner = lmdb_owner,
+    .txn_now = lmdb_txn_now,
+    .write = lmdb_write,
+    .txn_begin = lmdb_txn_begin,
+    .txn_commit = lmdb_txn_commit,
+    .txn_abort = lmdb_txn_abort,
+    .txn_use_reserve = lmdb_txn_use_reserve,
+    .table_create = lmdb_table_create,
+    .table_redefine = lmdb_table_redefine,
+    .table_get = lmdb_table_get,
+    .table_each = lmdb_table_each,
+    .table_drop = lmdb_table_drop,
+    .table_rename = lmdb_table_rename,
+    .record_get = lmdb_record_get,
+    .record_create = lmdb_record_create,
+    .record_update = lmdb_record_update,
+    .record_delete = lmdb_record_delete,
+    .record_each = lmdb_record_each,
+    .claim = lmdb_claim,
+    .release = lmdb_release,
+    .release_all = lmdb_release_all,
+    .touch = lmdb_touch,
+    .retry = lmdb_retry,
+    .unclaim = lmdb_unclaim,
+    .queue_refile = lmdb_queue_refile,
+    .queue_counts = lmdb_queue_counts,
+    .queue_each_waiting = lmdb_queue_each_waiting,
+    .identity_next = lmdb_identity_next,
+    .identity_note = lmdb_identity_note,
+    .dedup_check = lmdb_dedup_check,
+};

@@ -120,7 +120,7 @@
 #ifndef QUEUEFS_LMDB_INTERNAL_H
 #define QUEUEFS_LMDB_INTERNAL_H
 
-#include "store.h"
+#include "store_backend.h"
 #include "be.h"
 #include "lmdb_checkpoint.h"
 
@@ -186,7 +186,7 @@ typedef struct SyncShared {
                                * a committer wakes "changes" only when some */
 } SyncShared;
 
-/* One store_write() caller, queued on its own stack. */
+/* One lmdb_write() caller, queued on its own stack. */
 typedef struct WriteReq {
     int (*fn)(StoreTxn *txn, void *ctx);
     void *ctx;
@@ -199,6 +199,7 @@ typedef struct WriteReq {
 } WriteReq;
 
 struct Store {
+    const StoreOps *ops;         /* &store_lmdb_ops: first (store_backend.h) */
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
     MDB_dbi main;                /* LMDB's main database: the counts */
@@ -253,6 +254,7 @@ struct Store {
 };
 
 struct StoreTxn {
+    const StoreOps *ops;         /* &store_lmdb_ops: first (store_backend.h) */
     Store *st;
     MDB_txn *txn;
     bool write;
@@ -712,5 +714,46 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
  * scratch (see "Layout"), at O(1) per record. */
 int
 lmdb_table_recount(StoreTxn *t, uint32_t table);
+
+
+/* ---- the backend's operations (store_backend.h: store.h's meaning) ---- */
+
+int lmdb_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen);
+void lmdb_close(Store *st);
+int64_t lmdb_now(Store *st);
+uint64_t lmdb_changes(Store *st);
+bool lmdb_wait_change(Store *st, uint64_t seen, int64_t until_ns);
+void lmdb_wake(Store *st);
+void lmdb_stats(Store *st, StoreStats *out);
+bool lmdb_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
+int64_t lmdb_txn_now(StoreTxn *txn);
+int lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx);
+int lmdb_txn_begin(Store *st, bool write, StoreTxn **out);
+int lmdb_txn_commit(StoreTxn *txn);
+void lmdb_txn_abort(StoreTxn *txn);
+void lmdb_txn_use_reserve(StoreTxn *txn);
+int lmdb_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
+int lmdb_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
+int lmdb_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);
+int lmdb_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def), void *ctx);
+int lmdb_table_drop(StoreTxn *txn, const char *name);
+int lmdb_table_rename(StoreTxn *txn, const char *from, const char *to);
+int lmdb_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out);
+int lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+int lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+int lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold);
+int lmdb_record_each(StoreTxn *txn, uint32_t table, StoreBytes from, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
+int lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx, int64_t *claimed);
+int lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int64_t not_before, StoreRecord *out);
+int lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance, int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
+int lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
+int lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out);
+int lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold, bool *given_back);
+int lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q);
+int lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
+int lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table, int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
+int lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
+int lmdb_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
+int lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat);
 
 #endif

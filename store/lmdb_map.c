@@ -238,7 +238,7 @@ lmdb_reserve_allocate(Store *st)
 }
 
 void
-store_txn_use_reserve(StoreTxn *txn)
+lmdb_txn_use_reserve(StoreTxn *txn)
 {
     txn->reserve = true;
 }

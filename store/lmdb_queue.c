@@ -456,11 +456,11 @@ count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
 }
 
 int
-store_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
+lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
 {
     uint64_t n[CNT_N];
     memset(out, 0, sizeof *out);
-    DueWalk w = {txn, table, store_txn_now(txn), {0}, {NULL, 0, 0}, out};
+    DueWalk w = {txn, table, lmdb_txn_now(txn), {0}, {NULL, 0, 0}, out};
     out->next_wake = INT64_MAX;
     int rc = lmdb_counts_get(txn, table, n);
     if (rc)
@@ -510,7 +510,7 @@ each_waiting(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
 }
 
 int
-store_queue_each_waiting(StoreTxn *txn, uint32_t table,
+lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table,
                          int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
                          void *ctx)
 {

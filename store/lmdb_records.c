@@ -180,7 +180,7 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     if (order.len > STORE_MAX_KEY || r->consumer.len > 255 || r->instance.len > 255 ||
         r->group.len > STORE_MAX_KEY)
         return STORE_TOOBIG;
-    lmdb_placement(q, r, store_txn_now(txn), &wake, &kind, &then);
+    lmdb_placement(q, r, lmdb_txn_now(txn), &wake, &kind, &then);
     /* Copy every caller byte first: they may point into LMDB memory. */
     size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len;
     size_t len = RECORD_HEAD_LEN + order.len + cols + r->value.len;
@@ -269,15 +269,15 @@ lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, 
 }
 
 int
-store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
+lmdb_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
 {
     return lmdb_record_load(txn, table, key, out, NULL);
 }
 
 int
-store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
+lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
-    int64_t now = store_txn_now(txn);
+    int64_t now = lmdb_txn_now(txn);
     StoreRecord n = {.key = r->key, .value = r->value, .since = now, .written = now,
                      .changed = now, .order = r->order, .not_before = r->not_before,
                      .group = r->group};
@@ -285,7 +285,7 @@ store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const St
 }
 
 int
-store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
+lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
     StoreRecord n;
     int rc = lmdb_record_load(txn, table, r->key, &n, NULL);
@@ -296,12 +296,12 @@ store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const St
     n.order = r->order;
     n.not_before = r->not_before;
     n.group = r->group;
-    n.written = store_txn_now(txn);
+    n.written = lmdb_txn_now(txn);
     return lmdb_record_store(txn, table, q, &n, false, NULL);
 }
 
 int
-store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
+lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
                     int64_t hold)
 {
     KeyBuf rk;
@@ -313,7 +313,7 @@ store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreByt
     if (hold > 0) {
         if ((rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
             return rc;
-        if (r.hold != hold || r.claimed_until <= store_txn_now(txn))
+        if (r.hold != hold || r.claimed_until <= lmdb_txn_now(txn))
             return STORE_CONFLICT;
     }
     MDB_val kv = lmdb_key_val(&rk);
@@ -346,7 +346,7 @@ each_record(void *ctx, MDB_val k, MDB_val v)
 }
 
 int
-store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+lmdb_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
                   int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
     KeyBuf start;

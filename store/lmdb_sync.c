@@ -231,20 +231,20 @@ lmdb_commit_failed(Store *st, int rc)
 }
 
 uint64_t
-store_changes(Store *st)
+lmdb_changes(Store *st)
 {
     return __atomic_load_n(&st->shared->changes, __ATOMIC_SEQ_CST);
 }
 
 bool
-store_wait_change(Store *st, uint64_t seen, int64_t until_ns)
+lmdb_wait_change(Store *st, uint64_t seen, int64_t until_ns)
 {
     SyncShared *sh = st->shared;
     /* Counted before the counter is read again: a committer that bumps it
      * after that read sees the count and wakes the futex. */
     __atomic_add_fetch(&sh->change_waiters, 1, __ATOMIC_SEQ_CST);
     uint32_t now_seen = __atomic_load_n(&sh->changes, __ATOMIC_SEQ_CST);
-    if (now_seen == (uint32_t)seen && store_now(st) < until_ns) {
+    if (now_seen == (uint32_t)seen && lmdb_now(st) < until_ns) {
         struct timespec at = {until_ns / 1000000000, until_ns % 1000000000};
         /* An absolute instant of the realtime clock: the store's clock. */
         syscall(SYS_futex, &sh->changes, FUTEX_WAIT_BITSET | FUTEX_CLOCK_REALTIME, now_seen,
@@ -256,7 +256,7 @@ store_wait_change(Store *st, uint64_t seen, int64_t until_ns)
 }
 
 void
-store_wake(Store *st)
+lmdb_wake(Store *st)
 {
     store_changed(st);
 }

@@ -2,7 +2,7 @@
  * (store_write): a commit in the store's durability mode, and the sync
  * that makes it durable.
  *
- * Group commit: store_write() callers queue; the first finds no leader and
+ * Group commit: lmdb_write() callers queue; the first finds no leader and
  * leads: it takes the whole queue as one group, begins one transaction and
  * runs each caller's function in a nested transaction (so a failing one is
  * rolled back alone), commits, hands the lead on and then syncs.  A
@@ -54,7 +54,7 @@ lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out)
 }
 
 int
-store_txn_begin(Store *st, bool write, StoreTxn **out)
+lmdb_txn_begin(Store *st, bool write, StoreTxn **out)
 {
     MDB_txn *txn = NULL;
     *out = NULL;
@@ -68,18 +68,18 @@ store_txn_begin(Store *st, bool write, StoreTxn **out)
     if (write)
         lmdb_reserve_allocate(st);
     StoreTxn *t = lmdb_alloc(sizeof *t);
-    *t = (StoreTxn){.st = st, .txn = txn, .write = write};
+    *t = (StoreTxn){.ops = &store_lmdb_ops, .st = st, .txn = txn, .write = write};
     *out = t;
     return STORE_OK;
 }
 
 int
-store_txn_commit(StoreTxn *txn)
+lmdb_txn_commit(StoreTxn *txn)
 {
     Store *st = txn->st;
     bool write = txn->write;
     if (write && !txn->reserve && lmdb_reserve_check(st, txn->txn)) {
-        store_txn_abort(txn);
+        lmdb_txn_abort(txn);
         return STORE_FULL;
     }
     uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
@@ -96,7 +96,7 @@ store_txn_commit(StoreTxn *txn)
 }
 
 void
-store_txn_abort(StoreTxn *txn)
+lmdb_txn_abort(StoreTxn *txn)
 {
     if (!txn)
         return;
@@ -122,7 +122,7 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
         *full = lmdb_full_seen;
         return res;
     }
-    StoreTxn t = {.st = st, .txn = txn, .write = true};
+    StoreTxn t = {.ops = &store_lmdb_ops, .st = st, .txn = txn, .write = true};
     res = r->fn(&t, r->ctx);
     if (res == 0 && !t.reserve)
         res = lmdb_reserve_check(st, txn);
@@ -219,7 +219,7 @@ group_run(Store *st, WriteReq *head)
 }
 
 int
-store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
+lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
 {
     if (st->read_only)
         return STORE_READONLY;
@@ -272,9 +272,9 @@ store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
 }
 
 int64_t
-store_txn_now(StoreTxn *txn)
+lmdb_txn_now(StoreTxn *txn)
 {
     if (!txn->now)
-        txn->now = store_now(txn->st);
+        txn->now = lmdb_now(txn->st);
     return txn->now;
 }

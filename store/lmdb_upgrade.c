@@ -115,5 +115,5 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 int
 lmdb_upgrade_columns(StoreTxn *t)
 {
-    return store_table_each(t, upgrade_table, t);
+    return lmdb_table_each(t, upgrade_table, t);
 }

@@ -164,6 +164,13 @@ typedef struct StoreStats {
  * QUEUEFS_MAP_SIZE is malformed. */
 int store_open(const char *location, const StoreOptions *opts, Store **out,
                char *errbuf, size_t errlen);
+/* True when "location" names a PostgreSQL database (a postgresql:// or
+ * postgres:// URI, libpq's form) rather than an LMDB directory. */
+bool store_location_is_server(const char *location);
+/* "location" as it may be shown — in logs, messages and the mount table:
+ * a URI without its password (user:PASSWORD@ and password=… dropped), a
+ * path as it is.  Into "out" (truncated to "len"). */
+void store_location_shown(const char *location, char *out, size_t len);
 /* Closes the store (syncing it); every transaction must have ended. */
 void store_close(Store *st);
 /* A message for "status" (static storage). */

@@ -65,6 +65,14 @@ sleep_ms(long ms)
 static char test_location[256];   /* where the store under test is */
 static char test_made[64];        /* the directory made for it ("": given) */
 
+/* True when the store under test is LMDB's (not a server's): the group
+ * commit tests are LMDB's, whose writers share one transaction. */
+static inline bool
+test_store_is_lmdb(void)
+{
+    return strncmp(test_location, "postgres", 8) != 0;
+}
+
 /* Picks the store under test: $QUEUEFS_TEST_STORE, or a new directory
  * /tmp/<prog>.XXXXXX to hold a fresh LMDB store.  False when it cannot. */
 static inline bool

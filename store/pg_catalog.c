@@ -1,0 +1,219 @@
+/* pg_catalog.c — the PostgreSQL backend's tables, identities and
+ * DEDUPLICATE windows.
+ *
+ * A table is a row of queuefs.tables; its records, counters and dedup
+ * entries carry its id.  Its store-assigned identities come from a sequence
+ * of its own, queuefs.ids_<id>, and its records' arrival numbers from
+ * queuefs.arrivals_<id>, both made with it: numbers drawn by a transaction
+ * that rolls back are not handed out again (the gaps are documented). */
+#include "pg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs "sql" (no arguments, simple protocol) in "txn". */
+static int
+run_plain(StoreTxn *txn, const char *sql)
+{
+    if (txn->failed)
+        return STORE_IO;
+    PGresult *res = PQexec(txn->c->conn, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        txn->failed = true;
+        PQclear(res);
+        return STORE_IO;
+    }
+    PQclear(res);
+    return STORE_OK;
+}
+
+static StoreBytes
+name_bytes(const char *name)
+{
+    return (StoreBytes){name, strlen(name)};
+}
+
+static bool
+name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 0 && n <= STORE_MAX_KEY;
+}
+
+int
+pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out)
+{
+    if (!name_ok(name))
+        return STORE_TOOBIG;
+    PgArgs a = {0};
+    pg_arg_bytes(&a, name_bytes(name));
+    pg_arg_bytes(&a, def);
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_CREATE, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return STORE_EXISTS;
+    uint32_t id = (uint32_t)pg_i64(res, 0, 0);
+    char sql[128];
+    snprintf(sql, sizeof sql, "CREATE SEQUENCE queuefs.ids_%u; CREATE SEQUENCE queuefs.arrivals_%u",
+             id, id);
+    if ((rc = run_plain(txn, sql)))
+        return rc;
+    if (id_out)
+        *id_out = id;
+    return STORE_OK;
+}
+
+int
+pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
+{
+    PgArgs a = {0};
+    pg_arg_bytes(&a, name_bytes(name));
+    pg_arg_bytes(&a, def);
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_REDEFINE, &a, &rc);
+    return !res ? rc : PQntuples(res) ? STORE_OK : STORE_NOTFOUND;
+}
+
+int
+pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
+{
+    if (!name_ok(name))
+        return STORE_NOTFOUND;
+    PgArgs a = {0};
+    pg_arg_bytes(&a, name_bytes(name));
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_GET, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return STORE_NOTFOUND;
+    if (id_out)
+        *id_out = (uint32_t)pg_i64(res, 0, 0);
+    if (def_out)
+        *def_out = pg_bytes(res, 0, 1);
+    return STORE_OK;
+}
+
+int
+pg_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
+              void *ctx)
+{
+    PgArgs a = {0};
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_EACH, &a, &rc);
+    if (!res)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        StoreBytes name = pg_bytes(res, i, 0);
+        char buf[STORE_MAX_KEY + 1];
+        size_t n = name.len > STORE_MAX_KEY ? STORE_MAX_KEY : name.len;
+        memcpy(buf, name.data, n);
+        buf[n] = 0;
+        if ((rc = fn(ctx, buf, (uint32_t)pg_i64(res, i, 1), pg_bytes(res, i, 2))))
+            return rc;
+    }
+    return STORE_OK;
+}
+
+int
+pg_table_drop(StoreTxn *txn, const char *name)
+{
+    PgArgs a = {0};
+    pg_arg_bytes(&a, name_bytes(name));
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_DROP, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return STORE_NOTFOUND;
+    uint32_t id = (uint32_t)pg_i64(res, 0, 0);
+    PgDelta *d = pg_delta(txn, id);
+    if (d)
+        *d = (PgDelta){.table = id};
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "DROP SEQUENCE IF EXISTS queuefs.ids_%u; DROP SEQUENCE IF EXISTS queuefs.arrivals_%u",
+             id, id);
+    return run_plain(txn, sql);
+}
+
+int
+pg_table_rename(StoreTxn *txn, const char *from, const char *to)
+{
+    if (!name_ok(to))
+        return STORE_TOOBIG;
+    PgArgs a = {0};
+    pg_arg_bytes(&a, name_bytes(from));
+    pg_arg_bytes(&a, name_bytes(to));
+    int rc;
+    PGresult *res = pg_run(txn, PG_TABLE_RENAME, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res))
+        return STORE_OK;
+    PgArgs b = {0};
+    pg_arg_bytes(&b, name_bytes(to));
+    if (!(res = pg_run(txn, PG_TABLE_NAMED, &b, &rc)))
+        return rc;
+    return PQntuples(res) ? STORE_EXISTS : STORE_NOTFOUND;
+}
+
+/* ---- identities ---- */
+
+int
+pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
+{
+    PgArgs a = {0};
+    pg_arg_i64(&a, table);
+    int rc;
+    PGresult *res = pg_run(txn, PG_ID_NEXT, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQgetisnull(res, 0, 0))
+        return STORE_EXHAUSTED;
+    *out = pg_i64(res, 0, 0);
+    return STORE_OK;
+}
+
+int
+pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
+{
+    if (id < 1)
+        return STORE_OK;
+    /* Notes of one table take turns, so that none lowers another's. */
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(1903522561, %u)", table);
+    int rc = run_plain(txn, sql);
+    if (rc)
+        return rc;
+    PgArgs a = {0};
+    pg_arg_i64(&a, table);
+    pg_arg_i64(&a, id);
+    return pg_run(txn, PG_ID_NOTE, &a, &rc) ? STORE_OK : rc;
+}
+
+/* ---- deduplication ---- */
+
+int
+pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_TOOBIG;
+    int64_t now = txn->now, start;
+    if (__builtin_sub_overflow(now, window_ns, &start))
+        start = INT64_MIN;
+    PgArgs a = {0};
+    pg_arg_i64(&a, table);
+    pg_arg_bytes(&a, key);
+    pg_arg_i64(&a, now);
+    pg_arg_i64(&a, start);
+    int rc;
+    PGresult *res = pg_run(txn, PG_DEDUP, &a, &rc);
+    if (!res)
+        return rc;
+    *repeat = PQntuples(res) == 0;
+    return STORE_OK;
+}

@@ -1,0 +1,735 @@
+/* pg_conn.c — the PostgreSQL backend's connections, transactions and
+ * notifications.
+ *
+ * A Store is a pool of up to PG_POOL_MAX connections, opened as they are
+ * needed; a transaction takes one for its length.  A connection that broke
+ * (the server restarted, the network went) is reconnected at the next
+ * BEGIN; the transaction that saw it break fails with STORE_IO.  store_write
+ * runs its function again after a deadlock or serialization failure.
+ *
+ * Every committing write transaction that changed something NOTIFYs
+ * channel "queuefs"; a thread of the store LISTENs on a connection of its
+ * own and moves store_changes() on at each notification (and whenever it
+ * had to reconnect, since notifications may have been lost meanwhile).  A
+ * waiter also wakes every few seconds to look again, the safety net for
+ * notifications lost without the connection breaking. */
+#include "pg_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "be.h"
+
+/* How long a waiter sleeps at most before looking again. */
+#define WAIT_POLL_NS (5 * 1000000000LL)
+/* How often store_write runs "fn" after a deadlock or serialization failure. */
+#define WRITE_RETRIES 8
+
+/* ---- arguments and results ---- */
+
+void
+pg_arg_i64(PgArgs *a, int64_t v)
+{
+    be_put64(a->ints[a->n], (uint64_t)v);
+    a->values[a->n] = (const char *)a->ints[a->n];
+    a->lengths[a->n] = 8;
+    a->formats[a->n++] = 1;
+}
+
+void
+pg_arg_bytes(PgArgs *a, StoreBytes b)
+{
+    a->values[a->n] = b.len ? b.data : "";
+    a->lengths[a->n] = (int)b.len;
+    a->formats[a->n++] = 1;
+}
+
+void
+pg_arg_bool(PgArgs *a, bool v)
+{
+    a->ints[a->n][0] = v;
+    a->values[a->n] = (const char *)a->ints[a->n];
+    a->lengths[a->n] = 1;
+    a->formats[a->n++] = 1;
+}
+
+int64_t
+pg_i64(const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col) || PQgetlength(res, row, col) != 8)
+        return 0;
+    return (int64_t)be_get((const unsigned char *)PQgetvalue(res, row, col), 8);
+}
+
+StoreBytes
+pg_bytes(const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        return (StoreBytes){NULL, 0};
+    return (StoreBytes){PQgetvalue(res, row, col), (size_t)PQgetlength(res, row, col)};
+}
+
+bool
+pg_bool(const PGresult *res, int row, int col)
+{
+    return !PQgetisnull(res, row, col) && PQgetvalue(res, row, col)[0] != 0;
+}
+
+void
+pg_record_of(const PGresult *res, int row, int col, StoreRecord *r)
+{
+    memset(r, 0, sizeof *r);
+    r->key = pg_bytes(res, row, col);
+    r->value = pg_bytes(res, row, col + 1);
+    r->seq = (uint64_t)pg_i64(res, row, col + 2);
+    r->since = pg_i64(res, row, col + 3);
+    r->written = pg_i64(res, row, col + 4);
+    r->changed = pg_i64(res, row, col + 5);
+    r->claimed = pg_i64(res, row, col + 6);
+    r->attempts = pg_i64(res, row, col + 7);
+    r->hold = pg_i64(res, row, col + 8);
+    r->claimed_until = pg_i64(res, row, col + 9);
+    r->consumer = pg_bytes(res, row, col + 10);
+    r->instance = pg_bytes(res, row, col + 11);
+    r->order = pg_bytes(res, row, col + 12);
+    r->not_before = pg_i64(res, row, col + 13);
+    r->group = pg_bytes(res, row, col + 14);
+}
+
+PgDelta *
+pg_delta(StoreTxn *txn, uint32_t table)
+{
+    for (int i = 0; i < txn->ndeltas; i++)
+        if (txn->deltas[i].table == table)
+            return &txn->deltas[i];
+    if (txn->ndeltas == PG_DELTAS_MAX)
+        return NULL;
+    PgDelta *d = &txn->deltas[txn->ndeltas++];
+    *d = (PgDelta){.table = table};
+    return d;
+}
+
+/* ---- errors ---- */
+
+/* The StoreStatus of a failed statement on "conn"; "*retry" when running
+ * the transaction again may succeed. */
+static int
+status_of(PGconn *conn, const PGresult *res, bool *retry)
+{
+    *retry = false;
+    if (PQstatus(conn) != CONNECTION_OK)
+        return STORE_IO;
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!state)
+        return STORE_IO;
+    if (!strcmp(state, "40001") || !strcmp(state, "40P01")) {
+        *retry = true;
+        return STORE_IO;
+    }
+    if (!strcmp(state, "23505"))
+        return STORE_EXISTS;
+    if (!strcmp(state, "2200H"))
+        return STORE_EXHAUSTED;
+    if (!strcmp(state, "53100") || !strcmp(state, "54000"))
+        return STORE_FULL;
+    if (!strcmp(state, "25006") || !strcmp(state, "42501"))
+        return STORE_READONLY;
+    return STORE_IO;
+}
+
+/* ---- connections ---- */
+
+static void
+quiet_notices(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* Connects with the store's URI, the session set as queuefs wants it:
+ * keepalives that notice a dead server within a minute, synchronous_commit
+ * by the store's sync option, and no transaction left idle for long. */
+static PGconn *
+connect_to(const Store *st, char *errbuf, size_t errlen)
+{
+    /* Defaults first: what the URI says wins. */
+    const char *keys[] = {"application_name", "connect_timeout", "keepalives_idle",
+                          "keepalives_interval", "keepalives_count", "dbname", NULL};
+    const char *values[] = {"queuefs", "10", "15", "5", "3", st->conninfo, NULL};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "%s", PQerrorMessage(conn));
+        PQfinish(conn);
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, quiet_notices, NULL);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SET synchronous_commit = %s; SET idle_in_transaction_session_timeout = '60s';"
+             " SET client_min_messages = warning",
+             st->sync ? "on" : "off");
+    PGresult *res = PQexec(conn, sql);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (!ok) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "%s", PQerrorMessage(conn));
+        PQfinish(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+/* Takes a connection of the pool for a transaction, opening one when none
+ * is free and the pool has room, else waiting for one. */
+static PgConn *
+pool_take(Store *st)
+{
+    pthread_mutex_lock(&st->pool_mu);
+    for (;;) {
+        for (int i = 0; i < st->opened; i++)
+            if (!st->pool[i].busy) {
+                st->pool[i].busy = true;
+                pthread_mutex_unlock(&st->pool_mu);
+                return &st->pool[i];
+            }
+        if (st->opened < PG_POOL_MAX) {
+            PgConn *c = &st->pool[st->opened++];
+            c->busy = true;
+            c->slot = (int)(((uintptr_t)c / sizeof *c + (uintptr_t)getpid() * 31) % 64);
+            pthread_mutex_unlock(&st->pool_mu);
+            return c;
+        }
+        st->waiting++;
+        pthread_cond_wait(&st->pool_cv, &st->pool_mu);
+        st->waiting--;
+    }
+}
+
+static void
+pool_give(Store *st, PgConn *c)
+{
+    pthread_mutex_lock(&st->pool_mu);
+    c->busy = false;
+    pthread_cond_signal(&st->pool_cv);
+    pthread_mutex_unlock(&st->pool_mu);
+}
+
+/* Makes sure "c" is connected (again): 0 or STORE_IO. */
+static int
+conn_ready(Store *st, PgConn *c, bool fresh)
+{
+    if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK)
+        return 0;
+    if (c->conn)
+        PQfinish(c->conn);
+    memset(c->prepared, 0, sizeof c->prepared);
+    c->conn = connect_to(st, NULL, 0);
+    return c->conn ? 0 : STORE_IO;
+}
+
+/* ---- statements ---- */
+
+static void
+results_keep(StoreTxn *txn, PGresult *res)
+{
+    if (txn->nresults == txn->capresults) {
+        txn->capresults = txn->capresults ? 2 * txn->capresults : 8;
+        txn->results = realloc(txn->results, txn->capresults * sizeof *txn->results);
+        if (!txn->results)
+            abort();
+    }
+    txn->results[txn->nresults++] = res;
+}
+
+void
+pg_results_drop(StoreTxn *txn, size_t from)
+{
+    while (txn->nresults > from)
+        PQclear(txn->results[--txn->nresults]);
+}
+
+/* Marks "txn" failed by "res" (may be NULL) and answers its status. */
+static int
+txn_failed(StoreTxn *txn, PGresult *res)
+{
+    bool retry;
+    int rc = status_of(txn->c->conn, res, &retry);
+    txn->failed = true;
+    txn->retryable = txn->retryable || retry;
+    PQclear(res);
+    return rc;
+}
+
+/* True for the statements that change nothing. */
+static bool
+stmt_reads(PgStmt s)
+{
+    switch (s) {
+    case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
+    case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
+    case PG_WAITING:
+        return true;
+    default:
+        return false;
+    }
+}
+
+PGresult *
+pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
+{
+    PGconn *conn = txn->c->conn;
+    char name[16];
+    snprintf(name, sizeof name, "q%d", (int)s);
+    if (txn->failed) {
+        *rc = STORE_IO;
+        return NULL;
+    }
+    uint64_t bit = (uint64_t)1 << (s % 64);
+    if (!(txn->c->prepared[s / 64] & bit)) {
+        PGresult *res = PQprepare(conn, name, pg_stmt_sql(s), 0, NULL);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            *rc = txn_failed(txn, res);
+            return NULL;
+        }
+        PQclear(res);
+        txn->c->prepared[s / 64] |= bit;
+    }
+    PGresult *res = PQexecPrepared(conn, name, a->n, a->values, a->lengths, a->formats, 1);
+    ExecStatusType status = PQresultStatus(res);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        *rc = txn_failed(txn, res);
+        return NULL;
+    }
+    if (txn->write && !stmt_reads(s) && (PQntuples(res) > 0 || atoi(PQcmdTuples(res)) > 0))
+        txn->changed = true;
+    results_keep(txn, res);
+    *rc = STORE_OK;
+    return res;
+}
+
+/* ---- transactions ---- */
+
+static int64_t
+local_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Begins the transaction on "txn->c" and reads the server's now(). */
+static int
+txn_start(StoreTxn *txn)
+{
+    const char *sql = txn->write
+                          ? "BEGIN ISOLATION LEVEL READ COMMITTED;"
+                            " SELECT (extract(epoch FROM now()) * 1000000)::int8"
+                          : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+                            " SELECT (extract(epoch FROM now()) * 1000000)::int8";
+    PGresult *res = PQexec(txn->c->conn, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        PQclear(res);
+        return STORE_IO;
+    }
+    txn->now = atoll(PQgetvalue(res, 0, 0)) * 1000;
+    PQclear(res);
+    __atomic_store_n(&txn->st->clock_offset, txn->now - local_now(), __ATOMIC_RELAXED);
+    return STORE_OK;
+}
+
+int
+pg_txn_begin(Store *st, bool write, StoreTxn **out)
+{
+    *out = NULL;
+    if (write && st->read_only)
+        return STORE_READONLY;
+    PgConn *c = pool_take(st);
+    StoreTxn *txn = calloc(1, sizeof *txn);
+    if (!txn)
+        abort();
+    *txn = (StoreTxn){.ops = &store_pg_ops, .st = st, .c = c, .write = write};
+    /* A pooled connection the server dropped is found out here: connect
+     * again, once. */
+    int rc = conn_ready(st, c, false);
+    if (!rc && (rc = txn_start(txn)) && !(rc = conn_ready(st, c, true)))
+        rc = txn_start(txn);
+    if (rc) {
+        pool_give(st, c);
+        free(txn);
+        return rc;
+    }
+    *out = txn;
+    return STORE_OK;
+}
+
+static void
+txn_free(StoreTxn *txn)
+{
+    pg_results_drop(txn, 0);
+    free(txn->results);
+    pool_give(txn->st, txn->c);
+    free(txn);
+}
+
+static void
+changes_bump(Store *st)
+{
+    pthread_mutex_lock(&st->change_mu);
+    st->changes++;
+    pthread_cond_broadcast(&st->change_cv);
+    pthread_mutex_unlock(&st->change_mu);
+}
+
+int
+pg_txn_commit(StoreTxn *txn)
+{
+    Store *st = txn->st;
+    if (txn->failed) {
+        pg_txn_abort(txn);
+        return STORE_IO;
+    }
+    /* The counters' changes, the notification and the commit: one round
+     * trip. */
+    size_t cap = 160 + (size_t)txn->ndeltas * 256, len = 0;
+    char *sql = malloc(cap);
+    if (!sql)
+        abort();
+    for (int i = 0; i < txn->ndeltas; i++) {
+        const PgDelta *d = &txn->deltas[i];
+        if (!d->claims && !d->releases && !d->lapses && !d->deletes)
+            continue;
+        len += (size_t)snprintf(
+            sql + len, cap - len,
+            "INSERT INTO queuefs.counts VALUES (%u, %d, %lld, %lld, %lld, %lld)"
+            " ON CONFLICT (table_id, slot) DO UPDATE SET"
+            " claims = queuefs.counts.claims + EXCLUDED.claims,"
+            " releases = queuefs.counts.releases + EXCLUDED.releases,"
+            " lapses = queuefs.counts.lapses + EXCLUDED.lapses,"
+            " deletes = queuefs.counts.deletes + EXCLUDED.deletes;",
+            d->table, txn->c->slot, (long long)d->claims, (long long)d->releases,
+            (long long)d->lapses, (long long)d->deletes);
+    }
+    snprintf(sql + len, cap - len, "%sCOMMIT", txn->changed ? "NOTIFY queuefs; " : "");
+    PGresult *res = PQexec(txn->c->conn, sql);
+    free(sql);
+    int rc = STORE_OK;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+        bool retry;
+        rc = status_of(txn->c->conn, res, &retry);
+        if (rc == STORE_OK)
+            rc = STORE_IO;
+        txn->retryable = retry;
+        PQclear(PQexec(txn->c->conn, "ROLLBACK"));
+    }
+    PQclear(res);
+    bool changed = txn->changed && rc == STORE_OK;
+    txn_free(txn);
+    if (changed)
+        changes_bump(st);
+    return rc;
+}
+
+void
+pg_txn_abort(StoreTxn *txn)
+{
+    if (PQstatus(txn->c->conn) == CONNECTION_OK)
+        PQclear(PQexec(txn->c->conn, "ROLLBACK"));
+    txn_free(txn);
+}
+
+void
+pg_txn_use_reserve(StoreTxn *txn)
+{
+    (void)txn;   /* PostgreSQL keeps no reserve of its own */
+}
+
+int64_t
+pg_txn_now(StoreTxn *txn)
+{
+    return txn->now;
+}
+
+int
+pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
+{
+    int rc = STORE_IO;
+    pthread_mutex_lock(&st->pool_mu);
+    st->writes++;
+    pthread_mutex_unlock(&st->pool_mu);
+    for (int attempt = 0; attempt < WRITE_RETRIES; attempt++) {
+        StoreTxn *txn;
+        if ((rc = pg_txn_begin(st, true, &txn)))
+            return rc;
+        rc = fn(txn, ctx);
+        if (rc) {
+            bool again = txn->retryable;
+            pg_txn_abort(txn);
+            if (again)
+                continue;
+            return rc;
+        }
+        /* A commit is not run again: it may have happened. */
+        return pg_txn_commit(txn);
+    }
+    return rc;
+}
+
+/* ---- the clock and notifications ---- */
+
+int64_t
+pg_now(Store *st)
+{
+    return local_now() + __atomic_load_n(&st->clock_offset, __ATOMIC_RELAXED);
+}
+
+uint64_t
+pg_changes(Store *st)
+{
+    pthread_mutex_lock(&st->change_mu);
+    uint64_t n = st->changes;
+    pthread_mutex_unlock(&st->change_mu);
+    return n;
+}
+
+bool
+pg_wait_change(Store *st, uint64_t seen, int64_t until_ns)
+{
+    int64_t limit = local_now() + WAIT_POLL_NS;
+    int64_t local_until = until_ns == INT64_MAX
+                              ? INT64_MAX
+                              : until_ns - __atomic_load_n(&st->clock_offset, __ATOMIC_RELAXED);
+    if (local_until > limit)
+        local_until = limit;
+    struct timespec ts = {(time_t)(local_until / 1000000000), (long)(local_until % 1000000000)};
+    pthread_mutex_lock(&st->change_mu);
+    while (st->changes == seen &&
+           pthread_cond_timedwait(&st->change_cv, &st->change_mu, &ts) != ETIMEDOUT)
+        ;
+    bool moved = st->changes != seen;
+    pthread_mutex_unlock(&st->change_mu);
+    return moved;
+}
+
+void
+pg_wake(Store *st)
+{
+    changes_bump(st);
+    PgConn *c = pool_take(st);
+    if (!conn_ready(st, c, false))
+        PQclear(PQexec(c->conn, "NOTIFY queuefs"));
+    pool_give(st, c);
+}
+
+/* Sleeps "ms" unless the store is closing; true when it is. */
+static bool
+listener_pause(Store *st, int ms)
+{
+    struct pollfd p = {st->stop_pipe[0], POLLIN, 0};
+    return poll(&p, 1, ms) > 0;
+}
+
+/* The listener thread: LISTEN queuefs, and a change at each notification. */
+static void *
+listen_loop(void *arg)
+{
+    Store *st = arg;
+    PGconn *conn = NULL;
+    for (;;) {
+        if (!conn) {
+            conn = connect_to(st, NULL, 0);
+            PGresult *res = conn ? PQexec(conn, "LISTEN queuefs") : NULL;
+            bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
+            PQclear(res);
+            if (!ok) {
+                PQfinish(conn);
+                conn = NULL;
+                if (listener_pause(st, 1000))
+                    break;
+                continue;
+            }
+            changes_bump(st);   /* what happened while not listening */
+        }
+        struct pollfd p[2] = {{PQsocket(conn), POLLIN, 0}, {st->stop_pipe[0], POLLIN, 0}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[1].revents)
+            break;
+        if (!p[0].revents)
+            continue;
+        if (!PQconsumeInput(conn)) {
+            PQfinish(conn);
+            conn = NULL;
+            changes_bump(st);
+            continue;
+        }
+        bool any = false;
+        PGnotify *n;
+        while ((n = PQnotifies(conn))) {
+            any = true;
+            PQfreemem(n);
+        }
+        if (any)
+            changes_bump(st);
+    }
+    PQfinish(conn);
+    return NULL;
+}
+
+/* ---- the store ---- */
+
+/* "host:port/dbname" of "conn", for messages: never the password. */
+static char *
+server_name(PGconn *conn)
+{
+    const char *host = PQhost(conn), *port = PQport(conn), *db = PQdb(conn);
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s%s/%s", host && *host == '/' ? "" : host ? host : "",
+             host && *host == '/' ? "local" : port && *port ? ":" : "",
+             host && *host == '/' ? "" : port ? port : "", db ? db : "");
+    return strdup(buf);
+}
+
+static void
+store_free(Store *st)
+{
+    for (int i = 0; i < st->opened; i++)
+        if (st->pool[i].conn)
+            PQfinish(st->pool[i].conn);
+    pthread_mutex_destroy(&st->pool_mu);
+    pthread_cond_destroy(&st->pool_cv);
+    pthread_mutex_destroy(&st->change_mu);
+    pthread_cond_destroy(&st->change_cv);
+    if (st->stop_pipe[0] >= 0) {
+        close(st->stop_pipe[0]);
+        close(st->stop_pipe[1]);
+    }
+    free(st->conninfo);
+    free(st->server);
+    free(st);
+}
+
+int
+pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
+        size_t errlen)
+{
+    static const StoreOptions defaults = {.sync = true};
+    if (!opts)
+        opts = &defaults;
+    *out = NULL;
+    Store *st = calloc(1, sizeof *st);
+    if (!st)
+        abort();
+    st->ops = &store_pg_ops;
+    st->conninfo = strdup(location);
+    st->sync = opts->sync;
+    st->read_only = opts->read_only;
+    st->stop_pipe[0] = st->stop_pipe[1] = -1;
+    pthread_mutex_init(&st->pool_mu, NULL);
+    pthread_cond_init(&st->pool_cv, NULL);
+    pthread_mutex_init(&st->change_mu, NULL);
+    pthread_cond_init(&st->change_cv, NULL);
+    char msg[512] = "";
+    PgConn *c = &st->pool[st->opened++];
+    c->slot = (int)((uintptr_t)getpid() % 64);
+    int rc = STORE_IO;
+    if ((c->conn = connect_to(st, msg, sizeof msg)) &&
+        !(rc = pg_schema_ensure(c->conn, st->read_only, msg, sizeof msg)) &&
+        pipe2(st->stop_pipe, O_CLOEXEC) != 0)
+        rc = STORE_IO, snprintf(msg, sizeof msg, "pipe: %s", strerror(errno));
+    if (!rc) {
+        st->server = server_name(c->conn);
+        if (pthread_create(&st->listener, NULL, listen_loop, st) == 0)
+            st->listening = true;
+        *out = st;
+        return STORE_OK;
+    }
+    if (errbuf) {
+        size_t n = strlen(msg);
+        while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+            msg[--n] = 0;
+        char shown[512];
+        store_location_shown(location, shown, sizeof shown);
+        snprintf(errbuf, errlen, "%s: %s", shown, msg);
+    }
+    store_free(st);
+    return rc;
+}
+
+void
+pg_close(Store *st)
+{
+    if (st->listening) {
+        ssize_t w = write(st->stop_pipe[1], "x", 1);
+        (void)w;
+        pthread_join(st->listener, NULL);
+    }
+    store_free(st);
+}
+
+void
+pg_stats(Store *st, StoreStats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&st->pool_mu);
+    out->writes = out->groups = st->writes;
+    out->waiting = st->waiting;
+    pthread_mutex_unlock(&st->pool_mu);
+}
+
+bool
+pg_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
+{
+    (void)txn;
+    (void)uid;
+    (void)gid;
+    return false;   /* a database has no owner among the mount's users */
+}
+
+const StoreOps store_pg_ops = {
+    .name = "postgresql",
+    .open = pg_open,
+    .close = pg_close,
+    .now = pg_now,
+    .changes = pg_changes,
+    .wait_change = pg_wait_change,
+    .wake = pg_wake,
+    .stats = pg_stats,
+    .owner = pg_owner,
+    .txn_now = pg_txn_now,
+    .write = pg_write,
+    .txn_begin = pg_txn_begin,
+    .txn_commit = pg_txn_commit,
+    .txn_abort = pg_txn_abort,
+    .txn_use_reserve = pg_txn_use_reserve,
+    .table_create = pg_table_create,
+    .table_redefine = pg_table_redefine,
+    .table_get = pg_table_get,
+    .table_each = pg_table_each,
+    .table_drop = pg_table_drop,
+    .table_rename = pg_table_rename,
+    .record_get = pg_record_get,
+    .record_create = pg_record_create,
+    .record_update = pg_record_update,
+    .record_delete = pg_record_delete,
+    .record_each = pg_record_each,
+    .claim = pg_claim,
+    .release = pg_release,
+    .release_all = pg_release_all,
+    .touch = pg_touch,
+    .retry = pg_retry,
+    .unclaim = pg_unclaim,
+    .queue_refile = pg_queue_refile,
+    .queue_counts = pg_queue_counts,
+    .queue_each_waiting = pg_queue_each_waiting,
+    .identity_next = pg_identity_next,
+    .identity_note = pg_identity_note,
+    .dedup_check = pg_dedup_check,
+};

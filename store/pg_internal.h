@@ -1,0 +1,202 @@
+/* pg_internal.h — what the PostgreSQL backend's files share.
+ *
+ * The store is the database a postgresql:// URI names; queuefs keeps its
+ * tables in the schema "queuefs" there (store/pg_schema.c).  A Store is a
+ * pool of connections: each transaction takes one for its length, so
+ * concurrent requests commit concurrently and PostgreSQL groups their
+ * commits itself.  Every statement is prepared once a connection, binds its
+ * arguments in binary and reads binary results; instants are int8
+ * nanoseconds since the Unix epoch, and the only clock is the server's
+ * (a transaction's instant is its now()).
+ *
+ * A queue record's place is two columns of its row, kept by SQL functions
+ * the schema defines: "state" (NULL: a collection's record; 0 ready; 1
+ * waiting until "wake"; 2 retired) and "dead" (at its ATTEMPTS ceiling when
+ * it was filed).  The claim's partial indexes cover state 0 (in claim
+ * order) and state 1 (in wake order).
+ *
+ * Only the files store/pg_*.c include libpq-fe.h. */
+#ifndef QUEUEFS_PG_INTERNAL_H
+#define QUEUEFS_PG_INTERNAL_H
+
+#include "store_backend.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The statements of the backend, prepared per connection on first use. */
+typedef enum PgStmt {
+    PG_TABLE_CREATE, PG_TABLE_REDEFINE, PG_TABLE_GET, PG_TABLE_EACH, PG_TABLE_DROP,
+    PG_TABLE_RENAME, PG_TABLE_NAMED,
+    PG_RECORD_GET, PG_RECORD_LOCK, PG_RECORD_CREATE, PG_RECORD_UPDATE, PG_RECORD_DELETE,
+    PG_RECORD_FROM, PG_RECORD_AFTER,
+    PG_CLAIM_HEAD, PG_CLAIM_ONE, PG_RELEASE, PG_RETRY, PG_TOUCH, PG_RELEASE_ALL, PG_UNCLAIM,
+    PG_REFILE, PG_COUNTS, PG_WAITING,
+    PG_ID_NEXT, PG_ID_NOTE, PG_DEDUP,
+    PG_STMT_COUNT
+} PgStmt;
+
+/* One pooled connection. */
+typedef struct PgConn {
+    PGconn *conn;
+    int slot;                     /* its row of each table's counters */
+    uint64_t prepared[(PG_STMT_COUNT + 63) / 64];  /* statements prepared on it */
+    bool busy;                    /* a transaction has it */
+} PgConn;
+
+#define PG_POOL_MAX 32
+
+struct Store {
+    const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
+    char *conninfo;               /* the URI, as given (may hold a password) */
+    char *server;                 /* "host:port/dbname", for messages: no password */
+    bool sync, read_only;
+
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
+    PgConn pool[PG_POOL_MAX];
+    int opened;                   /* pool[0 .. opened) have been used */
+    uint64_t writes, waiting;     /* StoreStats (under pool_mu) */
+    int64_t clock_offset;         /* server clock - local clock, ns (atomic) */
+
+    /* Notifications: a thread LISTENs on a connection of its own. */
+    pthread_mutex_t change_mu;
+    pthread_cond_t change_cv;
+    uint64_t changes;             /* under change_mu */
+    pthread_t listener;
+    bool listening, stopping;
+    int stop_pipe[2];
+};
+
+/* A table's changes to its counters in a transaction, written at commit. */
+typedef struct PgDelta {
+    uint32_t table;
+    int64_t claims, releases, lapses, deletes;
+} PgDelta;
+
+#define PG_DELTAS_MAX 8
+
+struct StoreTxn {
+    const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
+    Store *st;
+    PgConn *c;
+    bool write;
+    bool changed;                 /* a statement changed something: NOTIFY */
+    bool failed;                  /* a statement failed: only a rollback is left */
+    bool retryable;               /* ... of a serialization failure or deadlock */
+    int64_t now;
+    /* The last record a get found absent (table, key): a create of it that
+     * finds it there lost a race with another transaction's create, and
+     * store_write runs its function again. */
+    uint32_t missing_table;
+    unsigned char missing[STORE_MAX_KEY];
+    size_t missing_len;
+    PGresult **results;           /* kept until the transaction ends */
+    size_t nresults, capresults;
+    PgDelta deltas[PG_DELTAS_MAX];
+    int ndeltas;
+};
+
+/* The arguments of a statement, bound in binary. */
+#define PG_ARGS_MAX 16
+typedef struct PgArgs {
+    int n;
+    const char *values[PG_ARGS_MAX];
+    int lengths[PG_ARGS_MAX];
+    int formats[PG_ARGS_MAX];
+    unsigned char ints[PG_ARGS_MAX][8];
+} PgArgs;
+
+void pg_arg_i64(PgArgs *a, int64_t v);
+void pg_arg_bytes(PgArgs *a, StoreBytes b);
+void pg_arg_bool(PgArgs *a, bool v);
+
+/* Runs statement "s" in "txn" with "a"; the result (tuples or a command)
+ * lives until the transaction ends.  NULL on failure, with *rc the status
+ * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
+ * for a sequence at its end, ...) and the transaction left to roll back. */
+PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
+/* Frees the results "txn" holds from index "from" on (for a walk that
+ * pages: its pages are valid only during the callback). */
+void pg_results_drop(StoreTxn *txn, size_t from);
+
+/* Decoding a binary result. */
+int64_t pg_i64(const PGresult *res, int row, int col);
+StoreBytes pg_bytes(const PGresult *res, int row, int col);
+bool pg_bool(const PGresult *res, int row, int col);
+
+/* The counter changes of "table" in "txn", to add to at commit. */
+PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
+
+/* The record columns every record statement answers, in this order, and
+ * their decoding into "r" (pointers into "res"). */
+#define PG_RECORD_COLS \
+    "key, value, seq, since, written, changed, claimed, attempts, hold, claimed_until, " \
+    "consumer, instance, ord, not_before, grp"
+#define PG_RECORD_NCOLS 15
+void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
+
+/* The SQL of statement "s". */
+const char *pg_stmt_sql(PgStmt s);
+
+/* Creates or checks the schema on connection "conn" (store/pg_schema.c):
+ * 0, or a StoreStatus with a message in errbuf. */
+int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
+/* The schema version this build creates and reads. */
+#define PG_SCHEMA_VERSION 1
+
+/* ---- the backend's operations (store_backend.h: store.h's meaning) ---- */
+
+int pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
+            size_t errlen);
+void pg_close(Store *st);
+int64_t pg_now(Store *st);
+uint64_t pg_changes(Store *st);
+bool pg_wait_change(Store *st, uint64_t seen, int64_t until_ns);
+void pg_wake(Store *st);
+void pg_stats(Store *st, StoreStats *out);
+bool pg_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
+int64_t pg_txn_now(StoreTxn *txn);
+int pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx);
+int pg_txn_begin(Store *st, bool write, StoreTxn **out);
+int pg_txn_commit(StoreTxn *txn);
+void pg_txn_abort(StoreTxn *txn);
+void pg_txn_use_reserve(StoreTxn *txn);
+int pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
+int pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
+int pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);
+int pg_table_each(StoreTxn *txn,
+                  int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def), void *ctx);
+int pg_table_drop(StoreTxn *txn, const char *name);
+int pg_table_rename(StoreTxn *txn, const char *from, const char *to);
+int pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out);
+int pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+int pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+int pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
+                     int64_t hold);
+int pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+                   int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
+int pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+             int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+             int64_t *claimed);
+int pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
+               int64_t not_before, StoreRecord *out);
+int pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
+                   int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
+int pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
+int pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
+             StoreRecord *out);
+int pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
+               bool *given_back);
+int pg_queue_refile(StoreTxn *txn, const StoreQueue *q);
+int pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
+int pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                          int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
+int pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
+int pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
+int pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
+                   bool *repeat);
+
+#endif

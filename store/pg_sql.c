@@ -1,0 +1,257 @@
+/* pg_sql.c — every statement the PostgreSQL backend prepares, as data.
+ *
+ * Each is one fixed text, whatever it acts on: arguments are bound (in
+ * binary), never spliced, and every instant is the transaction's now()
+ * read at BEGIN (store/pg_conn.c), bound as $now.  A queue record's
+ * placement is computed by queuefs.place_state / place_wake (see
+ * store/pg_schema.c) from its deadline, not_before and "dead" (at the
+ * ATTEMPTS ceiling), the last recomputed from the queue's ceiling at each
+ * write that files the record. */
+#include "pg_internal.h"
+
+/* The record columns, qualified by the alias "r". */
+#define R_COLS \
+    "r.key, r.value, r.seq, r.since, r.written, r.changed, r.claimed, r.attempts, r.hold, " \
+    "r.claimed_until, r.consumer, r.instance, r.ord, r.not_before, r.grp"
+
+/* "dead" for attempts expression A under ceiling $M. */
+#define DEAD(a, m) "(" m "::int8 > 0 AND " a " >= " m "::int8)"
+
+static const char *const stmt_sql[PG_STMT_COUNT] = {
+    /* ---- the catalog ---- */
+    [PG_TABLE_CREATE] =
+        "INSERT INTO queuefs.tables SELECT nextval('queuefs.table_ids'), $1::bytea, $2::bytea"
+        " ON CONFLICT (name) DO NOTHING RETURNING id",
+    [PG_TABLE_REDEFINE] = "UPDATE queuefs.tables SET def = $2::bytea WHERE name = $1::bytea"
+                          " RETURNING id",
+    [PG_TABLE_GET] = "SELECT id, def FROM queuefs.tables WHERE name = $1::bytea",
+    [PG_TABLE_EACH] = "SELECT name, id, def FROM queuefs.tables ORDER BY name",
+    [PG_TABLE_DROP] =
+        "WITH t AS (DELETE FROM queuefs.tables WHERE name = $1::bytea RETURNING id),"
+        " r AS (DELETE FROM queuefs.records WHERE table_id IN (SELECT id FROM t)),"
+        " c AS (DELETE FROM queuefs.counts WHERE table_id IN (SELECT id FROM t)),"
+        " d AS (DELETE FROM queuefs.dedup WHERE table_id IN (SELECT id FROM t))"
+        " SELECT id FROM t",
+    [PG_TABLE_RENAME] =
+        "UPDATE queuefs.tables SET name = $2::bytea WHERE name = $1::bytea"
+        " AND NOT EXISTS (SELECT 1 FROM queuefs.tables WHERE name = $2::bytea) RETURNING id",
+    [PG_TABLE_NAMED] = "SELECT 1 FROM queuefs.tables WHERE name = $1::bytea",
+
+    /* ---- records ---- */
+    [PG_RECORD_GET] = "SELECT " R_COLS " FROM queuefs.records r"
+                      " WHERE r.table_id = $1::int8 AND r.key = $2::bytea",
+    [PG_RECORD_LOCK] = "SELECT " R_COLS ", r.state, r.wake, r.dead FROM queuefs.records r"
+                       " WHERE r.table_id = $1::int8 AND r.key = $2::bytea FOR NO KEY UPDATE",
+    /* $1 table, $2 key, $3 value, $4 now, $5 ord, $6 not_before, $7 grp,
+     * $8 a queue's */
+    [PG_RECORD_CREATE] =
+        "INSERT INTO queuefs.records (table_id, key, value, seq, since, written, changed,"
+        " ord, not_before, grp, state, wake)"
+        " SELECT $1::int8, $2::bytea, $3::bytea,"
+        " nextval(('queuefs.arrivals_' || $1::int8)::regclass), $4::int8,"
+        " $4::int8, $4::int8, $5::bytea, $6::int8, $7::bytea,"
+        " CASE WHEN $8::bool THEN queuefs.place_state(0, $6::int8, false, $4::int8) END,"
+        " CASE WHEN $8::bool THEN queuefs.place_wake(0, $6::int8, false, $4::int8) ELSE 0 END"
+        /* (no arrival number drawn for a key that is there) */
+        " WHERE NOT EXISTS (SELECT 1 FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND key = $2::bytea)"
+        " ON CONFLICT (table_id, key) DO NOTHING RETURNING 1",
+    /* ... and $9 the ceiling */
+    [PG_RECORD_UPDATE] =
+        "UPDATE queuefs.records r SET value = $3::bytea, written = $4::int8, ord = $5::bytea,"
+        " not_before = $6::int8, grp = $7::bytea, dead = " DEAD("r.attempts", "$9") ","
+        " state = CASE WHEN $8::bool THEN queuefs.place_state(r.claimed_until, $6::int8, "
+        DEAD("r.attempts", "$9") ", $4::int8) END,"
+        " wake = CASE WHEN $8::bool THEN queuefs.place_wake(r.claimed_until, $6::int8, "
+        DEAD("r.attempts", "$9") ", $4::int8) ELSE 0 END"
+        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea RETURNING 1",
+    /* $3 hold (<= 0: any), $4 now */
+    [PG_RECORD_DELETE] =
+        "DELETE FROM queuefs.records WHERE table_id = $1::int8 AND key = $2::bytea"
+        " AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > $4::int8)) RETURNING 1",
+    [PG_RECORD_FROM] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
+                       " AND r.key >= $2::bytea ORDER BY r.key LIMIT $3::int8",
+    [PG_RECORD_AFTER] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
+                        " AND r.key > $2::bytea ORDER BY r.key LIMIT $3::int8",
+
+    /* ---- the queue ----
+     * The claim of n from the head, in one statement: the waiting records
+     * whose instant has come (a thousand at most: the rest wait for the
+     * next claim) and the first n ready ones, locked and skipped when
+     * another transaction has them; the first n claimable of both in claim
+     * order are claimed, the other due ones refiled.  $1 table, $2 now,
+     * $3 n, $4 ceiling, $5 the new deadline, $6 consumer, $7 instance. */
+    [PG_CLAIM_HEAD] =
+        "WITH due AS ("
+        "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
+        "         changed, claimed, not_before, dead FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND state = 1 AND wake <= $2::int8"
+        "  ORDER BY wake LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED),"
+        " ready AS ("
+        "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
+        "         changed, claimed FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND state = 0 ORDER BY ord, seq LIMIT $3::int8"
+        "  FOR NO KEY UPDATE SKIP LOCKED),"
+        " pick AS ("
+        "  SELECT * FROM (SELECT * FROM ready UNION ALL"
+        "    SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
+        "           changed, claimed FROM due"
+        "    WHERE queuefs.place_state(claimed_until, not_before, dead, $2::int8) = 0) c"
+        "  ORDER BY ord, seq LIMIT $3::int8),"
+        " settle AS ("
+        "  UPDATE queuefs.records r"
+        "  SET state = queuefs.place_state(r.claimed_until, r.not_before, r.dead, $2::int8),"
+        "      wake = queuefs.place_wake(r.claimed_until, r.not_before, r.dead, $2::int8)"
+        "  FROM due WHERE r.table_id = $1::int8 AND r.key = due.key"
+        "  AND due.key NOT IN (SELECT key FROM pick)),"
+        " claimed AS ("
+        "  UPDATE queuefs.records r SET attempts = r.attempts + 1,"
+        "   hold = nextval('queuefs.holds'), claimed_until = $5::int8, consumer = $6::bytea,"
+        "   instance = $7::bytea, changed = $2::int8, claimed = $2::int8, state = 1,"
+        "   wake = $5::int8, dead = " DEAD("r.attempts + 1", "$4")
+        "  FROM pick p WHERE r.table_id = $1::int8 AND r.key = p.key"
+        "  RETURNING " R_COLS ", p.attempts AS o_attempts, p.hold AS o_hold,"
+        "   p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"
+        "   p.instance AS o_instance, p.since AS o_since, p.changed AS o_changed,"
+        "   p.claimed AS o_claimed)"
+        " SELECT * FROM claimed ORDER BY ord, seq",
+    /* The claim of one record, locked (PG_RECORD_LOCK) and found claimable. */
+    [PG_CLAIM_ONE] =
+        "UPDATE queuefs.records r SET attempts = r.attempts + 1,"
+        " hold = nextval('queuefs.holds'), claimed_until = $5::int8, consumer = $6::bytea,"
+        " instance = $7::bytea, changed = $3::int8, claimed = $3::int8, state = 1,"
+        " wake = $5::int8, dead = " DEAD("r.attempts + 1", "$4")
+        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea RETURNING " R_COLS,
+    /* $1 table, $2 key, $3 hold, $4 now, $5 not_before (0: as it is),
+     * $6 ceiling */
+    [PG_RELEASE] =
+        "UPDATE queuefs.records r SET hold = 0, claimed_until = 0, consumer = '', instance = '',"
+        " since = $4::int8, changed = $4::int8,"
+        " not_before = CASE WHEN $5::int8 <> 0 THEN $5::int8 ELSE r.not_before END,"
+        " dead = " DEAD("r.attempts", "$6") ","
+        " state = queuefs.place_state(0, CASE WHEN $5::int8 <> 0 THEN $5::int8"
+        "  ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $4::int8),"
+        " wake = queuefs.place_wake(0, CASE WHEN $5::int8 <> 0 THEN $5::int8"
+        "  ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $4::int8)"
+        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
+        " AND r.claimed_until > $4::int8 RETURNING " R_COLS,
+    /* $1 table, $2 key, $3 now, $4 not_before (0: as it is); answers
+     * whether a live hold ended */
+    [PG_RETRY] =
+        "WITH o AS (SELECT claimed_until AS ocu FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND key = $2::bytea FOR NO KEY UPDATE)"
+        " UPDATE queuefs.records r SET attempts = 0, hold = 0, claimed_until = 0,"
+        " consumer = '', instance = '', since = $3::int8, changed = $3::int8,"
+        " not_before = CASE WHEN $4::int8 <> 0 THEN $4::int8 ELSE r.not_before END,"
+        " dead = false,"
+        " state = queuefs.place_state(0, CASE WHEN $4::int8 <> 0 THEN $4::int8"
+        "  ELSE r.not_before END, false, $3::int8),"
+        " wake = queuefs.place_wake(0, CASE WHEN $4::int8 <> 0 THEN $4::int8"
+        "  ELSE r.not_before END, false, $3::int8)"
+        " FROM o WHERE r.table_id = $1::int8 AND r.key = $2::bytea"
+        " RETURNING " R_COLS ", o.ocu > $3::int8",
+    /* $1 table, $2 key, $3 hold, $4 now, $5 the new deadline */
+    [PG_TOUCH] =
+        "UPDATE queuefs.records r SET claimed_until = $5::int8, changed = $4::int8,"
+        " wake = $5::int8"
+        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
+        " AND r.claimed_until > $4::int8 RETURNING " R_COLS,
+    /* $1 table, $2 now, $3 not_before, $4 consumer (empty: by instance),
+     * $5 instance, $6 ceiling; in deadline order */
+    [PG_RELEASE_ALL] =
+        "WITH o AS (SELECT key, claimed_until AS ocu FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND state = 1 AND claimed_until > $2::int8"
+        "  AND CASE WHEN length($4::bytea) > 0 THEN consumer = $4::bytea"
+        "      ELSE instance = $5::bytea END FOR NO KEY UPDATE),"
+        " x AS (UPDATE queuefs.records r SET hold = 0, claimed_until = 0, consumer = '',"
+        "  instance = '', since = $2::int8, changed = $2::int8,"
+        "  not_before = CASE WHEN $3::int8 <> 0 THEN $3::int8 ELSE r.not_before END,"
+        "  dead = " DEAD("r.attempts", "$6") ","
+        "  state = queuefs.place_state(0, CASE WHEN $3::int8 <> 0 THEN $3::int8"
+        "   ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $2::int8),"
+        "  wake = queuefs.place_wake(0, CASE WHEN $3::int8 <> 0 THEN $3::int8"
+        "   ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $2::int8)"
+        "  FROM o WHERE r.table_id = $1::int8 AND r.key = o.key"
+        "  RETURNING " R_COLS ", o.ocu)"
+        " SELECT * FROM x ORDER BY ocu, key",
+    /* $1 table, $2 key, $3 the claim's hold, $4 written before it, and the
+     * columns before it: $5 attempts, $6 hold, $7 claimed_until,
+     * $8 consumer, $9 instance, $10 since, $11 changed, $12 claimed;
+     * $13 now, $14 ceiling */
+    [PG_UNCLAIM] =
+        "UPDATE queuefs.records r SET attempts = $5::int8, hold = $6::int8,"
+        " claimed_until = $7::int8, consumer = $8::bytea, instance = $9::bytea,"
+        " since = $10::int8, changed = $11::int8, claimed = $12::int8,"
+        " dead = " DEAD("$5::int8", "$14") ","
+        " state = queuefs.place_state($7::int8, r.not_before, " DEAD("$5::int8", "$14")
+        ", $13::int8),"
+        " wake = queuefs.place_wake($7::int8, r.not_before, " DEAD("$5::int8", "$14")
+        ", $13::int8)"
+        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
+        " AND r.changed = r.claimed AND r.written = $4::int8 AND r.attempts = $5::int8 + 1"
+        " RETURNING 1",
+    /* $1 table, $2 now, $3 ceiling */
+    [PG_REFILE] =
+        "UPDATE queuefs.records r SET dead = " DEAD("r.attempts", "$3") ","
+        " state = queuefs.place_state(r.claimed_until, r.not_before, "
+        DEAD("r.attempts", "$3") ", $2::int8),"
+        " wake = queuefs.place_wake(r.claimed_until, r.not_before, "
+        DEAD("r.attempts", "$3") ", $2::int8)"
+        " WHERE r.table_id = $1::int8 AND r.state IS NOT NULL",
+    /* $1 table, $2 now: records, ready, held, delayed, idle, next wake,
+     * the head's key, claims, releases, lapses, deletes */
+    [PG_COUNTS] =
+        "SELECT count(*), count(*) FILTER (WHERE e = 0),"
+        "  count(*) FILTER (WHERE e = 1 AND claimed_until > $2::int8),"
+        "  count(*) FILTER (WHERE e = 1 AND claimed_until <= $2::int8),"
+        "  count(*) FILTER (WHERE e = 2),"
+        "  coalesce(min(CASE WHEN e = 1 AND claimed_until > $2::int8 THEN claimed_until"
+        "   WHEN e = 1 THEN not_before END), 9223372036854775807),"
+        "  (SELECT h.key FROM ("
+        "    (SELECT key, ord, seq FROM queuefs.records WHERE table_id = $1::int8 AND state = 0"
+        "     ORDER BY ord, seq LIMIT 1)"
+        "    UNION ALL SELECT key, ord, seq FROM queuefs.records"
+        "     WHERE table_id = $1::int8 AND state = 1 AND wake <= $2::int8"
+        "     AND queuefs.place_state(claimed_until, not_before, dead, $2::int8) = 0) h"
+        "   ORDER BY h.ord, h.seq LIMIT 1),"
+        "  (SELECT coalesce(sum(claims), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
+        "  (SELECT coalesce(sum(releases), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
+        "  (SELECT coalesce(sum(lapses), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
+        "  (SELECT coalesce(sum(deletes), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8)"
+        " FROM (SELECT claimed_until, not_before, CASE WHEN state = 1 AND wake <= $2::int8"
+        "   THEN queuefs.place_state(claimed_until, not_before, dead, $2::int8) ELSE state END e"
+        "   FROM queuefs.records WHERE table_id = $1::int8) s",
+    /* $1 table, after ($2 wake, $3 key), $4 how many, $5 now: what still
+     * waits (not what a claim would find due) */
+    [PG_WAITING] = "SELECT " R_COLS ", r.wake FROM queuefs.records r"
+                   " WHERE r.table_id = $1::int8 AND r.state = 1"
+                   " AND (r.wake, r.key) > ($2::int8, $3::bytea)"
+                   " AND (r.wake > $5::int8 OR queuefs.place_state(r.claimed_until, r.not_before,"
+                   " r.dead, $5::int8) = 1)"
+                   " ORDER BY r.wake, r.key LIMIT $4::int8",
+
+    /* ---- identities and deduplication ---- */
+    /* NULL, rather than an error that would end the transaction, when the
+     * sequence is at its end */
+    [PG_ID_NEXT] = "SELECT CASE WHEN coalesce(pg_sequence_last_value(s), 0) < 9223372036854775807"
+                   " THEN nextval(s) END"
+                   " FROM (SELECT ('queuefs.ids_' || $1::int8)::regclass s) q",
+    [PG_ID_NOTE] = "SELECT setval(s, $2::int8) FROM (SELECT ('queuefs.ids_' || $1::int8)::regclass s) q"
+                   " WHERE coalesce(pg_sequence_last_value(s), 0) < $2::int8",
+    /* $1 table, $2 key, $3 now, $4 the window's start: a row answered when
+     * the key is new in the window (and recorded); a few expired entries
+     * pruned on the way */
+    [PG_DEDUP] =
+        "WITH pruned AS (DELETE FROM queuefs.dedup WHERE table_id = $1::int8 AND key IN ("
+        "   SELECT key FROM queuefs.dedup WHERE table_id = $1::int8 AND seen <= $4::int8"
+        "   AND key <> $2::bytea ORDER BY seen LIMIT 8 FOR UPDATE SKIP LOCKED))"
+        " INSERT INTO queuefs.dedup VALUES ($1::int8, $2::bytea, $3::int8)"
+        " ON CONFLICT (table_id, key) DO UPDATE SET seen = EXCLUDED.seen"
+        " WHERE queuefs.dedup.seen <= $4::int8 RETURNING 1",
+};
+
+const char *
+pg_stmt_sql(PgStmt s)
+{
+    return stmt_sql[s];
+}
