@@ -2,7 +2,16 @@
 #
 #   QUEUEFS_BUILD   the build directory holding queuefs-sql (set by
 #                   `make check`; defaults to the repository root)
-#   STORE           a fresh store directory for each test (removed after it)
+#   STORE           a fresh store for each test (removed after it): a
+#                   directory, or with QUEUEFS_TEST_PG set a database of
+#                   its own on that PostgreSQL server
+#   QUEUEFS_TEST_PG the URI of database "queuefs" on a server whose
+#                   database "queuefs_template" holds queuefs's schema
+#                   (scripts/test's PostgreSQL pass): every suite then runs
+#                   on PostgreSQL
+#
+#   on_postgresql           true when the suite runs on PostgreSQL
+#   lmdb_only REASON        skips the test on PostgreSQL, saying why
 #
 #   sql STATEMENT…          queuefs-sql "$STORE" STATEMENT…
 #   assert_error NAME       the last `run --separate-stderr` failed with
@@ -20,14 +29,45 @@ export QUEUEFS_BUILD
 QUEUEFS_SQL="$QUEUEFS_BUILD/queuefs-sql"
 export QUEUEFS_SQL
 
+on_postgresql() {
+    [ -n "${QUEUEFS_TEST_PG:-}" ]
+}
+
+lmdb_only() {
+    if on_postgresql; then skip "LMDB only: $*"; fi
+}
+
+# Sets STORE to a fresh store: $BATS_TEST_TMPDIR/store, or a new database
+# made from the template on $QUEUEFS_TEST_PG's server (STORE_DB names it).
+store_fresh() {
+    STORE_DB=
+    if on_postgresql; then
+        STORE_DB="t${BATS_ROOT_PID:-$$}_${BATS_SUITE_TEST_NUMBER:-0}_$RANDOM"
+        psql -qX "$QUEUEFS_TEST_PG" -c "CREATE DATABASE $STORE_DB TEMPLATE queuefs_template" >/dev/null ||
+            fail "cannot make database $STORE_DB on $QUEUEFS_TEST_PG"
+        STORE=${QUEUEFS_TEST_PG/\/queuefs\?/\/$STORE_DB?}
+    else
+        STORE="$BATS_TEST_TMPDIR/store"
+    fi
+    export STORE STORE_DB
+}
+
+# Removes what store_fresh made.
+store_remove() {
+    if [ -n "${STORE_DB:-}" ]; then
+        psql -qX "$QUEUEFS_TEST_PG" -c "DROP DATABASE IF EXISTS $STORE_DB WITH (FORCE)" >/dev/null 2>&1
+    elif [ -n "${STORE:-}" ]; then
+        rm -rf "$STORE"
+    fi
+}
+
 setup() {
     [ -x "$QUEUEFS_SQL" ] || fail "no queuefs-sql at $QUEUEFS_SQL (build it, or set QUEUEFS_BUILD)"
-    STORE="$BATS_TEST_TMPDIR/store"
-    export STORE
+    store_fresh
 }
 
 teardown() {
-    if [ -n "${STORE:-}" ]; then rm -rf "$STORE"; fi
+    store_remove
 }
 
 sql() {

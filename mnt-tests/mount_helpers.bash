@@ -4,7 +4,8 @@
 #   QUEUEFS_BUILD   the build directory holding queuefs, queuefs-sql and
 #                   mnt-tests/renameat2 (set by `make check`; defaults to the
 #                   repository root)
-#   STORE           a fresh store directory for each test
+#   STORE           a fresh store for each test (see helpers.bash: a
+#                   directory, or a PostgreSQL database)
 #   M               the test's first mount point (empty, not yet mounted)
 #
 #   mount_fs [-o OPTS …] [MNT]  mounts $STORE on MNT (default $M) with the
@@ -43,10 +44,10 @@ setup() {
     # shellcheck disable=SC2153 # set by helpers.bash, which shellcheck does not follow through load
     [ -x "$QUEUEFS_SQL" ] || fail "no queuefs-sql at $QUEUEFS_SQL"
     [ -x "$RENAMEAT2" ] || fail "no $RENAMEAT2 (gcc -o $RENAMEAT2 mnt-tests/renameat2.c)"
-    STORE="$BATS_TEST_TMPDIR/store"
+    store_fresh
     M="$BATS_TEST_TMPDIR/m"
     mkdir -p "$M"
-    export STORE M
+    export M
 }
 
 teardown() {
@@ -65,6 +66,7 @@ teardown() {
     done
     MOUNTS=()
     DAEMONS=()
+    store_remove
     [ "${#stuck[@]}" -eq 0 ] || fail "queuefs did not exit after its mount was unmounted: ${stuck[*]}"
 }
 

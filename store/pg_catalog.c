@@ -183,15 +183,21 @@ pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
 {
     if (id < 1)
         return STORE_OK;
-    /* Notes of one table take turns, so that none lowers another's. */
-    char sql[128];
-    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(1903522561, %u)", table);
-    int rc = run_plain(txn, sql);
-    if (rc)
-        return rc;
+    int rc;
     PgArgs a = {0};
     pg_arg_i64(&a, table);
     pg_arg_i64(&a, id);
+    /* Mostly the sequence is past it already (a note of what it assigned). */
+    PGresult *res = pg_run(txn, PG_ID_HELD, &a, &rc);
+    if (!res)
+        return rc;
+    if (pg_bool(res, 0, 0))
+        return STORE_OK;
+    /* Notes of one table take turns, so that none lowers another's. */
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(1903522561, %u)", table);
+    if ((rc = run_plain(txn, sql)))
+        return rc;
     return pg_run(txn, PG_ID_NOTE, &a, &rc) ? STORE_OK : rc;
 }
 

@@ -275,7 +275,7 @@ stmt_reads(PgStmt s)
     switch (s) {
     case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
     case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
-    case PG_WAITING:
+    case PG_WAITING: case PG_ID_HELD:
         return true;
     default:
         return false;

@@ -236,6 +236,9 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
     [PG_ID_NEXT] = "SELECT CASE WHEN coalesce(pg_sequence_last_value(s), 0) < 9223372036854775807"
                    " THEN nextval(s) END"
                    " FROM (SELECT ('queuefs.ids_' || $1::int8)::regclass s) q",
+    /* $1 table, $2 id: true when the sequence is at or past it */
+    [PG_ID_HELD] = "SELECT coalesce(pg_sequence_last_value(('queuefs.ids_' || $1::int8)::regclass), 0)"
+                   " >= $2::int8",
     [PG_ID_NOTE] = "SELECT setval(s, $2::int8) FROM (SELECT ('queuefs.ids_' || $1::int8)::regclass s) q"
                    " WHERE coalesce(pg_sequence_last_value(s), 0) < $2::int8",
     /* $1 table, $2 key, $3 now, $4 the window's start: a row answered when
