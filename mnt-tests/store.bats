@@ -30,6 +30,9 @@ eval "$(declare -f teardown | sed '1s/^teardown/mount_teardown/')"
 DISK=""
 
 setup() {
+    # Every case here is about a store directory: its disk, its map, the
+    # failing-disk library.  PostgreSQL's own faults: postgresql.bats.
+    lmdb_only "the store directory's disk, map and I/O (PostgreSQL's faults: postgresql.bats)"
     mount_setup
     [ -f "$FAILIO" ] || fail "no $FAILIO (make check builds it)"
 }

@@ -56,9 +56,14 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
     if (PQntuples(res) == 0)
         return STORE_EXISTS;
     uint32_t id = (uint32_t)pg_i64(res, 0, 0);
-    char sql[128];
-    snprintf(sql, sizeof sql, "CREATE SEQUENCE queuefs.ids_%u; CREATE SEQUENCE queuefs.arrivals_%u",
-             id, id);
+    char sql[320];
+    /* Its counter rows are made now, so that their updates find room in
+     * their pages even when the tablespace fills later. */
+    snprintf(sql, sizeof sql,
+             "CREATE SEQUENCE queuefs.ids_%u; CREATE SEQUENCE queuefs.arrivals_%u;"
+             " INSERT INTO queuefs.counts (table_id, slot)"
+             " SELECT %u, slot FROM generate_series(0, 63) slot",
+             id, id, id);
     if ((rc = run_plain(txn, sql)))
         return rc;
     if (id_out)

@@ -49,6 +49,20 @@ fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key)
     return !res ? rc : PQntuples(res) ? STORE_CONFLICT : STORE_NOTFOUND;
 }
 
+/* A walk's place: "k" copied into "*buf" (replacing what it held), so it
+ * outlives the page it came from. */
+static StoreBytes
+key_keep(char **buf, StoreBytes k)
+{
+    free(*buf);
+    *buf = malloc(k.len ? k.len : 1);
+    if (!*buf)
+        abort();
+    if (k.len)
+        memcpy(*buf, k.data, k.len);
+    return (StoreBytes){*buf, k.len};
+}
+
 /* ---- records ---- */
 
 /* True when the last record a get of "txn" found absent is (table, key). */
@@ -178,7 +192,6 @@ pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
     size_t mark = txn->nresults;
     PgStmt s = PG_RECORD_FROM;
     char *last = NULL;
-    size_t last_len = 0;
     StoreBytes at = from;
     int rc = STORE_OK;
     for (;;) {
@@ -197,14 +210,7 @@ pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
         }
         if (rc || n < PAGE)
             break;
-        StoreBytes k = pg_bytes(res, n - 1, 0);
-        free(last);
-        last = malloc(k.len ? k.len : 1);
-        if (!last)
-            abort();
-        memcpy(last, k.data, k.len);
-        last_len = k.len;
-        at = (StoreBytes){last, last_len};
+        at = key_keep(&last, pg_bytes(res, n - 1, 0));
         s = PG_RECORD_AFTER;
         pg_results_drop(txn, mark);
     }
@@ -520,14 +526,8 @@ pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
         }
         if (rc || n < PAGE)
             break;
-        StoreBytes k = pg_bytes(res, n - 1, 0);
         after_wake = pg_i64(res, n - 1, PG_RECORD_NCOLS);
-        free(last);
-        last = malloc(k.len ? k.len : 1);
-        if (!last)
-            abort();
-        memcpy(last, k.data, k.len);
-        after_key = (StoreBytes){last, k.len};
+        after_key = key_keep(&last, pg_bytes(res, n - 1, 0));
         pg_results_drop(txn, mark);
     }
     pg_results_drop(txn, mark);

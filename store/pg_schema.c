@@ -37,12 +37,13 @@ static const char schema_sql[] =
     "CREATE INDEX records_ready ON queuefs.records (table_id, ord, seq) WHERE state = 0;"
     "CREATE INDEX records_waiting ON queuefs.records (table_id, wake, key) WHERE state = 1;"
     /* Counters: a row per table and connection slot, so no row is every
-     * claim's. */
+     * claim's; pages mostly empty, so their updates stay in the page (HOT)
+     * and go on when the tablespace is full. */
     "CREATE TABLE queuefs.counts ("
     "  table_id int8 NOT NULL, slot int4 NOT NULL,"
     "  claims int8 NOT NULL DEFAULT 0, releases int8 NOT NULL DEFAULT 0,"
     "  lapses int8 NOT NULL DEFAULT 0, deletes int8 NOT NULL DEFAULT 0,"
-    "  PRIMARY KEY (table_id, slot));"
+    "  PRIMARY KEY (table_id, slot)) WITH (fillfactor = 10);"
     "CREATE TABLE queuefs.dedup ("
     "  table_id int8 NOT NULL, key bytea NOT NULL, seen int8 NOT NULL,"
     "  PRIMARY KEY (table_id, key));"

@@ -17,6 +17,16 @@
 /* "dead" for attempts expression A under ceiling $M. */
 #define DEAD(a, m) "(" m "::int8 > 0 AND " a " >= " m "::int8)"
 
+/* The columns of a record whose hold ends at instant NOW, delayed until NB
+ * when it is not 0, under ceiling M: what a release sets. */
+#define NB_OR_KEPT(nb) "CASE WHEN " nb "::int8 <> 0 THEN " nb "::int8 ELSE r.not_before END"
+#define RELEASED(now, nb, m) \
+    "hold = 0, claimed_until = 0, consumer = '', instance = ''," \
+    " since = " now "::int8, changed = " now "::int8, not_before = " NB_OR_KEPT(nb) "," \
+    " dead = " DEAD("r.attempts", m) "," \
+    " state = queuefs.place_state(0, " NB_OR_KEPT(nb) ", " DEAD("r.attempts", m) ", " now "::int8)," \
+    " wake = queuefs.place_wake(0, " NB_OR_KEPT(nb) ", " DEAD("r.attempts", m) ", " now "::int8)"
+
 static const char *const stmt_sql[PG_STMT_COUNT] = {
     /* ---- the catalog ---- */
     [PG_TABLE_CREATE] =
@@ -125,15 +135,7 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
     /* $1 table, $2 key, $3 hold, $4 now, $5 not_before (0: as it is),
      * $6 ceiling */
     [PG_RELEASE] =
-        "UPDATE queuefs.records r SET hold = 0, claimed_until = 0, consumer = '', instance = '',"
-        " since = $4::int8, changed = $4::int8,"
-        " not_before = CASE WHEN $5::int8 <> 0 THEN $5::int8 ELSE r.not_before END,"
-        " dead = " DEAD("r.attempts", "$6") ","
-        " state = queuefs.place_state(0, CASE WHEN $5::int8 <> 0 THEN $5::int8"
-        "  ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $4::int8),"
-        " wake = queuefs.place_wake(0, CASE WHEN $5::int8 <> 0 THEN $5::int8"
-        "  ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $4::int8)"
-        " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
+        "UPDATE queuefs.records r SET " RELEASED("$4", "$5", "$6") " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
         " AND r.claimed_until > $4::int8 RETURNING " R_COLS,
     /* $1 table, $2 key, $3 now, $4 not_before (0: as it is); answers
      * whether a live hold ended */
@@ -163,15 +165,7 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  WHERE table_id = $1::int8 AND state = 1 AND claimed_until > $2::int8"
         "  AND CASE WHEN length($4::bytea) > 0 THEN consumer = $4::bytea"
         "      ELSE instance = $5::bytea END FOR NO KEY UPDATE),"
-        " x AS (UPDATE queuefs.records r SET hold = 0, claimed_until = 0, consumer = '',"
-        "  instance = '', since = $2::int8, changed = $2::int8,"
-        "  not_before = CASE WHEN $3::int8 <> 0 THEN $3::int8 ELSE r.not_before END,"
-        "  dead = " DEAD("r.attempts", "$6") ","
-        "  state = queuefs.place_state(0, CASE WHEN $3::int8 <> 0 THEN $3::int8"
-        "   ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $2::int8),"
-        "  wake = queuefs.place_wake(0, CASE WHEN $3::int8 <> 0 THEN $3::int8"
-        "   ELSE r.not_before END, " DEAD("r.attempts", "$6") ", $2::int8)"
-        "  FROM o WHERE r.table_id = $1::int8 AND r.key = o.key"
+        " x AS (UPDATE queuefs.records r SET " RELEASED("$2", "$3", "$6") " FROM o WHERE r.table_id = $1::int8 AND r.key = o.key"
         "  RETURNING " R_COLS ", o.ocu)"
         " SELECT * FROM x ORDER BY ocu, key",
     /* $1 table, $2 key, $3 the claim's hold, $4 written before it, and the
