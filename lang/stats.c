@@ -192,6 +192,26 @@ label_escape(const char *s, Buf *out)
     }
 }
 
+/* The store's own figures, when its backend keeps them (PostgreSQL's row
+ * versions: what VACUUM has still to reclaim). */
+static void
+store_metrics(LangSession *s, Buf *out)
+{
+    StoreTxn *txn;
+    StoreHealth h;
+    if (store_txn_begin(lang_session_store(s), false, &txn))
+        return;
+    if (store_health(txn, &h) == STORE_OK && h.known)
+        lang_buf_printf(out,
+                        "# HELP queuefs_store_live_rows Rows of the store's tables (estimate).\n"
+                        "# TYPE queuefs_store_live_rows gauge\nqueuefs_store_live_rows %llu\n"
+                        "# HELP queuefs_store_dead_rows Row versions VACUUM has yet to reclaim"
+                        " (estimate).\n"
+                        "# TYPE queuefs_store_dead_rows gauge\nqueuefs_store_dead_rows %llu\n",
+                        (unsigned long long)h.live_rows, (unsigned long long)h.dead_rows);
+    store_txn_abort(txn);
+}
+
 LangErrorCode
 lang_view_metrics(LangSession *s, Buf *out, LangError *err)
 {
@@ -231,6 +251,8 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         }
     }
     lang_value_free(&m.queues);
+    if (!err->code)
+        store_metrics(s, out);
     return err->code;
 }
 

@@ -7,6 +7,7 @@
 load mount_helpers
 
 PG_SERVER="$BATS_TEST_DIRNAME/../scripts/pg-server"
+HOSTS=()
 
 setup_file() {
     if [ -n "${QUEUEFS_TEST_PG:-}" ]; then
@@ -54,6 +55,7 @@ teardown() {
     done
     MOUNTS=()
     DAEMONS=()
+    hosts_down
 }
 
 # Polls until "cat FILE" succeeds; prints what it read.  False after 20 s.
@@ -171,4 +173,162 @@ print(json.dumps({'pad': base64.b64encode(os.urandom(30000)).decode()}))" >"$D/b
     sql "CREATE jobs = {n: 2};" >/dev/null || fail "no write after the disk grew"
     cat "$M/jobs/claim" >/dev/null || fail "no claim after the disk grew"
     cat "$D/big.json" >>"$M/jobs/new" || fail "no write through the mount after the disk grew"
+}
+
+@test "postgresql: a user with CREATE on the database makes the schema; another, given the README's grants, uses the same store" {
+    local admin
+    admin=$("$PG_SERVER" uri "$PG_DIR" postgres)
+    psql -qX "$admin" -c "DROP ROLE IF EXISTS maker_$DB" -c "DROP ROLE IF EXISTS other_$DB" \
+        -c "CREATE ROLE maker_$DB LOGIN" -c "CREATE ROLE other_$DB LOGIN" \
+        -c "GRANT CREATE, CONNECT ON DATABASE $DB TO maker_$DB" >/dev/null
+    local as_maker as_other
+    shopt -s extglob
+    as_maker=${STORE/user=+([^&])/user=maker_$DB}
+    as_other=${STORE/user=+([^&])/user=other_$DB}
+    run "$QUEUEFS_SQL" "$as_maker" "DEFINE QUEUE jobs TIMEOUT 1m; CREATE jobs = {n: 1};"
+    assert_success
+    # Without grants the other user cannot read it; with the README's, it works.
+    run --separate-stderr "$QUEUEFS_SQL" "$as_other" "SELECT * FROM jobs;"
+    assert_failure
+    psql -qX "${STORE/user=+([^&])/user=maker_$DB}" -c "GRANT USAGE ON SCHEMA queuefs TO other_$DB" \
+        -c "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA queuefs TO other_$DB" \
+        -c "GRANT USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA queuefs TO other_$DB" >/dev/null
+    run "$QUEUEFS_SQL" "$as_other" "CLAIM FROM jobs; CREATE jobs = {n: 2};"
+    assert_success
+    assert_line -n 0 --partial '"id":"jobs:1"'
+    STORE=$as_other mount_fs
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
+}
+
+@test "postgresql: metrics shows the row versions VACUUM has yet to reclaim" {
+    sql "DEFINE QUEUE jobs TIMEOUT 1m;" >/dev/null
+    python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(300)))' | sql >/dev/null
+    sql "DELETE FROM jobs WHERE n >= 0;" >/dev/null
+    mount_fs
+    local dead=0
+    for _ in $(seq 50); do
+        dead=$(awk '$1 == "queuefs_store_dead_rows" { print $2 }' "$M/metrics")
+        [ "${dead:-0}" -ge 300 ] && break
+        sleep 0.2
+    done
+    [ "${dead:-0}" -ge 300 ] || fail "queuefs_store_dead_rows is ${dead:-absent} after 300 deletes"
+    grep -q '^# TYPE queuefs_store_live_rows gauge$' "$M/metrics"
+}
+
+# ---------------------------------------------------------------------------
+# Several hosts: network namespaces, each mounting the store over TCP
+# ---------------------------------------------------------------------------
+
+# host_up N — network namespace qfs<pid>h<N> linked to this one by a veth
+# pair, 10.77.N.1 here and 10.77.N.2 there.
+host_up() {
+    local ns=qfs$$h$1
+    ip netns add "$ns"
+    ip link add "qv$$h$1" type veth peer name eth0 netns "$ns"
+    ip addr add "10.77.$1.1/24" dev "qv$$h$1"
+    ip link set "qv$$h$1" up
+    ip -n "$ns" addr add "10.77.$1.2/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+    HOSTS+=("$1")
+}
+
+hosts_down() {
+    local n
+    for n in "${HOSTS[@]+"${HOSTS[@]}"}"; do
+        ip link del "qv$$h$n" 2>/dev/null
+        ip netns del "qfs$$h$n" 2>/dev/null
+    done
+    HOSTS=()
+}
+
+# host_worker N MNT SECONDS — claims from MNT/jobs, works SECONDS and
+# finishes by the fenced name, logging each claim and each finish, until
+# $D/stop exists.
+host_worker() {
+    local rec id hold
+    while [ ! -e "$D/stop" ]; do
+        rec=$(cat "$2/jobs/claim" 2>/dev/null) || { sleep 0.1; continue; }
+        [ -n "$rec" ] || { sleep 0.05; continue; }
+        echo "$rec" >>"$D/claims.$1"
+        id=$(jq -r '.id | sub("^jobs:"; "")' <<<"$rec")
+        hold=$(jq -r .hold <<<"$rec")
+        sleep "$3"
+        if rm "$2/jobs/held/$id~$hold" 2>/dev/null; then echo "$id" >>"$D/finished.$1"; fi
+    done
+}
+
+@test "postgresql: three hosts mount one store over TCP; every record is finished exactly once, no two live holds overlap, and the holds of a host whose link is cut lapse to the others" {
+    host_up 1
+    host_up 2
+    host_up 3
+    local port
+    port=$(cat "$PG_DIR/port")
+    echo "host all all 10.77.0.0/16 trust" >>"$PG_DIR/data/pg_hba.conf"
+    QUEUEFS_PG_LISTEN=10.77.1.1,10.77.2.1,10.77.3.1 "$PG_SERVER" restart "$PG_DIR"
+    sql "DEFINE QUEUE jobs TIMEOUT 3s;" >/dev/null
+    python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(1, 301)))' | sql >/dev/null
+    local n user
+    user=$(stat -c %U "$PG_DIR/data")
+    for n in 1 2 3; do
+        mkdir -p "$D/m$n"
+        nsenter --net="/run/netns/qfs$$h$n" "$QUEUEFS" \
+            "postgresql://$user@10.77.$n.1:$port/$DB" "$D/m$n" 3>&-
+        wait_mounted "$D/m$n" || fail "host $n did not mount"
+        track_mount "$D/m$n"
+    done
+    grep -F " $D/m1 " /proc/mounts | grep -q "postgresql://$user@10.77.1.1:$port/$DB" ||
+        fail "the mount table does not name the server"
+    local pids=()
+    # Host 1's workers take their time: its link goes while they hold work.
+    local took
+    for n in 1 2 3; do
+        took=0.05
+        [ "$n" != 1 ] || took=1
+        host_worker "$n" "$D/m$n" "$took" 3>&- &
+        pids+=($!)
+        host_worker "$n" "$D/m$n" "$took" 3>&- &
+        pids+=($!)
+    done
+    # Once some work is done, host 1's link goes: what it holds lapses.
+    for _ in $(seq 300); do
+        [ "$(cat "$D"/finished.* 2>/dev/null | wc -l)" -ge 60 ] && [ -s "$D/finished.1" ] && break
+        sleep 0.1
+    done
+    ip link set "qv$$h1" down
+    local cut_at
+    cut_at=$(date +%s)
+    for _ in $(seq 600); do
+        [ "$(jqr .records "$(cat "$D/m2/jobs/stats")")" -eq 0 ] && break
+        sleep 0.1
+    done
+    touch "$D/stop"
+    assert_equal "$(jqr .records "$(cat "$D/m2/jobs/stats")")" 0
+    kill "${pids[0]}" "${pids[1]}" 2>/dev/null
+    wait "${pids[@]:2}"
+    fusermount3 -u -z "$D/m1"
+    kill -9 "${DAEMONS[0]}" 2>/dev/null
+    # Every record finished exactly once, across the hosts.
+    assert_equal "$(cat "$D"/finished.* | sort -u | wc -l)" 300
+    assert_equal "$(cat "$D"/finished.* | wc -l)" 300
+    [ -s "$D/finished.2" ] && [ -s "$D/finished.3" ] || fail "a host finished nothing"
+    # No two holds of a record overlapped: each claim came after the one
+    # before had lapsed (none was released: each was finished or lapsed).
+    cat "$D"/claims.* | jq -s -r '
+        def at: (sub("\\.[0-9]+Z$"; "Z") | fromdate)
+            + ((try capture("\\.(?<f>[0-9]+)Z$").f catch "0") | "0." + . | tonumber);
+        group_by(.id)[] | sort_by(.hold) | . as $c
+        | range(1; length)
+        | select(($c[.].claimed_until | at) - 3 < ($c[. - 1].claimed_until | at))
+        | "\($c[.].id): hold \($c[.].hold) overlaps hold \($c[. - 1].hold)"' >"$D/overlaps"
+    [ ! -s "$D/overlaps" ] || fail "holds overlapped: $(head -5 "$D/overlaps")"
+    # Host 1 held work when its link went, and the others took it over.
+    local relapsed
+    relapsed=$(cat "$D"/claims.* | jq -s '[group_by(.id)[] | select(length > 1)] | length')
+    echo "# after the cut at $cut_at: $relapsed records claimed more than once" >&3
+    [ "$relapsed" -ge 1 ] || fail "nothing host 1 held was claimed again"
+    local taken
+    taken=$(comm -12 <(jq -r .id "$D/claims.1" | sort -u) \
+        <(cat "$D/claims.2" "$D/claims.3" | jq -r .id | sort -u) | wc -l)
+    [ "$taken" -ge 1 ] || fail "no hold of host 1 lapsed to another host"
 }

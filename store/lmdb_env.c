@@ -642,6 +642,14 @@ lmdb_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
     return true;
 }
 
+int
+lmdb_health(StoreTxn *txn, StoreHealth *out)
+{
+    (void)txn;
+    *out = (StoreHealth){.known = false};   /* LMDB reuses its pages itself */
+    return STORE_OK;
+}
+
 const StoreOps store_lmdb_ops = {
     .name = "lmdb",
     .open = lmdb_open,
@@ -681,4 +689,5 @@ const StoreOps store_lmdb_ops = {
     .identity_next = lmdb_identity_next,
     .identity_note = lmdb_identity_note,
     .dedup_check = lmdb_dedup_check,
+    .health = lmdb_health,
 };

@@ -754,6 +754,7 @@ int lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
 int lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table, int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
 int lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
 int lmdb_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
+int lmdb_health(StoreTxn *txn, StoreHealth *out);
 int lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat);
 
 #endif

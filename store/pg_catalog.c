@@ -228,3 +228,18 @@ pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
     *repeat = PQntuples(res) == 0;
     return STORE_OK;
 }
+
+/* ---- health ---- */
+
+int
+pg_health(StoreTxn *txn, StoreHealth *out)
+{
+    PgArgs a = {0};
+    int rc;
+    PGresult *res = pg_run(txn, PG_HEALTH, &a, &rc);
+    if (!res)
+        return rc;
+    *out = (StoreHealth){.known = true, .live_rows = (uint64_t)pg_i64(res, 0, 0),
+                         .dead_rows = (uint64_t)pg_i64(res, 0, 1)};
+    return STORE_OK;
+}

@@ -153,15 +153,17 @@ quiet_notices(void *arg, const char *message)
 }
 
 /* Connects with the store's URI, the session set as queuefs wants it:
- * keepalives that notice a dead server within a minute, synchronous_commit
+ * keepalives that notice a dead server within a minute and a request the
+ * network stopped carrying failed after 30 s (TCP), synchronous_commit
  * by the store's sync option, and no transaction left idle for long. */
 static PGconn *
 connect_to(const Store *st, char *errbuf, size_t errlen)
 {
     /* Defaults first: what the URI says wins. */
     const char *keys[] = {"application_name", "connect_timeout", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "dbname", NULL};
-    const char *values[] = {"queuefs", "10", "15", "5", "3", st->conninfo, NULL};
+                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+                          "dbname", NULL};
+    const char *values[] = {"queuefs", "10", "15", "5", "3", "30000", st->conninfo, NULL};
     PGconn *conn = PQconnectdbParams(keys, values, 1);
     if (PQstatus(conn) != CONNECTION_OK) {
         if (errbuf)
@@ -275,7 +277,7 @@ stmt_reads(PgStmt s)
     switch (s) {
     case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
     case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
-    case PG_WAITING: case PG_ID_HELD:
+    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH:
         return true;
     default:
         return false;
@@ -732,4 +734,5 @@ const StoreOps store_pg_ops = {
     .identity_next = pg_identity_next,
     .identity_note = pg_identity_note,
     .dedup_check = pg_dedup_check,
+    .health = pg_health,
 };

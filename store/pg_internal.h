@@ -34,7 +34,7 @@ typedef enum PgStmt {
     PG_RECORD_FROM, PG_RECORD_AFTER,
     PG_CLAIM_HEAD, PG_CLAIM_ONE, PG_RELEASE, PG_RETRY, PG_TOUCH, PG_RELEASE_ALL, PG_UNCLAIM,
     PG_REFILE, PG_COUNTS, PG_WAITING,
-    PG_ID_NEXT, PG_ID_HELD, PG_ID_NOTE, PG_DEDUP,
+    PG_ID_NEXT, PG_ID_HELD, PG_ID_NOTE, PG_DEDUP, PG_HEALTH,
     PG_STMT_COUNT
 } PgStmt;
 
@@ -196,6 +196,7 @@ int pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
                           int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
 int pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
 int pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
+int pg_health(StoreTxn *txn, StoreHealth *out);
 int pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
                    bool *repeat);
 

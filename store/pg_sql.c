@@ -245,6 +245,10 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " INSERT INTO queuefs.dedup VALUES ($1::int8, $2::bytea, $3::int8)"
         " ON CONFLICT (table_id, key) DO UPDATE SET seen = EXCLUDED.seen"
         " WHERE queuefs.dedup.seen <= $4::int8 RETURNING 1",
+
+    /* The statistics collector's figures of queuefs's tables */
+    [PG_HEALTH] = "SELECT coalesce(sum(n_live_tup), 0)::int8, coalesce(sum(n_dead_tup), 0)::int8"
+                  " FROM pg_stat_user_tables WHERE schemaname = 'queuefs'",
 };
 
 const char *

@@ -301,3 +301,9 @@ store_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_
 {
     return OPS(txn)->dedup_check(txn, table, key, window_ns, repeat);
 }
+
+int
+store_health(StoreTxn *txn, StoreHealth *out)
+{
+    return OPS(txn)->health(txn, out);
+}

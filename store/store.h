@@ -498,6 +498,17 @@ int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
                              int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
                              void *ctx);
 
+/* What a server backend knows of the store's health as a whole. */
+typedef struct StoreHealth {
+    bool     known;        /* false: the backend keeps no such figures (LMDB) */
+    uint64_t live_rows;    /* the rows of the store's tables (an estimate) */
+    uint64_t dead_rows;    /* versions of rows left for VACUUM to reclaim (an
+                            * estimate): what long transactions hold back */
+} StoreHealth;
+
+/* Fills "out" (see StoreHealth).  Works in a read transaction. */
+int store_health(StoreTxn *txn, StoreHealth *out);
+
 /* ---- identities and deduplication ---- */
 
 /* The identity the store assigns next in "table": 1 + the greatest integer

@@ -54,6 +54,7 @@ typedef struct StoreOps {
     int (*identity_next)(StoreTxn *txn, uint32_t table, int64_t *out);
     int (*identity_note)(StoreTxn *txn, uint32_t table, int64_t id);
     int (*dedup_check)(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat);
+    int (*health)(StoreTxn *txn, StoreHealth *out);
 } StoreOps;
 
 extern const StoreOps store_lmdb_ops;
