@@ -28,6 +28,8 @@ run_plain(StoreTxn *txn, const char *sql)
     return STORE_OK;
 }
 
+static int catalog_changed(StoreTxn *txn);
+
 static StoreBytes
 name_bytes(const char *name)
 {
@@ -64,7 +66,7 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
              " INSERT INTO queuefs.counts (table_id, slot)"
              " SELECT %u, slot FROM generate_series(0, 63) slot",
              id, id, id);
-    if ((rc = run_plain(txn, sql)))
+    if ((rc = run_plain(txn, sql)) || (rc = catalog_changed(txn)))
         return rc;
     if (id_out)
         *id_out = id;
@@ -79,7 +81,101 @@ pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
     pg_arg_bytes(&a, def);
     int rc;
     PGresult *res = pg_run(txn, PG_TABLE_REDEFINE, &a, &rc);
-    return !res ? rc : PQntuples(res) ? STORE_OK : STORE_NOTFOUND;
+    return !res ? rc : !PQntuples(res) ? STORE_NOTFOUND : catalog_changed(txn);
+}
+
+/* ---- the cache of definitions ---- */
+
+void
+pg_catalog_forget(Store *st)
+{
+    while (st->tables) {
+        PgTableEntry *e = st->tables;
+        st->tables = e->next;
+        free(e->name);
+        free(e);
+    }
+}
+
+/* Keeps "p" until "txn" ends. */
+static void
+txn_keep(StoreTxn *txn, void *p)
+{
+    txn->blobs = realloc(txn->blobs, (txn->nblobs + 1) * sizeof *txn->blobs);
+    if (!txn->blobs)
+        abort();
+    txn->blobs[txn->nblobs++] = p;
+}
+
+/* Looks "name" up in the cache, valid for "txn" when it reads the catalog
+ * version the cache holds and has changed no definition itself; the
+ * definition is copied for the transaction (the cache may be cleared
+ * meanwhile).  True when found. */
+static bool
+cache_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
+{
+    Store *st = txn->st;
+    bool found = false;
+    if (txn->catalog_changed)
+        return false;
+    pthread_mutex_lock(&st->catalog_mu);
+    if (st->catalog_version == txn->catalog_version)
+        for (PgTableEntry *e = st->tables; e; e = e->next)
+            if (!strcmp(e->name, name)) {
+                if (id_out)
+                    *id_out = e->id;
+                if (def_out) {
+                    void *copy = malloc(e->def_len ? e->def_len : 1);
+                    if (!copy)
+                        abort();
+                    memcpy(copy, e->def, e->def_len);
+                    txn_keep(txn, copy);
+                    *def_out = (StoreBytes){copy, e->def_len};
+                }
+                found = true;
+                break;
+            }
+    pthread_mutex_unlock(&st->catalog_mu);
+    return found;
+}
+
+/* Remembers what "txn" read of "name", when it reads the cache's version. */
+static void
+cache_put(StoreTxn *txn, const char *name, uint32_t id, StoreBytes def)
+{
+    Store *st = txn->st;
+    if (txn->catalog_changed)
+        return;
+    PgTableEntry *e = malloc(sizeof *e + def.len);
+    if (!e)
+        abort();
+    e->id = id;
+    e->def_len = def.len;
+    if (def.len)
+        memcpy(e->def, def.data, def.len);
+    e->name = strdup(name);
+    if (!e->name)
+        abort();
+    pthread_mutex_lock(&st->catalog_mu);
+    if (st->catalog_version == txn->catalog_version) {
+        e->next = st->tables;
+        st->tables = e;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&st->catalog_mu);
+    if (e) {
+        free(e->name);
+        free(e);
+    }
+}
+
+/* Moves the catalog version on, in "txn": every cache of definitions, in
+ * every process, reads them again after its commit. */
+static int
+catalog_changed(StoreTxn *txn)
+{
+    txn->catalog_changed = true;
+    return run_plain(txn, "UPDATE queuefs.catalog SET version = version + 1");
 }
 
 int
@@ -87,6 +183,8 @@ pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_
 {
     if (!name_ok(name))
         return STORE_NOTFOUND;
+    if (cache_get(txn, name, id_out, def_out))
+        return STORE_OK;
     PgArgs a = {0};
     pg_arg_bytes(&a, name_bytes(name));
     int rc;
@@ -95,10 +193,13 @@ pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_
         return rc;
     if (PQntuples(res) == 0)
         return STORE_NOTFOUND;
+    uint32_t id = (uint32_t)pg_i64(res, 0, 0);
+    StoreBytes def = pg_bytes(res, 0, 1);
+    cache_put(txn, name, id, def);
     if (id_out)
-        *id_out = (uint32_t)pg_i64(res, 0, 0);
+        *id_out = id;
     if (def_out)
-        *def_out = pg_bytes(res, 0, 1);
+        *def_out = def;
     return STORE_OK;
 }
 
@@ -142,7 +243,7 @@ pg_table_drop(StoreTxn *txn, const char *name)
     snprintf(sql, sizeof sql,
              "DROP SEQUENCE IF EXISTS queuefs.ids_%u; DROP SEQUENCE IF EXISTS queuefs.arrivals_%u",
              id, id);
-    return run_plain(txn, sql);
+    return (rc = run_plain(txn, sql)) ? rc : catalog_changed(txn);
 }
 
 int
@@ -158,7 +259,7 @@ pg_table_rename(StoreTxn *txn, const char *from, const char *to)
     if (!res)
         return rc;
     if (PQntuples(res))
-        return STORE_OK;
+        return catalog_changed(txn);
     PgArgs b = {0};
     pg_arg_bytes(&b, name_bytes(to));
     if (!(res = pg_run(txn, PG_TABLE_NAMED, &b, &rc)))
@@ -180,13 +281,16 @@ pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
     if (PQgetisnull(res, 0, 0))
         return STORE_EXHAUSTED;
     *out = pg_i64(res, 0, 0);
+    txn->drawn_table = table;
+    txn->drawn_id = *out;
     return STORE_OK;
 }
 
 int
 pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
 {
-    if (id < 1)
+    /* (a note of what the sequence just handed out needs no look) */
+    if (id < 1 || (txn->drawn_table == table && id <= txn->drawn_id))
         return STORE_OK;
     int rc;
     PgArgs a = {0};

@@ -7,8 +7,11 @@
  * BEGIN; the transaction that saw it break fails with STORE_IO.  store_write
  * runs its function again after a deadlock or serialization failure.
  *
- * Every committing write transaction that changed something NOTIFYs
- * channel "queuefs"; a thread of the store LISTENs on a connection of its
+ * After a write transaction that changed something commits, a thread of
+ * the store NOTIFYs channel "queuefs" on a connection of its own (one
+ * NOTIFY for all the commits made while the last was sent: inside the
+ * transactions, NOTIFY would serialise their commits, fsyncs included, on
+ * the server's notification lock); another LISTENs on a connection of its
  * own and moves store_changes() on at each notification (and whenever it
  * had to reconnect, since notifications may have been lost meanwhile).  A
  * waiter also wakes every few seconds to look again, the safety net for
@@ -333,16 +336,26 @@ txn_start(StoreTxn *txn)
 {
     const char *sql = txn->write
                           ? "BEGIN ISOLATION LEVEL READ COMMITTED;"
-                            " SELECT (extract(epoch FROM now()) * 1000000)::int8"
+                            " SELECT (extract(epoch FROM now()) * 1000000)::int8,"
+                            " (SELECT version FROM queuefs.catalog)"
                           : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
-                            " SELECT (extract(epoch FROM now()) * 1000000)::int8";
+                            " SELECT (extract(epoch FROM now()) * 1000000)::int8,"
+                            " (SELECT version FROM queuefs.catalog)";
     PGresult *res = PQexec(txn->c->conn, sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         PQclear(res);
         return STORE_IO;
     }
     txn->now = atoll(PQgetvalue(res, 0, 0)) * 1000;
+    txn->catalog_version = atoll(PQgetvalue(res, 0, 1));
     PQclear(res);
+    Store *st = txn->st;
+    pthread_mutex_lock(&st->catalog_mu);
+    if (txn->catalog_version > st->catalog_version) {
+        pg_catalog_forget(st);
+        st->catalog_version = txn->catalog_version;
+    }
+    pthread_mutex_unlock(&st->catalog_mu);
     __atomic_store_n(&txn->st->clock_offset, txn->now - local_now(), __ATOMIC_RELAXED);
     return STORE_OK;
 }
@@ -377,17 +390,32 @@ txn_free(StoreTxn *txn)
 {
     pg_results_drop(txn, 0);
     free(txn->results);
+    for (size_t i = 0; i < txn->nblobs; i++)
+        free(txn->blobs[i]);
+    free(txn->blobs);
     pool_give(txn->st, txn->c);
     free(txn);
+}
+
+/* Moves store_changes() on, waking this process's waiters; "tell": and
+ * has the notifier tell the other processes and hosts. */
+static void
+changes_note(Store *st, bool tell)
+{
+    pthread_mutex_lock(&st->change_mu);
+    st->changes++;
+    pthread_cond_broadcast(&st->change_cv);
+    if (tell) {
+        st->notify_pending = true;
+        pthread_cond_signal(&st->notify_cv);
+    }
+    pthread_mutex_unlock(&st->change_mu);
 }
 
 static void
 changes_bump(Store *st)
 {
-    pthread_mutex_lock(&st->change_mu);
-    st->changes++;
-    pthread_cond_broadcast(&st->change_cv);
-    pthread_mutex_unlock(&st->change_mu);
+    changes_note(st, false);
 }
 
 int
@@ -419,7 +447,7 @@ pg_txn_commit(StoreTxn *txn)
             d->table, txn->c->slot, (long long)d->claims, (long long)d->releases,
             (long long)d->lapses, (long long)d->deletes);
     }
-    snprintf(sql + len, cap - len, "%sCOMMIT", txn->changed ? "NOTIFY queuefs; " : "");
+    snprintf(sql + len, cap - len, "COMMIT");
     PGresult *res = PQexec(txn->c->conn, sql);
     free(sql);
     int rc = STORE_OK;
@@ -435,7 +463,7 @@ pg_txn_commit(StoreTxn *txn)
     bool changed = txn->changed && rc == STORE_OK;
     txn_free(txn);
     if (changed)
-        changes_bump(st);
+        changes_note(st, true);
     return rc;
 }
 
@@ -523,11 +551,49 @@ pg_wait_change(Store *st, uint64_t seen, int64_t until_ns)
 void
 pg_wake(Store *st)
 {
-    changes_bump(st);
-    PgConn *c = pool_take(st);
-    if (!conn_ready(st, c, false))
-        PQclear(PQexec(c->conn, "NOTIFY queuefs"));
-    pool_give(st, c);
+    changes_note(st, true);
+}
+
+/* The notifier thread: one NOTIFY queuefs for the commits made since the
+ * last, on a connection of its own (synchronous_commit off: a notification
+ * is not data); at the store's close, the last one before it ends. */
+static void *
+notify_loop(void *arg)
+{
+    Store *st = arg;
+    PGconn *conn = NULL;
+    pthread_mutex_lock(&st->change_mu);
+    for (;;) {
+        while (!st->notify_pending && !st->stopping)
+            pthread_cond_wait(&st->notify_cv, &st->change_mu);
+        if (!st->notify_pending)
+            break;   /* closing, with every change told */
+        st->notify_pending = false;
+        pthread_mutex_unlock(&st->change_mu);
+        if (!conn || PQstatus(conn) != CONNECTION_OK) {
+            PQfinish(conn);
+            conn = connect_to(st, NULL, 0);
+            if (conn)
+                PQclear(PQexec(conn, "SET synchronous_commit = off"));
+        }
+        PGresult *res = conn ? PQexec(conn, "NOTIFY queuefs") : NULL;
+        bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
+        PQclear(res);
+        pthread_mutex_lock(&st->change_mu);
+        if (!ok && st->stopping)
+            break;
+        if (!ok) {
+            /* The server is away: try again in a while, not in a loop. */
+            st->notify_pending = true;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&st->notify_cv, &st->change_mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&st->change_mu);
+    PQfinish(conn);
+    return NULL;
 }
 
 /* Sleeps "ms" unless the store is closing; true when it is. */
@@ -609,6 +675,9 @@ store_free(Store *st)
     pthread_cond_destroy(&st->pool_cv);
     pthread_mutex_destroy(&st->change_mu);
     pthread_cond_destroy(&st->change_cv);
+    pthread_cond_destroy(&st->notify_cv);
+    pg_catalog_forget(st);
+    pthread_mutex_destroy(&st->catalog_mu);
     if (st->stop_pipe[0] >= 0) {
         close(st->stop_pipe[0]);
         close(st->stop_pipe[1]);
@@ -638,6 +707,8 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     pthread_cond_init(&st->pool_cv, NULL);
     pthread_mutex_init(&st->change_mu, NULL);
     pthread_cond_init(&st->change_cv, NULL);
+    pthread_cond_init(&st->notify_cv, NULL);
+    pthread_mutex_init(&st->catalog_mu, NULL);
     char msg[512] = "";
     PgConn *c = &st->pool[st->opened++];
     c->slot = (int)((uintptr_t)getpid() % 64);
@@ -650,6 +721,8 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
         st->server = server_name(c->conn);
         if (pthread_create(&st->listener, NULL, listen_loop, st) == 0)
             st->listening = true;
+        if (pthread_create(&st->notifier, NULL, notify_loop, st) == 0)
+            st->notifying = true;
         *out = st;
         return STORE_OK;
     }
@@ -668,6 +741,12 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
 void
 pg_close(Store *st)
 {
+    pthread_mutex_lock(&st->change_mu);
+    st->stopping = true;
+    pthread_cond_signal(&st->notify_cv);
+    pthread_mutex_unlock(&st->change_mu);
+    if (st->notifying)
+        pthread_join(st->notifier, NULL);
     if (st->listening) {
         ssize_t w = write(st->stop_pipe[1], "x", 1);
         (void)w;

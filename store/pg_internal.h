@@ -61,14 +61,39 @@ struct Store {
     uint64_t writes, waiting;     /* StoreStats (under pool_mu) */
     int64_t clock_offset;         /* server clock - local clock, ns (atomic) */
 
-    /* Notifications: a thread LISTENs on a connection of its own. */
+    /* Notifications: a thread LISTENs on a connection of its own, and
+     * another NOTIFYs on one of its own after commits that changed
+     * something (a NOTIFY inside each transaction would serialise their
+     * commits on the server's notification lock). */
     pthread_mutex_t change_mu;
     pthread_cond_t change_cv;
     uint64_t changes;             /* under change_mu */
     pthread_t listener;
     bool listening, stopping;
     int stop_pipe[2];
+    /* The tables' definitions as of catalog version "catalog_version"
+     * (queuefs.catalog, moved on by every change of a definition), so that
+     * a statement need not read them from the server each time. */
+    pthread_mutex_t catalog_mu;
+    int64_t catalog_version;
+    struct PgTableEntry *tables;
+    pthread_cond_t notify_cv;     /* under change_mu */
+    bool notify_pending;          /* a commit changed something since the last NOTIFY */
+    pthread_t notifier;
+    bool notifying;
 };
+
+/* A cached definition (Store.tables). */
+typedef struct PgTableEntry {
+    struct PgTableEntry *next;
+    uint32_t id;
+    size_t def_len;
+    char *name;
+    unsigned char def[];
+} PgTableEntry;
+
+/* Forgets the cached definitions (the store's catalog_mu held). */
+void pg_catalog_forget(Store *st);
 
 /* A table's changes to its counters in a transaction, written at commit. */
 typedef struct PgDelta {
@@ -87,6 +112,10 @@ struct StoreTxn {
     bool failed;                  /* a statement failed: only a rollback is left */
     bool retryable;               /* ... of a serialization failure or deadlock */
     int64_t now;
+    int64_t catalog_version;      /* queuefs.catalog's at BEGIN */
+    uint32_t drawn_table;         /* the last identity store_identity_next */
+    int64_t drawn_id;             /* drew in this transaction, and its table */
+    bool catalog_changed;         /* this transaction changed a definition */
     /* The last record a get found absent (table, key): a create of it that
      * finds it there lost a race with another transaction's create, and
      * store_write runs its function again. */
@@ -95,6 +124,8 @@ struct StoreTxn {
     size_t missing_len;
     PGresult **results;           /* kept until the transaction ends */
     size_t nresults, capresults;
+    void **blobs;                 /* copies kept until it ends (definitions) */
+    size_t nblobs;
     PgDelta deltas[PG_DELTAS_MAX];
     int ndeltas;
 };

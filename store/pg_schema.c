@@ -20,6 +20,9 @@ static const char schema_sql[] =
     "CREATE TABLE queuefs.tables ("
     "  id int8 PRIMARY KEY, name bytea NOT NULL UNIQUE, def bytea NOT NULL);"
     "CREATE SEQUENCE queuefs.table_ids;"
+    /* Moved on by every change of a definition: what caches of them check. */
+    "CREATE TABLE queuefs.catalog (version int8 NOT NULL);"
+    "INSERT INTO queuefs.catalog VALUES (1);"
     "CREATE SEQUENCE queuefs.holds;"
     /* A record; instants are int8 nanoseconds since the epoch (0: none). */
     "CREATE TABLE queuefs.records ("

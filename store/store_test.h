@@ -287,12 +287,20 @@ counts_in(StoreTxn *t, uint32_t table)
     return n;
 }
 
-/* The counts of queue "q" in a read transaction (its head key not kept). */
+/* The counts of queue "q" in a read transaction; its head key is copied
+ * (the store's memory ends with the transaction) and valid until the next
+ * call. */
 static inline StoreQueueCounts
 counts_of(Store *s, const StoreQueue *q)
 {
+    static _Thread_local char head[STORE_MAX_KEY];
     StoreTxn *t = begin(s, false);
     StoreQueueCounts n = counts_in(t, q->table);
+    if (n.has_head && n.head_key.len <= sizeof head) {
+        if (n.head_key.len)
+            memcpy(head, n.head_key.data, n.head_key.len);
+        n.head_key.data = head;
+    }
     store_txn_abort(t);
     return n;
 }
