@@ -231,6 +231,13 @@ pool_give(Store *st, PgConn *c)
 static int
 conn_ready(Store *st, PgConn *c, bool fresh)
 {
+    if (c->rolling_back) {
+        /* The last transaction's ROLLBACK, answered by now as a rule. */
+        PGresult *res;
+        while ((res = PQgetResult(c->conn)))
+            PQclear(res);
+        c->rolling_back = false;
+    }
     if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK)
         return 0;
     if (c->conn)
@@ -470,8 +477,15 @@ pg_txn_commit(StoreTxn *txn)
 void
 pg_txn_abort(StoreTxn *txn)
 {
-    if (PQstatus(txn->c->conn) == CONNECTION_OK)
-        PQclear(PQexec(txn->c->conn, "ROLLBACK"));
+    /* Not waited for: the next transaction on the connection reads its
+     * answer (a read transaction's end costs no round trip). */
+    PgConn *c = txn->c;
+    if (PQstatus(c->conn) == CONNECTION_OK) {
+        if (PQsendQuery(c->conn, "ROLLBACK"))
+            c->rolling_back = true;
+        else
+            PQclear(PQexec(c->conn, "ROLLBACK"));
+    }
     txn_free(txn);
 }
 

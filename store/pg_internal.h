@@ -44,6 +44,7 @@ typedef struct PgConn {
     int slot;                     /* its row of each table's counters */
     uint64_t prepared[(PG_STMT_COUNT + 63) / 64];  /* statements prepared on it */
     bool busy;                    /* a transaction has it */
+    bool rolling_back;            /* a ROLLBACK was sent, its answer not read */
 } PgConn;
 
 #define PG_POOL_MAX 32
