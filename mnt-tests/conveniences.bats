@@ -1310,12 +1310,15 @@ validate_metrics() {
     fi
 }
 
-@test "metrics: with no queue the only sample is the mount's own; a new queue appears at once" {
+@test "metrics: with no queue the only samples are the mount's and the store's own; a new queue appears at once" {
     mount_fs
     cat "$M/metrics" >"$BATS_TEST_TMPDIR/metrics"
     validate_metrics "$BATS_TEST_TMPDIR/metrics"
-    run grep -v '^#' "$BATS_TEST_TMPDIR/metrics"
+    run grep -v -e '^#' -e '^queuefs_store_' "$BATS_TEST_TMPDIR/metrics"
     assert_output --regexp '^queuefs_mount_inodes [0-9]+$'
+    # The store's own: PostgreSQL's row versions (a store directory has none).
+    run grep -c '^queuefs_store_\(live\|dead\)_rows [0-9]\+$' "$BATS_TEST_TMPDIR/metrics"
+    if on_postgresql; then assert_output 2; else assert_output 0; fi
     ctl "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {};" >/dev/null
     cat "$M/metrics" >"$BATS_TEST_TMPDIR/metrics"
     validate_metrics "$BATS_TEST_TMPDIR/metrics"
