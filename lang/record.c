@@ -222,6 +222,9 @@ lang_store_error(int status, const char *what, LangError *err)
                               "an identity or key is longer than %d bytes while %s",
                               STORE_MAX_KEY, what);
     default:
+        if (*store_error_detail())
+            return lang_error_set(err, LANG_STORE_ERROR, "%s while %s (%s)",
+                                  store_strerror(status), what, store_error_detail());
         return lang_error_set(err, LANG_STORE_ERROR, "%s while %s", store_strerror(status),
                               what);
     }

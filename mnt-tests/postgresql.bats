@@ -71,7 +71,7 @@ read_when_up() {
     return 1
 }
 
-@test "postgresql: the server restarting: the calls that need it fail with EIO meanwhile, the mount reconnects by itself, nothing acknowledged is lost and no record is held twice" {
+@test "postgresql: the server restarting: the calls that need it fail with EIO (StoreError naming the server) meanwhile, the mount reconnects by itself, nothing acknowledged is lost and no record is held twice" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
     mount_fs
     for i in $(seq 40); do echo "{\"n\":$i}" >>"$M/jobs/new"; done
@@ -83,6 +83,11 @@ read_when_up() {
     run bash -c "echo '{\"n\":41}' >> '$M/jobs/new'"
     assert_failure
     assert_output --partial "Input/output error"
+    # A statement says which server failed it.
+    run ctl "CLAIM FROM jobs;"
+    assert_failure
+    assert_output --partial '"error":"StoreError"'
+    assert_output --partial "the server $PG_DIR:$(cat "$PG_DIR/port")/$DB"
     # What the mount can answer without the server, it still does.
     [ -e "$M/ctl" ] || fail "the mount is gone"
     "$PG_SERVER" start "$PG_DIR" >/dev/null

@@ -243,7 +243,10 @@ conn_ready(Store *st, PgConn *c, bool fresh)
     if (c->conn)
         PQfinish(c->conn);
     memset(c->prepared, 0, sizeof c->prepared);
-    c->conn = connect_to(st, NULL, 0);
+    char msg[256] = "";
+    c->conn = connect_to(st, msg, sizeof msg);
+    if (!c->conn)
+        store_error_detail_set("%s: %s", st->server, msg);
     return c->conn ? 0 : STORE_IO;
 }
 
@@ -274,6 +277,8 @@ txn_failed(StoreTxn *txn, PGresult *res)
 {
     bool retry;
     int rc = status_of(txn->c->conn, res, &retry);
+    if (rc == STORE_IO)
+        store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
     txn->failed = true;
     txn->retryable = txn->retryable || retry;
     PQclear(res);
@@ -384,6 +389,8 @@ pg_txn_begin(Store *st, bool write, StoreTxn **out)
     if (!rc && (rc = txn_start(txn)) && !(rc = conn_ready(st, c, true)))
         rc = txn_start(txn);
     if (rc) {
+        if (c->conn)
+            store_error_detail_set("%s: %s", st->server, PQerrorMessage(c->conn));
         pool_give(st, c);
         free(txn);
         return rc;
@@ -463,6 +470,8 @@ pg_txn_commit(StoreTxn *txn)
         rc = status_of(txn->c->conn, res, &retry);
         if (rc == STORE_OK)
             rc = STORE_IO;
+        if (rc == STORE_IO)
+            store_error_detail_set("%s: %s", st->server, PQerrorMessage(txn->c->conn));
         txn->retryable = retry;
         PQclear(PQexec(txn->c->conn, "ROLLBACK"));
     }
@@ -667,15 +676,15 @@ listen_loop(void *arg)
 
 /* ---- the store ---- */
 
-/* "host:port/dbname" of "conn", for messages: never the password. */
+/* "the server host:port/dbname" of "conn", for messages: never the
+ * password. */
 static char *
 server_name(PGconn *conn)
 {
     const char *host = PQhost(conn), *port = PQport(conn), *db = PQdb(conn);
     char buf[512];
-    snprintf(buf, sizeof buf, "%s%s%s/%s", host && *host == '/' ? "" : host ? host : "",
-             host && *host == '/' ? "local" : port && *port ? ":" : "",
-             host && *host == '/' ? "" : port ? port : "", db ? db : "");
+    snprintf(buf, sizeof buf, "the server %s:%s/%s", host ? host : "", port ? port : "",
+             db ? db : "");
     return strdup(buf);
 }
 

@@ -52,7 +52,8 @@ typedef struct PgConn {
 struct Store {
     const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
     char *conninfo;               /* the URI, as given (may hold a password) */
-    char *server;                 /* "host:port/dbname", for messages: no password */
+    char *server;                 /* "the server host:port/dbname", for messages:
+                                   * no password */
     bool sync, read_only;
 
     pthread_mutex_t pool_mu;

@@ -2,6 +2,7 @@
  * it is called on (see store_backend.h). */
 #include "store_backend.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,26 @@ static const char *const store_messages[] = {
     [STORE_CONFLICT] = "the record's hold is not the one named",
     [STORE_EXHAUSTED] = "no identity is left to assign",
 };
+
+static _Thread_local char error_detail[512];
+
+const char *
+store_error_detail(void)
+{
+    return error_detail;
+}
+
+void
+store_error_detail_set(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(error_detail, sizeof error_detail, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(error_detail);
+    while (n && (error_detail[n - 1] == '\n' || error_detail[n - 1] == ' '))
+        error_detail[--n] = 0;
+}
 
 const char *
 store_strerror(int status)
@@ -136,12 +157,14 @@ store_txn_now(StoreTxn *txn)
 int
 store_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
 {
+    error_detail[0] = 0;
     return OPS(st)->write(st, fn, ctx);
 }
 
 int
 store_txn_begin(Store *st, bool write, StoreTxn **out)
 {
+    error_detail[0] = 0;
     return OPS(st)->txn_begin(st, write, out);
 }
 

@@ -175,6 +175,10 @@ void store_location_shown(const char *location, char *out, size_t len);
 void store_close(Store *st);
 /* A message for "status" (static storage). */
 const char *store_strerror(int status);
+/* What the backend said of the last failure of this thread's calls since
+ * its last store_txn_begin or store_write began ("" when nothing): for
+ * PostgreSQL, the server and its message — never a password. */
+const char *store_error_detail(void);
 /* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
  * realtime clock. */
 int64_t store_now(Store *st);

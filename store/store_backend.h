@@ -57,6 +57,10 @@ typedef struct StoreOps {
     int (*health)(StoreTxn *txn, StoreHealth *out);
 } StoreOps;
 
+/* Sets what store_error_detail() answers in this thread (printf-style;
+ * trailing newlines dropped). */
+void store_error_detail_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 extern const StoreOps store_lmdb_ops;
 extern const StoreOps store_pg_ops;
 
