@@ -12,22 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs "sql" (no arguments, simple protocol) in "txn". */
-static int
-run_plain(StoreTxn *txn, const char *sql)
-{
-    if (txn->failed)
-        return STORE_IO;
-    PGresult *res = PQexec(txn->c->conn, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        txn->failed = true;
-        PQclear(res);
-        return STORE_IO;
-    }
-    PQclear(res);
-    return STORE_OK;
-}
-
 static int catalog_changed(StoreTxn *txn);
 
 static StoreBytes
@@ -66,7 +50,7 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
              " INSERT INTO queuefs.counts (table_id, slot)"
              " SELECT %u, slot FROM generate_series(0, 63) slot",
              id, id, id);
-    if ((rc = run_plain(txn, sql)) || (rc = catalog_changed(txn)))
+    if ((rc = pg_run_sql(txn, sql)) || (rc = catalog_changed(txn)))
         return rc;
     if (id_out)
         *id_out = id;
@@ -175,7 +159,7 @@ static int
 catalog_changed(StoreTxn *txn)
 {
     txn->catalog_changed = true;
-    return run_plain(txn, "UPDATE queuefs.catalog SET version = version + 1");
+    return pg_run_sql(txn, "UPDATE queuefs.catalog SET version = version + 1");
 }
 
 int
@@ -243,7 +227,7 @@ pg_table_drop(StoreTxn *txn, const char *name)
     snprintf(sql, sizeof sql,
              "DROP SEQUENCE IF EXISTS queuefs.ids_%u; DROP SEQUENCE IF EXISTS queuefs.arrivals_%u",
              id, id);
-    return (rc = run_plain(txn, sql)) ? rc : catalog_changed(txn);
+    return (rc = pg_run_sql(txn, sql)) ? rc : catalog_changed(txn);
 }
 
 int
@@ -305,7 +289,7 @@ pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
     /* Notes of one table take turns, so that none lowers another's. */
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(1903522561, %u)", table);
-    if ((rc = run_plain(txn, sql)))
+    if ((rc = pg_run_sql(txn, sql)))
         return rc;
     return pg_run(txn, PG_ID_NOTE, &a, &rc) ? STORE_OK : rc;
 }

@@ -36,13 +36,20 @@
 
 /* ---- arguments and results ---- */
 
+/* Binds the "len" bytes the next argument has in a->ints. */
+static void
+arg_fixed(PgArgs *a, int len)
+{
+    a->values[a->n] = (const char *)a->ints[a->n];
+    a->lengths[a->n] = len;
+    a->formats[a->n++] = 1;
+}
+
 void
 pg_arg_i64(PgArgs *a, int64_t v)
 {
     be_put64(a->ints[a->n], (uint64_t)v);
-    a->values[a->n] = (const char *)a->ints[a->n];
-    a->lengths[a->n] = 8;
-    a->formats[a->n++] = 1;
+    arg_fixed(a, 8);
 }
 
 void
@@ -57,9 +64,7 @@ void
 pg_arg_bool(PgArgs *a, bool v)
 {
     a->ints[a->n][0] = v;
-    a->values[a->n] = (const char *)a->ints[a->n];
-    a->lengths[a->n] = 1;
-    a->formats[a->n++] = 1;
+    arg_fixed(a, 1);
 }
 
 int64_t
@@ -192,6 +197,15 @@ connect_to(const Store *st, char *errbuf, size_t errlen)
     return conn;
 }
 
+/* The counter row (of the 64 a table has) pool connection "i" of this
+ * process adds to: the process's own run of them, so that connections
+ * seldom share one. */
+static int
+counter_slot(int i)
+{
+    return (int)(((unsigned)getpid() * PG_POOL_MAX + (unsigned)i) % 64);
+}
+
 /* Takes a connection of the pool for a transaction, opening one when none
  * is free and the pool has room, else waiting for one. */
 static PgConn *
@@ -206,9 +220,9 @@ pool_take(Store *st)
                 return &st->pool[i];
             }
         if (st->opened < PG_POOL_MAX) {
-            PgConn *c = &st->pool[st->opened++];
+            PgConn *c = &st->pool[st->opened];
             c->busy = true;
-            c->slot = (int)(((uintptr_t)c / sizeof *c + (uintptr_t)getpid() * 31) % 64);
+            c->slot = counter_slot(st->opened++);
             pthread_mutex_unlock(&st->pool_mu);
             return c;
         }
@@ -330,6 +344,19 @@ pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
     results_keep(txn, res);
     *rc = STORE_OK;
     return res;
+}
+
+int
+pg_run_sql(StoreTxn *txn, const char *sql)
+{
+    if (txn->failed)
+        return STORE_IO;
+    PGresult *res = PQexec(txn->c->conn, sql);
+    ExecStatusType status = PQresultStatus(res);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        return txn_failed(txn, res);
+    PQclear(res);
+    return STORE_OK;
 }
 
 /* ---- transactions ---- */
@@ -734,7 +761,7 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     pthread_mutex_init(&st->catalog_mu, NULL);
     char msg[512] = "";
     PgConn *c = &st->pool[st->opened++];
-    c->slot = (int)((uintptr_t)getpid() % 64);
+    c->slot = counter_slot(0);
     int rc = STORE_IO;
     if ((c->conn = connect_to(st, msg, sizeof msg)) &&
         !(rc = pg_schema_ensure(c->conn, st->read_only, msg, sizeof msg)) &&

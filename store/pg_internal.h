@@ -151,6 +151,9 @@ void pg_arg_bool(PgArgs *a, bool v);
  * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
  * for a sequence at its end, ...) and the transaction left to roll back. */
 PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
+/* Runs "sql" (no arguments: DDL, several statements) in "txn", failing as
+ * pg_run does: 0 or the status. */
+int pg_run_sql(StoreTxn *txn, const char *sql);
 /* Frees the results "txn" holds from index "from" on (for a walk that
  * pages: its pages are valid only during the callback). */
 void pg_results_drop(StoreTxn *txn, size_t from);
