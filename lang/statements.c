@@ -208,7 +208,7 @@ lang_exec_alter(Exec *x, const Stmt *st)
     if (st->u.alter.deduplicate_ns >= 0)
         d->deduplicate_ns = st->u.alter.deduplicate_ns;
     StoreQueue q;
-    int rc = refile ? store_queue_refile(x->txn, lang_record_queue(&def, &q)) : STORE_OK;
+    int rc = refile ? store_queue_refile(x->txn, lang_record_queue(&def, &q), NULL, NULL) : STORE_OK;
     if (rc) {
         lang_table_def_free(&def);
         return lang_store_error(rc, "filing the queue's records anew", x->err);

@@ -142,7 +142,7 @@ test_refile(void)
     CHECK(get(st, q.table, "x", &before) == STORE_OK, "read");
     q.max_attempts = 2;
     StoreTxn *t = begin(st, true);
-    CHECK(store_queue_refile(t, &q) == STORE_OK, "refile");
+    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile");
     commit(t);
     CHECK(get(st, q.table, "x", &after) == STORE_OK && after.attempts == before.attempts &&
               after.written == before.written && after.changed == before.changed,
@@ -150,7 +150,7 @@ test_refile(void)
     CHECK(counts_of(st, &q).ready == 1, "ready under ATTEMPTS 2");
     q.max_attempts = 0;
     t = begin(st, true);
-    CHECK(store_queue_refile(t, &q) == STORE_OK, "refile without a ceiling");
+    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile without a ceiling");
     commit(t);
     CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable");
     CHECK_STR(c.keys, "x");

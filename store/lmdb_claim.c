@@ -274,15 +274,25 @@ collect_key(void *ctx, const StoreRecord *r)
 }
 
 int
-lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q)
+lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q,
+                  int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
     ByteList keys = {0};
     StoreBytes key;
     int rc = lmdb_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
     for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&keys, &off, &key);) {
         StoreRecord r;
-        if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)) == STORE_OK)
-            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
+        StoreFiling f;
+        if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
+            break;
+        if (file) {
+            if ((rc = file(ctx, &r, &f)))
+                break;
+            r.order = f.order;
+            r.not_before = f.not_before;
+            r.group = f.group;
+        }
+        rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
     }
     free(keys.data);
     return rc;
@@ -396,4 +406,11 @@ lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_n
         return rc;
     return lmdb_meta_put(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, now, key),
                          (StoreBytes){NULL, 0});
+}
+
+int
+lmdb_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
+{
+    *at = lmdb_txn_now(txn);
+    return q->rate ? STORE_INVALID : STORE_OK;
 }

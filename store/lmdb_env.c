@@ -684,6 +684,7 @@ const StoreOps store_lmdb_ops = {
     .retry = lmdb_retry,
     .unclaim = lmdb_unclaim,
     .queue_refile = lmdb_queue_refile,
+    .queue_rate_next = lmdb_queue_rate_next,
     .queue_counts = lmdb_queue_counts,
     .queue_each_waiting = lmdb_queue_each_waiting,
     .identity_next = lmdb_identity_next,

@@ -749,7 +749,8 @@ int lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBy
 int lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
 int lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out);
 int lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold, bool *given_back);
-int lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q);
+int lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q, int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
+int lmdb_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
 int lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
 int lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table, int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
 int lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);

@@ -858,6 +858,7 @@ const StoreOps store_pg_ops = {
     .retry = pg_retry,
     .unclaim = pg_unclaim,
     .queue_refile = pg_queue_refile,
+    .queue_rate_next = pg_queue_rate_next,
     .queue_counts = pg_queue_counts,
     .queue_each_waiting = pg_queue_each_waiting,
     .identity_next = pg_identity_next,

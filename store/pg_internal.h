@@ -226,7 +226,8 @@ int pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_bef
              StoreRecord *out);
 int pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
                bool *given_back);
-int pg_queue_refile(StoreTxn *txn, const StoreQueue *q);
+int pg_queue_refile(StoreTxn *txn, const StoreQueue *q, int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
+int pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
 int pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
 int pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
                           int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);

@@ -457,14 +457,25 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
 }
 
 int
-pg_queue_refile(StoreTxn *txn, const StoreQueue *q)
+pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
+                int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
+    if (file)
+        return STORE_INVALID;   /* not yet */
+    (void)ctx;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_i64(&a, txn->now);
     pg_arg_i64(&a, q->max_attempts);
     int rc;
     return pg_run(txn, PG_REFILE, &a, &rc) ? STORE_OK : rc;
+}
+
+int
+pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
+{
+    *at = txn->now;
+    return q->rate ? STORE_INVALID : STORE_OK;   /* not yet */
 }
 
 int

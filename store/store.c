@@ -290,9 +290,16 @@ store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int
 }
 
 int
-store_queue_refile(StoreTxn *txn, const StoreQueue *q)
+store_queue_refile(StoreTxn *txn, const StoreQueue *q,
+                   int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
-    return OPS(txn)->queue_refile(txn, q);
+    return OPS(txn)->queue_refile(txn, q, file, ctx);
+}
+
+int
+store_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
+{
+    return OPS(txn)->queue_rate_next(txn, q, at);
 }
 
 int

@@ -359,11 +359,22 @@ typedef struct StoreQueue {
     uint32_t table;
     int64_t  timeout_ns;     /* a hold's length (TIMEOUT) */
     int64_t  max_attempts;   /* the ATTEMPTS ceiling; 0: none */
-    /* Room for SPEC section 6 (AT MOST n PER f, AT MOST n EVERY d, PAUSE):
-     * per_group and rate are zero until the backends implement them (a
-     * claim with either is STORE_INVALID today). */
-    int64_t  per_group;      /* at most this many held per group */
-    int64_t  rate, rate_window_ns;  /* at most "rate" hand-outs a window */
+    /* AT MOST per_group PER f (0: none): at most this many records of one
+     * group (StoreRecord.group, non-empty) are held at once.  A claim
+     * passes over a group with that many holds and takes the next
+     * claimable record of another; a group's records go in claim order
+     * among themselves.  A record with an empty group is in no group; with
+     * per_group 0 the groups are ignored.  Finding the head costs O(log n)
+     * however many records wait behind groups at their limit: a backend
+     * files only each group's next record where claims look.  A hold that
+     * lapses frees its group's place at the claim that finds it lapsed.
+     * A queue whose per_group changes is refiled (store_queue_refile). */
+    int64_t  per_group;
+    /* AT MOST rate EVERY rate_window_ns (rate 0: none): at most "rate"
+     * records handed out by store_claim in any window of rate_window_ns,
+     * counted across every process and host on the store; a claim beyond
+     * it takes fewer, or none (not an error).  See store_queue_rate_next. */
+    int64_t  rate, rate_window_ns;
     bool     paused;         /* claims hand out nothing */
 } StoreQueue;
 
@@ -425,9 +436,10 @@ typedef struct StoreClaim {
  * record as now stored and as it was before ("before": its columns; the
  * same key and value) — valid during the call — and returns the number
  * claimed in "*claimed".  STORE_NOTFOUND when "c->key" names no record
- * (nothing claimable is not an error: *claimed is 0); STORE_INVALID when
- * "q" asks for what the backend does not do yet (per_group, rate).  A
- * paused queue (q->paused) hands out nothing. */
+ * (nothing claimable is not an error: *claimed is 0).  A paused queue
+ * (q->paused) hands out nothing; AT MOST … PER and AT MOST … EVERY
+ * (StoreQueue) bound what it takes, a named record's claim too (a record
+ * whose group is at its limit is not claimable). */
 int store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
                 int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before),
                 void *ctx, int64_t *claimed);
@@ -464,12 +476,33 @@ int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_
 int store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
                   bool *given_back);
 
-/* Files every record of queue "q" anew under "q" as it is now — after its
- * ATTEMPTS ceiling changed (ALTER QUEUE): a record retired under the old
- * ceiling may be ready now, a ready or held one retired — changing no
- * record's value, columns or times.  O(n) in the records, in one
- * transaction. */
-int store_queue_refile(StoreTxn *txn, const StoreQueue *q);
+/* How store_queue_refile files one record: its claim-order key (empty:
+ * the record key), NOT BEFORE instant (0: none) and AT MOST … PER group
+ * (empty: none), as StoreRecord's order, not_before and group. */
+typedef struct StoreFiling {
+    StoreBytes order;
+    int64_t    not_before;
+    StoreBytes group;
+} StoreFiling;
+
+/* Files every record of queue "q" anew under "q" as it is now — after a
+ * change of its definition (ALTER QUEUE): its ATTEMPTS ceiling (a record
+ * retired under the old ceiling may be ready now, a ready or held one
+ * retired), its AT MOST … PER limit, or, when "file" is not NULL, how each
+ * record is filed: "file" is called with each record (valid during the
+ * call) and fills "*out" (its bytes valid until the next call), and the
+ * record is filed so; a non-zero return stops the refile and is returned.
+ * Changes no record's value, columns or times (held records keep their
+ * deadline).  O(n) in the records, in one transaction. */
+int store_queue_refile(StoreTxn *txn, const StoreQueue *q,
+                       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out),
+                       void *ctx);
+
+/* The first instant queue "q"'s AT MOST rate EVERY window admits another
+ * hand-out into "*at": at most the transaction's instant when a claim now
+ * may take one (always so when q->rate is 0), else when the oldest
+ * hand-out of the window leaves it.  Works in a read transaction. */
+int store_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
 
 /* What a queue table holds at an instant, and what was done to it. */
 typedef struct StoreQueueCounts {
@@ -478,6 +511,10 @@ typedef struct StoreQueueCounts {
     uint64_t   held;       /* waiting for a hold to end */
     uint64_t   delayed;    /* waiting for a delay to end */
     uint64_t   idle;       /* retired: handed out no more */
+    uint64_t   grouped;    /* claimable but for AT MOST … PER: waiting
+                            * behind a record of their group (counted in
+                            * none of ready, held, delayed and idle) */
+    uint64_t   groups_full;  /* the groups with per_group records held */
     uint64_t   unsorted;   /* waiting, filed by a store of an earlier format
                             * that did not tell held from delayed: counted in
                             * none of ready, held, delayed and idle */
