@@ -7,32 +7,29 @@
 #define META_INTERNAL 0x00
 #define META_CALLER 0x01
 
-/* Deletes every entry of "dbi" whose key starts with [T] (all duplicates
- * too), at O(log n) per entry. */
-static int
-db_delete_table(MDB_txn *txn, MDB_dbi dbi, uint32_t table, unsigned del_flags)
+int
+lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, size_t n)
 {
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(txn, dbi, &cur);
+    KeyBuf prefix;
+    int rc = mdb_cursor_open(t->txn, dbi, &cur);
     if (rc)
         return lmdb_status_of(rc);
-    KeyBuf prefix;
     lmdb_key_set_table(&prefix, table);
+    lmdb_key_append(&prefix, sub, n);
     for (;;) {
         MDB_val k = lmdb_key_val(&prefix), v;
-        rc = lmdb_cursor_in_table(cur, &k, &v, MDB_SET_RANGE, table);
-        if (rc == MDB_NOTFOUND) {
-            rc = 0;
+        if ((rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE)))
+            break;
+        if (k.mv_size < prefix.len || memcmp(k.mv_data, prefix.data, prefix.len)) {
+            rc = MDB_NOTFOUND;
             break;
         }
-        if (rc)
-            break;
-        rc = mdb_cursor_del(cur, del_flags);
-        if (rc)
+        if ((rc = mdb_cursor_del(cur, MDB_NODUPDATA)))
             break;
     }
     mdb_cursor_close(cur);
-    return lmdb_status_of(rc);
+    return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
 }
 
 /* Builds the meta key [T][sub][name]; the caller has checked the length. */
@@ -236,11 +233,11 @@ lmdb_table_drop(StoreTxn *txn, const char *name)
     MDB_val kv = lmdb_key_val(&k);
     if ((rc = mdb_del(txn->txn, txn->st->catalog, &kv, NULL)))
         return lmdb_status_of(rc);
-    if ((rc = db_delete_table(txn->txn, txn->st->records, id, 0)) ||
-        (rc = db_delete_table(txn->txn, txn->st->ready, id, MDB_NODUPDATA)) ||
-        (rc = db_delete_table(txn->txn, txn->st->deadline, id, 0)) ||
-        (rc = db_delete_table(txn->txn, txn->st->meta, id, 0)))
-        return rc;
+    MDB_dbi dbs[] = {txn->st->records, txn->st->ready, txn->st->deadline, txn->st->group_index,
+                     txn->st->meta};
+    for (size_t i = 0; i < sizeof dbs / sizeof *dbs; i++)
+        if ((rc = lmdb_delete_prefixed(txn, dbs[i], id, NULL, 0)))
+            return rc;
     KeyBuf ck;
     lmdb_counts_key_build(&ck, id);
     kv = lmdb_key_val(&ck);

@@ -100,24 +100,32 @@ lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
             int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
             int64_t *claimed)
 {
-    int64_t now = lmdb_txn_now(txn);
+    int64_t now = lmdb_txn_now(txn), room;
     StoreRecord r;
-    int rc;
+    bool full = false;
     *claimed = 0;
-    if (q->per_group || q->rate || q->rate_window_ns)
-        return STORE_INVALID;
+    int rc = lmdb_rate_room(txn, q, &room);
+    if (rc || q->paused || room <= 0)
+        return rc;
     if (c->key.len) {
+        /* Drained first, a lapsed hold of its group no longer counts. */
+        StoreBytes head;
+        if (q->per_group > 0 && (rc = lmdb_queue_head(txn, q, now, &head)) &&
+            rc != STORE_NOTFOUND)
+            return rc;
         if ((rc = lmdb_record_load(txn, q->table, c->key, &r, NULL)))
             return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
-        if (q->paused || !claimable(q, &r, now))
+        if ((rc = lmdb_group_at_limit(txn, q->table, q, r.group, &full)))
+            return rc;
+        if (full || !claimable(q, &r, now))
             return STORE_OK;
         if ((rc = claim_one(txn, q, c, &r, fn, ctx)) == STORE_OK)
             *claimed = 1;
-        return rc;
+        return rc ? rc : lmdb_rate_note(txn, q, 1);
     }
-    while (!q->paused && *claimed < c->n) {
+    while (*claimed < c->n && *claimed < room) {
         StoreBytes key;
-        if ((rc = lmdb_queue_head(txn, q->table, now, &key)) == STORE_NOTFOUND)
+        if ((rc = lmdb_queue_head(txn, q, now, &key)) == STORE_NOTFOUND)
             break;
         if (rc || (rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             return rc == STORE_NOTFOUND ? STORE_CORRUPT : rc;
@@ -128,7 +136,7 @@ lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         if (rc)
             return rc;
     }
-    return STORE_OK;
+    return lmdb_rate_note(txn, q, *claimed);
 }
 
 /* Loads record "key" and checks that its live hold is number "hold". */
@@ -279,7 +287,9 @@ lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q,
 {
     ByteList keys = {0};
     StoreBytes key;
-    int rc = lmdb_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
+    int rc = lmdb_queue_unfile_all(txn, q->table);
+    if (rc == STORE_OK)
+        rc = lmdb_record_each(txn, q->table, (StoreBytes){NULL, 0}, collect_key, &keys);
     for (size_t off = 0; rc == STORE_OK && lmdb_list_next(&keys, &off, &key);) {
         StoreRecord r;
         StoreFiling f;
@@ -406,11 +416,4 @@ lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_n
         return rc;
     return lmdb_meta_put(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, now, key),
                          (StoreBytes){NULL, 0});
-}
-
-int
-lmdb_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
-{
-    *at = lmdb_txn_now(txn);
-    return q->rate ? STORE_INVALID : STORE_OK;
 }

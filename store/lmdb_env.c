@@ -93,6 +93,16 @@ store_dbi_open(MDB_txn *txn, const char *name, unsigned flags, bool create, MDB_
     return mdb_dbi_open(txn, name, flags | (create ? MDB_CREATE : 0), dbi);
 }
 
+/* Opens the "groups" database, which stores made before AT MOST … PER
+ * lack: a write creates it; read only, a store without it has no grouped
+ * record, and the handle is never used (only writes file groups). */
+static int
+store_groups_open(MDB_txn *txn, bool write, MDB_dbi *dbi)
+{
+    int rc = store_dbi_open(txn, "groups", MDB_DUPSORT, write, dbi);
+    return rc == MDB_NOTFOUND && !write ? 0 : rc;
+}
+
 /* Writes the format marker of this format. */
 static int
 store_format_mark(MDB_txn *txn, MDB_dbi sys)
@@ -179,7 +189,8 @@ store_schema_read(Store *st)
         (rc = store_dbi_open(txn, "records", 0, false, &st->records)) ||
         (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, false, &st->ready)) ||
         (rc = store_dbi_open(txn, "deadline", 0, false, &st->deadline)) ||
-        (rc = store_dbi_open(txn, "meta", 0, false, &st->meta))) {
+        (rc = store_dbi_open(txn, "meta", 0, false, &st->meta)) ||
+        (rc = store_groups_open(txn, false, &st->group_index))) {
         mdb_txn_abort(txn);
         pthread_rwlock_unlock(&st->map_lock);
         return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
@@ -235,7 +246,8 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "records", 0, fresh, &st->records)) ||
         (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, fresh, &st->ready)) ||
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
-        (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)))
+        (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)) ||
+        (rc = store_groups_open(txn, true, &st->group_index)))
         goto fail;
     if (version < STORE_FORMAT_VERSION && (rc = store_format_upgrade(st, txn, version)))
         goto fail_status;

@@ -4,7 +4,8 @@
  * (each named lmdb_*, documented here).  Not installed: only the lmdb_*.c
  * files include it, and with it <lmdb.h>.
  *
- * The files: lmdb_env.c (open and close, the store's format and its
+ * The files: lmdb_groups.c (AT MOST … PER groups and AT MOST … EVERY
+ * rates); lmdb_env.c (open and close, the store's format and its
  * upgrade, the named databases, options, errors); lmdb_map.c (the map's
  * size, its growth, adopting a map another process grew, the reserve);
  * lmdb_sync.c (the page "queuefs.sync" every process on the store shares:
@@ -14,7 +15,7 @@
  * and per-table meta values); lmdb_records.c (records: their keys and
  * values); lmdb_queue.c (the queue indexes, the counts, store_queue_*).
  *
- * Layout: one LMDB environment (a directory) with six named databases.
+ * Layout: one LMDB environment (a directory) with seven named databases.
  * Integers in keys are big-endian so that byte order is numeric order;
  * "T" below is a table id as 4 big-endian bytes.
  *
@@ -41,24 +42,33 @@
  *             whose "then" says what the record does at wake (lmdb_placement's
  *             then_ns).  Empty: filed by format 1, which did not tell them
  *             apart (ready at wake).
+ *   groups    [T][u64 hash of a group][order key] → [u64 seq][record key]
+ *             (MDB_DUPSORT): under AT MOST … PER, the ready records of a
+ *             group that wait behind its next one (lmdb_groups.c)
  *   meta      [T][0x00]"seq"   → u64: the table's last arrival sequence
  *             [T][0x01]"next_id" → i64: the next store-assigned identity
  *             (INT64_MIN: none is left)
  *             [T][0x01]"dedup:"[key] → i64: when "key" was first seen
  *             [T][0x01]"dedupt:"[i64 first][key] → empty: the same, in
  *             time order, for pruning
+ *             [T][0x01]"grp:"[group] → [i64 held][u8 full][record key]:
+ *             a group's holds, whether they are at the limit, and its
+ *             record in the ready index (lmdb_groups.c)
+ *             [T][0x01]"rate" → i64 × n: the queue's last hand-outs, oldest
+ *             first (AT MOST … EVERY)
  *             [0][0x01]"holds" → i64: the last hold number of the store
  *             (table id 0 is no table's: no drop removes it)
- *   (main)    "records"[T]     → 9 × u64: the table's records, and of them
+ *   (main)    "records"[T]     → 11 × u64: the table's records, and of them
  *             its ready, held and delayed and unsorted (format 1) index
- *             entries, then its claims, releases, lapses and deletes
- *             (5 × u64 before format 3); kept in every transaction that changes them, so a
+ *             entries, then its claims, releases, lapses and deletes, then its
+ *             grouped records and full groups (11 × u64; 9 before AT MOST
+ *             … PER, 5 before format 3); kept in every transaction that changes them, so a
  *             count costs a lookup (store_queue_counts).  They live in
  *             LMDB's main database, next to the named databases' records,
  *             whose page every writing transaction rewrites anyway: a
  *             delete on a full disk needs no page more for them.
  *
- * Dropping a table deletes every key with its [T] prefix in records,
+ * Dropping a table deletes every key with its [T] prefix in records, groups,
  * ready, deadline and meta, and its counts.  Table ids are never reused.
  *
  * Concurrency: LMDB's lock file serialises writers across processes and
@@ -151,8 +161,9 @@
 
 /* The per-table counts (main "records"[T]), in their stored order. */
 enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED,
-       CNT_CLAIMS, CNT_RELEASES, CNT_LAPSES, CNT_DELETES, CNT_N };
+       CNT_CLAIMS, CNT_RELEASES, CNT_LAPSES, CNT_DELETES, CNT_GROUPED, CNT_GROUPS_FULL, CNT_N };
 #define CNT_N_FORMAT2 5              /* the counts a store of format 2 kept */
+#define CNT_N_UNGROUPED 9            /* the counts before AT MOST … PER */
 
 /* A held record's "then" (a deadline entry's): it retires at its wake. */
 #define THEN_RETIRE (-1)
@@ -202,6 +213,7 @@ struct Store {
     const StoreOps *ops;         /* &store_lmdb_ops: first (store_backend.h) */
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
+    MDB_dbi group_index;         /* the "groups" database */
     MDB_dbi main;                /* LMDB's main database: the counts */
     pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
     bool sync;                   /* sync on: commits are made durable */
@@ -645,6 +657,11 @@ void
 lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
                int *kind, int64_t *then);
 
+/* Deletes every entry of database "dbi" (every duplicate too) whose key
+ * starts with [T] and then the "n" bytes "sub", at O(log n) an entry. */
+int
+lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, size_t n);
+
 /* ---- lmdb_catalog.c: meta values ---- */
 
 /* The meta value "name" of "table" (the caller's namespace of meta keys,
@@ -663,12 +680,83 @@ lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
 
 /* ---- lmdb_queue.c ---- */
 
-/* The key of the head of queue "table" at "now" into "key_out" (pointing
+/* The key of the head of queue "q" at "now" into "key_out" (pointing
  * into LMDB memory), after moving every waiting record whose instant has
  * come on (a write transaction is required).  STORE_NOTFOUND when nothing
  * is ready. */
 int
-lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out);
+lmdb_queue_head(StoreTxn *txn, const StoreQueue *q, int64_t now, StoreBytes *key_out);
+
+/* Puts (put) or deletes a record's ready entry: an LMDB code
+ * (MDB_NOTFOUND for a missing one). */
+int
+lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t order_len, uint64_t seq,
+                 const void *rkey, size_t rkey_len, bool put);
+
+/* True when (order a, seq a) comes before (order b, seq b) in claim order:
+ * memcmp of the order keys, the shorter first on a tie, then arrival. */
+bool
+lmdb_claim_place_before(const unsigned char *a, size_t a_len, uint64_t a_seq,
+                        const unsigned char *b, size_t b_len, uint64_t b_seq);
+
+/* Empties every index of "table" — ready, deadline, groups, the groups'
+ * states — and their counts, so that every record can be filed anew
+ * (store_queue_refile); the records and counters stay. */
+int
+lmdb_queue_unfile_all(StoreTxn *t, uint32_t table);
+
+/* ---- lmdb_groups.c ---- */
+
+/* True when queue "q" (NULL: a collection) puts a record of "group" in a
+ * group. */
+static inline bool
+lmdb_grouped(const StoreQueue *q, StoreBytes group)
+{
+    return q && q->per_group > 0 && group.len > 0;
+}
+
+/* Files a ready record of "group" in the groups index (its settling puts
+ * it where it belongs).  Counted as CNT_GROUPED by the caller. */
+int
+lmdb_group_file(StoreTxn *t, uint32_t table, StoreBytes group, const void *order,
+                size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len);
+
+/* Removes the index entry of a ready record of "group" (header "h"):
+ * from the ready index when it is its group's next, else from the groups
+ * index; "*cls" says which count it was in (-1: none, missing). */
+int
+lmdb_group_unfile(StoreTxn *t, uint32_t table, StoreBytes group, const RecordHead *h,
+                  const void *rkey, size_t rkey_len, int *cls);
+
+/* Adds "by" (±1) to the holds of "group". */
+int
+lmdb_group_held_add(StoreTxn *t, uint32_t table, StoreBytes group, int by);
+
+/* Puts the right record of "group" — its first in claim order, while it
+ * has fewer than q->per_group holds — in the ready index, and the rest in
+ * the groups index, noting the moves and whether it is full in "delta". */
+int
+lmdb_group_settle(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
+                  int64_t delta[CNT_N]);
+
+/* True in "*full" when "group" has q->per_group holds (false when q puts
+ * no record of it in a group). */
+int
+lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
+                    bool *full);
+
+/* Deletes the groups index entries and group states of "table". */
+int
+lmdb_groups_clear(StoreTxn *t, uint32_t table);
+
+/* The hand-outs queue "q"'s rate has room for now into "*room" (INT64_MAX
+ * without a rate). */
+int
+lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t *room);
+
+/* Notes "handed" hand-outs of queue "q" now. */
+int
+lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed);
 
 /* Reads the counts of "table" into "n" (all 0 when it has none yet; the
  * counters 0 in an entry of format 2). */
@@ -695,20 +783,25 @@ int
 lmdb_slot_class(int64_t wake, int kind);
 
 /* Adds the index entry a record with this slot state belongs in (none for
- * WAKE_NO_SLOT); a waiting one of "kind" (WAIT_HOLD carries "then").  All
- * pointers are to local copies. */
+ * WAKE_NO_SLOT); a waiting one of "kind" (WAIT_HOLD carries "then").  A
+ * record of "group" (non-empty only when its queue groups it: see
+ * lmdb_grouped) is filed in the groups index when ready, and its hold
+ * counted in its group; the caller then settles the group
+ * (lmdb_group_settle).  "*cls" says which count the entry is in (-1:
+ * none).  All pointers are to local copies. */
 int
 lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
                      const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
-                     int64_t then);
+                     int64_t then, StoreBytes group, int *cls);
 
 /* Removes the index entry described by a record's header (none for
- * WAKE_NO_SLOT), and says in "*cls" which count it was in (-1: none, or
- * missing).  Copies what it needs from "h" before writing, so "h" may
- * point into LMDB memory.  A missing entry is not an error. */
+ * WAKE_NO_SLOT) — of a record of "group" as for lmdb_queue_index_add —
+ * and says in "*cls" which count it was in (-1: none, or missing).
+ * Copies what it needs from "h" before writing, so "h" may point into
+ * LMDB memory.  A missing entry is not an error. */
 int
 lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                        const RecordHead *h, int *cls);
+                        const RecordHead *h, StoreBytes group, int *cls);
 
 /* Counts the records of table "table" and their index entries from
  * scratch (see "Layout"), at O(1) per record. */

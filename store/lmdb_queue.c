@@ -27,7 +27,8 @@ lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
         return STORE_OK;
     if (rc)
         return lmdb_status_of(rc);
-    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_FORMAT2)
+    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_UNGROUPED &&
+        v.mv_size != 8 * CNT_N_FORMAT2)
         return STORE_CORRUPT;
     for (int i = 0; i < (int)(v.mv_size / 8); i++)
         n[i] = be_get64((const unsigned char *)v.mv_data + 8 * i);
@@ -131,16 +132,34 @@ deadline_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, si
 }
 
 int
+lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t order_len, uint64_t seq,
+                 const void *rkey, size_t rkey_len, bool put)
+{
+    KeyBuf k, d;
+    ready_entry_build(&k, &d, table, order, order_len, seq, rkey, rkey_len);
+    MDB_val kv = lmdb_key_val(&k), dv = lmdb_key_val(&d);
+    return put ? mdb_put(t->txn, t->st->ready, &kv, &dv, 0) : mdb_del(t->txn, t->st->ready, &kv, &dv);
+}
+
+int
 lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
                      const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
-                     int64_t then)
+                     int64_t then, StoreBytes group, int *cls)
 {
     KeyBuf k, d;
     MDB_val kv, dv = {0, NULL};
     MDB_dbi dbi;
     unsigned char wait[WAIT_VALUE_LEN];
+    int rc;
+    *cls = lmdb_slot_class(wake, kind);
     if (wake == WAKE_NO_SLOT)
         return STORE_OK;
+    if (wake == 0 && group.len) {
+        *cls = CNT_GROUPED;
+        return lmdb_group_file(t, table, group, order, order_len, seq, rkey, rkey_len);
+    }
+    if (kind == WAIT_HOLD && group.len && (rc = lmdb_group_held_add(t, table, group, 1)))
+        return rc;
     if (wake == 0) {
         ready_entry_build(&k, &d, table, order, order_len, seq, rkey, rkey_len);
         dv = lmdb_key_val(&d);
@@ -158,7 +177,7 @@ lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_
 
 int
 lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                        const RecordHead *h, int *cls)
+                        const RecordHead *h, StoreBytes group, int *cls)
 {
     KeyBuf k, d;
     MDB_val kv, dv;
@@ -166,6 +185,8 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
     *cls = -1;
     if (h->wake == WAKE_NO_SLOT)
         return STORE_OK;
+    if (h->wake == 0 && group.len)
+        return lmdb_group_unfile(t, table, group, h, rkey, rkey_len, cls);
     if (h->wake == 0) {
         ready_entry_build(&k, &d, table, h->order, h->order_len, h->seq, rkey, rkey_len);
         kv = lmdb_key_val(&k);
@@ -182,23 +203,29 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
             rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
             if (rc == 0)
                 *cls = lmdb_slot_class(h->wake, kind);
+            if (rc == 0 && kind == WAIT_HOLD && group.len)
+                return lmdb_group_held_add(t, table, group, -1);
         }
     }
     return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
 }
 
-/* Files the waiting record under [T][rkey] anew: its header's wake
- * becomes "wake" (0: ready, > 0: delayed until then, WAKE_NO_SLOT: in no
- * index) and it gets that index entry, noted in "delta".  The deadline
- * entry is the caller's to delete.  A deadline entry without a record is
- * ignored. */
+/* Files the waiting record of queue "q" under [T][rkey] anew: its
+ * header's wake becomes "wake" (0: ready, > 0: delayed until then,
+ * WAKE_NO_SLOT: in no index) and it gets that index entry, noted in
+ * "delta"; a hold's end ("was_hold") is its group's.  The deadline entry is
+ * the caller's to delete.  A deadline entry without a record is ignored. */
 static int
-queue_record_refile(StoreTxn *t, uint32_t table, const KeyBuf *rk, int64_t wake,
-                    int64_t delta[CNT_N])
+queue_record_refile(StoreTxn *t, const StoreQueue *q, const KeyBuf *rk, int64_t wake,
+                    bool was_hold, int64_t delta[CNT_N])
 {
+    uint32_t table = q->table;
     KeyBuf key = *rk;
     MDB_val kv = lmdb_key_val(&key), v;
     RecordHead h;
+    StoreRecord r;
+    unsigned char group_buf[STORE_MAX_KEY];
+    StoreBytes group = {group_buf, 0};
     int rc = mdb_get(t->txn, t->st->records, &kv, &v);
     if (rc == MDB_NOTFOUND)
         return STORE_OK;
@@ -206,27 +233,39 @@ queue_record_refile(StoreTxn *t, uint32_t table, const KeyBuf *rk, int64_t wake,
         return lmdb_status_of(rc);
     if ((rc = lmdb_record_head_parse(v, &h)))
         return rc;
+    if (q->per_group > 0) {
+        if ((rc = lmdb_record_parse(kv, &h, &r)))
+            return rc;
+        group.len = r.group.len;
+        lmdb_copy(group_buf, r.group.data, r.group.len);
+    }
+    if (was_hold && group.len && (rc = lmdb_group_held_add(t, table, group, -1)))
+        return rc;
     size_t len = v.mv_size;
     unsigned char *copy = lmdb_alloc(len);
     memcpy(copy, v.mv_data, len);
     lmdb_record_head_write(copy, h.seq, wake, h.order_len);
     MDB_val nv = {.mv_size = len, .mv_data = copy};
     rc = lmdb_status_of(mdb_put(t->txn, t->st->records, &kv, &nv, 0));
+    int cls;
     if (rc == STORE_OK)
         rc = lmdb_queue_index_add(t, table, key.data + 4, key.len - 4, copy + RECORD_HEAD_LEN,
-                                  h.order_len, h.seq, wake, WAIT_DELAY, 0);
+                                  h.order_len, h.seq, wake, WAIT_DELAY, 0, group, &cls);
     if (rc == STORE_OK)
-        lmdb_counts_note(delta, lmdb_slot_class(wake, WAIT_DELAY), 1);
+        lmdb_counts_note(delta, cls, 1);
     free(copy);
+    if (rc == STORE_OK && group.len)
+        rc = lmdb_group_settle(t, table, q, group, delta);
     return rc;
 }
 
-/* Moves every waiting record of "table" whose wake is <= now where its
+/* Moves every waiting record of queue "q" whose wake is <= now where its
  * entry says (see wait_next), at O(log n) per record moved, and keeps the
  * counts; stops at the first entry still in the future. */
 static int
-queue_drain(StoreTxn *t, uint32_t table, int64_t now)
+queue_drain(StoreTxn *t, const StoreQueue *q, int64_t now)
 {
+    uint32_t table = q->table;
     MDB_cursor *cur;
     int rc = mdb_cursor_open(t->txn, t->st->deadline, &cur);
     if (rc)
@@ -256,14 +295,15 @@ queue_drain(StoreTxn *t, uint32_t table, int64_t now)
         }
         lmdb_key_set_table(&rk, table);
         lmdb_key_append(&rk, p + 12, k.mv_size - 12);
-        int was = lmdb_slot_class((int64_t)be_get64(p + 4), wait_kind(v));
+        int kind = wait_kind(v);
+        int was = lmdb_slot_class((int64_t)be_get64(p + 4), kind);
         int64_t wake = wait_next(v, now);
         if ((rc = mdb_cursor_del(cur, 0))) {
             rc = lmdb_status_of(rc);
             break;
         }
         lmdb_counts_note(delta, was, -1);
-        if ((rc = queue_record_refile(t, table, &rk, wake, delta)))
+        if ((rc = queue_record_refile(t, q, &rk, wake, kind == WAIT_HOLD, delta)))
             break;
     }
     mdb_cursor_close(cur);
@@ -325,16 +365,23 @@ typedef struct ClaimPlace {
 
 /* True when "a" comes before "b" in claim order: memcmp of the order keys,
  * the shorter first on a tie, then arrival. */
+bool
+lmdb_claim_place_before(const unsigned char *a, size_t a_len, uint64_t a_seq,
+                        const unsigned char *b, size_t b_len, uint64_t b_seq)
+{
+    size_t n = a_len < b_len ? a_len : b_len;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c < 0;
+    if (a_len != b_len)
+        return a_len < b_len;
+    return a_seq < b_seq;
+}
+
 static bool
 claim_place_before(const ClaimPlace *a, const ClaimPlace *b)
 {
-    size_t n = a->order_len < b->order_len ? a->order_len : b->order_len;
-    int c = n ? memcmp(a->order, b->order, n) : 0;
-    if (c)
-        return c < 0;
-    if (a->order_len != b->order_len)
-        return a->order_len < b->order_len;
-    return a->seq < b->seq;
+    return lmdb_claim_place_before(a->order, a->order_len, a->seq, b->order, b->order_len, b->seq);
 }
 
 /* The first ready entry of "table" into "out" (its place and record key);
@@ -362,11 +409,11 @@ ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
 }
 
 int
-lmdb_queue_head(StoreTxn *txn, uint32_t table, int64_t now, StoreBytes *key_out)
+lmdb_queue_head(StoreTxn *txn, const StoreQueue *q, int64_t now, StoreBytes *key_out)
 {
     ClaimPlace place;
-    int rc = queue_drain(txn, table, now);
-    return rc ? rc : ready_first(txn, table, &place, key_out);
+    int rc = queue_drain(txn, q, now);
+    return rc ? rc : ready_first(txn, q->table, &place, key_out);
 }
 
 /* Makes record "key" of "table", which a claim at this instant would move
@@ -482,7 +529,9 @@ lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     out->releases = n[CNT_RELEASES];
     out->lapses = n[CNT_LAPSES];
     out->deletes = n[CNT_DELETES];
-    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted;
+    out->grouped = n[CNT_GROUPED];
+    out->groups_full = n[CNT_GROUPS_FULL];
+    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted + out->grouped;
     if (filed > out->records)
         return STORE_CORRUPT;
     out->idle = out->records - filed;
@@ -516,4 +565,20 @@ lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table,
 {
     WaitingWalk w = {fn, ctx, txn, table};
     return deadline_each(txn, table, each_waiting, &w);
+}
+
+int
+lmdb_queue_unfile_all(StoreTxn *t, uint32_t table)
+{
+    uint64_t n[CNT_N];
+    int rc = lmdb_counts_get(t, table, n);
+    if (rc || (rc = lmdb_delete_prefixed(t, t->st->ready, table, NULL, 0)) ||
+        (rc = lmdb_delete_prefixed(t, t->st->deadline, table, NULL, 0)) ||
+        (rc = lmdb_groups_clear(t, table)))
+        return rc;
+    static const int filed[] = {CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED, CNT_GROUPED,
+                                CNT_GROUPS_FULL};
+    for (size_t i = 0; i < sizeof filed / sizeof *filed; i++)
+        n[filed[i]] = 0;
+    return counts_put(t, table, n);
 }

@@ -189,6 +189,12 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     columns_write(buf + RECORD_HEAD_LEN + order.len, r);
 
     MDB_val kv = lmdb_key_val(&rk), v;
+    /* The groups the record leaves and joins (see lmdb_grouped). */
+    unsigned char old_group_buf[STORE_MAX_KEY];
+    StoreBytes old_group = {old_group_buf, 0};
+    StoreBytes group = lmdb_grouped(q, r->group) ? (StoreBytes){buf + len - r->value.len -
+                                                                    r->group.len, r->group.len}
+                                                 : (StoreBytes){NULL, 0};
     rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
     if (rc == 0 && create) {
         rc = STORE_EXISTS;
@@ -196,7 +202,16 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
         if ((rc = lmdb_record_head_parse(v, &old)))
             goto done;
         seq = old.seq;
-        rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old, &was);
+        StoreRecord was_r;
+        if (q && q->per_group > 0) {
+            if ((rc = lmdb_record_parse(kv, &old, &was_r)))
+                goto done;
+            if (lmdb_grouped(q, was_r.group)) {
+                old_group.len = was_r.group.len;
+                memcpy(old_group_buf, was_r.group.data, was_r.group.len);
+            }
+        }
+        rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old, old_group, &was);
         lmdb_counts_note(delta, was, -1);
     } else if (rc == MDB_NOTFOUND && create) {
         rc = lmdb_table_seq_next(txn, table, &seq);
@@ -210,9 +225,15 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     v = (MDB_val){.mv_size = len, .mv_data = buf};
     if ((rc = lmdb_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0))))
         goto done;
+    int cls = -1;
     rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
-                              order.len, seq, wake, kind, then);
-    lmdb_counts_note(delta, lmdb_slot_class(wake, kind), 1);
+                              order.len, seq, wake, kind, then, group, &cls);
+    lmdb_counts_note(delta, cls, 1);
+    if (rc == STORE_OK && old_group.len && (old_group.len != group.len ||
+                                            memcmp(old_group.data, group.data, group.len)))
+        rc = lmdb_group_settle(txn, table, q, old_group, delta);
+    if (rc == STORE_OK && group.len)
+        rc = lmdb_group_settle(txn, table, q, group, delta);
     for (int i = 0; extra && i < CNT_N; i++)
         delta[i] += extra[i];
     if (rc == STORE_OK)
@@ -319,10 +340,22 @@ lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreByte
     MDB_val kv = lmdb_key_val(&rk);
     int64_t delta[CNT_N] = {[CNT_RECORDS] = -1, [CNT_DELETES] = q ? 1 : 0};
     int was;
-    if ((rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, &was)))
+    unsigned char group_buf[STORE_MAX_KEY];
+    StoreBytes group = {group_buf, 0};
+    if (q && q->per_group > 0) {
+        if ((rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
+            return rc;
+        if (lmdb_grouped(q, r.group)) {
+            group.len = r.group.len;
+            memcpy(group_buf, r.group.data, r.group.len);
+        }
+    }
+    if ((rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, group, &was)))
         return rc;
     lmdb_counts_note(delta, was, -1);
     if ((rc = lmdb_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL))))
+        return rc;
+    if (group.len && (rc = lmdb_group_settle(txn, table, q, group, delta)))
         return rc;
     return lmdb_counts_add(txn, table, delta);
 }
