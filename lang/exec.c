@@ -136,6 +136,17 @@ uses_reserve(const Stmt *st)
     }
 }
 
+/* True for statements that change nothing but holds (a claim, a touch) or
+ * nothing at all: a run of only these need not be durable when it returns
+ * (store_txn_lazy) — a crash that loses it ends holds that the crash ends
+ * anyway on a store of one machine. */
+static bool
+holds_only(const Stmt *st)
+{
+    return st->kind == ST_CLAIM || st->kind == ST_TOUCH || st->kind == ST_USE_CONSUMER ||
+           read_only(st);
+}
+
 /* What one run of a statement list needs, and what it leaves: the result
  * lines, and where each statement's line ends. */
 typedef struct SessionRun {
@@ -148,6 +159,7 @@ typedef struct SessionRun {
     size_t *ends;
     LangError *err;
     bool reserve;                   /* every statement may use the store's reserve */
+    bool lazy;                      /* every statement changes only holds */
 } SessionRun;
 
 /* Puts back the consumer and instance the session had before the run. */
@@ -167,6 +179,8 @@ session_run_stmts(StoreTxn *txn, void *ctx)
     SessionRun *r = ctx;
     if (r->reserve)
         store_txn_use_reserve(txn);
+    if (r->lazy)
+        store_txn_lazy(txn);
     session_restore(r);
     if (r->s->undo)
         lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
@@ -194,11 +208,13 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
-    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false};
+    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false, false};
     r.ends = lang_xcalloc(n, sizeof *r.ends);
-    r.reserve = true;
-    for (size_t i = 0; i < n; i++)
+    r.reserve = r.lazy = true;
+    for (size_t i = 0; i < n; i++) {
         r.reserve &= uses_reserve(stmts[i]);
+        r.lazy &= holds_only(stmts[i]);
+    }
     LangErrorCode rc;
     if (writes) {
         rc = lang_session_write(s, session_run_stmts, &r, "committing", err);

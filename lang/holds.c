@@ -400,6 +400,7 @@ unclaim_run(StoreTxn *txn, void *ctx)
 {
     Unclaim *u = ctx;
     *u->err = (LangError){0};
+    store_txn_lazy(txn);   /* it only gives a hold back (see holds_only) */
     TableDef def;
     LangError gone = {0};
     if (lang_table_def_load(txn, u->undo->table, &def, &gone))

@@ -695,6 +695,7 @@ const StoreOps store_lmdb_ops = {
     .touch = lmdb_touch,
     .retry = lmdb_retry,
     .unclaim = lmdb_unclaim,
+    .txn_lazy = lmdb_txn_lazy,
     .queue_refile = lmdb_queue_refile,
     .queue_rate_next = lmdb_queue_rate_next,
     .queue_counts = lmdb_queue_counts,

@@ -204,6 +204,7 @@ typedef struct WriteReq {
     int rc;               /* what store_write returns to this caller */
     bool in_group;        /* taken into a group by a leader */
     bool reserve;         /* its last run may use the reserve */
+    bool lazy;            /* its last run need not be durable (store_txn_lazy) */
     bool committed;       /* its changes are committed (sync pending) */
     bool done;            /* rc is final: the caller may return */
     struct WriteReq *next;
@@ -271,6 +272,7 @@ struct StoreTxn {
     MDB_txn *txn;
     bool write;
     bool reserve;                /* it may use the reserve (store_txn_use_reserve) */
+    bool lazy;                   /* need not be durable on return (store_txn_lazy) */
     int64_t now;                 /* store_txn_now's instant; 0: not asked yet */
 };
 
@@ -825,6 +827,7 @@ int lmdb_txn_begin(Store *st, bool write, StoreTxn **out);
 int lmdb_txn_commit(StoreTxn *txn);
 void lmdb_txn_abort(StoreTxn *txn);
 void lmdb_txn_use_reserve(StoreTxn *txn);
+void lmdb_txn_lazy(StoreTxn *txn);
 int lmdb_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
 int lmdb_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
 int lmdb_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);

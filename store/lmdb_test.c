@@ -547,6 +547,98 @@ test_machine_crash(void)
           "processes crashed, not the machine: nothing lost");
 }
 
+/* What a lazy claim (store_txn_lazy) runs: claims "key" of queue "q". */
+typedef struct LazyClaim {
+    const StoreQueue *q;
+    const char *key;
+    int64_t claimed;
+} LazyClaim;
+
+static int
+lazy_claim(StoreTxn *txn, void *ctx)
+{
+    LazyClaim *c = ctx;
+    store_txn_lazy(txn);
+    StoreClaim sc = {.n = 1, .key = bytes_of(c->key), .instance = bytes_of("inst")};
+    return store_claim(txn, c->q, &sc, NULL, NULL, &c->claimed);
+}
+
+/* With sync on, a claim need not wait for the disk (store_txn_lazy): it
+ * becomes durable with the next checkpoint by itself, and a machine crash
+ * before that finds the record as it was before the claim — unclaimed,
+ * whole — while what was finished durably stays finished. */
+static void
+test_machine_crash_lazy_claim(void)
+{
+    StoreOptions opts = {.sync = true, .boot_id = "boot-one"};
+    Store *st = NULL;
+    CHECK(store_open(path_of("lazy"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    if (!st)
+        return;
+    StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
+    add(st, &q, "x1", "v", NULL, 0);
+    add(st, &q, "x2", "v", NULL, 0);
+    Claimed c;
+    CHECK(claim(st, &q, 1, "x1", NULL, &c) == STORE_OK, "claim x1");
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("x1"), c.hold) == STORE_OK, "finish x1");
+    CHECK(store_txn_commit(t) == STORE_OK, "a durable finish");
+    /* The disk now: the finish is durable, so a checkpoint covers it. */
+    char data[300], ckpt[300], disk_data[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("lazy"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("lazy"));
+    CHECK(disk_make("lazy-disk", data, ckpt, disk_data), "the disk after the finish");
+    LazyClaim lc = {&q, "x2", 0};
+    CHECK(store_write(st, lazy_claim, &lc) == STORE_OK && lc.claimed == 1, "a lazy claim of x2");
+    CHECK(file_copy_head(data, disk_data, 2 * 4096), "its meta pages reached the disk");
+    CHECK(checkpoint_wait("lazy") > 0, "a checkpoint covers the claim by itself");
+    /* Lazy claims do not sync each; durable writes do (a checkpoint every
+     * 20 ms may add a few to either). */
+    StoreStats s0, s1, s2;
+    char key[16];
+    t = begin(st, true);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "y%03d", i);
+        add_in(t, &q, key, "v", NULL, 0);
+    }
+    CHECK(store_txn_commit(t) == STORE_OK, "100 more records");
+    store_stats(st, &s0);
+    int claimed = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "y%03d", i);
+        LazyClaim more = {&q, key, 0};
+        claimed += store_write(st, lazy_claim, &more) == STORE_OK && more.claimed == 1;
+    }
+    store_stats(st, &s1);
+    CHECK(claimed == 100, "100 lazy claims");
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "z%d", i);
+        add(st, &q, key, "v", NULL, 0);
+    }
+    store_stats(st, &s2);
+    printf("# 100 lazy claims: %" PRIu64 " syncs; 100 durable creates: %" PRIu64 "\n",
+           s1.syncs - s0.syncs, s2.syncs - s1.syncs);
+    CHECK(s1.syncs - s0.syncs < 50 && s2.syncs - s1.syncs >= 100,
+          "100 lazy commits made %" PRIu64 " syncs, 100 durable ones %" PRIu64,
+          s1.syncs - s0.syncs, s2.syncs - s1.syncs);
+    store_close(st);
+
+    opts.boot_id = "boot-two";
+    st = NULL;
+    CHECK(store_open(path_of("lazy-disk"), &opts, &st, NULL, 0) == STORE_OK,
+          "open after the machine crash");
+    if (!st)
+        return;
+    StoreRecord r;
+    CHECK(get(st, q.table, "x1", &r) == STORE_NOTFOUND, "the finished record stays finished");
+    CHECK(get(st, q.table, "x2", &r) == STORE_OK && r.attempts == 0 && r.hold == 0 &&
+              r.claimed_until == 0,
+          "the claim lost in the crash: x2 is unclaimed, whole");
+    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK && strcmp(c.keys, "x2") == 0,
+          "and claimable");
+    store_close(st);
+}
+
 int
 main(void)
 {
@@ -556,6 +648,7 @@ main(void)
     test_map_resized_and_full();
     test_map_resized_while_opening();
     test_machine_crash();
+    test_machine_crash_lazy_claim();
     test_write_grows();
     test_map_size_env();
     test_write_processes();

@@ -87,10 +87,11 @@ lmdb_txn_commit(StoreTxn *txn)
     if (write && rc == 0)
         id = lmdb_commit_note(st, id);
     pthread_rwlock_unlock(&st->map_lock);
+    bool lazy = txn->lazy;
     free(txn);
     if (write && rc)
         lmdb_commit_failed(st, rc);
-    else if (write)
+    else if (write && !lazy)
         rc = lmdb_sync_upto(st, id);
     return lmdb_status_of(rc);
 }
@@ -127,6 +128,7 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     if (res == 0 && !t.reserve)
         res = lmdb_reserve_check(st, txn);
     r->reserve = t.reserve;
+    r->lazy = t.lazy;
     if (nested) {
         if (res != 0)
             mdb_txn_abort(txn);
@@ -252,15 +254,32 @@ lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
 
     uint64_t last = group_run(st, head);
 
-    /* The next group may begin while this one's commit is synced. */
+    /* The next group may begin while this one's commit is synced.  The
+     * requests that need no sync (store_txn_lazy), or failed, are done
+     * now; the rest, and this caller's, wait for it.  A request marked done
+     * may return (its entry gone) once the lock is let go: only "rest" is
+     * walked after. */
     pthread_mutex_lock(&st->group_mu);
     st->leading = false;
+    bool durable = false;
+    WriteReq *rest = NULL, **rest_tail = &rest, *next;
+    for (WriteReq *q = head; q; q = next) {
+        next = q->next;
+        if (q == &me || (q->committed && !q->lazy)) {
+            durable |= q->committed && !q->lazy;
+            *rest_tail = q;
+            rest_tail = &q->next;
+        } else {
+            q->done = true;
+        }
+    }
+    *rest_tail = NULL;
     pthread_cond_broadcast(&st->group_cv);
     pthread_mutex_unlock(&st->group_mu);
-    int src = last ? lmdb_sync_upto(st, last) : 0;
+    int src = last && durable ? lmdb_sync_upto(st, last) : 0;
 
     pthread_mutex_lock(&st->group_mu);
-    for (WriteReq *q = head; q; q = q->next) {
+    for (WriteReq *q = rest; q; q = q->next) {
         if (src && q->committed)
             q->rc = lmdb_status_of(src);
         q->done = true;
@@ -269,6 +288,12 @@ lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
     pthread_cond_broadcast(&st->group_cv);
     pthread_mutex_unlock(&st->group_mu);
     return rc;
+}
+
+void
+lmdb_txn_lazy(StoreTxn *txn)
+{
+    txn->lazy = true;
 }
 
 int64_t

@@ -289,6 +289,13 @@ store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int
     return OPS(txn)->unclaim(txn, q, before, hold, given_back);
 }
 
+void
+store_txn_lazy(StoreTxn *txn)
+{
+    if (OPS(txn)->txn_lazy)
+        OPS(txn)->txn_lazy(txn);
+}
+
 int
 store_queue_refile(StoreTxn *txn, const StoreQueue *q,
                    int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)

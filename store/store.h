@@ -284,6 +284,17 @@ void store_txn_abort(StoreTxn *txn);
  * reserve free. */
 void store_txn_use_reserve(StoreTxn *txn);
 
+/* Marks write transaction "txn" as one whose changes need not be durable
+ * when it returns (store_write, store_txn_commit): only claims, touches
+ * and give-backs of claims — holds, which a crash of the one machine that
+ * holds them all ends anyway.  With sync on, such a write returns once
+ * committed, and becomes durable with the store's next checkpoint or the
+ * next durable write, whichever comes first; a machine crash before then
+ * undoes it (the record is as it was before the claim: at worst unclaimed,
+ * never half-written).  A backend whose holders may be on other machines
+ * (a server's) keeps every write durable and ignores the mark. */
+void store_txn_lazy(StoreTxn *txn);
+
 /* ---- the catalog ----
  * Each table has a name (<= STORE_MAX_KEY bytes), a definition blob the
  * caller encodes, and a numeric id the store assigns (never reused, so a
