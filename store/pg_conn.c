@@ -306,7 +306,8 @@ stmt_reads(PgStmt s)
     switch (s) {
     case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
     case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
-    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH:
+    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH: case PG_GROUP_LOCK_OF:
+    case PG_REFILE_LOCK: case PG_COUNTS_GROUPED: case PG_RATE_NEXT:
         return true;
     default:
         return false;

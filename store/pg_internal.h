@@ -11,9 +11,11 @@
  *
  * A queue record's place is two columns of its row, kept by SQL functions
  * the schema defines: "state" (NULL: a collection's record; 0 ready; 1
- * waiting until "wake"; 2 retired) and "dead" (at its ATTEMPTS ceiling when
- * it was filed).  The claim's partial indexes cover state 0 (in claim
- * order) and state 1 (in wake order).
+ * waiting until "wake"; 2 retired; 3 parked: ready, but behind the next
+ * record of its AT MOST … PER group) and "dead" (at its ATTEMPTS ceiling
+ * when it was filed).  The claim's partial indexes cover state 0 (in claim
+ * order) and state 1 (in wake order); a group's ready records are indexed
+ * by group, and its row of queuefs.groups locks it (store/pg_schema.c).
  *
  * Only the files store/pg_*.c include libpq-fe.h. */
 #ifndef QUEUEFS_PG_INTERNAL_H
@@ -34,6 +36,9 @@ typedef enum PgStmt {
     PG_RECORD_FROM, PG_RECORD_AFTER,
     PG_CLAIM_HEAD, PG_CLAIM_ONE, PG_RELEASE, PG_RETRY, PG_TOUCH, PG_RELEASE_ALL, PG_UNCLAIM,
     PG_REFILE, PG_COUNTS, PG_WAITING,
+    PG_GROUP_LOCK_OF, PG_GROUP_FIX, PG_CLAIM_GROUPED, PG_CLAIM_NAMED, PG_REFILE_LOCK,
+    PG_REFILE_ONE, PG_REFILE_GROUPED, PG_COUNTS_GROUPED, PG_RATE_ROOM, PG_RATE_NOTE,
+    PG_RATE_NEXT,
     PG_ID_NEXT, PG_ID_HELD, PG_ID_NOTE, PG_DEDUP, PG_HEALTH,
     PG_STMT_COUNT
 } PgStmt;
@@ -174,6 +179,36 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
 #define PG_RECORD_NCOLS 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
+/* ---- what pg_records.c shares with pg_queue.c ---- */
+
+#define PG_NO_BYTES ((StoreBytes){NULL, 0})
+#define PG_PAGE 256                  /* the rows a walk reads at a time */
+
+/* True for a queue whose records AT MOST … PER groups. */
+static inline bool
+pg_grouped(const StoreQueue *q)
+{
+    return q && q->per_group > 0;
+}
+
+/* Adds to the counters of "table" that "txn" writes at its commit. */
+void pg_count(StoreTxn *txn, uint32_t table, int64_t claims, int64_t releases, int64_t lapses,
+              int64_t deletes);
+/* The answer for a fenced write that changed no row: NOTFOUND when the
+ * record is absent, else CONFLICT. */
+int pg_fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key);
+/* Puts groups "g1" and "g2" (empty: none) of grouped queue "q" right after
+ * a change of their records; nothing for an ungrouped queue. */
+int pg_group_fix(StoreTxn *txn, const StoreQueue *q, StoreBytes g1, StoreBytes g2);
+/* Locks the group of record "key" of grouped queue "q" (and "moving_to",
+ * the group an update files it in), then the record: its group into
+ * "*group" and whether it exists into "*found". */
+int pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes moving_to,
+                     StoreBytes *group, bool *found);
+/* A walk's place: "k" copied into "*buf" (replacing what it held), so it
+ * outlives the page it came from. */
+StoreBytes pg_key_keep(char **buf, StoreBytes k);
+
 /* The SQL of statement "s". */
 const char *pg_stmt_sql(PgStmt s);
 
@@ -181,7 +216,7 @@ const char *pg_stmt_sql(PgStmt s);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 
 /* ---- the backend's operations (store_backend.h: store.h's meaning) ---- */
 

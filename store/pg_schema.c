@@ -2,7 +2,8 @@
  *
  * Everything lives in the schema "queuefs" of the database the URI names;
  * queuefs.version holds the schema's version, so that a later release can
- * migrate it.  Creating it needs CREATE on the database (see the README for
+ * migrate it (a version 1 schema is brought to 2 in place by the first
+ * process that opens it for writing).  Creating it needs CREATE on the database (see the README for
  * the grants); processes opening the store at once serialise on an
  * advisory lock, so one of them creates it. */
 #include "pg_internal.h"
@@ -64,6 +65,209 @@ static const char schema_sql[] =
     "  $$;"
     "INSERT INTO queuefs.version VALUES (1);";
 
+/* Version 2: AT MOST … PER and AT MOST … EVERY, added to a version 1
+ * schema in place (and so to a new one).
+ *
+ * A grouped queue (per_group > 0) files in state 0 only each group's next
+ * record — its first ready record in claim order, while the group has
+ * fewer than per_group holds — and "parks" its other ready records in
+ * state 3, so that the claim's index holds at most one record of a group.
+ * A row of queuefs.groups per group is the lock of whatever changes the
+ * group's holds or places (taken before the records' row locks, except by
+ * a claim, which takes both SKIP LOCKED and so never waits), its "held"
+ * the holds counted at the last change and "lim" the per_group it was
+ * filed under.  A record holds its group's place while it is filed as held
+ * (state 1, woken at its deadline): a lapse is found, and the place freed,
+ * by the claim that settles it.  queuefs.rates keeps the instants of a
+ * rate-limited queue's last hand-outs. */
+/* What a claim function answers: the record as now stored (PG_RECORD_COLS)
+ * and its columns before the claim. */
+#define CLAIMED_TABLE \
+    "RETURNS TABLE (c_key bytea, c_value bytea, c_seq int8, c_since int8, c_written int8," \
+    " c_changed int8, c_claimed int8, c_attempts int8, c_hold int8, c_claimed_until int8," \
+    " c_consumer bytea, c_instance bytea, c_ord bytea, c_not_before int8, c_grp bytea," \
+    " o_attempts int8, o_hold int8, o_claimed_until int8, o_consumer bytea," \
+    " o_instance bytea, o_since int8, o_changed int8, o_claimed int8)"
+
+static const char schema_v2_sql[] =
+    "CREATE TABLE IF NOT EXISTS queuefs.groups ("
+    "  table_id int8 NOT NULL, grp bytea NOT NULL, held int8 NOT NULL DEFAULT 0,"
+    "  lim int8 NOT NULL DEFAULT 0, PRIMARY KEY (table_id, grp)) WITH (fillfactor = 50);"
+    "CREATE TABLE IF NOT EXISTS queuefs.rates ("
+    "  table_id int8 PRIMARY KEY, stamps int8[] NOT NULL DEFAULT '{}') WITH (fillfactor = 50);"
+    /* A group's next record (state 0) and those parked behind it (3). */
+    "CREATE INDEX IF NOT EXISTS records_grouped ON queuefs.records (table_id, grp, state, ord, seq)"
+    "  WHERE state IN (0, 3) AND grp <> '';"
+    /* The records holding their group's place. */
+    "CREATE INDEX IF NOT EXISTS records_holding ON queuefs.records (table_id, grp)"
+    "  WHERE state = 1 AND grp <> '' AND claimed_until <> 0 AND wake = claimed_until;"
+    /* Locks the row of group g of table tid (made when absent). */
+    "CREATE OR REPLACE FUNCTION queuefs.group_lock(tid int8, g bytea, glim int8)"
+    "  RETURNS void LANGUAGE plpgsql AS $$"
+    "BEGIN"
+    "  PERFORM 1 FROM queuefs.groups WHERE table_id = tid AND grp = g FOR NO KEY UPDATE;"
+    "  IF NOT FOUND THEN"
+    "    INSERT INTO queuefs.groups (table_id, grp, lim) VALUES (tid, g, glim)"
+    "      ON CONFLICT DO NOTHING;"
+    "    PERFORM 1 FROM queuefs.groups WHERE table_id = tid AND grp = g FOR NO KEY UPDATE;"
+    "  END IF;"
+    "END $$;"
+    /* The same without waiting: false when another transaction has it. */
+    "CREATE OR REPLACE FUNCTION queuefs.group_try_lock(tid int8, g bytea, glim int8)"
+    "  RETURNS bool LANGUAGE plpgsql AS $$"
+    "BEGIN"
+    "  PERFORM 1 FROM queuefs.groups WHERE table_id = tid AND grp = g"
+    "    FOR NO KEY UPDATE SKIP LOCKED;"
+    "  IF FOUND THEN RETURN true; END IF;"
+    "  PERFORM 1 FROM queuefs.groups WHERE table_id = tid AND grp = g;"
+    "  IF FOUND THEN RETURN false; END IF;"
+    "  INSERT INTO queuefs.groups (table_id, grp, lim) VALUES (tid, g, glim)"
+    "    ON CONFLICT DO NOTHING;"
+    "  PERFORM 1 FROM queuefs.groups WHERE table_id = tid AND grp = g"
+    "    FOR NO KEY UPDATE SKIP LOCKED;"
+    "  RETURN FOUND;"
+    "END $$;"
+    /* Locks the groups of record k (as it is) and g2 (non-empty: the group
+     * it is being moved to), in group order, then the record; its group
+     * (NULL when there is no such record). */
+    "CREATE OR REPLACE FUNCTION queuefs.group_lock_of(tid int8, k bytea, g2 bytea, glim int8)"
+    "  RETURNS bytea LANGUAGE plpgsql AS $$"
+    "DECLARE g bytea; now_g bytea;"
+    "BEGIN"
+    "  LOOP"
+    "    SELECT grp INTO g FROM queuefs.records WHERE table_id = tid AND key = k;"
+    "    PERFORM queuefs.group_lock(tid, x, glim) FROM (SELECT DISTINCT x FROM"
+    "      unnest(ARRAY[coalesce(g, ''::bytea), g2]) x WHERE x <> '' ORDER BY x) s;"
+    "    SELECT grp INTO now_g FROM queuefs.records WHERE table_id = tid AND key = k"
+    "      FOR NO KEY UPDATE;"
+    "    IF now_g IS NOT DISTINCT FROM g THEN RETURN g; END IF;"
+    "  END LOOP;"
+    "END $$;"
+    /* Puts group g right after a change of its records: counts its holds,
+     * files its first ready record in state 0 when it has fewer than glim,
+     * the others in 3.  Its holds. */
+    "CREATE OR REPLACE FUNCTION queuefs.group_fix(tid int8, g bytea, glim int8, at_ns int8)"
+    "  RETURNS int8 LANGUAGE plpgsql AS $$"
+    "DECLARE h int8; head bytea;"
+    "BEGIN"
+    "  IF g = '' OR glim <= 0 THEN RETURN 0; END IF;"
+    "  PERFORM queuefs.group_lock(tid, g, glim);"
+    "  SELECT count(*) INTO h FROM queuefs.records WHERE table_id = tid AND grp = g"
+    "    AND state = 1 AND grp <> '' AND claimed_until <> 0 AND wake = claimed_until;"
+    "  IF h < glim THEN"
+    "    SELECT c.key INTO head FROM ("
+    "      (SELECT key, ord, seq FROM queuefs.records WHERE table_id = tid AND grp = g"
+    "        AND state = 0 AND grp <> '')"
+    "      UNION ALL (SELECT key, ord, seq FROM queuefs.records WHERE table_id = tid"
+    "        AND grp = g AND state = 3 AND grp <> '' ORDER BY ord, seq LIMIT 1)) c"
+    "      ORDER BY c.ord, c.seq LIMIT 1;"
+    "  END IF;"
+    "  UPDATE queuefs.records SET state = 3 WHERE table_id = tid AND grp = g AND state = 0"
+    "    AND grp <> '' AND key IS DISTINCT FROM head;"
+    "  UPDATE queuefs.records SET state = 0 WHERE table_id = tid AND key = head AND state = 3;"
+    "  UPDATE queuefs.groups SET held = h, lim = glim WHERE table_id = tid AND grp = g"
+    "    AND (held, lim) IS DISTINCT FROM (h, glim);"
+    "  RETURN h;"
+    "END $$;"
+    /* Refiles the waiting records of a grouped queue whose instant has
+     * come (a thousand at most), as the ungrouped claim does, and puts
+     * their groups right; one whose group another transaction has is left
+     * for the next claim. */
+    "CREATE OR REPLACE FUNCTION queuefs.settle_due(tid int8, at_ns int8, glim int8)"
+    "  RETURNS void LANGUAGE plpgsql AS $$"
+    "DECLARE r record; gs bytea[] := '{}';"
+    "BEGIN"
+    "  FOR r IN SELECT key, grp FROM queuefs.records WHERE table_id = tid AND state = 1"
+    "    AND wake <= at_ns ORDER BY wake LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED LOOP"
+    "    IF r.grp <> '' AND NOT r.grp = ANY (gs) THEN"
+    "      IF NOT queuefs.group_try_lock(tid, r.grp, glim) THEN CONTINUE; END IF;"
+    "      gs := gs || r.grp;"
+    "    END IF;"
+    "    UPDATE queuefs.records"
+    "      SET state = queuefs.place_state(claimed_until, not_before, dead, at_ns),"
+    "          wake = queuefs.place_wake(claimed_until, not_before, dead, at_ns)"
+    "      WHERE table_id = tid AND key = r.key;"
+    "  END LOOP;"
+    "  PERFORM queuefs.group_fix(tid, g, glim, at_ns) FROM unnest(gs) g;"
+    "END $$;"
+    /* Claims record k (locked, claimable) as PG_CLAIM_HEAD does: the record
+     * as now stored and its columns before. */
+    "CREATE OR REPLACE FUNCTION queuefs.claim_key(tid int8, k bytea, at_ns int8, ceiling_n int8,"
+    "    until int8, who bytea, inst bytea)"
+    CLAIMED_TABLE
+    "  LANGUAGE sql AS $$"
+    "  WITH p AS (SELECT attempts, hold, claimed_until, consumer, instance, since, changed,"
+    "      claimed FROM queuefs.records WHERE table_id = tid AND key = k),"
+    "   u AS (UPDATE queuefs.records r SET attempts = r.attempts + 1,"
+    "      hold = nextval('queuefs.holds'), claimed_until = until, consumer = who,"
+    "      instance = inst, changed = at_ns, claimed = at_ns, state = 1, wake = until,"
+    "      dead = (ceiling_n > 0 AND r.attempts + 1 >= ceiling_n)"
+    "      WHERE r.table_id = tid AND r.key = k"
+    "      RETURNING r.key, r.value, r.seq, r.since, r.written, r.changed, r.claimed,"
+    "       r.attempts, r.hold, r.claimed_until, r.consumer, r.instance, r.ord,"
+    "       r.not_before, r.grp)"
+    "  SELECT u.*, p.* FROM u, p"
+    "  $$;"
+    /* The claim of up to n records of a grouped queue from the head, one
+     * at a time: after each its group is put right, so that the group's
+     * next record takes its place in claim order when the group has room.
+     * A record or group another transaction has locked is passed over. */
+    "CREATE OR REPLACE FUNCTION queuefs.claim_grouped(tid int8, at_ns int8, n int8, ceiling_n int8,"
+    "    until int8, who bytea, inst bytea, glim int8)"
+    "  " CLAIMED_TABLE " LANGUAGE plpgsql AS $$"
+    "DECLARE c record; skipped bytea[] := '{}'; got int8 := 0;"
+    "BEGIN"
+    "  PERFORM queuefs.settle_due(tid, at_ns, glim);"
+    "  WHILE got < n LOOP"
+    "    LOOP"
+    "      SELECT key, grp INTO c FROM queuefs.records WHERE table_id = tid AND state = 0"
+    "        AND key <> ALL (skipped) ORDER BY ord, seq LIMIT 1"
+    "        FOR NO KEY UPDATE SKIP LOCKED;"
+    "      EXIT WHEN NOT FOUND OR c.grp = '' OR queuefs.group_try_lock(tid, c.grp, glim);"
+    "      skipped := skipped || c.key;"
+    "    END LOOP;"
+    "    EXIT WHEN NOT FOUND;"
+    "    RETURN QUERY SELECT * FROM queuefs.claim_key(tid, c.key, at_ns, ceiling_n, until, who, inst);"
+    "    got := got + 1;"
+    "    PERFORM queuefs.group_fix(tid, c.grp, glim, at_ns);"
+    "  END LOOP;"
+    "END $$;"
+    /* The claim of record k of a grouped queue: when it is ready (or parked)
+     * and its group has room. */
+    "CREATE OR REPLACE FUNCTION queuefs.claim_named(tid int8, k bytea, at_ns int8, ceiling_n int8,"
+    "    until int8, who bytea, inst bytea, glim int8)"
+    "  " CLAIMED_TABLE " LANGUAGE plpgsql AS $$"
+    "DECLARE s int2; w int8; g bytea;"
+    "BEGIN"
+    "  SELECT state, wake, grp INTO s, w, g FROM queuefs.records"
+    "    WHERE table_id = tid AND key = k FOR NO KEY UPDATE;"
+    "  IF NOT FOUND THEN RETURN; END IF;"
+    "  IF s = 1 AND w <= at_ns THEN"
+    "    UPDATE queuefs.records"
+    "      SET state = queuefs.place_state(claimed_until, not_before, dead, at_ns),"
+    "          wake = queuefs.place_wake(claimed_until, not_before, dead, at_ns)"
+    "      WHERE table_id = tid AND key = k RETURNING state INTO s;"
+    "  END IF;"
+    "  IF (s = 0 OR s = 3) AND (g = '' OR queuefs.group_fix(tid, g, glim, at_ns) < glim) THEN"
+    "    RETURN QUERY SELECT * FROM queuefs.claim_key(tid, k, at_ns, ceiling_n, until, who, inst);"
+    "  END IF;"
+    "  PERFORM queuefs.group_fix(tid, g, glim, at_ns);"
+    "END $$;"
+    /* Locks the rate row of table tid (made when absent); how many
+     * hand-outs the window that starts after "since" has room for. */
+    "CREATE OR REPLACE FUNCTION queuefs.rate_room(tid int8, since int8, rate int8)"
+    "  RETURNS int8 LANGUAGE plpgsql AS $$"
+    "DECLARE st int8[];"
+    "BEGIN"
+    "  SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  IF NOT FOUND THEN"
+    "    INSERT INTO queuefs.rates VALUES (tid, '{}') ON CONFLICT DO NOTHING;"
+    "    SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  END IF;"
+    "  RETURN greatest(rate - (SELECT count(*) FROM unnest(st) s WHERE s > since), 0);"
+    "END $$;"
+    "UPDATE queuefs.version SET version = 2;";
+
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
 exec_ok(PGconn *conn, const char *sql, char *errbuf, size_t errlen, PGresult **keep)
@@ -102,6 +306,36 @@ schema_exists(PGconn *conn, bool *exists, char *errbuf, size_t errlen)
     return rc;
 }
 
+/* The schema's version into *version. */
+static int
+schema_version(PGconn *conn, long *version, char *errbuf, size_t errlen)
+{
+    PGresult *res = NULL;
+    int rc = exec_ok(conn, "SELECT max(version) FROM queuefs.version", errbuf, errlen, &res);
+    if (!rc) {
+        *version = atol(PQgetvalue(res, 0, 0));
+        PQclear(res);
+    }
+    return rc;
+}
+
+/* Brings a version 1 schema to version 2, unless another process did while
+ * this one waited for the lock. */
+static int
+schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
+{
+    long version;
+    int rc = exec_ok(conn, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", errbuf, errlen,
+                     NULL);
+    if (!rc)
+        rc = schema_version(conn, &version, errbuf, errlen);
+    if (!rc && version == 1)
+        rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL);
+    if (!rc)
+        rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
+    return rc;
+}
+
 int
 pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
 {
@@ -117,17 +351,19 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
         /* Another process may have made it while this one waited. */
         if (!rc)
             rc = schema_exists(conn, &exists, errbuf, errlen);
-        if (!rc && !exists)
-            rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL);
+        if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }
-    PGresult *res = NULL;
-    if (rc || (rc = exec_ok(conn, "SELECT max(version) FROM queuefs.version", errbuf, errlen,
-                            &res)))
+    long version = 0;
+    if (rc || (rc = schema_version(conn, &version, errbuf, errlen)))
         return rc;
-    long version = atol(PQgetvalue(res, 0, 0));
-    PQclear(res);
+    if (version == 1 && !read_only &&
+        !(rc = schema_upgrade(conn, errbuf, errlen)))
+        rc = schema_version(conn, &version, errbuf, errlen);
+    if (rc)
+        return rc;
     if (version != PG_SCHEMA_VERSION) {
         snprintf(errbuf, errlen, "schema queuefs is version %ld; this queuefs knows %d", version,
                  PG_SCHEMA_VERSION);

@@ -40,7 +40,9 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "WITH t AS (DELETE FROM queuefs.tables WHERE name = $1::bytea RETURNING id),"
         " r AS (DELETE FROM queuefs.records WHERE table_id IN (SELECT id FROM t)),"
         " c AS (DELETE FROM queuefs.counts WHERE table_id IN (SELECT id FROM t)),"
-        " d AS (DELETE FROM queuefs.dedup WHERE table_id IN (SELECT id FROM t))"
+        " d AS (DELETE FROM queuefs.dedup WHERE table_id IN (SELECT id FROM t)),"
+        " g AS (DELETE FROM queuefs.groups WHERE table_id IN (SELECT id FROM t)),"
+        " l AS (DELETE FROM queuefs.rates WHERE table_id IN (SELECT id FROM t))"
         " SELECT id FROM t",
     [PG_TABLE_RENAME] =
         "UPDATE queuefs.tables SET name = $2::bytea WHERE name = $1::bytea"
@@ -183,17 +185,25 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         ", $13::int8)"
         " WHERE r.table_id = $1::int8 AND r.key = $2::bytea AND r.hold = $3::int8"
         " AND r.changed = r.claimed AND r.written = $4::int8 AND r.attempts = $5::int8 + 1"
-        " RETURNING 1",
-    /* $1 table, $2 now, $3 ceiling */
+        " RETURNING r.grp",
+    /* $1 table, $2 now, $3 ceiling, $4 per_group: a parked record found
+     * ready stays parked for PG_REFILE_GROUPED to place; a record whose
+     * place does not change is not rewritten */
     [PG_REFILE] =
-        "UPDATE queuefs.records r SET dead = " DEAD("r.attempts", "$3") ","
-        " state = queuefs.place_state(r.claimed_until, r.not_before, "
-        DEAD("r.attempts", "$3") ", $2::int8),"
-        " wake = queuefs.place_wake(r.claimed_until, r.not_before, "
-        DEAD("r.attempts", "$3") ", $2::int8)"
-        " WHERE r.table_id = $1::int8 AND r.state IS NOT NULL",
+        "UPDATE queuefs.records r SET dead = p.dead, state = p.state, wake = p.wake"
+        " FROM (SELECT key, " DEAD("attempts", "$3") " AS dead,"
+        "   CASE WHEN state = 3 AND grp <> '' AND $4::int8 > 0 AND queuefs.place_state("
+        "    claimed_until, not_before, " DEAD("attempts", "$3") ", $2::int8) = 0 THEN 3::int2"
+        "   ELSE queuefs.place_state(claimed_until, not_before, " DEAD("attempts", "$3")
+        ", $2::int8) END AS state,"
+        "   queuefs.place_wake(claimed_until, not_before, " DEAD("attempts", "$3")
+        ", $2::int8) AS wake"
+        "  FROM queuefs.records WHERE table_id = $1::int8 AND state IS NOT NULL) p"
+        " WHERE r.table_id = $1::int8 AND r.key = p.key"
+        " AND (r.dead, r.state, r.wake) IS DISTINCT FROM (p.dead, p.state, p.wake)",
     /* $1 table, $2 now: records, ready, held, delayed, idle, next wake,
-     * the head's key, claims, releases, lapses, deletes */
+     * the head's key, claims, releases, lapses, deletes, and whether the
+     * queue is grouped (then PG_COUNTS_GROUPED tells ready from parked) */
     [PG_COUNTS] =
         "SELECT count(*), count(*) FILTER (WHERE e = 0),"
         "  count(*) FILTER (WHERE e = 1 AND claimed_until > $2::int8),"
@@ -211,7 +221,8 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  (SELECT coalesce(sum(claims), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
         "  (SELECT coalesce(sum(releases), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
         "  (SELECT coalesce(sum(lapses), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
-        "  (SELECT coalesce(sum(deletes), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8)"
+        "  (SELECT coalesce(sum(deletes), 0)::int8 FROM queuefs.counts WHERE table_id = $1::int8),"
+        "  EXISTS (SELECT 1 FROM queuefs.groups WHERE table_id = $1::int8 AND lim > 0)"
         " FROM (SELECT claimed_until, not_before, CASE WHEN state = 1 AND wake <= $2::int8"
         "   THEN queuefs.place_state(claimed_until, not_before, dead, $2::int8) ELSE state END e"
         "   FROM queuefs.records WHERE table_id = $1::int8) s",
@@ -223,6 +234,85 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
                    " AND (r.wake > $5::int8 OR queuefs.place_state(r.claimed_until, r.not_before,"
                    " r.dead, $5::int8) = 1)"
                    " ORDER BY r.wake, r.key LIMIT $4::int8",
+
+    /* ---- AT MOST … PER: a grouped queue's records (store/pg_schema.c) ----
+     * $1 table, $2 key, $3 the group it is being moved to (or empty),
+     * $4 per_group: locks the groups, then the record; its group (NULL:
+     * no such record) */
+    [PG_GROUP_LOCK_OF] = "SELECT queuefs.group_lock_of($1::int8, $2::bytea, $3::bytea, $4::int8)",
+    /* $1 table, groups $2 and $3 (empty: none), $4 per_group, $5 now:
+     * puts them right after a change of their records, in group order */
+    [PG_GROUP_FIX] =
+        "SELECT queuefs.group_fix($1::int8, g, $4::int8, $5::int8) FROM (SELECT DISTINCT g"
+        "  FROM unnest(ARRAY[$2::bytea, $3::bytea]) g WHERE g <> '' ORDER BY g) s",
+    /* The arguments of PG_CLAIM_HEAD and $8 per_group; its columns. */
+    [PG_CLAIM_GROUPED] = "SELECT * FROM queuefs.claim_grouped($1::int8, $2::int8, $3::int8, $4::int8,"
+                         " $5::int8, $6::bytea, $7::bytea, $8::int8)",
+    /* $1 table, $2 key, $3 now, $4 ceiling, $5 the new deadline,
+     * $6 consumer, $7 instance, $8 per_group */
+    [PG_CLAIM_NAMED] = "SELECT * FROM queuefs.claim_named($1::int8, $2::bytea, $3::int8, $4::int8,"
+                       " $5::int8, $6::bytea, $7::bytea, $8::int8)",
+    /* $1 table: its groups, locked before a refile counts their holds */
+    [PG_REFILE_LOCK] = "SELECT 1 FROM queuefs.groups WHERE table_id = $1::int8 ORDER BY grp"
+                       " FOR NO KEY UPDATE",
+    /* $1 table, $2 key, $3 ord, $4 not_before, $5 grp: a record's filing */
+    [PG_REFILE_ONE] = "UPDATE queuefs.records SET ord = $3::bytea, not_before = $4::int8,"
+                      " grp = $5::bytea WHERE table_id = $1::int8 AND key = $2::bytea",
+    /* $1 table, $2 per_group: after PG_REFILE, each group's first ready
+     * record in state 0 when it has room, the others parked; the groups'
+     * rows counted anew (none when per_group is 0) */
+    [PG_REFILE_GROUPED] =
+        "WITH h AS (SELECT grp, count(*) FILTER (WHERE state = 1 AND claimed_until <> 0"
+        "   AND wake = claimed_until) AS held FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND grp <> '' AND state IS NOT NULL GROUP BY grp),"
+        " k AS (SELECT key, grp, CASE WHEN row_number() OVER (PARTITION BY grp ORDER BY ord, seq) = 1"
+        "   THEN 0 ELSE 3 END AS place FROM queuefs.records"
+        "  WHERE table_id = $1::int8 AND state IN (0, 3) AND grp <> ''),"
+        " placed AS (UPDATE queuefs.records r"
+        "  SET state = CASE WHEN h.held < $2::int8 THEN k.place ELSE 3 END"
+        "  FROM k JOIN h USING (grp) WHERE $2::int8 > 0 AND r.table_id = $1::int8 AND r.key = k.key"
+        "  AND r.state <> CASE WHEN h.held < $2::int8 THEN k.place ELSE 3 END),"
+        " gone AS (DELETE FROM queuefs.groups g WHERE g.table_id = $1::int8"
+        "  AND ($2::int8 <= 0 OR NOT EXISTS (SELECT 1 FROM h WHERE h.grp = g.grp)))"
+        " INSERT INTO queuefs.groups (table_id, grp, held, lim)"
+        " SELECT $1::int8, grp, held, $2::int8 FROM h WHERE $2::int8 > 0"
+        " ON CONFLICT (table_id, grp) DO UPDATE SET held = EXCLUDED.held, lim = EXCLUDED.lim",
+    /* $1 table, $2 now: ready (what a claim may take now), parked, the
+     * groups at their limit and the head's key, as a claim then would find
+     * them (a lapsed hold frees its place) */
+    [PG_COUNTS_GROUPED] =
+        "WITH s AS (SELECT key, grp, ord, seq, claimed_until,"
+        "   CASE WHEN state = 1 AND wake <= $2::int8"
+        "    THEN queuefs.place_state(claimed_until, not_before, dead, $2::int8) ELSE state END e"
+        "  FROM queuefs.records WHERE table_id = $1::int8 AND state IS NOT NULL),"
+        " h AS (SELECT grp, count(*) FILTER (WHERE e = 1 AND claimed_until > $2::int8) AS held"
+        "  FROM s WHERE grp <> '' GROUP BY grp),"
+        " l AS (SELECT g.grp, g.lim, coalesce(h.held, 0) AS held FROM queuefs.groups g"
+        "  LEFT JOIN h ON h.grp = g.grp WHERE g.table_id = $1::int8 AND g.lim > 0),"
+        " c AS (SELECT s.key, s.ord, s.seq, CASE WHEN l.grp IS NULL THEN 0 WHEN l.held < l.lim"
+        "   AND row_number() OVER (PARTITION BY s.grp ORDER BY s.ord, s.seq) = 1 THEN 0 ELSE 3 END f"
+        "  FROM s LEFT JOIN l ON l.grp = s.grp AND s.grp <> '' WHERE s.e IN (0, 3))"
+        " SELECT count(*) FILTER (WHERE f = 0), count(*) FILTER (WHERE f = 3),"
+        "  (SELECT count(*) FROM l WHERE held >= lim),"
+        "  (SELECT key FROM c WHERE f = 0 ORDER BY ord, seq LIMIT 1) FROM c",
+
+    /* ---- AT MOST … EVERY ----
+     * $1 table, $2 the window's start (exclusive), $3 rate: locks the
+     * queue's row of hand-outs; the room left in the window */
+    [PG_RATE_ROOM] = "SELECT queuefs.rate_room($1::int8, $2::int8, $3::int8)",
+    /* ... and $4 now, $5 how many were handed out now: the last $3
+     * instants of the window kept, in ascending order */
+    [PG_RATE_NOTE] =
+        "UPDATE queuefs.rates r SET stamps = coalesce((SELECT array_agg(s ORDER BY s) FROM"
+        "  (SELECT s FROM (SELECT unnest(r.stamps) s UNION ALL"
+        "    SELECT $4::int8 FROM generate_series(1, $5::int8)) a"
+        "   WHERE s > $2::int8 ORDER BY s DESC LIMIT $3::int8) b), '{}')"
+        " WHERE r.table_id = $1::int8",
+    /* $1 table, $2 the window's start, $3 rate: the hand-out whose leaving
+     * the window admits the next one (NULL: there is room now) */
+    [PG_RATE_NEXT] =
+        "SELECT (SELECT s FROM queuefs.rates r, unnest(r.stamps) s WHERE r.table_id = $1::int8"
+        "  AND s > $2::int8 ORDER BY s DESC OFFSET $3::int8 - 1 LIMIT 1)",
 
     /* ---- identities and deduplication ---- */
     /* NULL, rather than an error that would end the transaction, when the

@@ -1,0 +1,569 @@
+/* pg_queue.c — the PostgreSQL backend's queue primitives: claims (from
+ * the head, named, grouped, rate-limited), releases, touches, retries,
+ * give-backs, refiling, the counts and the waiting walk.
+ *
+ * Each primitive of an ungrouped queue is one statement of store/pg_sql.c
+ * (a named claim, a retry and a failed fence read the row first).  A
+ * grouped queue (AT MOST … PER, StoreQueue.per_group > 0) costs more
+ * statements: a write that may move a ready record of a group locks the
+ * group first (PG_GROUP_LOCK_OF), and every write that changes a group's
+ * holds or ready records puts the group right after it (PG_GROUP_FIX);
+ * its claims are functions of the schema (store/pg_schema.c).  A
+ * rate-limited queue's claim (AT MOST … EVERY) locks the queue's row of
+ * hand-outs first (PG_RATE_ROOM) and notes what it handed out. */
+#include "pg_internal.h"
+
+#include "be.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int64_t
+deadline(int64_t now, int64_t timeout)
+{
+    int64_t until;
+    return __builtin_add_overflow(now, timeout, &until) ? INT64_MAX : until;
+}
+
+static bool
+bytes_ok(StoreBytes b)
+{
+    return b.len <= 255;
+}
+
+/* The window of AT MOST … EVERY that ends now starts after this instant. */
+static int64_t
+window_start(const StoreTxn *txn, const StoreQueue *q)
+{
+    int64_t start;
+    return __builtin_sub_overflow(txn->now, q->rate_window_ns, &start) ? INT64_MIN : start;
+}
+
+/* How many records rate-limited queue "q" may hand out now, its row of
+ * hand-outs locked for the rest of the transaction; INT64_MAX for a queue
+ * without a rate. */
+static int
+rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
+{
+    *room = INT64_MAX;
+    if (q->rate <= 0)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, window_start(txn, q));
+    pg_arg_i64(&a, q->rate);
+    int rc;
+    PGresult *res = pg_run(txn, PG_RATE_ROOM, &a, &rc);
+    if (!res)
+        return rc;
+    *room = pg_i64(res, 0, 0);
+    return STORE_OK;
+}
+
+/* Notes "handed" hand-outs of rate-limited queue "q" at now. */
+static int
+rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
+{
+    if (q->rate <= 0 || handed <= 0)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, window_start(txn, q));
+    pg_arg_i64(&a, q->rate);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, handed);
+    int rc;
+    return pg_run(txn, PG_RATE_NOTE, &a, &rc) ? STORE_OK : rc;
+}
+
+/* The claim of the one record "c->key" of an ungrouped queue: waits for
+ * its row lock, then claims it when it is claimable now and "room"
+ * allows. */
+static int
+claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until, int64_t room,
+          int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+          int64_t *claimed)
+{
+    if (c->key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, c->key);
+    int rc;
+    PGresult *res = pg_run(txn, PG_RECORD_LOCK, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return STORE_NOTFOUND;
+    StoreRecord before;
+    pg_record_of(res, 0, 0, &before);
+    int state = PQgetisnull(res, 0, PG_RECORD_NCOLS)
+                    ? -1
+                    : (int16_t)be_get((const unsigned char *)PQgetvalue(res, 0, PG_RECORD_NCOLS), 2);
+    int64_t wake = pg_i64(res, 0, PG_RECORD_NCOLS + 1);
+    bool dead = pg_bool(res, 0, PG_RECORD_NCOLS + 2);
+    int64_t now = txn->now;
+    bool ready = state == 0 ||
+                 (state == 1 && wake <= now && before.claimed_until <= now && !dead &&
+                  before.not_before <= now);
+    if (q->paused || !ready || room < 1)
+        return STORE_OK;
+    PgArgs b = {0};
+    pg_arg_i64(&b, q->table);
+    pg_arg_bytes(&b, c->key);
+    pg_arg_i64(&b, now);
+    pg_arg_i64(&b, q->max_attempts);
+    pg_arg_i64(&b, until);
+    pg_arg_bytes(&b, c->consumer);
+    pg_arg_bytes(&b, c->instance);
+    PGresult *done = pg_run(txn, PG_CLAIM_ONE, &b, &rc);
+    if (!done)
+        return rc;
+    StoreRecord r;
+    pg_record_of(done, 0, 0, &r);
+    pg_count(txn, q->table, 1, 0, before.claimed_until != 0, 0);
+    *claimed = 1;
+    if ((rc = rate_note(txn, q, 1)))
+        return rc;
+    return fn ? fn(ctx, &r, &before) : STORE_OK;
+}
+
+/* Hands out the records claim "res" claimed (the record as now stored,
+ * then its columns before the claim: PG_CLAIM_HEAD's columns): counts the
+ * claims and lapses, notes the hand-outs of a rate-limited queue, and
+ * calls "fn" for each, in claim order. */
+static int
+hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res,
+         int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+         int64_t *claimed)
+{
+    int n = PQntuples(res), lapses = 0, rc;
+    for (int i = 0; i < n; i++)
+        lapses += pg_i64(res, i, PG_RECORD_NCOLS + 2) != 0;
+    pg_count(txn, q->table, n, 0, lapses, 0);
+    *claimed = n;
+    if ((rc = rate_note(txn, q, n)))
+        return rc;
+    for (int i = 0; fn && i < n; i++) {
+        StoreRecord r, before;
+        pg_record_of(res, i, 0, &r);
+        before = r;
+        int col = PG_RECORD_NCOLS;
+        before.attempts = pg_i64(res, i, col);
+        before.hold = pg_i64(res, i, col + 1);
+        before.claimed_until = pg_i64(res, i, col + 2);
+        before.consumer = pg_bytes(res, i, col + 3);
+        before.instance = pg_bytes(res, i, col + 4);
+        before.since = pg_i64(res, i, col + 5);
+        before.changed = pg_i64(res, i, col + 6);
+        before.claimed = pg_i64(res, i, col + 7);
+        if ((rc = fn(ctx, &r, &before)))
+            return rc;
+    }
+    return STORE_OK;
+}
+
+/* The arguments a claim statement takes after its first three (see
+ * PG_CLAIM_HEAD and PG_CLAIM_NAMED): the ceiling, the new deadline, the
+ * consumer and instance, and a grouped queue's per_group. */
+static void
+claim_args(PgArgs *a, const StoreQueue *q, const StoreClaim *c, int64_t until)
+{
+    pg_arg_i64(a, q->max_attempts);
+    pg_arg_i64(a, until);
+    pg_arg_bytes(a, c->consumer);
+    pg_arg_bytes(a, c->instance);
+    if (pg_grouped(q))
+        pg_arg_i64(a, q->per_group);
+}
+
+/* The claim of the one record "c->key" of a grouped queue: its group
+ * locked, then the record, claimed when it is ready or parked, its group
+ * has room and "room" allows. */
+static int
+claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until, int64_t room,
+            int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+            int64_t *claimed)
+{
+    if (c->key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    StoreBytes group;
+    bool found;
+    int rc = pg_group_lock_of(txn, q, c->key, PG_NO_BYTES, &group, &found);
+    if (rc || !found)
+        return rc ? rc : STORE_NOTFOUND;
+    if (q->paused || room < 1)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, c->key);
+    pg_arg_i64(&a, txn->now);
+    claim_args(&a, q, c, until);
+    PGresult *res = pg_run(txn, PG_CLAIM_NAMED, &a, &rc);
+    return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
+}
+
+int
+pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+         int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+         int64_t *claimed)
+{
+    *claimed = 0;
+    if (!bytes_ok(c->consumer) || !bytes_ok(c->instance))
+        return STORE_TOOBIG;
+    int64_t until = deadline(txn->now, q->timeout_ns), room = INT64_MAX;
+    int rc;
+    if (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room)))
+        return rc;
+    if (c->key.len)
+        return pg_grouped(q) ? claim_named(txn, q, c, until, room, fn, ctx, claimed)
+                          : claim_one(txn, q, c, until, room, fn, ctx, claimed);
+    if (q->paused || c->n <= 0 || room <= 0)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, c->n < room ? c->n : room);
+    claim_args(&a, q, c, until);
+    PGresult *res = pg_run(txn, pg_grouped(q) ? PG_CLAIM_GROUPED : PG_CLAIM_HEAD, &a, &rc);
+    return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
+}
+
+int
+pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int64_t not_before,
+           StoreRecord *out)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, key);
+    pg_arg_i64(&a, hold);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, not_before);
+    pg_arg_i64(&a, q->max_attempts);
+    int rc;
+    PGresult *res = pg_run(txn, PG_RELEASE, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return pg_fence_failed(txn, q->table, key);
+    pg_count(txn, q->table, 0, 1, 0, 0);
+    if (out)
+        pg_record_of(res, 0, 0, out);
+    return pg_group_fix(txn, q, pg_bytes(res, 0, PG_RECORD_NCOLS - 1), PG_NO_BYTES);
+}
+
+static int
+bytes_cmp(const void *a, const void *b)
+{
+    const StoreBytes *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Puts right, in group order, the groups of the records "res" released
+ * (PG_RECORD_COLS) of grouped queue "q". */
+static int
+groups_fix_released(StoreTxn *txn, const StoreQueue *q, const PGresult *res)
+{
+    int n = PQntuples(res), rc = STORE_OK;
+    if (!pg_grouped(q) || n == 0)
+        return STORE_OK;
+    StoreBytes *groups = malloc((size_t)n * sizeof *groups);
+    if (!groups)
+        abort();
+    for (int i = 0; i < n; i++)
+        groups[i] = pg_bytes(res, i, PG_RECORD_NCOLS - 1);
+    qsort(groups, (size_t)n, sizeof *groups, bytes_cmp);
+    for (int i = 0; i < n && !rc; i++)
+        if (i == 0 || bytes_cmp(&groups[i - 1], &groups[i]))
+            rc = pg_group_fix(txn, q, groups[i], PG_NO_BYTES);
+    free(groups);
+    return rc;
+}
+
+int
+pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
+               int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+{
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, not_before);
+    pg_arg_bytes(&a, who);
+    pg_arg_bytes(&a, instance);
+    pg_arg_i64(&a, q->max_attempts);
+    int rc;
+    PGresult *res = pg_run(txn, PG_RELEASE_ALL, &a, &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    pg_count(txn, q->table, 0, n, 0, 0);
+    if ((rc = groups_fix_released(txn, q, res)))
+        return rc;
+    for (int i = 0; fn && i < n; i++) {
+        StoreRecord r;
+        pg_record_of(res, i, 0, &r);
+        if ((rc = fn(ctx, &r)))
+            return rc;
+    }
+    return STORE_OK;
+}
+
+int
+pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, key);
+    pg_arg_i64(&a, hold);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, deadline(txn->now, q->timeout_ns));
+    int rc;
+    PGresult *res = pg_run(txn, PG_TOUCH, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return pg_fence_failed(txn, q->table, key);
+    if (out)
+        pg_record_of(res, 0, 0, out);
+    return STORE_OK;
+}
+
+int
+pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
+         StoreRecord *out)
+{
+    if (key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    int rc;
+    StoreBytes was_in = PG_NO_BYTES;
+    bool found = true;
+    if (pg_grouped(q) && (rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in, &found)))
+        return rc;
+    if (!found)
+        return STORE_NOTFOUND;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, key);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, not_before);
+    PGresult *res = pg_run(txn, PG_RETRY, &a, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        return STORE_NOTFOUND;
+    pg_count(txn, q->table, 0, pg_bool(res, 0, PG_RECORD_NCOLS), 0, 0);
+    if (out)
+        pg_record_of(res, 0, 0, out);
+    return pg_group_fix(txn, q, was_in, PG_NO_BYTES);
+}
+
+int
+pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
+           bool *given_back)
+{
+    *given_back = false;
+    if (before->key.len > STORE_MAX_KEY)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_bytes(&a, before->key);
+    pg_arg_i64(&a, hold);
+    pg_arg_i64(&a, before->written);
+    pg_arg_i64(&a, before->attempts);
+    pg_arg_i64(&a, before->hold);
+    pg_arg_i64(&a, before->claimed_until);
+    pg_arg_bytes(&a, before->consumer);
+    pg_arg_bytes(&a, before->instance);
+    pg_arg_i64(&a, before->since);
+    pg_arg_i64(&a, before->changed);
+    pg_arg_i64(&a, before->claimed);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, q->max_attempts);
+    int rc;
+    PGresult *res = pg_run(txn, PG_UNCLAIM, &a, &rc);
+    if (!res)
+        return rc;
+    if (!PQntuples(res))
+        return STORE_OK;
+    *given_back = true;
+    pg_count(txn, q->table, -1, 0, before->claimed_until ? -1 : 0, 0);
+    return pg_group_fix(txn, q, pg_bytes(res, 0, 0), PG_NO_BYTES);
+}
+
+/* Files every record of queue "q" as "file" says (see store_queue_refile),
+ * a page of records at a time. */
+static int
+refile_each(StoreTxn *txn, const StoreQueue *q,
+            int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
+{
+    size_t mark = txn->nresults;
+    PgStmt s = PG_RECORD_FROM;
+    char *last = NULL;
+    StoreBytes at = PG_NO_BYTES;
+    int rc = STORE_OK;
+    for (;;) {
+        PgArgs a = {0};
+        pg_arg_i64(&a, q->table);
+        pg_arg_bytes(&a, at);
+        pg_arg_i64(&a, PG_PAGE);
+        PGresult *res = pg_run(txn, s, &a, &rc);
+        if (!res)
+            break;
+        int n = PQntuples(res);
+        for (int i = 0; i < n && rc == STORE_OK; i++) {
+            StoreRecord r;
+            StoreFiling f = {PG_NO_BYTES, 0, PG_NO_BYTES};
+            pg_record_of(res, i, 0, &r);
+            if ((rc = file(ctx, &r, &f)))
+                break;
+            if (f.order.len > STORE_MAX_KEY || f.group.len > STORE_MAX_KEY) {
+                rc = STORE_TOOBIG;
+                break;
+            }
+            PgArgs b = {0};
+            pg_arg_i64(&b, q->table);
+            pg_arg_bytes(&b, r.key);
+            pg_arg_bytes(&b, f.order.len ? f.order : r.key);
+            pg_arg_i64(&b, f.not_before);
+            pg_arg_bytes(&b, f.group);
+            if (!pg_run(txn, PG_REFILE_ONE, &b, &rc))
+                break;
+        }
+        if (rc || n < PG_PAGE)
+            break;
+        at = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
+        s = PG_RECORD_AFTER;
+        pg_results_drop(txn, mark);
+    }
+    pg_results_drop(txn, mark);
+    free(last);
+    return rc;
+}
+
+int
+pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
+                int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
+{
+    PgArgs lock = {0};
+    pg_arg_i64(&lock, q->table);
+    int rc;
+    /* The groups first, so that no claim changes their holds meanwhile. */
+    if (!pg_run(txn, PG_REFILE_LOCK, &lock, &rc) || (file && (rc = refile_each(txn, q, file, ctx))))
+        return rc;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, q->max_attempts);
+    pg_arg_i64(&a, q->per_group);
+    if (!pg_run(txn, PG_REFILE, &a, &rc))
+        return rc;
+    PgArgs g = {0};
+    pg_arg_i64(&g, q->table);
+    pg_arg_i64(&g, q->per_group);
+    return pg_run(txn, PG_REFILE_GROUPED, &g, &rc) ? STORE_OK : rc;
+}
+
+int
+pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
+{
+    *at = txn->now;
+    if (q->rate <= 0)
+        return STORE_OK;
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, window_start(txn, q));
+    pg_arg_i64(&a, q->rate);
+    int rc;
+    PGresult *res = pg_run(txn, PG_RATE_NEXT, &a, &rc);
+    if (!res)
+        return rc;
+    /* The hand-out whose leaving the window makes room. */
+    if (!PQgetisnull(res, 0, 0))
+        *at = deadline(pg_i64(res, 0, 0), q->rate_window_ns);
+    return STORE_OK;
+}
+
+int
+pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
+{
+    memset(out, 0, sizeof *out);
+    PgArgs a = {0};
+    pg_arg_i64(&a, table);
+    pg_arg_i64(&a, txn->now);
+    int rc;
+    PGresult *res = pg_run(txn, PG_COUNTS, &a, &rc);
+    if (!res)
+        return rc;
+    out->records = (uint64_t)pg_i64(res, 0, 0);
+    out->ready = (uint64_t)pg_i64(res, 0, 1);
+    out->held = (uint64_t)pg_i64(res, 0, 2);
+    out->delayed = (uint64_t)pg_i64(res, 0, 3);
+    out->idle = (uint64_t)pg_i64(res, 0, 4);
+    out->next_wake = pg_i64(res, 0, 5);
+    out->has_head = !PQgetisnull(res, 0, 6);
+    if (out->has_head)
+        out->head_key = pg_bytes(res, 0, 6);
+    /* The counters as committed, and this transaction's changes to them. */
+    const PgDelta *d = NULL;
+    for (int i = 0; i < txn->ndeltas; i++)
+        if (txn->deltas[i].table == table)
+            d = &txn->deltas[i];
+    out->claims = (uint64_t)(pg_i64(res, 0, 7) + (d ? d->claims : 0));
+    out->releases = (uint64_t)(pg_i64(res, 0, 8) + (d ? d->releases : 0));
+    out->lapses = (uint64_t)(pg_i64(res, 0, 9) + (d ? d->lapses : 0));
+    out->deletes = (uint64_t)(pg_i64(res, 0, 10) + (d ? d->deletes : 0));
+    if (!pg_bool(res, 0, 11))
+        return STORE_OK;
+    /* A grouped queue: which of its ready records a claim may take. */
+    PGresult *g = pg_run(txn, PG_COUNTS_GROUPED, &a, &rc);
+    if (!g)
+        return rc;
+    out->ready = (uint64_t)pg_i64(g, 0, 0);
+    out->grouped = (uint64_t)pg_i64(g, 0, 1);
+    out->groups_full = (uint64_t)pg_i64(g, 0, 2);
+    out->has_head = !PQgetisnull(g, 0, 3);
+    out->head_key = out->has_head ? pg_bytes(g, 0, 3) : PG_NO_BYTES;
+    return STORE_OK;
+}
+
+int
+pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
+                      int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx)
+{
+    size_t mark = txn->nresults;
+    int64_t after_wake = -1;
+    char *last = NULL;
+    StoreBytes after_key = PG_NO_BYTES;
+    int rc = STORE_OK;
+    for (;;) {
+        PgArgs a = {0};
+        pg_arg_i64(&a, table);
+        pg_arg_i64(&a, after_wake);
+        pg_arg_bytes(&a, after_key);
+        pg_arg_i64(&a, PG_PAGE);
+        pg_arg_i64(&a, txn->now);
+        PGresult *res = pg_run(txn, PG_WAITING, &a, &rc);
+        if (!res)
+            break;
+        int n = PQntuples(res);
+        for (int i = 0; i < n && rc == STORE_OK; i++) {
+            StoreRecord r;
+            pg_record_of(res, i, 0, &r);
+            rc = fn(ctx, &r, pg_i64(res, i, PG_RECORD_NCOLS));
+        }
+        if (rc || n < PG_PAGE)
+            break;
+        after_wake = pg_i64(res, n - 1, PG_RECORD_NCOLS);
+        after_key = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
+        pg_results_drop(txn, mark);
+    }
+    pg_results_drop(txn, mark);
+    free(last);
+    return rc;
+}
