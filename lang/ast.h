@@ -91,11 +91,32 @@ typedef struct TableDecl {
     char      *priority_by;        /* PRIORITY BY f, or NULL */
     char      *not_before;         /* NOT BEFORE f, or NULL */
     int64_t    deduplicate_ns;     /* DEDUPLICATE d; 0 = not given */
+    int64_t    per_group;          /* AT MOST n PER f: n; 0 = not given */
+    char      *per_field;          /* … and its field f, or NULL */
+    int64_t    rate;               /* AT MOST n EVERY d: n; 0 = not given */
+    int64_t    rate_window_ns;     /* … and its window d */
     /* both kinds: */
     SchemaMode schema;             /* SCHEMAFULL | SCHEMALESS | neither */
     char      *graph;              /* IN g, or NULL */
     int64_t    mode;               /* the file view's mkdir: permission bits; -1 or 0: 0755 */
 } TableDecl;
+
+/* The clauses of a queue, as bits: what ALTER QUEUE names (and what a
+ * DEFINE QUEUE has given so far, so none is given twice). */
+enum {
+    CLAUSE_TIMEOUT     = 1u << 0,
+    CLAUSE_ATTEMPTS    = 1u << 1,
+    CLAUSE_PRIORITY_BY = 1u << 2,
+    CLAUSE_NOT_BEFORE  = 1u << 3,
+    CLAUSE_DEDUPLICATE = 1u << 4,
+    CLAUSE_PER         = 1u << 5,   /* AT MOST n PER f */
+    CLAUSE_EVERY       = 1u << 6,   /* AT MOST n EVERY d */
+    CLAUSE_SCHEMA      = 1u << 7,   /* SCHEMAFULL | SCHEMALESS */
+    CLAUSE_IN          = 1u << 8,
+};
+
+/* The greatest n of AT MOST n PER f and AT MOST n EVERY d. */
+#define LANG_AT_MOST_MAX 1000000
 
 /* A statement target: a whole table, or one record of it. */
 typedef struct Target {
@@ -174,11 +195,12 @@ struct Stmt {
             Expr   *where;        /* RETRY ALL … WHERE expr, or NULL */
             int64_t fence;        /* as for DELETE */
         } release;
-        struct {                  /* ST_ALTER_QUEUE: -1 (timeout 0) = unchanged */
-            char   *table;
-            int64_t timeout_ns;   /* TIMEOUT d, or 0 */
-            int64_t attempts;     /* ATTEMPTS n, 0 = DROP ATTEMPTS, -1 */
-            int64_t deduplicate_ns; /* DEDUPLICATE d, 0 = DROP DEDUPLICATE, -1 */
+        struct {                  /* ST_ALTER_QUEUE */
+            char     *table;
+            TableDecl set;        /* the clauses given, as DEFINE QUEUE holds them
+                                     (a dropped one as if absent; set.name unused) */
+            unsigned  given;      /* the ALTER_* bits of the clauses given, set or
+                                     dropped */
         } alter;
         struct {                  /* ST_USE_CONSUMER */
             char *name;

@@ -45,6 +45,14 @@ lang_table_def_encode(const TableDef *def, Buf *out)
     set_str(&o, "not_before", d->not_before);
     if (d->deduplicate_ns)
         lang_value_object_set(&o, "deduplicate", lang_value_duration(d->deduplicate_ns));
+    if (d->per_group && d->per_field) {
+        lang_value_object_set(&o, "per_group", lang_value_int(d->per_group));
+        set_str(&o, "per_field", d->per_field);
+    }
+    if (d->rate) {
+        lang_value_object_set(&o, "rate", lang_value_int(d->rate));
+        lang_value_object_set(&o, "rate_window", lang_value_duration(d->rate_window_ns));
+    }
     if (d->schema != SCHEMA_UNSPECIFIED)
         lang_value_object_set(&o, "schema", lang_value_int(d->schema));
     set_str(&o, "graph", d->graph);
@@ -96,6 +104,13 @@ table_def_from_value(const Value *o, TableDef *def)
     d->priority_by = get_str(o, "priority_by");
     d->not_before = get_str(o, "not_before");
     d->deduplicate_ns = get_int(o, "deduplicate");
+    /* absent from a definition stored before AT MOST existed: none */
+    d->per_field = get_str(o, "per_field");
+    d->per_group = d->per_field ? get_int(o, "per_group") : 0;
+    d->rate = get_int(o, "rate");
+    d->rate_window_ns = d->rate ? get_int(o, "rate_window") : 0;
+    if (d->rate_window_ns <= 0)
+        d->rate = d->rate_window_ns = 0;
     d->schema = (SchemaMode)get_int(o, "schema");
     d->graph = get_str(o, "graph");
     def->uid = lang_value_object_get(o, "uid") ? get_int(o, "uid") : -1;
@@ -137,15 +152,15 @@ table_def_from_value(const Value *o, TableDef *def)
     }
 }
 
-/* A deep copy of "src" into "dst". */
-static void
-table_def_copy(const TableDef *src, TableDef *dst)
+void
+lang_table_def_copy(const TableDef *src, TableDef *dst)
 {
     *dst = *src;
     TableDecl *d = &dst->decl;
     d->name = d->name ? lang_xstrdup(d->name) : NULL;
     d->priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
     d->not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
+    d->per_field = d->per_field ? lang_xstrdup(d->per_field) : NULL;
     d->graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     if (src->nfields) {
         dst->fields = lang_xcalloc(src->nfields, sizeof *dst->fields);
@@ -193,7 +208,7 @@ def_cache_get(uint32_t id, StoreBytes bytes, TableDef *def)
     for (unsigned i = 0; i < DEF_CACHE_SLOTS && !hit; i++)
         if (def_cache[i].bytes && def_cache[i].id == id && def_cache[i].len == bytes.len &&
             memcmp(def_cache[i].bytes, bytes.data, bytes.len) == 0) {
-            table_def_copy(&def_cache[i].def, def);
+            lang_table_def_copy(&def_cache[i].def, def);
             hit = true;
         }
     pthread_mutex_unlock(&def_cache_lock);
@@ -212,7 +227,7 @@ def_cache_put(StoreBytes bytes, const TableDef *def)
     def_cache[i].bytes = lang_xmalloc(bytes.len);
     memcpy(def_cache[i].bytes, bytes.data, bytes.len);
     def_cache[i].len = bytes.len;
-    table_def_copy(def, &def_cache[i].def);
+    lang_table_def_copy(def, &def_cache[i].def);
     pthread_mutex_unlock(&def_cache_lock);
 }
 
@@ -286,6 +301,7 @@ lang_table_def_free(TableDef *def)
     free(d->name);
     free(d->priority_by);
     free(d->not_before);
+    free(d->per_field);
     free(d->graph);
     for (size_t i = 0; i < def->nfields; i++) {
         free(def->fields[i].name);
@@ -369,6 +385,14 @@ table_def_statement(const TableDef *def, Buf *out)
             lang_buf_puts(out, " DEDUPLICATE ");
             lang_duration_format(d->deduplicate_ns, out);
         }
+        if (d->per_group && d->per_field) {
+            lang_buf_printf(out, " AT MOST %lld PER ", (long long)d->per_group);
+            path_format(d->per_field, out);
+        }
+        if (d->rate) {
+            lang_buf_printf(out, " AT MOST %lld EVERY ", (long long)d->rate);
+            lang_duration_format(d->rate_window_ns, out);
+        }
     }
     if (d->schema == SCHEMA_FULL)
         lang_buf_puts(out, " SCHEMAFULL");
@@ -431,6 +455,19 @@ lang_table_def_info(const TableDef *def)
                          d->not_before ? lang_value_cstring(d->not_before) : lang_value_null());
         lang_value_object_set(&o, "deduplicate",
                          d->deduplicate_ns ? lang_value_duration(d->deduplicate_ns) : lang_value_null());
+        /* AT MOST … PER and EVERY: shown only when declared */
+        if (d->per_group && d->per_field) {
+            Value per = lang_value_object();
+            lang_value_object_set(&per, "limit", lang_value_int(d->per_group));
+            lang_value_object_set(&per, "field", lang_value_cstring(d->per_field));
+            lang_value_object_set(&o, "at_most_per", per);
+        }
+        if (d->rate) {
+            Value every = lang_value_object();
+            lang_value_object_set(&every, "limit", lang_value_int(d->rate));
+            lang_value_object_set(&every, "window", lang_value_duration(d->rate_window_ns));
+            lang_value_object_set(&o, "at_most_every", every);
+        }
     }
     lang_value_object_set(&o, "schemafull", lang_value_bool(d->schema == SCHEMA_FULL));
     lang_value_object_set(&o, "graph", d->graph ? lang_value_cstring(d->graph) : lang_value_null());

@@ -62,6 +62,8 @@ void lang_table_def_encode(const TableDef *def, Buf *out);
  * StoreStatus (STORE_NOTFOUND when there is no such table). */
 int lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def);
 void lang_table_def_free(TableDef *def);
+/* A deep copy of "src" into "dst" (free with lang_table_def_free). */
+void lang_table_def_copy(const TableDef *src, TableDef *dst);
 /* Decodes a definition as lang_table_def_encode wrote it into "def" (its id
  * and name as stored; free with lang_table_def_free): -1 when unreadable. */
 int lang_table_def_decode(StoreBytes bytes, TableDef *def);
@@ -104,7 +106,8 @@ bool lang_record_is_engine_field(const char *name);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */
 void lang_record_key_encode(const Value *key, Buf *out);
 /* What the store's queue primitives need of queue "def" (its table id,
- * TIMEOUT, ATTEMPTS); NULL for a collection. */
+ * TIMEOUT, ATTEMPTS, AT MOST … PER and EVERY limits, paused); NULL for a
+ * collection. */
 const StoreQueue *lang_record_queue(const TableDef *def, StoreQueue *q);
 
 /* True when "r" is held at "now". */
@@ -126,11 +129,28 @@ int64_t lang_record_available_at(const Record *r, const TableDef *def);
 void lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t *not_before);
 /* Writes the fields of "r" to the store under its key — a new record when
  * "create" (its columns start empty), else the existing one's value (its
- * columns stay) — filed by the queue's PRIORITY BY and NOT BEFORE fields.
- * TooLarge for content over RECORD_MAX_BYTES; RecordExists / NoSuchRecord
+ * columns stay) — filed by lang_record_filing.
+ * TooLarge for content over RECORD_MAX_BYTES or a PER group over
+ * STORE_MAX_KEY; RecordExists / NoSuchRecord
  * when "create" finds it / does not; StoreError… as lang_store_error. */
 LangErrorCode lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
                            LangError *err);
+/* How queue "def" files a record of identity "key" and "fields": its
+ * claim-order key (PRIORITY BY) into "order", its NOT BEFORE instant into
+ * "*not_before" (0: none) and its AT MOST … PER group into "group" (the
+ * order encoding of the PER field's value; nothing when the queue has no
+ * PER or the field is absent or null).  TooLarge when the group's encoding
+ * is longer than STORE_MAX_KEY. */
+LangErrorCode lang_record_filing(const TableDef *def, const Value *key, const Value *fields,
+                                 Buf *order, int64_t *not_before, Buf *group, LangError *err);
+/* Files every record of queue "def" anew (store_queue_refile) after ALTER
+ * QUEUE changed "old" into "def": with "by_fields" (its PRIORITY BY, NOT
+ * BEFORE or PER field changed) each by lang_record_filing under "def" — a
+ * NOT BEFORE that stayed the same keeps each record's instant — else as
+ * each is filed (its ceiling or PER limit changed).  O(n) in the records.
+ * TooLarge as lang_record_filing; StoreError… as lang_store_error. */
+LangErrorCode lang_record_refile(StoreTxn *txn, const TableDef *old, const TableDef *def,
+                                 bool by_fields, LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
  * NoSuchRecord when absent. */
 LangErrorCode lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,

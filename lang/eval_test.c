@@ -9,6 +9,7 @@
 #include "../store/be.h"
 #include "engine.h"
 #include "lang.h"
+#include "parse.h"
 #include "../tests/unit_test.h"
 
 static void
@@ -163,6 +164,63 @@ static const Case cases[] = {
      "\"indexes\":{},\"kind\":\"queue\",\"name\":\"q\",\"not_before\":\"at\",\"paused\":false,\"priority_by\":null,"
      "\"schemafull\":true,\"timeout\":\"5m\"}\n",
      LANG_OK},
+    /* AT MOST: INFO writes both back, in the canonical order */
+    {"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 10 EVERY 1s SCHEMALESS AT MOST 2 PER host.name;"
+     "INFO FOR TABLE crawl;",
+     "null\n{\"at_most_every\":{\"limit\":10,\"window\":\"1s\"},\"at_most_per\":{\"field\":"
+     "\"host.name\",\"limit\":2},\"attempts\":null,\"deduplicate\":null,\"definition\":"
+     "\"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 2 PER host.name AT MOST 10 EVERY 1s SCHEMALESS\","
+     "\"fields\":{},\"graph\":null,\"indexes\":{},\"kind\":\"queue\",\"name\":\"crawl\","
+     "\"not_before\":null,\"paused\":false,\"priority_by\":null,\"schemafull\":false,"
+     "\"timeout\":\"1m\"}\n",
+     LANG_OK},
+    /* AT MOST 1 PER a: a claim passes over a full group; null is no group */
+    {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1 PER a; CREATE q:1 = {a: 'x'}; CREATE q:2 = {a: 'x'};"
+     "CREATE q:3 = {a: 'y'}; CREATE q:4 = {a: null}; CREATE q:5 = {a: null};"
+     "SELECT id FROM q WHERE a = 'none'; CLAIM 5 FROM q; CLAIM q:2;",
+     "null\n[{\"a\":\"x\",\"id\":\"q:1\"}]\n[{\"a\":\"x\",\"id\":\"q:2\"}]\n"
+     "[{\"a\":\"y\",\"id\":\"q:3\"}]\n[{\"a\":null,\"id\":\"q:4\"}]\n[{\"a\":null,\"id\":\"q:5\"}]\n[]\n"
+     "[{\"a\":\"x\",\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"},"
+     "{\"a\":\"y\",\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:3\"},"
+     "{\"a\":null,\"attempts\":1,\"claimed_until\":\"T\",\"hold\":3,\"id\":\"q:4\"},"
+     "{\"a\":null,\"attempts\":1,\"claimed_until\":\"T\",\"hold\":4,\"id\":\"q:5\"}]\n[]\n",
+     LANG_OK},
+    /* AT MOST 2 EVERY 1h: a claim beyond the rate takes fewer, then none */
+    {"DEFINE QUEUE r TIMEOUT 1m AT MOST 2 EVERY 1h; CREATE r:1 = {}; CREATE r:2 = {}; CREATE r:3 = {};"
+     "CLAIM 3 FROM r; CLAIM FROM r; CLAIM FROM r WAIT 20ms;",
+     "null\n[{\"id\":\"r:1\"}]\n[{\"id\":\"r:2\"}]\n[{\"id\":\"r:3\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"r:1\"},"
+     "{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"r:2\"}]\n[]\n[]\n",
+     LANG_OK},
+    /* ALTER QUEUE: every clause, written back; dropping the optional ones */
+    {"DEFINE QUEUE q TIMEOUT 1m; ALTER QUEUE q TIMEOUT 2m ATTEMPTS 3 PRIORITY BY p NOT BEFORE due "
+     "DEDUPLICATE 1h AT MOST 1 PER account AT MOST 5 EVERY 1s SCHEMAFULL IN work;"
+     "ALTER QUEUE q DROP ATTEMPTS DROP PRIORITY BY DROP NOT BEFORE DROP DEDUPLICATE "
+     "DROP AT MOST PER DROP AT MOST EVERY DROP IN SCHEMALESS;"
+     "ALTER QUEUE q AT MOST 2 PER a.b;",
+     "null\nnull\nnull\nnull\n", LANG_OK},
+    /* ALTER QUEUE … PRIORITY BY files the records anew: the next claims follow it */
+    {"DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {p: 1}; CREATE q:2 = {p: 5}; CREATE q:3 = {p: 3};"
+     "ALTER QUEUE q PRIORITY BY p; CLAIM FROM q; ALTER QUEUE q DROP PRIORITY BY; CLAIM FROM q;",
+     "null\n[{\"id\":\"q:1\",\"p\":1}]\n[{\"id\":\"q:2\",\"p\":5}]\n[{\"id\":\"q:3\",\"p\":3}]\n"
+     "null\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:2\",\"p\":5}]\n"
+     "null\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:1\",\"p\":1}]\n",
+     LANG_OK},
+    /* … NOT BEFORE: a record's field delays it from then on; dropped, it is ready */
+    {"DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {at: time::from_unix(time::unix(time::now()) + 3600)};"
+     "ALTER QUEUE q NOT BEFORE at; CLAIM FROM q; ALTER QUEUE q DROP NOT BEFORE; SELECT id FROM q;"
+     "CLAIM FROM q;",
+     "null\n[{\"at\":\"T\",\"id\":\"q:1\"}]\nnull\n[]\nnull\n[{\"id\":\"q:1\"}]\n"
+     "[{\"at\":\"T\",\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"}]\n",
+     LANG_OK},
+    /* … a RELEASE … NOT BEFORE instant stays when only the order changes */
+    {"DEFINE QUEUE q TIMEOUT 1m NOT BEFORE due; CREATE q:1 = {}; CLAIM q:1;"
+     "RELEASE q:1 NOT BEFORE 1h; ALTER QUEUE q PRIORITY BY p; CLAIM FROM q;",
+     "null\n[{\"id\":\"q:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"}]\n"
+     "[{\"attempts\":1,\"due\":\"T\",\"id\":\"q:1\"}]\nnull\n[]\n",
+     LANG_OK},
+    {"DEFINE COLLECTION c; ALTER QUEUE c TIMEOUT 1m;", "null\n", LANG_WRONG_KIND},
+    {"ALTER QUEUE nowhere TIMEOUT 1m;", "", LANG_NO_SUCH_TABLE},
     /* store-assigned identities follow the greatest integer ever held */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:10 = {}; DELETE jobs:10; CREATE jobs;",
      "null\n[{\"id\":\"jobs:10\"}]\n[]\n[{\"id\":\"jobs:11\"}]\n", LANG_OK},
@@ -232,6 +290,8 @@ test_unowned_table(void)
     static const char *const refused[] = {
         "SELECT * FROM jobs;", "INFO FOR TABLE jobs;", "CLAIM FROM jobs;", "DELETE jobs:1;",
         "DEFINE FIELD n ON jobs TYPE int;", "DROP QUEUE jobs;",
+        "ALTER QUEUE jobs TIMEOUT 1h;", "ALTER QUEUE jobs AT MOST 1 PER a;", "PAUSE QUEUE jobs;",
+        "RESUME QUEUE jobs;",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         CHECK(run_as(other, refused[i]) == LANG_PERMISSION, "refused to a stranger: %s",
@@ -247,6 +307,17 @@ test_unowned_table(void)
     lang_session_set_caller(owner, sb.st_uid, sb.st_gid, NULL, 0, true);
     CHECK(run_as(owner, "CLAIM FROM jobs; DEFINE FIELD n ON jobs TYPE int;") == LANG_OK,
           "the store's owner may");
+    /* Writable by all, the queue is still its owner's to ALTER, PAUSE and RESUME. */
+    err = (LangError){0};
+    CHECK(lang_view_chattr(owner, "jobs", 0777, -1, -1, &err) == LANG_OK, "chmod 0777: %s",
+          err.message);
+    CHECK(run_as(other, "CREATE jobs:2 = {}; CLAIM jobs:2;") == LANG_OK, "a writer may claim");
+    static const char *const owners[] = {"ALTER QUEUE jobs TIMEOUT 1h;", "PAUSE QUEUE jobs;",
+                                         "RESUME QUEUE jobs;", "ALTER QUEUE jobs DROP ATTEMPTS;"};
+    for (size_t i = 0; i < sizeof owners / sizeof owners[0]; i++)
+        CHECK(run_as(other, owners[i]) == LANG_PERMISSION, "the owner's only: %s", owners[i]);
+    CHECK(run_as(owner, "ALTER QUEUE jobs TIMEOUT 1h; PAUSE QUEUE jobs;") == LANG_OK,
+          "the owner may ALTER and PAUSE");
     lang_session_free(owner);
     lang_session_free(other);
     lang_session_free(anon);
@@ -324,6 +395,187 @@ test_record_upgrade(void)
     lang_buf_free(&v);
 }
 
+/* A fresh store in "dir" (a mkdtemp template) and a session on it. */
+static LangSession *
+fresh(char *dir, Store **st)
+{
+    StoreOptions opts = {.sync = false};
+    char msg[256];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    if (store_open(dir, &opts, st, msg, sizeof msg)) {
+        CHECK(0, "store_open: %s", msg);
+        return NULL;
+    }
+    return lang_session_new(*st, NULL, NULL);
+}
+
+static void
+gone(char *dir, Store *st, LangSession *s)
+{
+    char cmd[64];
+    lang_session_free(s);
+    store_close(st);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0, "rm");
+}
+
+/* Runs "script" as "s" into "out" (reset first), masked. */
+static LangErrorCode
+run_into(LangSession *s, const char *script, Buf *out)
+{
+    LangError err = {0};
+    lang_buf_reset(out);
+    lang_session_exec(s, script, strlen(script), collect, out, &err);
+    if (out->data)
+        mask(out->data);
+    return err.code;
+}
+
+/* A PER value whose encoding is longer than STORE_MAX_KEY: a CREATE of it
+ * is TooLarge, and so is an ALTER QUEUE that would group it — which then
+ * leaves the queue as it was. */
+static void
+test_group_too_long(void)
+{
+    char dir[] = "/tmp/queuefs-eval-XXXXXX";
+    Store *st;
+    LangSession *s = fresh(dir, &st);
+    if (!s)
+        return;
+    Buf b = {0}, out = {0};
+    char big[501];
+    memset(big, 'x', 500);
+    big[500] = '\0';
+    lang_buf_printf(&b, "DEFINE QUEUE g TIMEOUT 1m AT MOST 1 PER k; CREATE g:1 = {k: '%s'};", big);
+    CHECK(run_into(s, b.data, &out) == LANG_TOO_LARGE, "CREATE of a long group: %s", out.data);
+    CHECK_STR(out.data, "null\n");
+    lang_buf_reset(&b);
+    lang_buf_printf(&b, "DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p; CREATE q:1 = {k: 'a', p: 1};"
+                        "CREATE q:2 = {k: '%s', p: 2};", big);
+    CHECK(run_into(s, b.data, &out) == LANG_OK, "a long value without PER");
+    CHECK(run_into(s, "ALTER QUEUE q DROP PRIORITY BY AT MOST 1 PER k;", &out) == LANG_TOO_LARGE,
+          "ALTER grouping a long value: %s", out.data);
+    CHECK(run_into(s, "INFO FOR TABLE q;", &out) == LANG_OK, "INFO");
+    CHECK(strstr(out.data, "\"definition\":\"DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p\"") != NULL,
+          "the definition is as it was: %s", out.data);
+    CHECK(run_into(s, "CLAIM FROM q;", &out) == LANG_OK && strstr(out.data, "\"id\":\"q:2\""),
+          "the records are filed as they were: %s", out.data);
+    lang_buf_free(&b);
+    lang_buf_free(&out);
+    gone(dir, st, s);
+}
+
+/* A definition stored before AT MOST existed loads with neither limit;
+ * one with both encodes and decodes to the same. */
+static void
+test_def_compat(void)
+{
+    TableDef old = {.is_queue = true, .decl = {.name = "jobs", .timeout_ns = 30000000000}};
+    Buf b = {0};
+    lang_table_def_encode(&old, &b);
+    TableDef got;
+    CHECK(lang_table_def_decode((StoreBytes){b.data, b.len}, &got) == 0, "decode an old one");
+    CHECK(got.decl.per_group == 0 && !got.decl.per_field && got.decl.rate == 0 &&
+              got.decl.rate_window_ns == 0,
+          "no limits");
+    StoreQueue q;
+    got.id = 3;
+    const StoreQueue *sq = lang_record_queue(&got, &q);
+    CHECK(sq && sq->per_group == 0 && sq->rate == 0 && sq->rate_window_ns == 0, "none for the store");
+    lang_table_def_free(&got);
+    TableDef both = {.is_queue = true,
+                     .decl = {.name = "crawl", .timeout_ns = 60000000000, .per_group = 2,
+                              .per_field = "host", .rate = 10, .rate_window_ns = 1000000000}};
+    lang_buf_reset(&b);
+    lang_table_def_encode(&both, &b);
+    CHECK(lang_table_def_decode((StoreBytes){b.data, b.len}, &got) == 0, "decode");
+    got.id = 4;
+    sq = lang_record_queue(&got, &q);
+    CHECK(got.decl.per_group == 2 && got.decl.per_field && strcmp(got.decl.per_field, "host") == 0 &&
+              got.decl.rate == 10 && got.decl.rate_window_ns == 1000000000,
+          "both limits");
+    CHECK(sq && sq->table == 4 && sq->per_group == 2 && sq->rate == 10 &&
+              sq->rate_window_ns == 1000000000,
+          "what the store is told");
+    lang_table_def_free(&got);
+    lang_buf_free(&b);
+}
+
+/* Equal values make one group, whatever their spelling (1 and 1.0); an
+ * absent or null field makes none. */
+static void
+test_group_bytes(void)
+{
+    TableDef def = {.is_queue = true,
+                    .decl = {.name = "q", .timeout_ns = 1, .per_group = 1, .per_field = "a.b"}};
+    Value key = lang_value_int(1);
+    static const char *const same[][2] = {
+        {"{a: {b: 1}}", "{a: {b: 1.0}}"},
+        {"{a: {b: 'x'}, c: 1}", "{a: {b: 'x'}}"},
+        {"{a: {b: {y: 1, z: 2}}}", "{a: {b: {z: 2, y: 1}}}"},
+    };
+    static const char *const none[] = {"{}", "{a: {b: null}}", "{a: 1}", "{b: 1}"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        Buf g[2] = {{0}, {0}}, order = {0};
+        for (int j = 0; j < 2; j++) {
+            Value v;
+            LangError err = {0};
+            int64_t nb;
+            CHECK(lang_literal_parse(same[i][j], strlen(same[i][j]), &v, &err) == 0, "parse");
+            CHECK(lang_record_filing(&def, &key, &v, &order, &nb, &g[j], &err) == LANG_OK,
+                  "filing");
+            lang_value_free(&v);
+        }
+        CHECK(g[0].len > 0 && g[0].len == g[1].len && memcmp(g[0].data, g[1].data, g[0].len) == 0,
+              "one group: %s and %s", same[i][0], same[i][1]);
+        lang_buf_free(&g[0]);
+        lang_buf_free(&g[1]);
+        lang_buf_free(&order);
+    }
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        Buf g = {0}, order = {0};
+        Value v;
+        LangError err = {0};
+        int64_t nb;
+        CHECK(lang_literal_parse(none[i], strlen(none[i]), &v, &err) == 0, "parse");
+        CHECK(lang_record_filing(&def, &key, &v, &order, &nb, &g, &err) == LANG_OK && g.len == 0,
+              "no group: %s", none[i]);
+        lang_value_free(&v);
+        lang_buf_free(&g);
+        lang_buf_free(&order);
+    }
+}
+
+/* jobs/stats names every figure, the AT MOST … PER ones too. */
+static void
+test_stats_keys(void)
+{
+    char dir[] = "/tmp/queuefs-eval-XXXXXX";
+    Store *st;
+    LangSession *s = fresh(dir, &st);
+    if (!s)
+        return;
+    Buf out = {0};
+    LangError err = {0};
+    CHECK(run_into(s, "DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {};", &out) == LANG_OK, "define");
+    lang_buf_reset(&out);
+    CHECK(lang_view_stats(s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
+    CHECK(strncmp(out.data, "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"grouped\":0,"
+                            "\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
+                            "\"oldest_ready_age_seconds\":", 124) == 0 &&
+              strstr(out.data, ",\"paused\":false,\"queue\":\"q\",\"ready\":1,\"records\":1,"
+                               "\"releases\":0}\n"),
+          "the keys of stats: %s", out.data);
+    lang_buf_reset(&out);
+    CHECK(lang_view_metrics(s, &out, &err) == LANG_OK, "metrics: %s", err.message);
+    CHECK(strstr(out.data, "# TYPE queuefs_grouped_records gauge\nqueuefs_grouped_records{queue=\"q\"} 0\n") &&
+              strstr(out.data, "# TYPE queuefs_groups_at_limit gauge\nqueuefs_groups_at_limit{queue=\"q\"} 0\n") &&
+              strstr(out.data, "queuefs_paused{queue=\"q\"} 0\n"),
+          "metrics: %s", out.data);
+    lang_buf_free(&out);
+    gone(dir, st, s);
+}
+
 int
 main(void)
 {
@@ -355,5 +607,9 @@ main(void)
     }
     test_unowned_table();
     test_record_upgrade();
+    test_group_too_long();
+    test_def_compat();
+    test_group_bytes();
+    test_stats_keys();
     return unit_test_summary();
 }

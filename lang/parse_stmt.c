@@ -2,8 +2,13 @@
  * targets, and freeing a statement's tree (see parse.h and parse_state.h).
  *
  * Decisions beyond the grammar:
- *  - TIMEOUT and DEDUPLICATE take a positive duration, ATTEMPTS a positive
- *    integer.  DEFINE FIELD takes TYPE and REQUIRED in either order.
+ *  - TIMEOUT, DEDUPLICATE and AT MOST … EVERY take a positive duration,
+ *    ATTEMPTS a positive integer, AT MOST an integer from 1 to
+ *    LANG_AT_MOST_MAX (1000000).
+ *  - ALTER QUEUE takes every clause of DEFINE QUEUE, in any order, and
+ *    DROP of each optional one: DROP ATTEMPTS, DROP DEDUPLICATE, DROP
+ *    PRIORITY BY, DROP NOT BEFORE, DROP AT MOST PER, DROP AT MOST EVERY,
+ *    DROP IN (SCHEMALESS undoes SCHEMAFULL).  DEFINE FIELD takes TYPE and REQUIRED in either order.
  *  - \u0000 is not allowed in consumer names. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,7 @@ lang_stmt_free(Stmt *s)
         free(s->u.define_table.name);
         free(s->u.define_table.priority_by);
         free(s->u.define_table.not_before);
+        free(s->u.define_table.per_field);
         free(s->u.define_table.graph);
         break;
     case ST_DEFINE_FIELD:
@@ -94,6 +100,10 @@ lang_stmt_free(Stmt *s)
         break;
     case ST_ALTER_QUEUE:
         free(s->u.alter.table);
+        free(s->u.alter.set.priority_by);
+        free(s->u.alter.set.not_before);
+        free(s->u.alter.set.per_field);
+        free(s->u.alter.set.graph);
         break;
     }
     free(s);
@@ -251,9 +261,100 @@ table_clause(ParseState *ps, TableDecl *d)
     return false;
 }
 
-/* queuedef -> [IF NOT EXISTS] name TIMEOUT duration [ATTEMPTS INT]
- *             {PRIORITY BY path | NOT BEFORE path | DEDUPLICATE duration
- *              | SCHEMAFULL | SCHEMALESS | IN name} */
+/* Consumes the keyword that opens clause "bit" of a queue, unless it was
+ * given already ("*given" holds the CLAUSE_* bits seen): then the error is
+ * "<name> given twice". */
+static bool
+clause_bit(ParseState *ps, unsigned *given, unsigned bit, const char *name)
+{
+    if (*given & bit) {
+        lang_parse_error(ps, &ps->tok, "%s given twice", name);
+        return false;
+    }
+    *given |= bit;
+    next(ps);
+    return true;
+}
+
+/* atmost -> AT MOST INT (PER pathtext | EVERY duration)
+ * (INT from 1 to LANG_AT_MOST_MAX) */
+static const char *
+at_most(ParseState *ps, TableDecl *d, unsigned *given)
+{
+    next(ps);
+    if (!lang_parse_expect_kw(ps, "MOST", "MOST after AT"))
+        return NULL;
+    const Token *t = &ps->tok;
+    if (t->kind != TK_INT || t->int_min || t->i <= 0) {
+        lang_parse_expected(ps, "a positive integer after AT MOST");
+        return NULL;
+    }
+    if (t->i > LANG_AT_MOST_MAX) {
+        lang_parse_error(ps, t, "AT MOST %lld is above the greatest allowed, %d",
+                         (long long)t->i, LANG_AT_MOST_MAX);
+        return NULL;
+    }
+    int64_t n = t->i;
+    next(ps);
+    if (is_kw(&ps->tok, "PER")) {
+        if (clause_bit(ps, given, CLAUSE_PER, "AT MOST … PER")) {
+            d->per_group = n;
+            d->per_field = path_text(ps, "a field name after AT MOST n PER");
+        }
+        return "AT MOST … PER";
+    }
+    if (is_kw(&ps->tok, "EVERY")) {
+        if (clause_bit(ps, given, CLAUSE_EVERY, "AT MOST … EVERY") &&
+            duration(ps, &d->rate_window_ns, "AT MOST n EVERY"))
+            d->rate = n;
+        return "AT MOST … EVERY";
+    }
+    lang_parse_expected(ps, "PER or EVERY after AT MOST n");
+    return NULL;
+}
+
+/* queueclause -> PRIORITY BY pathtext | NOT BEFORE pathtext
+ *              | DEDUPLICATE duration | atmost | SCHEMAFULL | SCHEMALESS | IN name
+ * Each at most once ("*given": the CLAUSE_* bits seen).  The clause's name,
+ * or NULL when the token opens none (nothing consumed, no error) or on an
+ * error. */
+static const char *
+queue_clause(ParseState *ps, TableDecl *d, unsigned *given)
+{
+    const Token *t = &ps->tok;
+    if (is_kw(t, "PRIORITY")) {
+        if (clause_bit(ps, given, CLAUSE_PRIORITY_BY, "PRIORITY BY") &&
+            lang_parse_expect_kw(ps, "BY", "BY after PRIORITY"))
+            d->priority_by = path_text(ps, "a field name after PRIORITY BY");
+        return "PRIORITY BY";
+    }
+    if (is_kw(t, "NOT")) {
+        if (clause_bit(ps, given, CLAUSE_NOT_BEFORE, "NOT BEFORE") &&
+            lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
+            d->not_before = path_text(ps, "a field name after NOT BEFORE");
+        return "NOT BEFORE";
+    }
+    if (is_kw(t, "DEDUPLICATE")) {
+        if (clause_bit(ps, given, CLAUSE_DEDUPLICATE, "DEDUPLICATE"))
+            duration(ps, &d->deduplicate_ns, "DEDUPLICATE");
+        return "DEDUPLICATE";
+    }
+    if (is_kw(t, "AT"))
+        return at_most(ps, d, given);
+    bool schema = is_kw(t, "SCHEMAFULL") || is_kw(t, "SCHEMALESS");
+    if (!schema && is_kw(t, "IN") && (*given & CLAUSE_IN)) {
+        lang_parse_error(ps, t, "IN given twice");
+        return NULL;
+    }
+    if (!table_clause(ps, d))
+        return NULL;
+    *given |= schema ? CLAUSE_SCHEMA : CLAUSE_IN;
+    return schema ? "the schema clause" : "IN";
+}
+
+#define QUEUE_CLAUSES "PRIORITY BY, NOT BEFORE, DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN"
+
+/* queuedef -> [IF NOT EXISTS] name TIMEOUT duration [ATTEMPTS INT] {queueclause} */
 static void
 define_queue(ParseState *ps, TableDecl *d)
 {
@@ -274,34 +375,18 @@ define_queue(ParseState *ps, TableDecl *d)
         d->attempts = ps->tok.i;
         next(ps);
     }
+    unsigned given = CLAUSE_TIMEOUT | CLAUSE_ATTEMPTS;
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
-        if (is_kw(t, "PRIORITY")) {
-            if (clause_once(ps, d->priority_by, "PRIORITY BY") &&
-                lang_parse_expect_kw(ps, "BY", "BY after PRIORITY"))
-                d->priority_by = path_text(ps, "a field name after PRIORITY BY");
-            last = "PRIORITY BY";
-        } else if (is_kw(t, "NOT")) {
-            if (clause_once(ps, d->not_before, "NOT BEFORE") &&
-                lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
-                d->not_before = path_text(ps, "a field name after NOT BEFORE");
-            last = "NOT BEFORE";
-        } else if (is_kw(t, "DEDUPLICATE")) {
-            if (clause_once(ps, d->deduplicate_ns, "DEDUPLICATE"))
-                duration(ps, &d->deduplicate_ns, "DEDUPLICATE");
-            last = "DEDUPLICATE";
-        } else if (is_kw(t, "ATTEMPTS")) {
+        const char *clause;
+        if (is_kw(t, "ATTEMPTS")) {
             lang_parse_error(ps, t, "ATTEMPTS must follow TIMEOUT, found it after %s", last);
         } else if (is_kw(t, "TIMEOUT")) {
             lang_parse_error(ps, t, "TIMEOUT given twice");
-        } else {
-            bool schema = is_kw(t, "SCHEMAFULL") || is_kw(t, "SCHEMALESS");
-            if (!table_clause(ps, d)) {
-                lang_parse_expected(ps, "a queue clause (PRIORITY BY, NOT BEFORE, DEDUPLICATE, "
-                                    "SCHEMAFULL, SCHEMALESS, IN) or ';'");
-                break;
-            }
-            last = schema ? "the schema clause" : "IN";
+        } else if ((clause = queue_clause(ps, d, &given))) {
+            last = clause;
+        } else if (!FAILED(ps)) {
+            lang_parse_expected(ps, "a queue clause (" QUEUE_CLAUSES ") or ';'");
         }
     }
 }
@@ -683,48 +768,79 @@ pause_resume(ParseState *ps, Stmt *s, StmtKind kind, const char *what)
         s->u.table_op.table = table_name(ps, "a queue name");
 }
 
+/* dropclause -> ATTEMPTS | DEDUPLICATE | PRIORITY BY | NOT BEFORE
+ *             | AT MOST (PER | EVERY) | IN
+ * (after ALTER QUEUE's DROP: the clause is given, its value left absent) */
+static void
+alter_drop(ParseState *ps, unsigned *given)
+{
+    static const struct {
+        const char *kw, *then, *name;   /* then: the word that must follow, or NULL */
+        unsigned bit;
+    } drops[] = {
+        {"ATTEMPTS", NULL, "ATTEMPTS", CLAUSE_ATTEMPTS},
+        {"DEDUPLICATE", NULL, "DEDUPLICATE", CLAUSE_DEDUPLICATE},
+        {"PRIORITY", "BY", "PRIORITY BY", CLAUSE_PRIORITY_BY},
+        {"NOT", "BEFORE", "NOT BEFORE", CLAUSE_NOT_BEFORE},
+        {"PER", NULL, "AT MOST … PER", CLAUSE_PER},       /* after AT MOST */
+        {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY},  /* after AT MOST */
+        {"IN", NULL, "IN", CLAUSE_IN},
+    };
+    bool at_most = is_kw(&ps->tok, "AT");
+    if (at_most) {
+        next(ps);
+        if (!lang_parse_expect_kw(ps, "MOST", "MOST after DROP AT"))
+            return;
+    }
+    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
+        bool limit = drops[i].bit == CLAUSE_PER || drops[i].bit == CLAUSE_EVERY;
+        if (limit != at_most || !is_kw(&ps->tok, drops[i].kw))
+            continue;
+        if (clause_bit(ps, given, drops[i].bit, drops[i].name) && drops[i].then) {
+            char what[40];
+            snprintf(what, sizeof what, "%s after DROP %s", drops[i].then, drops[i].kw);
+            lang_parse_expect_kw(ps, drops[i].then, what);
+        }
+        return;
+    }
+    lang_parse_expected(ps, at_most ? "PER or EVERY after DROP AT MOST"
+                                    : "ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
+                                      "AT MOST PER, AT MOST EVERY or IN after DROP");
+}
+
 /* alter -> ALTER QUEUE name alterclause {alterclause}
- * alterclause -> TIMEOUT duration | ATTEMPTS INT | DEDUPLICATE duration
- *              | DROP (ATTEMPTS | DEDUPLICATE)      (each at most once) */
+ * alterclause -> TIMEOUT duration | ATTEMPTS INT | queueclause | DROP dropclause
+ * (each clause at most once, in any order) */
 static void
 alter(ParseState *ps, Stmt *s)
 {
     s->kind = ST_ALTER_QUEUE;
-    s->u.alter.attempts = s->u.alter.deduplicate_ns = -1;
+    TableDecl *d = &s->u.alter.set;
+    unsigned *given = &s->u.alter.given;
     if (!lang_parse_expect_kw(ps, "QUEUE", "QUEUE after ALTER") ||
         !(s->u.alter.table = table_name(ps, "a queue name after ALTER QUEUE")))
         return;
     if (at_end(ps))
-        lang_parse_expected(ps, "TIMEOUT, ATTEMPTS, DEDUPLICATE or DROP after the queue name");
+        lang_parse_expected(ps, "a clause (TIMEOUT, ATTEMPTS, " QUEUE_CLAUSES
+                                " or DROP) after the queue name");
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
-        bool dropping = accept_kw(ps, "DROP");
-        int64_t *field = is_kw(t, "ATTEMPTS")      ? &s->u.alter.attempts
-                         : is_kw(t, "DEDUPLICATE") ? &s->u.alter.deduplicate_ns
-                         : is_kw(t, "TIMEOUT") && !dropping ? &s->u.alter.timeout_ns
-                                                             : NULL;
-        if (!field) {
-            lang_parse_expected(ps, dropping ? "ATTEMPTS or DEDUPLICATE after DROP"
-                                             : "TIMEOUT, ATTEMPTS, DEDUPLICATE, DROP or ';'");
-            break;
-        }
-        if (*field != (field == &s->u.alter.timeout_ns ? 0 : -1)) {
-            lang_parse_error(ps, t, "a clause of ALTER QUEUE given twice");
-            break;
-        }
-        bool attempts = field == &s->u.alter.attempts;
-        next(ps);
-        if (dropping) {
-            *field = 0;
-        } else if (attempts) {
+        if (accept_kw(ps, "DROP")) {
+            alter_drop(ps, given);
+        } else if (is_kw(t, "TIMEOUT")) {
+            if (clause_bit(ps, given, CLAUSE_TIMEOUT, "TIMEOUT"))
+                duration(ps, &d->timeout_ns, "TIMEOUT");
+        } else if (is_kw(t, "ATTEMPTS")) {
+            if (!clause_bit(ps, given, CLAUSE_ATTEMPTS, "ATTEMPTS"))
+                break;
             if (ps->tok.kind != TK_INT || ps->tok.int_min || ps->tok.i <= 0) {
                 lang_parse_expected(ps, "a positive integer after ATTEMPTS");
                 break;
             }
-            *field = ps->tok.i;
+            d->attempts = ps->tok.i;
             next(ps);
-        } else {
-            duration(ps, field, field == &s->u.alter.timeout_ns ? "TIMEOUT" : "DEDUPLICATE");
+        } else if (!queue_clause(ps, d, given) && !FAILED(ps)) {
+            lang_parse_expected(ps, "TIMEOUT, ATTEMPTS, " QUEUE_CLAUSES ", DROP or ';'");
         }
     }
 }

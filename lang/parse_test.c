@@ -107,6 +107,27 @@ dump_target(const Target *t, Buf *b)
     }
 }
 
+/* The optional clauses of "d" (after TIMEOUT). */
+static void
+dump_clauses(const TableDecl *d, Buf *b)
+{
+    if (d->attempts) lang_buf_printf(b, " attempts=%" PRId64, d->attempts);
+    if (d->priority_by) lang_buf_printf(b, " priority=%s", d->priority_by);
+    if (d->not_before) lang_buf_printf(b, " notbefore=%s", d->not_before);
+    if (d->deduplicate_ns) {
+        lang_buf_puts(b, " dedup=");
+        lang_duration_format(d->deduplicate_ns, b);
+    }
+    if (d->per_group) lang_buf_printf(b, " per=%" PRId64 "/%s", d->per_group, d->per_field);
+    if (d->rate) {
+        lang_buf_printf(b, " every=%" PRId64 "/", d->rate);
+        lang_duration_format(d->rate_window_ns, b);
+    }
+    if (d->schema == SCHEMA_FULL) lang_buf_puts(b, " full");
+    if (d->schema == SCHEMA_LESS) lang_buf_puts(b, " less");
+    if (d->graph) lang_buf_printf(b, " in=%s", d->graph);
+}
+
 static void
 dump_stmt(const Stmt *s, Buf *b)
 {
@@ -122,16 +143,7 @@ dump_stmt(const Stmt *s, Buf *b)
         } else {
             CHECK(d->timeout_ns == 0, "collection timeout %" PRId64, d->timeout_ns);
         }
-        if (d->attempts) lang_buf_printf(b, " attempts=%" PRId64, d->attempts);
-        if (d->priority_by) lang_buf_printf(b, " priority=%s", d->priority_by);
-        if (d->not_before) lang_buf_printf(b, " notbefore=%s", d->not_before);
-        if (d->deduplicate_ns) {
-            lang_buf_puts(b, " dedup=");
-            lang_duration_format(d->deduplicate_ns, b);
-        }
-        if (d->schema == SCHEMA_FULL) lang_buf_puts(b, " full");
-        if (d->schema == SCHEMA_LESS) lang_buf_puts(b, " less");
-        if (d->graph) lang_buf_printf(b, " in=%s", d->graph);
+        dump_clauses(d, b);
         break;
     case ST_DEFINE_FIELD:
         lang_buf_printf(b, "field %s on %s", s->u.define_field.name, s->u.define_field.table);
@@ -235,12 +247,21 @@ dump_stmt(const Stmt *s, Buf *b)
             dump_expr(s->u.release.not_before, b);
         }
         break;
-    case ST_ALTER_QUEUE:
-        lang_buf_printf(b, "alter %s timeout=%" PRId64 " attempts=%" PRId64 " dedup=%" PRId64,
-                        s->u.alter.table, s->u.alter.timeout_ns / 1000000000,
-                        s->u.alter.attempts,
-                        s->u.alter.deduplicate_ns < 0 ? -1 : s->u.alter.deduplicate_ns / 1000000000);
+    case ST_ALTER_QUEUE: {
+        /* the clauses given, by bit, then their values */
+        static const char *const bits[] = {"timeout", "attempts", "priority", "notbefore",
+                                           "dedup", "per", "every", "schema", "in"};
+        lang_buf_printf(b, "alter %s given=", s->u.alter.table);
+        for (size_t i = 0, n = 0; i < sizeof bits / sizeof bits[0]; i++)
+            if (s->u.alter.given & (1u << i))
+                lang_buf_printf(b, "%s%s", n++ ? "," : "", bits[i]);
+        if (s->u.alter.set.timeout_ns) {
+            lang_buf_puts(b, " timeout=");
+            lang_duration_format(s->u.alter.set.timeout_ns, b);
+        }
+        dump_clauses(&s->u.alter.set, b);
         break;
+    }
     case ST_PAUSE:
     case ST_RESUME:
         lang_buf_printf(b, "%s %s", s->kind == ST_PAUSE ? "pause" : "resume", s->u.table_op.table);
@@ -334,8 +355,23 @@ static const struct {
     {"RETRY jobs:7 NOT BEFORE 10m;", "retry jobs:7 notbefore 10m"},
     {"RETRY ALL FROM jobs;", "retry all jobs"},
     {"PAUSE QUEUE jobs; RESUME QUEUE jobs;", "pause jobs | resume jobs"},
-    {"ALTER QUEUE jobs TIMEOUT 5m ATTEMPTS 3;", "alter jobs timeout=300 attempts=3 dedup=-1"},
-    {"ALTER QUEUE jobs DROP ATTEMPTS DEDUPLICATE 1m;", "alter jobs timeout=0 attempts=0 dedup=60"},
+    {"ALTER QUEUE jobs TIMEOUT 5m ATTEMPTS 3;",
+     "alter jobs given=timeout,attempts timeout=5m attempts=3"},
+    {"ALTER QUEUE jobs DROP ATTEMPTS DEDUPLICATE 1m;", "alter jobs given=attempts,dedup dedup=1m"},
+    {"ALTER QUEUE q ATTEMPTS 2 TIMEOUT 1s PRIORITY BY a.b NOT BEFORE due AT MOST 3 PER host "
+     "AT MOST 5 EVERY 2s SCHEMAFULL IN g DEDUPLICATE 1h;",
+     "alter q given=timeout,attempts,priority,notbefore,dedup,per,every,schema,in timeout=1s "
+     "attempts=2 priority=a.b notbefore=due dedup=1h per=3/host every=5/2s full in=g"},
+    {"ALTER QUEUE q DROP PRIORITY BY DROP NOT BEFORE DROP AT MOST PER DROP AT MOST EVERY "
+     "DROP IN DROP DEDUPLICATE DROP ATTEMPTS SCHEMALESS;",
+     "alter q given=attempts,priority,notbefore,dedup,per,every,schema,in less"},
+    {"alter queue q at most 1 per account;", "alter q given=per per=1/account"},
+    {"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 2 PER host AT MOST 10 EVERY 1s;",
+     "queue crawl timeout=1m per=2/host every=10/1s"},
+    {"DEFINE QUEUE q TIMEOUT 1m ATTEMPTS 3 AT MOST 10 EVERY 1s PRIORITY BY p "
+     "AT MOST 1 PER a.`b c` IN g;",
+     "queue q timeout=1m attempts=3 priority=p per=1/a.b c every=10/1s in=g"},
+    {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1000000 EVERY 1ms;", "queue q timeout=1m every=1000000/1ms"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
     {"RELEASE ALL FROM jobs;", "release all jobs"},
     {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
@@ -439,9 +475,32 @@ static const struct {
     {"TOUCH jobs", "expected a record id (table:key) after TOUCH, found 'jobs'"},
     {"RETRY jobs", "expected a record id (table:key) or ALL FROM after RETRY"},
     {"PAUSE jobs", "expected QUEUE after PAUSE"},
-    {"ALTER QUEUE jobs", "expected TIMEOUT, ATTEMPTS, DEDUPLICATE or DROP after the queue name"},
-    {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "a clause of ALTER QUEUE given twice"},
-    {"ALTER QUEUE jobs DROP TIMEOUT", "expected ATTEMPTS or DEDUPLICATE after DROP"},
+    {"ALTER QUEUE jobs", "expected a clause (TIMEOUT, ATTEMPTS, PRIORITY BY, NOT BEFORE, "
+                         "DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN or DROP) after the "
+                         "queue name"},
+    {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "TIMEOUT given twice at line 1, column 29"},
+    {"ALTER QUEUE jobs DROP TIMEOUT", "expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
+                                      "AT MOST PER, AT MOST EVERY or IN after DROP"},
+    {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ATTEMPTS given twice"},
+    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "AT MOST … PER given twice"},
+    {"ALTER QUEUE jobs DROP IN IN g", "IN given twice"},
+    {"ALTER QUEUE jobs DROP PRIORITY", "expected BY after DROP PRIORITY, found end of text"},
+    {"ALTER QUEUE jobs DROP AT MOST 3", "expected PER or EVERY after DROP AT MOST, found '3'"},
+    {"ALTER QUEUE jobs WIBBLE", "expected TIMEOUT, ATTEMPTS, PRIORITY BY"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 0 PER a", "expected a positive integer after AT MOST, found '0'"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST -1 PER a", "expected a positive integer after AT MOST"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1.5 PER a", "expected a positive integer after AT MOST"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1000001 EVERY 1s",
+     "AT MOST 1000001 is above the greatest allowed, 1000000 at line 1, column 35"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2", "expected PER or EVERY after AT MOST n, found end of text"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT LEAST 2 PER a", "expected MOST after AT, found 'LEAST'"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 PER", "expected a field name after AT MOST n PER"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 10", "expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s", "AT MOST n EVERY must be a positive duration"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b", "AT MOST … PER given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m", "AT MOST … EVERY given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a ATTEMPTS 2",
+     "ATTEMPTS must follow TIMEOUT, found it after AT MOST … PER"},
     {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
     {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
     {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},

@@ -146,8 +146,13 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
 {
     if (!def->is_queue)
         return NULL;
-    *q = (StoreQueue){.table = def->id, .timeout_ns = def->decl.timeout_ns,
-                      .max_attempts = def->decl.attempts, .paused = def->paused};
+    const TableDecl *d = &def->decl;
+    *q = (StoreQueue){.table = def->id, .timeout_ns = d->timeout_ns,
+                      .max_attempts = d->attempts,
+                      .per_group = d->per_field ? d->per_group : 0,
+                      .rate = d->rate_window_ns > 0 ? d->rate : 0,
+                      .rate_window_ns = d->rate ? d->rate_window_ns : 0,
+                      .paused = def->paused};
     return q;
 }
 
@@ -264,6 +269,44 @@ order_key(const TableDef *def, const Value *fields, Buf *out)
         out->len = STORE_MAX_KEY - 16;
 }
 
+/* The AT MOST … PER group of "fields" on queue "def" into "out": the order
+ * encoding of the PER field's value (lang_value_key_encode: equal values,
+ * 1 and 1.0 too, give equal bytes), or nothing when the queue declares no
+ * PER or the field is absent or null.  TooLarge, naming record "key", when
+ * the encoding is longer than STORE_MAX_KEY. */
+static LangErrorCode
+group_key(const TableDef *def, const Value *key, const Value *fields, Buf *out, LangError *err)
+{
+    if (!def->is_queue || !def->decl.per_group || !def->decl.per_field)
+        return LANG_OK;
+    LangPath path;
+    lang_path_split(def->decl.per_field, &path);
+    const Value *v = lang_path_get(fields, path.parts, path.len);
+    lang_path_free(&path);
+    if (!v || v->kind == VAL_NONE || v->kind == VAL_NULL)
+        return LANG_OK;
+    lang_value_key_encode(v, false, out);
+    if (out->len <= STORE_MAX_KEY)
+        return LANG_OK;
+    RecordId id = {def->decl.name, (Value *)key};
+    Buf name = {0};
+    lang_record_id_format(&id, &name);
+    lang_error_set(err, LANG_TOO_LARGE,
+                   "the AT MOST … PER field '%s' of %s takes %zu bytes, more than %d",
+                   def->decl.per_field, name.data, out->len, STORE_MAX_KEY);
+    lang_buf_free(&name);
+    return LANG_TOO_LARGE;
+}
+
+LangErrorCode
+lang_record_filing(const TableDef *def, const Value *key, const Value *fields, Buf *order,
+                   int64_t *not_before, Buf *group, LangError *err)
+{
+    order_key(def, fields, order);
+    *not_before = fields_not_before(def, fields);
+    return group_key(def, key, fields, group, err);
+}
+
 /* The value bytes of identity "key" and "fields" (RECORD_VALUE_FORMAT). */
 static void
 value_encode_record(const Value *key, const Value *fields, Buf *out)
@@ -287,7 +330,8 @@ lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t
 LangErrorCode
 lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
 {
-    Buf key = {0}, val = {0}, order = {0};
+    Buf key = {0}, val = {0}, order = {0}, group = {0};
+    int64_t not_before;
     lang_record_key_encode(&r->key, &key);
     value_encode_record(&r->key, &r->fields, &val);
     LangErrorCode rc = LANG_OK;
@@ -296,11 +340,12 @@ lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool crea
                             RECORD_MAX_BYTES >> 20);
         goto done;
     }
-    order_key(def, &r->fields, &order);
+    if ((rc = lang_record_filing(def, &r->key, &r->fields, &order, &not_before, &group, err)))
+        goto done;
     StoreQueue q;
     StoreRecord sr = {.key = {key.data, key.len}, .value = {val.data, val.len},
-                      .order = {order.data, order.len},
-                      .not_before = fields_not_before(def, &r->fields)};
+                      .order = {order.data, order.len}, .not_before = not_before,
+                      .group = {group.data, group.len}};
     int status = create ? store_record_create(txn, def->id, lang_record_queue(def, &q), &sr)
                         : store_record_update(txn, def->id, lang_record_queue(def, &q), &sr);
     if (status == STORE_EXISTS) {
@@ -318,7 +363,60 @@ done:
     lang_buf_free(&key);
     lang_buf_free(&val);
     lang_buf_free(&order);
+    lang_buf_free(&group);
     return rc;
+}
+
+/* What a refile's "file" callback needs (see lang_record_refile). */
+typedef struct Refile {
+    const TableDef *old, *def;
+    bool  same_not_before;   /* the NOT BEFORE field did not change */
+    Buf   order, group;
+    Record r;
+    LangError *err;
+} Refile;
+
+static bool
+same_text(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int
+refile_one(void *ctx, const StoreRecord *sr, StoreFiling *out)
+{
+    Refile *rf = ctx;
+    lang_buf_reset(&rf->order);
+    lang_buf_reset(&rf->group);
+    /* Its fields as users saw them under the old definition (a RELEASE …
+     * NOT BEFORE's instant in the NOT BEFORE field). */
+    if (lang_record_from_store(sr, rf->old, &rf->r, rf->err) ||
+        lang_record_filing(rf->def, &rf->r.key, &rf->r.fields, &rf->order, &out->not_before,
+                           &rf->group, rf->err))
+        return -1;
+    if (rf->same_not_before)
+        out->not_before = sr->not_before;
+    out->order = (StoreBytes){rf->order.data, rf->order.len};
+    out->group = (StoreBytes){rf->group.data, rf->group.len};
+    return 0;
+}
+
+LangErrorCode
+lang_record_refile(StoreTxn *txn, const TableDef *old, const TableDef *def, bool by_fields,
+                   LangError *err)
+{
+    StoreQueue q;
+    Refile rf = {.old = old, .def = def,
+                 .same_not_before = same_text(old->decl.not_before, def->decl.not_before),
+                 .err = err};
+    int rc = store_queue_refile(txn, lang_record_queue(def, &q), by_fields ? refile_one : NULL,
+                                &rf);
+    lang_buf_free(&rf.order);
+    lang_buf_free(&rf.group);
+    lang_record_free(&rf.r);
+    if (rc && err->code)
+        return err->code;
+    return rc ? lang_store_error(rc, "filing the queue's records anew", err) : LANG_OK;
 }
 
 LangErrorCode

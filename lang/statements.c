@@ -113,6 +113,7 @@ decl_copy(const TableDecl *d)
     c.name = lang_xstrdup(d->name);
     c.priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
     c.not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
+    c.per_field = d->per_field ? lang_xstrdup(d->per_field) : NULL;
     c.graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     return c;
 }
@@ -189,29 +190,70 @@ lang_exec_pause(Exec *x, const Stmt *st)
     return save_def(x, &def);
 }
 
-/* alter -> ALTER QUEUE name clause {clause}: the owner changes TIMEOUT,
- * ATTEMPTS (or drops it) and DEDUPLICATE (or drops it) without touching a
- * record; holds already taken keep their deadline.  A changed ceiling
- * files the queue's records anew (store_queue_refile: O(n)). */
+/* Replaces the string "*slot" with a copy of "s" (NULL allowed). */
+static void
+str_replace(char **slot, const char *s)
+{
+    free(*slot);
+    *slot = s ? lang_xstrdup(s) : NULL;
+}
+
+static bool
+str_same(const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* alter -> ALTER QUEUE name clause {clause}: the owner changes any clause
+ * of the queue's definition, or drops an optional one, without touching a
+ * record's value or hold: holds already taken keep their deadline.  A
+ * changed ATTEMPTS ceiling or AT MOST … PER limit files the queue's records
+ * anew as they are filed; a changed PRIORITY BY, NOT BEFORE or PER field
+ * files each by its fields under the new definition (lang_record_refile:
+ * O(n), in the statement's transaction, so a failure changes nothing). */
 LangErrorCode
 lang_exec_alter(Exec *x, const Stmt *st)
 {
-    TableDef def;
+    TableDef def, old;
     if (lang_queue_load(x, st->u.alter.table, ACCESS_OWNER, &def))
         return x->err->code;
+    lang_table_def_copy(&def, &old);
+    const TableDecl *set = &st->u.alter.set;
+    unsigned given = st->u.alter.given;
     TableDecl *d = &def.decl;
-    bool refile = st->u.alter.attempts >= 0 && st->u.alter.attempts != d->attempts;
-    if (st->u.alter.timeout_ns > 0)
-        d->timeout_ns = st->u.alter.timeout_ns;
-    if (st->u.alter.attempts >= 0)
-        d->attempts = st->u.alter.attempts;
-    if (st->u.alter.deduplicate_ns >= 0)
-        d->deduplicate_ns = st->u.alter.deduplicate_ns;
-    StoreQueue q;
-    int rc = refile ? store_queue_refile(x->txn, lang_record_queue(&def, &q), NULL, NULL) : STORE_OK;
+    if (given & CLAUSE_TIMEOUT)
+        d->timeout_ns = set->timeout_ns;
+    if (given & CLAUSE_ATTEMPTS)
+        d->attempts = set->attempts;
+    if (given & CLAUSE_DEDUPLICATE)
+        d->deduplicate_ns = set->deduplicate_ns;
+    if (given & CLAUSE_PRIORITY_BY)
+        str_replace(&d->priority_by, set->priority_by);
+    if (given & CLAUSE_NOT_BEFORE)
+        str_replace(&d->not_before, set->not_before);
+    if (given & CLAUSE_PER) {
+        d->per_group = set->per_group;
+        str_replace(&d->per_field, set->per_field);
+    }
+    if (given & CLAUSE_EVERY) {
+        d->rate = set->rate;
+        d->rate_window_ns = set->rate_window_ns;
+    }
+    if (given & CLAUSE_SCHEMA)
+        d->schema = set->schema;
+    if (given & CLAUSE_IN)
+        str_replace(&d->graph, set->graph);
+    const TableDecl *o = &old.decl;
+    bool by_fields = !str_same(o->priority_by, d->priority_by) ||
+                     !str_same(o->not_before, d->not_before) ||
+                     !str_same(o->per_field, d->per_field);
+    bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group;
+    LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, &def, by_fields, x->err)
+                              : LANG_OK;
+    lang_table_def_free(&old);
     if (rc) {
         lang_table_def_free(&def);
-        return lang_store_error(rc, "filing the queue's records anew", x->err);
+        return rc;
     }
     return save_def(x, &def);
 }

@@ -34,6 +34,7 @@ typedef struct Figures {
     const TableDef *def;
     int64_t now;
     int64_t records, ready, held, delayed, dead;
+    int64_t grouped, groups_full;   /* AT MOST … PER: see StoreQueueCounts */
     int64_t oldest_ready;     /* the head's available_at; 0: nothing ready */
     int64_t counters[4];      /* claims, releases, lapses, deletes */
     LangError *err;
@@ -101,6 +102,8 @@ count_figures(StoreTxn *txn, Figures *f)
         f->delayed = (int64_t)c.delayed;
         f->dead = (int64_t)c.idle;
     }
+    f->grouped = (int64_t)c.grouped;
+    f->groups_full = (int64_t)c.groups_full;
     if (!c.has_head || !f->ready)
         return LANG_OK;
     StoreRecord sr;
@@ -119,7 +122,7 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
 {
     StatsOut *so = ctx;
     so->now = store_txn_now(txn);
-    Figures f = {def, so->now, 0, 0, 0, 0, 0, 0, {0}, so->err};
+    Figures f = {.def = def, .now = so->now, .err = so->err};
     if (count_figures(txn, &f))
         return so->err->code;
     Value o = lang_value_object();
@@ -129,6 +132,8 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     lang_value_object_set(&o, "held", lang_value_int(f.held));
     lang_value_object_set(&o, "delayed", lang_value_int(f.delayed));
     lang_value_object_set(&o, "dead", lang_value_int(f.dead));
+    lang_value_object_set(&o, "grouped", lang_value_int(f.grouped));
+    lang_value_object_set(&o, "groups_at_limit", lang_value_int(f.groups_full));
     double age = f.oldest_ready && so->now > f.oldest_ready
                      ? (double)(so->now - f.oldest_ready) / 1e9
                      : 0.0;
@@ -225,6 +230,10 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         {"held", "queuefs_held", "gauge", "Records held by a worker now."},
         {"delayed", "queuefs_delayed", "gauge", "Records held back by NOT BEFORE."},
         {"dead", "queuefs_dead", "gauge", "Records at the ATTEMPTS ceiling."},
+        {"grouped", "queuefs_grouped_records", "gauge",
+         "Records claimable but for AT MOST n PER f: waiting behind their group."},
+        {"groups_at_limit", "queuefs_groups_at_limit", "gauge",
+         "Groups with AT MOST n records held (their others wait)."},
         {"oldest_ready_age_seconds", "queuefs_oldest_ready_age_seconds", "gauge",
          "Seconds the oldest claimable record has waited."},
         {"paused", "queuefs_paused", "gauge", "1 while the queue is paused (PAUSE QUEUE)."},

@@ -8,7 +8,9 @@
 
 /* Whether CLAIM FROM "table" may hand out something at "now" (see
  * lang.h), looked at in a read transaction: a waiting claim does not take
- * the writer lock until there is something to take.  On any doubt about
+ * the writer lock until there is something to take, nor spins on a queue
+ * whose AT MOST … EVERY window is full (its next_wake is then the instant
+ * the window admits the next).  On any doubt about
  * the queue's indexes it answers true and lets the claim decide. */
 LangErrorCode
 lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_wake,
@@ -26,9 +28,21 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
             !lang_access_check(s, &def, ACCESS_WRITE, err) &&
             store_queue_counts(txn, def.id, &c) == STORE_OK) {
             /* A paused queue hands out nothing: its wait sleeps until the
-             * commit that resumes it. */
+             * commit that resumes it.  Records held back by their AT MOST …
+             * PER group are not ready: the wait sleeps until a commit (a
+             * finish, a release) or a hold's deadline (next_wake). */
             *yes = c.ready > 0 && !def.paused;
             *next_wake = def.paused ? INT64_MAX : c.next_wake;
+            /* AT MOST … EVERY with no room: until the window admits one. */
+            StoreQueue q;
+            int64_t at;
+            if (*yes && def.decl.rate &&
+                store_queue_rate_next(txn, lang_record_queue(&def, &q), &at) == STORE_OK &&
+                at > store_txn_now(txn)) {
+                *yes = false;
+                if (at < *next_wake)
+                    *next_wake = at;
+            }
         }
         lang_table_def_free(&def);
     }

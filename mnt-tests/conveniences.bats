@@ -1090,7 +1090,7 @@ finally:
     assert_success
     assert_equal "${#lines[@]}" 1
     assert_equal "$(jqc 'keys' "$output")" \
-        '["claims","dead","delayed","deletes","held","lapses","oldest_ready_age_seconds","paused","queue","ready","records","releases"]'
+        '["claims","dead","delayed","deletes","grouped","groups_at_limit","held","lapses","oldest_ready_age_seconds","paused","queue","ready","records","releases"]'
     assert_equal "$(jqc '[.queue, .records, .ready, .held, .delayed, .dead]' "$output")" '["jobs",5,2,1,1,1]'
     assert_equal "$(jqc '[.claims, .releases, .lapses, .deletes]' "$output")" '[4,3,0,0]'
     assert_equal "$(jqr '.oldest_ready_age_seconds | type' "$output")" number
