@@ -200,11 +200,12 @@ int pg_fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key);
 /* Puts groups "g1" and "g2" (empty: none) of grouped queue "q" right after
  * a change of their records; nothing for an ungrouped queue. */
 int pg_group_fix(StoreTxn *txn, const StoreQueue *q, StoreBytes g1, StoreBytes g2);
-/* Locks the group of record "key" of grouped queue "q" (and "moving_to",
- * the group an update files it in), then the record: its group into
- * "*group" and whether it exists into "*found". */
+/* For a write of record "key" of queue "q": on a grouped queue, locks the
+ * record's group (and "moving_to", the group an update files it in), then
+ * the record, its group into "*group" (empty on an ungrouped queue);
+ * STORE_NOTFOUND when the record is absent (known only when grouped). */
 int pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes moving_to,
-                     StoreBytes *group, bool *found);
+                     StoreBytes *group);
 /* A walk's place: "k" copied into "*buf" (replacing what it held), so it
  * outlives the page it came from. */
 StoreBytes pg_key_keep(char **buf, StoreBytes k);

@@ -39,6 +39,16 @@ window_start(const StoreTxn *txn, const StoreQueue *q)
     return __builtin_sub_overflow(txn->now, q->rate_window_ns, &start) ? INT64_MIN : start;
 }
 
+/* The arguments of a statement about the rate window of queue "q": the
+ * table, the window's start, the rate. */
+static void
+rate_args(PgArgs *a, const StoreTxn *txn, const StoreQueue *q)
+{
+    pg_arg_i64(a, q->table);
+    pg_arg_i64(a, window_start(txn, q));
+    pg_arg_i64(a, q->rate);
+}
+
 /* How many records rate-limited queue "q" may hand out now, its row of
  * hand-outs locked for the rest of the transaction; INT64_MAX for a queue
  * without a rate. */
@@ -49,9 +59,7 @@ rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
     if (q->rate <= 0)
         return STORE_OK;
     PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, window_start(txn, q));
-    pg_arg_i64(&a, q->rate);
+    rate_args(&a, txn, q);
     int rc;
     PGresult *res = pg_run(txn, PG_RATE_ROOM, &a, &rc);
     if (!res)
@@ -188,10 +196,9 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
     if (c->key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
     StoreBytes group;
-    bool found;
-    int rc = pg_group_lock_of(txn, q, c->key, PG_NO_BYTES, &group, &found);
-    if (rc || !found)
-        return rc ? rc : STORE_NOTFOUND;
+    int rc = pg_group_lock_of(txn, q, c->key, PG_NO_BYTES, &group);
+    if (rc)
+        return rc;
     if (q->paused || room < 1)
         return STORE_OK;
     PgArgs a = {0};
@@ -341,12 +348,9 @@ pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
     int rc;
-    StoreBytes was_in = PG_NO_BYTES;
-    bool found = true;
-    if (pg_grouped(q) && (rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in, &found)))
+    StoreBytes was_in;
+    if ((rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in)))
         return rc;
-    if (!found)
-        return STORE_NOTFOUND;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, key);
@@ -476,9 +480,7 @@ pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
     if (q->rate <= 0)
         return STORE_OK;
     PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, window_start(txn, q));
-    pg_arg_i64(&a, q->rate);
+    rate_args(&a, txn, q);
     int rc;
     PGresult *res = pg_run(txn, PG_RATE_NEXT, &a, &rc);
     if (!res)

@@ -56,8 +56,11 @@ pg_group_fix(StoreTxn *txn, const StoreQueue *q, StoreBytes g1, StoreBytes g2)
 
 int
 pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes moving_to,
-                 StoreBytes *group, bool *found)
+                 StoreBytes *group)
 {
+    *group = PG_NO_BYTES;
+    if (!pg_grouped(q))
+        return STORE_OK;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, key);
@@ -67,7 +70,8 @@ pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes 
     PGresult *res = pg_run(txn, PG_GROUP_LOCK_OF, &a, &rc);
     if (!res)
         return rc;
-    *found = !PQgetisnull(res, 0, 0);
+    if (PQgetisnull(res, 0, 0))
+        return STORE_NOTFOUND;
     *group = pg_bytes(res, 0, 0);
     return STORE_OK;
 }
@@ -169,12 +173,9 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     int rc = filing_check(q, r);
     if (rc)
         return rc == STORE_TOOBIG && r->key.len > STORE_MAX_KEY ? STORE_NOTFOUND : rc;
-    StoreBytes was_in = PG_NO_BYTES;
-    bool found = true;
-    if (pg_grouped(q) && (rc = pg_group_lock_of(txn, q, r->key, r->group, &was_in, &found)))
+    StoreBytes was_in;
+    if ((rc = pg_group_lock_of(txn, q, r->key, r->group, &was_in)))
         return rc;
-    if (!found)
-        return STORE_NOTFOUND;
     PgArgs a = {0};
     filing_args(&a, txn, table, q, r);
     PGresult *res = pg_run(txn, PG_RECORD_UPDATE, &a, &rc);
@@ -197,12 +198,9 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
     int rc;
-    StoreBytes was_in = PG_NO_BYTES;
-    bool found = true;
-    if (pg_grouped(q) && (rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in, &found)))
+    StoreBytes was_in;
+    if ((rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in)))
         return rc;
-    if (!found)
-        return STORE_NOTFOUND;
     PgArgs a = {0};
     pg_arg_i64(&a, table);
     pg_arg_bytes(&a, key);
