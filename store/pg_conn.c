@@ -435,6 +435,7 @@ txn_free(StoreTxn *txn)
     for (size_t i = 0; i < txn->nblobs; i++)
         free(txn->blobs[i]);
     free(txn->blobs);
+    free(txn->fixes);
     pool_give(txn->st, txn->c);
     free(txn);
 }
@@ -464,9 +465,10 @@ int
 pg_txn_commit(StoreTxn *txn)
 {
     Store *st = txn->st;
+    int fixed = txn->failed ? STORE_OK : pg_groups_fix(txn);
     if (txn->failed) {
         pg_txn_abort(txn);
-        return STORE_IO;
+        return fixed ? fixed : STORE_IO;
     }
     /* The counters' changes, the notification and the commit: one round
      * trip. */

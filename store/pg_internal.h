@@ -110,6 +110,15 @@ typedef struct PgDelta {
 
 #define PG_DELTAS_MAX 8
 
+/* A group of a grouped queue whose records a transaction changed: put
+ * right once, before the transaction reads groups or commits. */
+typedef struct PgGroupFix {
+    uint32_t table;
+    int64_t per_group;
+    size_t len;
+    unsigned char group[STORE_MAX_KEY];
+} PgGroupFix;
+
 struct StoreTxn {
     const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
     Store *st;
@@ -135,6 +144,8 @@ struct StoreTxn {
     size_t nblobs;
     PgDelta deltas[PG_DELTAS_MAX];
     int ndeltas;
+    PgGroupFix *fixes;            /* groups to put right (pg_groups_fix) */
+    size_t nfixes, capfixes;
 };
 
 /* The arguments of a statement, bound in binary. */
@@ -197,9 +208,15 @@ void pg_count(StoreTxn *txn, uint32_t table, int64_t claims, int64_t releases, i
 /* The answer for a fenced write that changed no row: NOTFOUND when the
  * record is absent, else CONFLICT. */
 int pg_fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key);
-/* Puts groups "g1" and "g2" (empty: none) of grouped queue "q" right after
- * a change of their records; nothing for an ungrouped queue. */
+/* Notes that groups "g1" and "g2" (empty: none) of grouped queue "q" are
+ * to be put right after a change of their records (nothing for an
+ * ungrouped queue): done once a group by pg_groups_fix, however many of
+ * its records the transaction changes. */
 int pg_group_fix(StoreTxn *txn, const StoreQueue *q, StoreBytes g1, StoreBytes g2);
+/* Puts right every group pg_group_fix noted, in group order: before a
+ * statement reads the groups (a claim, the counts, a refile) and before
+ * the commit.  0 or the failure's status. */
+int pg_groups_fix(StoreTxn *txn);
 /* For a write of record "key" of queue "q": on a grouped queue, locks the
  * record's group (and "moving_to", the group an update files it in), then
  * the record, its group into "*group" (empty on an ungrouped queue);

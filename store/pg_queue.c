@@ -219,8 +219,8 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     if (!bytes_ok(c->consumer) || !bytes_ok(c->instance))
         return STORE_TOOBIG;
     int64_t until = deadline(txn->now, q->timeout_ns), room = INT64_MAX;
-    int rc;
-    if (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room)))
+    int rc = pg_groups_fix(txn);   /* what this transaction changed first */
+    if (rc || (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room))))
         return rc;
     if (c->key.len)
         return pg_grouped(q) ? claim_named(txn, q, c, until, room, fn, ctx, claimed)
@@ -456,7 +456,9 @@ pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
 {
     PgArgs lock = {0};
     pg_arg_i64(&lock, q->table);
-    int rc;
+    int rc = pg_groups_fix(txn);
+    if (rc)
+        return rc;
     /* The groups first, so that no claim changes their holds meanwhile. */
     if (!pg_run(txn, PG_REFILE_LOCK, &lock, &rc) || (file && (rc = refile_each(txn, q, file, ctx))))
         return rc;
@@ -495,10 +497,12 @@ int
 pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
 {
     memset(out, 0, sizeof *out);
+    int rc = pg_groups_fix(txn);
+    if (rc)
+        return rc;
     PgArgs a = {0};
     pg_arg_i64(&a, table);
     pg_arg_i64(&a, txn->now);
-    int rc;
     PGresult *res = pg_run(txn, PG_COUNTS, &a, &rc);
     if (!res)
         return rc;

@@ -42,16 +42,64 @@ pg_fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key)
 int
 pg_group_fix(StoreTxn *txn, const StoreQueue *q, StoreBytes g1, StoreBytes g2)
 {
-    if (!pg_grouped(q) || (!g1.len && !g2.len))
-        return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, g1);
-    pg_arg_bytes(&a, g2);
-    pg_arg_i64(&a, q->per_group);
-    pg_arg_i64(&a, txn->now);
-    int rc;
-    return pg_run(txn, PG_GROUP_FIX, &a, &rc) ? STORE_OK : rc;
+    const StoreBytes groups[] = {g1, g2};
+    for (size_t i = 0; pg_grouped(q) && i < 2; i++) {
+        StoreBytes g = groups[i];
+        bool noted = g.len == 0 || g.len > STORE_MAX_KEY;
+        for (size_t j = 0; j < txn->nfixes && !noted; j++) {
+            PgGroupFix *f = &txn->fixes[j];
+            noted = f->table == q->table && f->len == g.len && !memcmp(f->group, g.data, g.len);
+            if (noted)
+                f->per_group = q->per_group;
+        }
+        if (noted)
+            continue;
+        if (txn->nfixes == txn->capfixes) {
+            txn->capfixes = txn->capfixes ? 2 * txn->capfixes : 4;
+            txn->fixes = realloc(txn->fixes, txn->capfixes * sizeof *txn->fixes);
+            if (!txn->fixes)
+                abort();
+        }
+        PgGroupFix *f = &txn->fixes[txn->nfixes++];
+        f->table = q->table;
+        f->per_group = q->per_group;
+        f->len = g.len;
+        memcpy(f->group, g.data, g.len);
+    }
+    return STORE_OK;
+}
+
+/* qsort order of PgGroupFix: by table, then group bytes. */
+static int
+fix_cmp(const void *a, const void *b)
+{
+    const PgGroupFix *x = a, *y = b;
+    if (x->table != y->table)
+        return x->table < y->table ? -1 : 1;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->group, y->group, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+int
+pg_groups_fix(StoreTxn *txn)
+{
+    int rc = STORE_OK;
+    if (txn->nfixes > 1)
+        qsort(txn->fixes, txn->nfixes, sizeof *txn->fixes, fix_cmp);
+    for (size_t i = 0; i < txn->nfixes && rc == STORE_OK; i++) {
+        const PgGroupFix *f = &txn->fixes[i];
+        PgArgs a = {0};
+        pg_arg_i64(&a, f->table);
+        pg_arg_bytes(&a, (StoreBytes){f->group, f->len});
+        pg_arg_bytes(&a, PG_NO_BYTES);
+        pg_arg_i64(&a, f->per_group);
+        pg_arg_i64(&a, txn->now);
+        if (!pg_run(txn, PG_GROUP_FIX, &a, &rc))
+            break;
+    }
+    txn->nfixes = 0;
+    return rc;
 }
 
 int
