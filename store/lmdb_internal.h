@@ -61,8 +61,8 @@
  *   (main)    "records"[T]     → 11 × u64: the table's records, and of them
  *             its ready, held and delayed and unsorted (format 1) index
  *             entries, then its claims, releases, lapses and deletes, then its
- *             grouped records and full groups (11 × u64; 9 before AT MOST
- *             … PER, 5 before format 3); kept in every transaction that changes them, so a
+ *             grouped records and full groups (11 × u64; 9 while both are
+ *             0, as before AT MOST … PER; 5 before format 3); kept in every transaction that changes them, so a
  *             count costs a lookup (store_queue_counts).  They live in
  *             LMDB's main database, next to the named databases' records,
  *             whose page every writing transaction rewrites anyway: a

@@ -35,16 +35,19 @@ lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
     return STORE_OK;
 }
 
-/* Stores "n" as the counts of "table". */
+/* Stores "n" as the counts of "table": without the group counts while
+ * they are 0, so that a store whose queues group nothing keeps the form
+ * builds before AT MOST … PER read. */
 static int
 counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
 {
     unsigned char buf[8 * CNT_N];
-    for (int i = 0; i < CNT_N; i++)
+    int len = n[CNT_GROUPED] || n[CNT_GROUPS_FULL] ? CNT_N : CNT_N_UNGROUPED;
+    for (int i = 0; i < len; i++)
         be_put64(buf + 8 * i, n[i]);
     KeyBuf k;
     lmdb_counts_key_build(&k, table);
-    MDB_val kv = lmdb_key_val(&k), v = {.mv_size = sizeof buf, .mv_data = buf};
+    MDB_val kv = lmdb_key_val(&k), v = {.mv_size = 8 * (size_t)len, .mv_data = buf};
     return lmdb_status_of(mdb_put(t->txn, t->st->main, &kv, &v, 0));
 }
 
