@@ -400,12 +400,103 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
     return pg_group_fix(txn, q, pg_bytes(res, 0, 0), PG_NO_BYTES);
 }
 
+/* A one-dimensional array parameter in PostgreSQL's binary form, built
+ * element by element: [ndim 1][no nulls][element type][length][lower
+ * bound 1], then each element as [length][bytes]. */
+typedef struct PgArray {
+    unsigned char *data;
+    size_t len, cap;
+    int n;
+} PgArray;
+
+#define PG_ARRAY_HEAD 20
+#define OID_BYTEA 17
+#define OID_INT8 20
+
+static void
+array_put(PgArray *a, const void *p, size_t n)
+{
+    if (a->len + n > a->cap) {
+        a->cap = (a->len + n) * 2 + 256;
+        a->data = realloc(a->data, a->cap);
+        if (!a->data)
+            abort();
+    }
+    if (n)
+        memcpy(a->data + a->len, p, n);
+    a->len += n;
+}
+
+/* Empties "a" for elements of type "oid". */
+static void
+array_reset(PgArray *a, uint32_t oid)
+{
+    unsigned char head[PG_ARRAY_HEAD] = {0};
+    be_put32(head, 1);
+    be_put32(head + 8, oid);
+    be_put32(head + 16, 1);
+    a->len = 0;
+    a->n = 0;
+    array_put(a, head, sizeof head);
+}
+
+static void
+array_add(PgArray *a, const void *p, size_t n)
+{
+    unsigned char len[4];
+    be_put32(len, (uint32_t)n);
+    array_put(a, len, 4);
+    array_put(a, p, n);
+    be_put32(a->data + 12, (uint32_t)++a->n);
+}
+
+static void
+array_add_i64(PgArray *a, int64_t v)
+{
+    unsigned char b[8];
+    be_put64(b, (uint64_t)v);
+    array_add(a, b, 8);
+}
+
+/* Files the records of page "res" ("n" rows) by "file", in one statement. */
+static int
+refile_page(StoreTxn *txn, const StoreQueue *q, const PGresult *res, int n,
+            int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx,
+            PgArray arrays[4])
+{
+    static const uint32_t oids[4] = {OID_BYTEA, OID_BYTEA, OID_INT8, OID_BYTEA};
+    for (int i = 0; i < 4; i++)
+        array_reset(&arrays[i], oids[i]);
+    for (int i = 0; i < n; i++) {
+        StoreRecord r;
+        StoreFiling f = {PG_NO_BYTES, 0, PG_NO_BYTES};
+        pg_record_of(res, i, 0, &r);
+        int rc = file(ctx, &r, &f);
+        if (rc)
+            return rc;
+        if (f.order.len > STORE_MAX_KEY || f.group.len > STORE_MAX_KEY)
+            return STORE_TOOBIG;
+        StoreBytes order = f.order.len ? f.order : r.key;
+        array_add(&arrays[0], r.key.data, r.key.len);
+        array_add(&arrays[1], order.data, order.len);
+        array_add_i64(&arrays[2], f.not_before);
+        array_add(&arrays[3], f.group.data, f.group.len);
+    }
+    PgArgs b = {0};
+    pg_arg_i64(&b, q->table);
+    for (int i = 0; i < 4; i++)
+        pg_arg_bytes(&b, (StoreBytes){arrays[i].data, arrays[i].len});
+    int rc;
+    return pg_run(txn, PG_REFILE_PAGE, &b, &rc) ? STORE_OK : rc;
+}
+
 /* Files every record of queue "q" as "file" says (see store_queue_refile),
- * a page of records at a time. */
+ * a page of records at a time, a statement a page. */
 static int
 refile_each(StoreTxn *txn, const StoreQueue *q,
             int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
+    PgArray arrays[4] = {{0}};
     size_t mark = txn->nresults;
     PgStmt s = PG_RECORD_FROM;
     char *last = NULL;
@@ -420,26 +511,9 @@ refile_each(StoreTxn *txn, const StoreQueue *q,
         if (!res)
             break;
         int n = PQntuples(res);
-        for (int i = 0; i < n && rc == STORE_OK; i++) {
-            StoreRecord r;
-            StoreFiling f = {PG_NO_BYTES, 0, PG_NO_BYTES};
-            pg_record_of(res, i, 0, &r);
-            if ((rc = file(ctx, &r, &f)))
-                break;
-            if (f.order.len > STORE_MAX_KEY || f.group.len > STORE_MAX_KEY) {
-                rc = STORE_TOOBIG;
-                break;
-            }
-            PgArgs b = {0};
-            pg_arg_i64(&b, q->table);
-            pg_arg_bytes(&b, r.key);
-            pg_arg_bytes(&b, f.order.len ? f.order : r.key);
-            pg_arg_i64(&b, f.not_before);
-            pg_arg_bytes(&b, f.group);
-            if (!pg_run(txn, PG_REFILE_ONE, &b, &rc))
-                break;
-        }
-        if (rc || n < PG_PAGE)
+        if (n && (rc = refile_page(txn, q, res, n, file, ctx, arrays)))
+            break;
+        if (n < PG_PAGE)
             break;
         at = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
         s = PG_RECORD_AFTER;
@@ -447,6 +521,8 @@ refile_each(StoreTxn *txn, const StoreQueue *q,
     }
     pg_results_drop(txn, mark);
     free(last);
+    for (int i = 0; i < 4; i++)
+        free(arrays[i].data);
     return rc;
 }
 

@@ -255,23 +255,27 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
     /* $1 table: its groups, locked before a refile counts their holds */
     [PG_REFILE_LOCK] = "SELECT 1 FROM queuefs.groups WHERE table_id = $1::int8 ORDER BY grp"
                        " FOR NO KEY UPDATE",
-    /* $1 table, $2 key, $3 ord, $4 not_before, $5 grp: a record's filing */
-    [PG_REFILE_ONE] = "UPDATE queuefs.records SET ord = $3::bytea, not_before = $4::int8,"
-                      " grp = $5::bytea WHERE table_id = $1::int8 AND key = $2::bytea",
+    /* $1 table, arrays $2 keys, $3 ords, $4 not_befores, $5 grps: a page
+     * of records' filings */
+    [PG_REFILE_PAGE] = "UPDATE queuefs.records r SET ord = v.o, not_before = v.nb, grp = v.g"
+                       " FROM unnest($2::bytea[], $3::bytea[], $4::int8[], $5::bytea[])"
+                       " AS v(k, o, nb, g) WHERE r.table_id = $1::int8 AND r.key = v.k",
     /* $1 table, $2 per_group: after PG_REFILE, each group's first ready
      * record in state 0 when it has room, the others parked; the groups'
      * rows counted anew (none when per_group is 0) */
     [PG_REFILE_GROUPED] =
-        "WITH h AS (SELECT grp, count(*) FILTER (WHERE state = 1 AND claimed_until <> 0"
-        "   AND wake = claimed_until) AS held FROM queuefs.records"
-        "  WHERE table_id = $1::int8 AND grp <> '' AND state IS NOT NULL GROUP BY grp),"
-        " k AS (SELECT key, grp, CASE WHEN row_number() OVER (PARTITION BY grp ORDER BY ord, seq) = 1"
-        "   THEN 0 ELSE 3 END AS place FROM queuefs.records"
-        "  WHERE table_id = $1::int8 AND state IN (0, 3) AND grp <> ''),"
-        " placed AS (UPDATE queuefs.records r"
-        "  SET state = CASE WHEN h.held < $2::int8 THEN k.place ELSE 3 END"
-        "  FROM k JOIN h USING (grp) WHERE $2::int8 > 0 AND r.table_id = $1::int8 AND r.key = k.key"
-        "  AND r.state <> CASE WHEN h.held < $2::int8 THEN k.place ELSE 3 END),"
+        /* Window functions, not joins of CTEs, whose row counts the
+         * planner cannot know: a join of two 100,000-row CTEs planned as
+         * a nested loop is quadratic. */
+        "WITH a AS (SELECT key, grp, state, count(*) FILTER (WHERE state = 1 AND claimed_until <> 0"
+        "   AND wake = claimed_until) OVER (PARTITION BY grp) AS held,"
+        "   row_number() OVER (PARTITION BY grp, state IN (0, 3) ORDER BY ord, seq) AS rn"
+        "  FROM queuefs.records WHERE table_id = $1::int8 AND grp <> '' AND state IS NOT NULL),"
+        " k AS (SELECT key, state, CASE WHEN held < $2::int8 AND rn = 1 THEN 0 ELSE 3 END AS place"
+        "  FROM a WHERE state IN (0, 3)),"
+        " h AS (SELECT DISTINCT grp, held FROM a),"
+        " placed AS (UPDATE queuefs.records r SET state = k.place FROM k"
+        "  WHERE $2::int8 > 0 AND r.table_id = $1::int8 AND r.key = k.key AND k.state <> k.place),"
         " gone AS (DELETE FROM queuefs.groups g WHERE g.table_id = $1::int8"
         "  AND ($2::int8 <= 0 OR NOT EXISTS (SELECT 1 FROM h WHERE h.grp = g.grp)))"
         " INSERT INTO queuefs.groups (table_id, grp, held, lim)"
