@@ -313,9 +313,10 @@ lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes
 {
     GroupState g;
     *full = false;
-    int rc = lmdb_grouped(q, group) ? group_state_get(t, table, group, &g) : STORE_OK;
-    if (rc == STORE_OK && lmdb_grouped(q, group))
-        *full = g.held >= q->per_group;
+    if (!lmdb_grouped(q, group))
+        return STORE_OK;
+    int rc = group_state_get(t, table, group, &g);
+    *full = rc == STORE_OK && g.held >= q->per_group;
     return rc;
 }
 
