@@ -5,7 +5,8 @@
  * release, a finish, a lapse or a retry, named claims included, the
  * counts of grouped records and full groups, a head found past a large
  * full group), AT MOST n EVERY window (hand-outs bounded in every window,
- * named claims counted, store_queue_rate_next), and store_queue_refile
+ * named claims counted, a transaction overtaken by a later one,
+ * store_queue_rate_next), and store_queue_refile
  * filing records anew (order, not_before, group, a limit set or changed).
  *
  * The backend is a parameter, as for conformance_test.c:
@@ -264,19 +265,28 @@ test_refile_filing(void)
     CHECK_STR(c.keys, "q");
 }
 
+/* A new queue of at most "rate" hand-outs a window of "window_ns",
+ * holding ungrouped records <prefix>0 … <prefix>7. */
+static StoreQueue
+rate_queue(const char *name, int64_t rate, int64_t window_ns, const char *prefix)
+{
+    StoreQueue q = queue_new(st, name, 30000 * MS, 0);
+    q.rate = rate;
+    q.rate_window_ns = window_ns;
+    char key[16];
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        add_grouped(&q, key, "", NULL);
+    }
+    return q;
+}
+
 /* At most 3 hand-outs a window: a claim takes what the window has room
  * for, a named claim counts, and rate_next says when it has room again. */
 static void
 test_rate(void)
 {
-    StoreQueue q = queue_new(st, "rate", 30000 * MS, 0);
-    q.rate = 3;
-    q.rate_window_ns = 600 * MS;
-    char key[8];
-    for (int i = 0; i < 8; i++) {
-        snprintf(key, sizeof key, "r%d", i);
-        add_grouped(&q, key, "", NULL);
-    }
+    StoreQueue q = rate_queue("rate", 3, 600 * MS, "r");
     StoreTxn *t = begin(st, false);
     int64_t at = -1, now = store_txn_now(t);
     CHECK(store_queue_rate_next(t, &q, &at) == STORE_OK && at <= now, "room at first");
@@ -312,6 +322,56 @@ test_rate(void)
     CHECK_STR(c.keys, "r5,r6");
 }
 
+/* The claim of thread "late_claim": one record of queue "q" in a
+ * transaction of its own. */
+typedef struct LateClaim {
+    const StoreQueue *q;
+    Claimed           c;
+    int               rc;
+    bool              done;
+} LateClaim;
+
+static void *
+late_claim(void *p)
+{
+    LateClaim *l = p;
+    l->rc = claim(st, l->q, 1, NULL, NULL, &l->c);
+    __atomic_store_n(&l->done, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A transaction that began while the window was full is still bounded
+ * by it when a later-begun one claims and commits first, forgetting the
+ * hand-outs its own window has left (two writers at once where the
+ * backend allows it; in turn where it does not). */
+static void
+test_rate_overtaken(void)
+{
+    StoreQueue q = rate_queue("overtaken", 5, 1000 * MS, "o");
+    Claimed c;
+    CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK, "claim 2");
+    int64_t first = c.claimed;
+    sleep_ms(300);
+    CHECK(claim(st, &q, 3, NULL, NULL, &c) == STORE_OK, "claim 3 more");
+    CHECK_STR(c.keys, "o2,o3,o4");
+    sleep_ms(200);
+    StoreTxn *early = begin(st, true);   /* its window holds all five */
+    CHECK(store_txn_now(early) < first + q.rate_window_ns, "began within the first window");
+    int64_t wait_ms = (first + q.rate_window_ns - store_txn_now(early)) / MS + 50;
+    sleep_ms(wait_ms);
+    LateClaim later = {.q = &q};
+    pthread_t th;
+    pthread_create(&th, NULL, late_claim, &later);
+    for (int i = 0; i < 100 && !__atomic_load_n(&later.done, __ATOMIC_ACQUIRE); i++)
+        sleep_ms(5);
+    CHECK(claim_in(early, &q, 10, NULL, NULL, &c) == STORE_OK, "the early transaction claims");
+    CHECK(c.keys[0] == 0, "its window is full, but it took %s", c.keys);
+    commit(early);
+    pthread_join(th, NULL);
+    CHECK(later.rc == STORE_OK && !strcmp(later.c.keys, "o5"),
+          "the later one has room for one: %s", later.c.keys);
+}
+
 /* Rate and groups together: the rate counts only what is handed out. */
 static void
 test_rate_and_groups(void)
@@ -342,6 +402,7 @@ main(void)
     test_group_refile();
     test_refile_filing();
     test_rate();
+    test_rate_overtaken();
     test_rate_and_groups();
     store_close(st);
     test_store_cleanup();

@@ -68,7 +68,10 @@ rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
     return STORE_OK;
 }
 
-/* Notes "handed" hand-outs of rate-limited queue "q" at now. */
+/* Notes "handed" hand-outs of rate-limited queue "q" at now.  The row
+ * keeps the queue's last "rate" instants whatever their age: transactions
+ * take its lock in another order than their now(), and one that began
+ * earlier still counts instants a later one's window has left behind. */
 static int
 rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
 {
@@ -76,7 +79,6 @@ rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
         return STORE_OK;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, window_start(txn, q));
     pg_arg_i64(&a, q->rate);
     pg_arg_i64(&a, txn->now);
     pg_arg_i64(&a, handed);

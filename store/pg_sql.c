@@ -304,13 +304,13 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * $1 table, $2 the window's start (exclusive), $3 rate: locks the
      * queue's row of hand-outs; the room left in the window */
     [PG_RATE_ROOM] = "SELECT queuefs.rate_room($1::int8, $2::int8, $3::int8)",
-    /* ... and $4 now, $5 how many were handed out now: the last $3
-     * instants of the window kept, in ascending order */
+    /* $1 table, $2 rate, $3 now, $4 how many were handed out now: the
+     * greatest $2 instants kept, in ascending order */
     [PG_RATE_NOTE] =
         "UPDATE queuefs.rates r SET stamps = coalesce((SELECT array_agg(s ORDER BY s) FROM"
         "  (SELECT s FROM (SELECT unnest(r.stamps) s UNION ALL"
-        "    SELECT $4::int8 FROM generate_series(1, $5::int8)) a"
-        "   WHERE s > $2::int8 ORDER BY s DESC LIMIT $3::int8) b), '{}')"
+        "    SELECT $3::int8 FROM generate_series(1, $4::int8)) a"
+        "   ORDER BY s DESC LIMIT $2::int8) b), '{}')"
         " WHERE r.table_id = $1::int8",
     /* $1 table, $2 the window's start, $3 rate: the hand-out whose leaving
      * the window admits the next one (NULL: there is room now) */
