@@ -1,6 +1,6 @@
 /* failio.c — an LD_PRELOAD library that makes the disk fail under a
  * queuefs store, for tests: chosen calls on the store's data file
- * (data.mdb) fail with EIO.
+ * (data.mdb) and its redo log (queuefs.log) fail with EIO.
  *
  *     QUEUEFS_FAIL=fsync        fsync, fdatasync and msync fail
  *     QUEUEFS_FAIL=write        write, pwrite, writev and pwritev fail
@@ -44,7 +44,7 @@ fail_kinds(void)
     return kinds;
 }
 
-/* True when "fd" is a store's data file. */
+/* True when "fd" is a store's data file or redo log. */
 static bool
 fd_is_store(int fd)
 {
@@ -55,7 +55,8 @@ fd_is_store(int fd)
         return false;
     path[n] = '\0';
     size_t len = (size_t)n;
-    return len >= 9 && strcmp(path + len - 9, "/data.mdb") == 0;
+    return (len >= 9 && strcmp(path + len - 9, "/data.mdb") == 0) ||
+           (len >= 12 && strcmp(path + len - 12, "/queuefs.log") == 0);
 }
 
 /* True when this call (of "kind", on "fd", or on no descriptor when

@@ -25,7 +25,7 @@ lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, 
             rc = MDB_NOTFOUND;
             break;
         }
-        if ((rc = mdb_cursor_del(cur, MDB_NODUPDATA)))
+        if ((rc = lmdb_cursor_del(t->st, cur, dbi, MDB_NODUPDATA)))
             break;
     }
     mdb_cursor_close(cur);
@@ -58,7 +58,7 @@ lmdb_table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq)
     unsigned char buf[8];
     be_put64(buf, last + 1);
     v = (MDB_val){.mv_size = 8, .mv_data = buf};
-    rc = mdb_put(t->txn, t->st->meta, &kv, &v, 0);
+    rc = lmdb_put(t->st, t->txn, t->st->meta, &kv, &v);
     if (rc)
         return lmdb_status_of(rc);
     *seq = last + 1;
@@ -91,7 +91,7 @@ catalog_entry_put(StoreTxn *t, KeyBuf *k, uint32_t id, StoreBytes def)
     be_put32(buf, id);
     lmdb_copy(buf + 4, def.data, def.len);
     MDB_val kv = lmdb_key_val(k), v = {.mv_size = 4 + def.len, .mv_data = buf};
-    int rc = mdb_put(t->txn, t->st->catalog, &kv, &v, 0);
+    int rc = lmdb_put(t->st, t->txn, t->st->catalog, &kv, &v);
     free(buf);
     return lmdb_status_of(rc);
 }
@@ -124,7 +124,7 @@ catalog_id_next(StoreTxn *t, uint32_t *id)
     unsigned char buf[4];
     be_put32(buf, next + 1);
     v = (MDB_val){4, buf};
-    if ((rc = mdb_put(t->txn, t->st->sys, &k, &v, 0)))
+    if ((rc = lmdb_put(t->st, t->txn, t->st->sys, &k, &v)))
         return lmdb_status_of(rc);
     *id = next;
     return STORE_OK;
@@ -231,7 +231,7 @@ lmdb_table_drop(StoreTxn *txn, const char *name)
     if (rc)
         return rc;
     MDB_val kv = lmdb_key_val(&k);
-    if ((rc = mdb_del(txn->txn, txn->st->catalog, &kv, NULL)))
+    if ((rc = lmdb_del(txn->st, txn->txn, txn->st->catalog, &kv, NULL)))
         return lmdb_status_of(rc);
     MDB_dbi dbs[] = {txn->st->records, txn->st->ready, txn->st->deadline, txn->st->group_index,
                      txn->st->meta};
@@ -241,7 +241,7 @@ lmdb_table_drop(StoreTxn *txn, const char *name)
     KeyBuf ck;
     lmdb_counts_key_build(&ck, id);
     kv = lmdb_key_val(&ck);
-    rc = mdb_del(txn->txn, txn->st->main, &kv, NULL);
+    rc = lmdb_del(txn->st, txn->txn, txn->st->main, &kv, NULL);
     return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
 }
 
@@ -263,9 +263,9 @@ lmdb_table_rename(StoreTxn *txn, const char *from, const char *to)
     if (rc != MDB_NOTFOUND)
         return lmdb_status_of(rc);
     /* The records are under the id: only the catalog entry moves. */
-    if ((rc = lmdb_put_copy(txn->txn, txn->st->catalog, tkv, v.mv_data, v.mv_size)))
+    if ((rc = lmdb_put_copy(txn->st, txn->txn, txn->st->catalog, tkv, v.mv_data, v.mv_size)))
         return rc;
-    return lmdb_status_of(mdb_del(txn->txn, txn->st->catalog, &fkv, NULL));
+    return lmdb_status_of(lmdb_del(txn->st, txn->txn, txn->st->catalog, &fkv, NULL));
 }
 
 /* ---- per-table meta values ---- */
@@ -293,7 +293,8 @@ lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
     if (name.len > META_NAME_MAX)
         return STORE_TOOBIG;
     meta_key_build(&k, table, META_CALLER, name.data, name.len);
-    return lmdb_put_copy(txn->txn, txn->st->meta, lmdb_key_val(&k), value.data, value.len);
+    return lmdb_put_copy(txn->st, txn->txn, txn->st->meta, lmdb_key_val(&k), value.data,
+                         value.len);
 }
 
 int
@@ -304,7 +305,7 @@ lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name)
         return STORE_TOOBIG;
     meta_key_build(&k, table, META_CALLER, name.data, name.len);
     MDB_val kv = lmdb_key_val(&k);
-    int rc = mdb_del(txn->txn, txn->st->meta, &kv, NULL);
+    int rc = lmdb_del(txn->st, txn->txn, txn->st->meta, &kv, NULL);
     return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);
 }
 

@@ -19,6 +19,11 @@
 #define RECORD_MAGIC "qfs-ckpt"
 #define RECORD_VERSION 1u
 #define RECORD_LEN (96 + 2 * CHECKPOINT_META_LEN)   /* before the crc */
+/* After the record's crc, where builds before the redo log wrote zeros:
+ * the chain's epoch and position, with a crc of their own. */
+#define LOG_AT (RECORD_LEN + 4)
+#define LOG_MAGIC "qfs-log1"
+#define LOG_PART_LEN 24
 
 /* LMDB 0.9's meta page (data format version 1). */
 #define META_FLAGS_AT 10
@@ -127,6 +132,11 @@ record_decode(const unsigned char *b, Checkpoint *c)
     memcpy(c->boot, b + 48, CHECKPOINT_BOOT_LEN);
     c->boot[CHECKPOINT_BOOT_LEN - 1] = '\0';
     memcpy(c->meta, b + 96, 2 * CHECKPOINT_META_LEN);
+    const unsigned char *l = b + LOG_AT;
+    c->log = memcmp(l, LOG_MAGIC, 8) == 0 &&
+             get_u32(l + LOG_PART_LEN) == (uint32_t)crc32(0L, l, LOG_PART_LEN);
+    c->log_epoch = c->log ? get_u64(l + 8) : 0;
+    c->log_pos = c->log ? get_u64(l + 16) : 0;
     return true;
 }
 
@@ -164,6 +174,13 @@ lmdb_checkpoint_write(int fd, const Checkpoint *c)
     memcpy(b + 48, c->boot, strnlen(c->boot, CHECKPOINT_BOOT_LEN - 1));
     memcpy(b + 96, c->meta, 2 * CHECKPOINT_META_LEN);
     put_u32(b + RECORD_LEN, (uint32_t)crc32(0L, b, RECORD_LEN));
+    if (c->log && !c->trust_disk) {
+        unsigned char *l = b + LOG_AT;
+        memcpy(l, LOG_MAGIC, 8);
+        put_u64(l + 8, c->log_epoch);
+        put_u64(l + 16, c->log_pos);
+        put_u32(l + LOG_PART_LEN, (uint32_t)crc32(0L, l, LOG_PART_LEN));
+    }
     int rc = write_at(fd, b, sizeof b, (off_t)(c->seq & 1) * SLOT_LEN);
     return rc ? rc : sync_data(fd);
 }
@@ -204,9 +221,15 @@ checkpoint_restore(int data_fd, unsigned page_size, const Checkpoint *c)
 }
 
 int
-lmdb_checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot)
+lmdb_checkpoint_recover(int ckpt_fd, const char *location, const char *boot)
 {
+    size_t plen = strlen(location) + sizeof "/data.mdb";
+    char *data_path = malloc(plen);
+    if (!data_path)
+        return ENOMEM;
+    snprintf(data_path, plen, "%s/data.mdb", location);
     int data_fd = open(data_path, O_RDWR | O_CLOEXEC);
+    free(data_path);
     if (data_fd < 0)
         return errno == ENOENT ? 0 : errno;
     while (flock(ckpt_fd, LOCK_EX) != 0)
@@ -227,8 +250,11 @@ lmdb_checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot)
         rc = fstat(data_fd, &sb) ? errno : 0;
         if (!rc && (uint64_t)sb.st_dev == c.dev && (uint64_t)sb.st_ino == c.ino &&
             page_size >= CHECKPOINT_META_LEN &&
-            lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) == 0 && newest > c.txnid) {
-            rc = checkpoint_restore(data_fd, page_size, &c);
+            lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) == 0) {
+            if (newest > c.txnid)
+                rc = checkpoint_restore(data_fd, page_size, &c);
+            if (!rc)
+                rc = lmdb_log_replay(location, &c);
         }
         if (!rc) {
             c.seq++;
@@ -302,6 +328,7 @@ checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
     c->seq = sh->record_seq + 1;
     int rc = lmdb_checkpoint_write(st->ckpt_fd, c);
     if (!rc) {
+        lmdb_log_recorded(st, c);
         sh->record_seq = c->seq;
         __atomic_store_n(&sh->record, c->txnid, __ATOMIC_RELEASE);
         struct timespec now;
@@ -345,7 +372,9 @@ lmdb_checkpoint_take(Store *st)
         rc = mdb_txn_begin(st->env, NULL, MDB_RDONLY, &pin);
     if (!rc && mdb_txn_id(pin) != id)
         rc = MDB_CORRUPTED;
-    mdb_txn_abort(writer);
+    if (!rc)
+        lmdb_log_chain(st, id, &c);
+    lmdb_abort(st, writer);
     pthread_rwlock_unlock(&st->map_lock);
     if (!rc) {
         uint64_t target = lmdb_counter_get(&sh->committed);
@@ -395,7 +424,7 @@ checkpoint_trust_disk(Store *st)
         __atomic_store_n(&sh->fast, 0, __ATOMIC_RELEASE);
         lmdb_counter_raise(&sh->synced, id);
     }
-    mdb_txn_abort(writer);
+    lmdb_abort(st, writer);
     pthread_rwlock_unlock(&st->map_lock);
     return rc;
 }
@@ -414,10 +443,10 @@ checkpoint_tick(Store *st)
     uint64_t mine = __atomic_load_n(&st->last_commit, __ATOMIC_ACQUIRE);
     bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < lmdb_counter_get(&sh->record);
     bool fast = __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE);
-    if (!stale_pin && lmdb_counter_get(&sh->synced) >= mine && (fast || !mine))
+    if (!stale_pin && lmdb_counter_get(&sh->record) >= mine && (fast || !mine))
         return;
     lmdb_sync_lock(st);
-    if (lmdb_counter_get(&sh->synced) < mine ||
+    if (lmdb_counter_get(&sh->record) < mine ||
         (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)))
         (void)lmdb_checkpoint_take(st);
     if (st->pin && st->pin_id < lmdb_counter_get(&sh->record))

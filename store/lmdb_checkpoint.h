@@ -16,6 +16,10 @@
  * back: the commits after it are lost, as a machine crash may lose them,
  * and the store is exactly as it was at the checkpoint.
  *
+ * A record also says where in the redo log (lmdb_log.h) the chain of the
+ * commits after it begins; putting a checkpoint back replays that chain.
+ * Builds that know no log read the same record and ignore it.
+ *
  * A checkpoint record may instead say "trust the disk": every commit since
  * it syncs its data before writing its meta page, so the newest meta page
  * is always whole and nothing is put back.
@@ -43,6 +47,9 @@ typedef struct Checkpoint {
     bool trust_disk;                 /* true: nothing to put back (see above) */
     char boot[CHECKPOINT_BOOT_LEN];  /* the boot it was written in */
     unsigned char meta[2][CHECKPOINT_META_LEN];  /* meta pages 0 and 1 */
+    bool log;                        /* the redo log's chain follows it (lmdb_log.h): */
+    uint64_t log_epoch;              /* the chain's epoch */
+    uint64_t log_pos;                /* the position of its first entry */
 } Checkpoint;
 
 /* Opens (creating, with room for both slots) "queuefs.checkpoint" in the
@@ -66,13 +73,14 @@ int lmdb_checkpoint_meta_read(int data_fd, unsigned page_size,
 
 /* Puts the store back to its checkpoint when that is needed: when the
  * newer record of "ckpt_fd" is a checkpoint made in another boot than
- * "boot", about the data file "data_path", and the data file's newest
- * transaction is past it.  A checkpoint from another boot is then replaced
+ * "boot", about the data file of the store directory "location": its meta
+ * pages when the data file's newest transaction is past it, then the redo
+ * log's chain after it replayed.  A checkpoint from another boot is then replaced
  * by a "trust the disk" record of this boot, so it is acted on once.  Takes
  * flock on "ckpt_fd" meanwhile; no process may have the environment open
  * unless the record is of this boot.  0 (also when there is no data file
  * or no record yet) or an errno. */
-int lmdb_checkpoint_recover(int ckpt_fd, const char *data_path, const char *boot);
+int lmdb_checkpoint_recover(int ckpt_fd, const char *location, const char *boot);
 
 /* Fills "out" with this boot's identity: the kernel's boot id, else the
  * boot time in seconds. */

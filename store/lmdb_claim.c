@@ -382,7 +382,7 @@ dedup_prune(StoreTxn *txn, uint32_t table, int64_t limit)
             seen = (int64_t)be_get64(sv.data);
         if (seen == (int64_t)be_get64(p + head) && (rc = lmdb_meta_del(txn, table, first)))
             break;
-        if ((rc = mdb_cursor_del(cur, 0)))
+        if ((rc = lmdb_cursor_del(txn->st, cur, txn->st->meta, 0)))
             break;
     }
     mdb_cursor_close(cur);

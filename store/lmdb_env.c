@@ -105,26 +105,26 @@ store_groups_open(MDB_txn *txn, bool write, MDB_dbi *dbi)
 
 /* Writes the format marker of this format. */
 static int
-store_format_mark(MDB_txn *txn, MDB_dbi sys)
+store_format_mark(Store *st, MDB_txn *txn)
 {
     unsigned char ver[sizeof STORE_FORMAT_MAGIC - 1 + 4];
     memcpy(ver, STORE_FORMAT_MAGIC, sizeof STORE_FORMAT_MAGIC - 1);
     be_put32(ver + sizeof STORE_FORMAT_MAGIC - 1, STORE_FORMAT_VERSION);
     MDB_val k = {7, "version"}, v = {sizeof ver, ver};
-    return mdb_put(txn, sys, &k, &v, 0);
+    return lmdb_put(st, txn, st->sys, &k, &v);
 }
 
 /* Writes the format marker and the first table id of a new store. */
 static int
-store_format_init(MDB_txn *txn, MDB_dbi sys)
+store_format_init(Store *st, MDB_txn *txn)
 {
     unsigned char next[4];
     be_put32(next, 1);
-    int rc = store_format_mark(txn, sys);
+    int rc = store_format_mark(st, txn);
     if (rc)
         return rc;
     MDB_val k = {13, "next_table_id"}, v = {4, next};
-    return mdb_put(txn, sys, &k, &v, 0);
+    return lmdb_put(st, txn, st->sys, &k, &v);
 }
 
 /* Checks the format marker: MDB_SUCCESS for this format or an earlier one
@@ -167,7 +167,7 @@ store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
     int rc = version < STORE_FORMAT_COUNTED ? lmdb_table_each(&t, upgrade_table, &t) : 0;
     if (rc == STORE_OK)
         rc = lmdb_upgrade_columns(&t);
-    return rc ? rc : store_format_mark(txn, st->sys);
+    return rc ? rc : store_format_mark(st, txn);
 }
 
 /* For a store opened for reading only: recognises its databases and
@@ -239,7 +239,7 @@ store_schema_open(Store *st)
     if (rc)
         goto fail;
     uint32_t version = STORE_FORMAT_VERSION;
-    if ((rc = fresh ? store_format_init(txn, st->sys)
+    if ((rc = fresh ? store_format_init(st, txn)
                     : store_format_check(txn, st->sys, &version)))
         goto fail;
     if ((rc = store_dbi_open(txn, "catalog", 0, fresh, &st->catalog)) ||
@@ -255,11 +255,11 @@ store_schema_open(Store *st)
     pthread_rwlock_unlock(&st->map_lock);
     return rc;
 fail_status:
-    mdb_txn_abort(txn);
+    lmdb_abort(st, txn);
     pthread_rwlock_unlock(&st->map_lock);
     return rc == STORE_FULL ? MDB_MAP_FULL : rc == STORE_CORRUPT ? MDB_CORRUPTED : EIO;
 fail:
-    mdb_txn_abort(txn);
+    lmdb_abort(st, txn);
     pthread_rwlock_unlock(&st->map_lock);
     return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
 }
@@ -399,12 +399,10 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     if ((st->ckpt_fd = lmdb_checkpoint_open(location)) < 0)
         return -st->ckpt_fd;
     *what = "cannot put the store back to its last checkpoint";
-    size_t plen = strlen(location) + sizeof "/data.mdb";
-    char *data_path = lmdb_alloc(plen);
-    snprintf(data_path, plen, "%s/data.mdb", location);
-    rc = lmdb_checkpoint_recover(st->ckpt_fd, data_path, st->boot);
-    free(data_path);
-    if (rc)
+    if ((rc = lmdb_checkpoint_recover(st->ckpt_fd, location, st->boot)))
+        return rc;
+    *what = "cannot open " LOG_FILE;
+    if ((rc = lmdb_log_open(st, location)))
         return rc;
     *what = "cannot create the environment";
     if ((rc = store_env_create(st, map_size)))
@@ -450,6 +448,11 @@ store_free(Store *st, bool locks)
     }
     if (st->ckpt_fd >= 0)
         close(st->ckpt_fd);
+    if (st->log_fd >= 0)
+        close(st->log_fd);
+    free(st->wlog.data);
+    pthread_mutex_destroy(&st->log_sync_mu);
+    pthread_mutex_destroy(&st->log_mu);
     if (locks) {
         pthread_cond_destroy(&st->tick_cv);
         pthread_mutex_destroy(&st->tick_mu);
@@ -550,6 +553,10 @@ lmdb_open(const char *location, const StoreOptions *opts, Store **out,
     st->sync = !opts || opts->sync;
     st->sync_fd = -1;
     st->ckpt_fd = -1;
+    st->log_fd = -1;
+    /* Default mutexes: their initialisation does not fail. */
+    pthread_mutex_init(&st->log_mu, NULL);
+    pthread_mutex_init(&st->log_sync_mu, NULL);
     st->pin_id = UINT64_MAX;
     st->queue_tail = &st->queue;
     if (opts && opts->boot_id)

@@ -124,7 +124,8 @@ group_entry(StoreTxn *t, uint32_t table, StoreBytes group, const void *order, si
     KeyBuf k, d;
     group_entry_build(&k, &d, table, group, order, order_len, seq, rkey, rkey_len);
     MDB_val kv = lmdb_key_val(&k), dv = lmdb_key_val(&d);
-    return put ? mdb_put(t->txn, t->st->group_index, &kv, &dv, 0) : mdb_del(t->txn, t->st->group_index, &kv, &dv);
+    return put ? lmdb_put(t->st, t->txn, t->st->group_index, &kv, &dv)
+               : lmdb_del(t->st, t->txn, t->st->group_index, &kv, &dv);
 }
 
 /* A record's place in a group, copied out of LMDB memory. */

@@ -133,6 +133,7 @@
 #include "store_backend.h"
 #include "be.h"
 #include "lmdb_checkpoint.h"
+#include "lmdb_log.h"
 
 #include <lmdb.h>
 #include <pthread.h>
@@ -195,6 +196,12 @@ typedef struct SyncShared {
     char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
     uint32_t change_waiters;  /* threads in store_wait_change, in every process:
                                * a committer wakes "changes" only when some */
+    /* The redo log's chain (lmdb_log.h), changed under the log's lock. */
+    uint64_t log_epoch;   /* the chain's: every entry of it carries it */
+    uint64_t log_base;    /* the chain holds every commit after this id */
+    uint64_t log_next;    /* the id it takes next; 0: broken */
+    uint64_t log_head;    /* the position of the next entry */
+    uint64_t log_tail;    /* the newest record's position: the ring before is free */
 } SyncShared;
 
 /* One lmdb_write() caller, queued on its own stack. */
@@ -236,6 +243,10 @@ struct Store {
     bool nosync;                 /* MDB_NOSYNC is set (changed by the writer) */
 
     int ckpt_fd;                 /* "queuefs.checkpoint" */
+    int log_fd;                  /* "queuefs.log", -1: none (read only) */
+    pthread_mutex_t log_mu;      /* the log's lock, in this process */
+    pthread_mutex_t log_sync_mu; /* one flush of the log at a time */
+    LogOps wlog;                 /* the open write transaction's changes */
     char boot[CHECKPOINT_BOOT_LEN];
     unsigned page_size;
     bool checkpoints;            /* the data file's meta pages are understood */
@@ -477,6 +488,13 @@ lmdb_reserve_check(Store *st, MDB_txn *txn);
 void
 lmdb_reserve_allocate(Store *st);
 
+/* True when the data file, as allocated, has less room past its last page
+ * than the reserve: the disk is nearly full, and the pages freed since the
+ * last checkpoint are wanted back (durable writes then take a checkpoint
+ * each rather than only flushing the log).  Takes the map lock shared. */
+bool
+lmdb_file_tight(Store *st);
+
 /* ---- lmdb_sync.c ---- */
 
 /* Becomes the sync leader (see sync_lead_locked). */
@@ -559,14 +577,20 @@ lmdb_checkpoint_first(Store *st);
 
 /* Commits the top-level write transaction "txn" in the store's mode (see
  * "Durability"): without syncing while it is fast, else syncing its data
- * pages before its meta page.  The caller holds LMDB's writer lock, so the
- * mode cannot change meanwhile and only one thread sets the flag. */
+ * pages before its meta page; then appends it to the redo log and lets
+ * the log's lock go.  The caller holds LMDB's writer lock, so the mode
+ * cannot change meanwhile and only one thread sets the flag. */
 int
 lmdb_commit(Store *st, MDB_txn *txn);
 
+/* Aborts the top-level write transaction "txn" and lets the log's lock go. */
+void
+lmdb_abort(Store *st, MDB_txn *txn);
+
 /* Begins an LMDB transaction (no parent) with the map lock held shared,
- * adopting a map another process grew; on success the caller releases the
- * lock when the transaction ends. */
+ * adopting a map another process grew, and for a write the log's lock; on
+ * success the caller releases the map lock when the transaction ends
+ * (lmdb_commit or lmdb_abort for a write). */
 int
 lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
 
@@ -611,7 +635,7 @@ lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, Reco
 /* Puts a private copy of "data" under "key", so that "data" may point into
  * LMDB memory that the write itself moves. */
 int
-lmdb_put_copy(MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
+lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
 
 /* Calls "fn" with each entry of database "dbi" under table "table"'s key
  * prefix, in key order from the first key >= "start", until "fn" returns

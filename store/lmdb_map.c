@@ -237,6 +237,19 @@ lmdb_reserve_allocate(Store *st)
         lmdb_counter_raise(&st->file_bytes, want);
 }
 
+bool
+lmdb_file_tight(Store *st)
+{
+    MDB_envinfo info;
+    pthread_rwlock_rdlock(&st->map_lock);
+    int rc = mdb_env_info(st->env, &info);
+    pthread_rwlock_unlock(&st->map_lock);
+    uint64_t used = (uint64_t)info.me_last_pgno + 1;
+    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    return rc == 0 &&
+           (used + reserve) * st->page_size > __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED);
+}
+
 void
 lmdb_txn_use_reserve(StoreTxn *txn)
 {

@@ -48,7 +48,7 @@ counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
     KeyBuf k;
     lmdb_counts_key_build(&k, table);
     MDB_val kv = lmdb_key_val(&k), v = {.mv_size = 8 * (size_t)len, .mv_data = buf};
-    return lmdb_status_of(mdb_put(t->txn, t->st->main, &kv, &v, 0));
+    return lmdb_status_of(lmdb_put(t->st, t->txn, t->st->main, &kv, &v));
 }
 
 int
@@ -141,7 +141,8 @@ lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t order_le
     KeyBuf k, d;
     ready_entry_build(&k, &d, table, order, order_len, seq, rkey, rkey_len);
     MDB_val kv = lmdb_key_val(&k), dv = lmdb_key_val(&d);
-    return put ? mdb_put(t->txn, t->st->ready, &kv, &dv, 0) : mdb_del(t->txn, t->st->ready, &kv, &dv);
+    return put ? lmdb_put(t->st, t->txn, t->st->ready, &kv, &dv)
+               : lmdb_del(t->st, t->txn, t->st->ready, &kv, &dv);
 }
 
 int
@@ -175,7 +176,7 @@ lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_
         dv = (MDB_val){.mv_size = kind == WAIT_HOLD ? WAIT_VALUE_LEN : 1, .mv_data = wait};
     }
     kv = lmdb_key_val(&k);
-    return lmdb_status_of(mdb_put(t->txn, dbi, &kv, &dv, 0));
+    return lmdb_status_of(lmdb_put(t->st, t->txn, dbi, &kv, &dv));
 }
 
 int
@@ -194,7 +195,7 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
         ready_entry_build(&k, &d, table, h->order, h->order_len, h->seq, rkey, rkey_len);
         kv = lmdb_key_val(&k);
         dv = lmdb_key_val(&d);
-        rc = mdb_del(t->txn, t->st->ready, &kv, &dv);
+        rc = lmdb_del(t->st, t->txn, t->st->ready, &kv, &dv);
         if (rc == 0)
             *cls = CNT_READY;
     } else {
@@ -203,7 +204,7 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
         rc = mdb_get(t->txn, t->st->deadline, &kv, &dv);
         if (rc == 0) {
             int kind = wait_kind(dv);
-            rc = mdb_del(t->txn, t->st->deadline, &kv, NULL);
+            rc = lmdb_del(t->st, t->txn, t->st->deadline, &kv, NULL);
             if (rc == 0)
                 *cls = lmdb_slot_class(h->wake, kind);
             if (rc == 0 && kind == WAIT_HOLD && group.len)
@@ -249,7 +250,7 @@ queue_record_refile(StoreTxn *t, const StoreQueue *q, const KeyBuf *rk, int64_t 
     memcpy(copy, v.mv_data, len);
     lmdb_record_head_write(copy, h.seq, wake, h.order_len);
     MDB_val nv = {.mv_size = len, .mv_data = copy};
-    rc = lmdb_status_of(mdb_put(t->txn, t->st->records, &kv, &nv, 0));
+    rc = lmdb_status_of(lmdb_put(t->st, t->txn, t->st->records, &kv, &nv));
     int cls;
     if (rc == STORE_OK)
         rc = lmdb_queue_index_add(t, table, key.data + 4, key.len - 4, copy + RECORD_HEAD_LEN,
@@ -301,7 +302,7 @@ queue_drain(StoreTxn *t, const StoreQueue *q, int64_t now)
         int kind = wait_kind(v);
         int was = lmdb_slot_class((int64_t)be_get64(p + 4), kind);
         int64_t wake = wait_next(v, now);
-        if ((rc = mdb_cursor_del(cur, 0))) {
+        if ((rc = lmdb_cursor_del(t->st, cur, t->st->deadline, 0))) {
             rc = lmdb_status_of(rc);
             break;
         }

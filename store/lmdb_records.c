@@ -31,12 +31,12 @@ lmdb_record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t orde
 }
 
 int
-lmdb_put_copy(MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len)
+lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len)
 {
     void *copy = lmdb_alloc(len);
     lmdb_copy(copy, data, len);
     MDB_val v = {.mv_size = len, .mv_data = copy};
-    int rc = mdb_put(txn, dbi, &key, &v, 0);
+    int rc = lmdb_put(st, txn, dbi, &key, &v);
     free(copy);
     return lmdb_status_of(rc);
 }
@@ -223,7 +223,7 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
         goto done;
     lmdb_record_head_write(buf, seq, wake, order.len);
     v = (MDB_val){.mv_size = len, .mv_data = buf};
-    if ((rc = lmdb_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0))))
+    if ((rc = lmdb_status_of(lmdb_put(txn->st, txn->txn, txn->st->records, &kv, &v))))
         goto done;
     int cls = -1;
     rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
@@ -259,7 +259,7 @@ lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const St
     lmdb_copy(buf + RECORD_HEAD_LEN, h->order, h->order_len);
     columns_write(buf + RECORD_HEAD_LEN + h->order_len, r);
     MDB_val kv = lmdb_key_val(&rk), v = {.mv_size = len, .mv_data = buf};
-    rc = lmdb_status_of(mdb_put(txn->txn, txn->st->records, &kv, &v, 0));
+    rc = lmdb_status_of(lmdb_put(txn->st, txn->txn, txn->st->records, &kv, &v));
     free(buf);
     return rc;
 }
@@ -353,7 +353,7 @@ lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreByte
     if ((rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, group, &was)))
         return rc;
     lmdb_counts_note(delta, was, -1);
-    if ((rc = lmdb_status_of(mdb_del(txn->txn, txn->st->records, &kv, NULL))))
+    if ((rc = lmdb_status_of(lmdb_del(txn->st, txn->txn, txn->st->records, &kv, NULL))))
         return rc;
     if (group.len && (rc = lmdb_group_settle(txn, table, q, group, delta)))
         return rc;

@@ -174,6 +174,8 @@ lmdb_sync_upto(Store *st, uint64_t id)
     if (!st->sync)
         return 0;
     int rc = 0;
+    if (lmdb_log_sync(st, id, &rc))
+        return rc;          /* one flush of the log */
     pthread_mutex_lock(&st->sync_mu);
     for (;;) {
         if (lmdb_counter_get(&sh->failed) >= id) {

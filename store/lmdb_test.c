@@ -7,6 +7,7 @@
  * and their upgrades) is lmdb_format_test.c. */
 #include "store_test.h"
 #include "lmdb_checkpoint.h"
+#include "lmdb_log.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -362,6 +363,18 @@ file_copy_head(const char *from, const char *to, size_t len)
     return ok;
 }
 
+/* Copies the redo log beside the data file "data" into directory "name"
+ * (when there is one): the log as a crash leaves it, every flushed entry
+ * in it. */
+static bool
+log_copy(const char *data, const char *name)
+{
+    char from[300], to[300];
+    snprintf(from, sizeof from, "%.*s/" LOG_FILE, (int)(strrchr(data, '/') - data), data);
+    snprintf(to, sizeof to, "%s/" LOG_FILE, path_of(name));
+    return access(from, F_OK) != 0 || file_copy(from, to);
+}
+
 /* Makes the checkpoint record of "ckpt" about the data file "data" (a copy
  * stands for the same file on the disk of a crashed machine). */
 static bool
@@ -382,8 +395,9 @@ checkpoint_about(const char *ckpt, const char *data)
 }
 
 /* Makes directory "name", as the disk of a crashed machine, from the data
- * file "data" and the checkpoint file "ckpt"; fills "data_out" with its
- * data file's path.  True on success. */
+ * file "data" and the checkpoint file "ckpt" (and the redo log beside
+ * "data", as it is now); fills "data_out" with its data file's path.  True
+ * on success. */
 static bool
 disk_make(const char *name, const char *data, const char *ckpt, char data_out[300])
 {
@@ -391,7 +405,8 @@ disk_make(const char *name, const char *data, const char *ckpt, char data_out[30
     snprintf(data_out, 300, "%s/data.mdb", path_of(name));
     snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of(name));
     return mkdir(path_of(name), 0700) == 0 && file_copy(data, data_out) &&
-           file_copy(ckpt, ckpt_out) && checkpoint_about(ckpt_out, data_out);
+           file_copy(ckpt, ckpt_out) && checkpoint_about(ckpt_out, data_out) &&
+           log_copy(data, name);
 }
 
 /* The newest transaction id of store "name"'s data file (0: unknown). */
@@ -455,6 +470,23 @@ puts_each(Store *st, uint32_t table, const char *prefix, int n)
     CHECK(failed == 0, "%d of %d puts of %s* failed", failed, n, prefix);
 }
 
+/* A count of the records whose keys start with "prefix". */
+typedef struct PrefixCount {
+    const char *prefix;
+    int n;
+} PrefixCount;
+
+static int
+count_prefixed(void *ctx, const StoreRecord *r)
+{
+    PrefixCount *c = ctx;
+    size_t len = strlen(c->prefix);
+    if (r->key.len < len || memcmp(r->key.data, c->prefix, len) != 0)
+        return 1;                 /* past them: the walk is in key order */
+    c->n++;
+    return 0;
+}
+
 /* Opens store "name" as in boot "boot" and counts the records of "table"
  * whose keys start with "prefix" (-1 when it cannot open). */
 static int
@@ -464,9 +496,10 @@ count_prefix_in_boot(const char *name, const char *boot, uint32_t table, const c
     Store *st = NULL;
     if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
         return -1;
-    int n = 0;
+    PrefixCount c = {prefix, 0};
     StoreTxn *t = begin(st, false);
-    store_record_each(t, table, bytes_of(prefix), count_one, &n);
+    store_record_each(t, table, bytes_of(prefix), count_prefixed, &c);
+    int n = c.n;
     store_txn_abort(t);
     store_close(st);
     return n;
@@ -639,6 +672,78 @@ test_machine_crash_lazy_claim(void)
     store_close(st);
 }
 
+/* Puts the "n" records "<prefix>0" … of "len" bytes each in one commit. */
+static void
+puts_large(Store *st, uint32_t table, const char *prefix, int n, size_t len)
+{
+    char *value = malloc(len + 1), key[32];
+    memset(value, 'v', len);
+    value[len] = '\0';
+    StoreTxn *t = begin(st, true);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        CHECK(put(t, table, key, value) == STORE_OK, "put %s", key);
+    }
+    CHECK(store_txn_commit(t) == STORE_OK, "%d records of %zu bytes in one commit", n, len);
+    free(value);
+}
+
+/* With sync on, a durable write is one flush of the redo log, not a
+ * checkpoint: a machine crash that leaves the data file as at the last
+ * checkpoint (with later meta pages) and the log as flushed brings back
+ * every write acknowledged since — replayed from the log, which alone
+ * holds them.  A commit too large for the log is made durable by a
+ * checkpoint instead, and the writes after it are logged again. */
+static void
+test_machine_crash_log(void)
+{
+    StoreOptions opts = {.sync = true, .boot_id = "boot-one"};
+    Store *st = NULL;
+    CHECK(store_open(path_of("log"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    if (!st)
+        return;
+    uint32_t id = table_make(st, "q");
+    puts_each(st, id, "a", 20);
+    CHECK(checkpoint_wait("log") > 0, "a checkpoint covers the first records");
+    char data[300], ckpt[300], disk1[300], disk2[300], bare[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("log"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("log"));
+    CHECK(disk_make("log-disk1", data, ckpt, disk1), "the disk at the checkpoint");
+    CHECK(disk_make("log-bare", data, ckpt, bare), "the same disk, to lose its log");
+    StoreStats s0, s1;
+    store_stats(st, &s0);
+    puts_each(st, id, "d", 10);    /* durable, each one flush of the log */
+    store_stats(st, &s1);
+    CHECK(s1.syncs - s0.syncs >= 10, "10 durable writes, %" PRIu64 " flushes", s1.syncs - s0.syncs);
+
+    puts_large(st, id, "big", 24, 128 * 1024);   /* 3 MiB: more than the log takes */
+    CHECK(disk_make("log-disk2", data, ckpt, disk2), "the disk at the large commit's checkpoint");
+    puts_each(st, id, "e", 10);
+    char log_bare[300];
+    snprintf(log_bare, sizeof log_bare, "%s/" LOG_FILE, path_of("log-bare"));
+    CHECK(log_copy(data, "log-disk1") && log_copy(data, "log-disk2") && unlink(log_bare) == 0,
+          "the log as flushed");
+    CHECK(file_copy_head(data, disk1, 2 * 4096) && file_copy_head(data, disk2, 2 * 4096) &&
+              file_copy_head(data, bare, 2 * 4096),
+          "later meta pages on the disks");
+    store_close(st);
+
+    CHECK(count_prefix_in_boot("log-disk1", "boot-two", id, "a") == 20 &&
+              count_prefix_in_boot("log-disk1", "boot-three", id, "d") == 10,
+          "after the crash: the checkpoint's records, and the 10 durable writes after it (d: %d)",
+          count_prefix_in_boot("log-disk1", "boot-four", id, "d"));
+    CHECK(count_prefix_in_boot("log-disk1", "boot-four", id, "big") == 0,
+          "but not what came after its chain broke");
+    CHECK(count_prefix_in_boot("log-bare", "boot-two", id, "a") == 20 &&
+              count_prefix_in_boot("log-bare", "boot-three", id, "d") == 0,
+          "without the log, only the checkpoint's records");
+    CHECK(count_prefix_in_boot("log-disk2", "boot-two", id, "big") == 24 &&
+              count_prefix_in_boot("log-disk2", "boot-three", id, "e") == 10 &&
+              count_prefix_in_boot("log-disk2", "boot-four", id, "") == 64,
+          "the large commit, through its checkpoint, and the writes logged after it: %d records",
+          count_prefix_in_boot("log-disk2", "boot-five", id, ""));
+}
+
 int
 main(void)
 {
@@ -649,6 +754,7 @@ main(void)
     test_map_resized_while_opening();
     test_machine_crash();
     test_machine_crash_lazy_claim();
+    test_machine_crash_log();
     test_write_grows();
     test_map_size_env();
     test_write_processes();

@@ -27,12 +27,26 @@ lmdb_commit(Store *st, MDB_txn *txn)
     if (fast != st->nosync) {
         int rc = mdb_env_set_flags(st->env, MDB_NOSYNC, fast ? 1 : 0);
         if (rc) {
-            mdb_txn_abort(txn);
+            lmdb_abort(st, txn);
             return rc;
         }
         st->nosync = fast;
     }
-    return mdb_txn_commit(txn);
+    uint64_t id = mdb_txn_id(txn), last = 0;
+    int rc = mdb_txn_commit(txn);
+    if (!rc) {
+        lmdb_env_info(st, NULL, &last);
+        lmdb_log_append(st, last == id ? id : 0);
+    }
+    lmdb_log_unlock(st);
+    return rc;
+}
+
+void
+lmdb_abort(Store *st, MDB_txn *txn)
+{
+    mdb_txn_abort(txn);
+    lmdb_log_unlock(st);
 }
 
 /* ---- transactions ---- */
@@ -44,8 +58,11 @@ lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out)
     for (int tries = 0; rc == MDB_MAP_RESIZED && tries < STORE_BEGIN_TRIES; tries++) {
         pthread_rwlock_rdlock(&st->map_lock);
         rc = mdb_txn_begin(st->env, NULL, flags, out);
-        if (rc == 0)
+        if (rc == 0) {
+            if (!(flags & MDB_RDONLY))
+                lmdb_log_lock(st);
             return 0;
+        }
         pthread_rwlock_unlock(&st->map_lock);
         if (rc == MDB_MAP_RESIZED && (rc = lmdb_map_adopt(st)) == 0)
             rc = MDB_MAP_RESIZED;    /* adopted: try again */
@@ -101,7 +118,10 @@ lmdb_txn_abort(StoreTxn *txn)
 {
     if (!txn)
         return;
-    mdb_txn_abort(txn->txn);
+    if (txn->write)
+        lmdb_abort(txn->st, txn->txn);
+    else
+        mdb_txn_abort(txn->txn);
     pthread_rwlock_unlock(&txn->st->map_lock);
     free(txn);
 }
@@ -117,6 +137,7 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
 {
     MDB_txn *txn = parent;
     int res, rc;
+    size_t mark = lmdb_log_mark(st);
     lmdb_full_seen = FULL_NONE;
     if (nested && (rc = mdb_txn_begin(st->env, parent, 0, &txn))) {
         res = lmdb_status_of(rc);
@@ -134,6 +155,8 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
             mdb_txn_abort(txn);
         else if ((rc = mdb_txn_commit(txn)))
             res = lmdb_status_of(rc);
+        if (res != 0)
+            lmdb_log_rewind(st, mark);
     }
     *full = res ? lmdb_full_seen : FULL_NONE;
     return res;
@@ -179,7 +202,7 @@ group_run(Store *st, WriteReq *head)
                 break;
         if (r == from || (!nested && from->rc != 0)) {
             /* It failed alone: the transaction holds nothing else. */
-            mdb_txn_abort(parent);
+            lmdb_abort(st, parent);
             pthread_rwlock_unlock(&st->map_lock);
             if (full == FULL_MAP && grows < STORE_GROW_TRIES && lmdb_map_grow(st) == 0) {
                 grows++;
