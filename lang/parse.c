@@ -2,10 +2,10 @@
  * and the Parser that walks a text statement by statement (see parse.h and
  * parse_state.h).
  *
- * A recursive-descent parser in the manner of Lua's lparser.c, in three
+ * A recursive-descent parser in the manner of Lua's lparser.c, in four
  * files: this one, parse_expr.c (expressions, and constants, which are
- * expressions restricted to constant values) and parse_stmt.c
- * (statements).  Each parse function opens with the rule it parses.  A raw
+ * expressions restricted to constant values), parse_stmt.c (statements)
+ * and parse_define.c (the definitions: DEFINE and ALTER QUEUE).  Each parse function opens with the rule it parses.  A raw
  * newline inside a quoted string ends it as unterminated (lex.c). */
 #include "parse.h"
 
@@ -189,6 +189,24 @@ lang_parse_name(ParseState *ps, const char *what)
     next(ps);
     return s;
 }
+
+/* tablename -> IDENT that lang_table_name_check accepts. */
+char *
+lang_parse_table_name(ParseState *ps, const char *what)
+{
+    const Token *t = &ps->tok;
+    if (t->kind != TK_IDENT) {
+        lang_parse_expected(ps, what);
+        return NULL;
+    }
+    LangError why = {0};
+    if (lang_table_name_check(t->text, t->len, &why)) {
+        lang_parse_error(ps, t, "%s", why.message);
+        return NULL;
+    }
+    return lang_parse_name(ps, what);
+}
+
 
 /* path -> IDENT {'.' IDENT} */
 bool

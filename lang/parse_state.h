@@ -1,7 +1,7 @@
 /* parse_state.h — the parse state that the parser's files share: parse.c
  * (the state, errors, lists, names), parse_expr.c (expressions and
- * constants) and parse_stmt.c (statements).  Not for other callers: they
- * use parse.h.
+ * constants), parse_stmt.c (statements) and parse_define.c (DEFINE and
+ * ALTER QUEUE).  Not for other callers: they use parse.h.
  *
  * The state carries the current token, one token of lookahead and the
  * first error, as SQLite's parser does: once the error is set every parse
@@ -171,6 +171,9 @@ char *lang_parse_name(ParseState *ps, const char *what);
 bool lang_parse_path(ParseState *ps, char ***parts, size_t *len, const char *what);
 /* Frees "len" strings and the array holding them. */
 void lang_parse_free_parts(char **parts, size_t len);
+/* tablename -> IDENT that lang_table_name_check accepts: a new string, or
+ * NULL with "expected <what>" or the rule's message. */
+char *lang_parse_table_name(ParseState *ps, const char *what);
 /* The text of STRING or IDENT "t" as a new C string, or NULL with "<what>
  * cannot contain a NUL character". */
 char *lang_parse_cstring(ParseState *ps, const Token *t, const char *what);
@@ -190,5 +193,20 @@ bool lang_parse_key(ParseState *ps, Value *out, const char *what);
  * the end of the text: the new statement (lang_stmt_free), or NULL with the
  * error set. */
 Stmt *lang_parse_statement(ParseState *ps);
+/* duration -> DURATION, positive: into "*ns", or false with "expected a
+ * duration … after <clause>" or "<clause> must be a positive duration". */
+bool lang_parse_duration(ParseState *ps, int64_t *ns, const char *clause);
+/* Consumes the keyword that opens clause "name", unless it was "given"
+ * already: then false, with "<name> given twice". */
+bool lang_parse_clause_once(ParseState *ps, bool given, const char *name);
+
+/* ---- definitions (parse_define.c) ---- */
+
+/* define -> DEFINE (QUEUE | COLLECTION | TABLE | FIELD | INDEX) …, after
+ * DEFINE: sets "s"'s kind and fills it in (the error set on failure). */
+void lang_parse_define(ParseState *ps, Stmt *s);
+/* alter -> ALTER QUEUE name alterclause {alterclause}, after ALTER: the
+ * same. */
+void lang_parse_alter(ParseState *ps, Stmt *s);
 
 #endif

@@ -1,14 +1,9 @@
-/* parse_stmt.c — statements: the rule of each statement, table names and
- * targets, and freeing a statement's tree (see parse.h and parse_state.h).
+/* parse_stmt.c — statements: the rule of each statement but the
+ * definitions (DEFINE and ALTER QUEUE: parse_define.c), targets, the
+ * clause rules the two share, and freeing a statement's tree (see parse.h
+ * and parse_state.h).
  *
  * Decisions beyond the grammar:
- *  - TIMEOUT, DEDUPLICATE and AT MOST … EVERY take a positive duration,
- *    ATTEMPTS a positive integer, AT MOST an integer from 1 to
- *    LANG_AT_MOST_MAX (1000000).
- *  - ALTER QUEUE takes every clause of DEFINE QUEUE, in any order, and
- *    DROP of each optional one: DROP ATTEMPTS, DROP DEDUPLICATE, DROP
- *    PRIORITY BY, DROP NOT BEFORE, DROP AT MOST PER, DROP AT MOST EVERY,
- *    DROP IN (SCHEMALESS undoes SCHEMAFULL).  DEFINE FIELD takes TYPE and REQUIRED in either order.
  *  - \u0000 is not allowed in consumer names. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,50 +104,13 @@ lang_stmt_free(Stmt *s)
     free(s);
 }
 
-/* ---- names and targets ---- */
-
-/* tablename -> IDENT that lang_table_name_check accepts. */
-static char *
-table_name(ParseState *ps, const char *what)
-{
-    const Token *t = &ps->tok;
-    if (t->kind != TK_IDENT) {
-        lang_parse_expected(ps, what);
-        return NULL;
-    }
-    LangError why = {0};
-    if (lang_table_name_check(t->text, t->len, &why)) {
-        lang_parse_error(ps, t, "%s", why.message);
-        return NULL;
-    }
-    return lang_parse_name(ps, what);
-}
-
-/* pathtext -> path, kept as the text "a.b.c" */
-static char *
-path_text(ParseState *ps, const char *what)
-{
-    char **parts;
-    size_t len;
-    if (!lang_parse_path(ps, &parts, &len, what)) {
-        lang_parse_free_parts(parts, len);
-        return NULL;
-    }
-    Buf b = {0};
-    for (size_t i = 0; i < len; i++) {
-        if (i)
-            lang_buf_putc(&b, '.');
-        lang_buf_puts(&b, parts[i]);
-    }
-    lang_parse_free_parts(parts, len);
-    return lang_buf_steal(&b);
-}
+/* ---- targets ---- */
 
 /* target -> name [':' key] */
 static bool
 target(ParseState *ps, Target *t, const char *what)
 {
-    t->table = table_name(ps, what);
+    t->table = lang_parse_table_name(ps, what);
     if (!t->table)
         return false;
     if (accept(ps, TK_COLON)) {
@@ -189,23 +147,11 @@ consumer(ParseState *ps, const char *what)
     return s;
 }
 
-/* ---- statements ---- */
-
-/* ifnotexists -> [IF NOT EXISTS] */
-static bool
-if_not_exists(ParseState *ps)
-{
-    if (!is_kw(&ps->tok, "IF") || !is_kw(peek(ps), "NOT"))
-        return false;
-    next(ps);
-    next(ps);
-    lang_parse_expect_kw(ps, "EXISTS", "EXISTS after IF NOT");
-    return true;
-}
+/* ---- clauses ---- */
 
 /* duration -> DURATION   (positive; "clause" names what it follows) */
-static bool
-duration(ParseState *ps, int64_t *ns, const char *clause)
+bool
+lang_parse_duration(ParseState *ps, int64_t *ns, const char *clause)
 {
     char what[80];
     if (ps->tok.kind != TK_DURATION) {
@@ -224,8 +170,8 @@ duration(ParseState *ps, int64_t *ns, const char *clause)
 
 /* Consumes the keyword that opens a clause, unless the clause was "given"
  * already: then the error is "<name> given twice". */
-static bool
-clause_once(ParseState *ps, bool given, const char *name)
+bool
+lang_parse_clause_once(ParseState *ps, bool given, const char *name)
 {
     if (given) {
         lang_parse_error(ps, &ps->tok, "%s given twice", name);
@@ -235,300 +181,7 @@ clause_once(ParseState *ps, bool given, const char *name)
     return true;
 }
 
-/* tableclause -> SCHEMAFULL | SCHEMALESS | IN name
- * (shared by queues and collections; false when the token is none of them) */
-static bool
-table_clause(ParseState *ps, TableDecl *d)
-{
-    const Token *t = &ps->tok;
-    if (is_kw(t, "SCHEMAFULL") || is_kw(t, "SCHEMALESS")) {
-        SchemaMode m = is_kw(t, "SCHEMAFULL") ? SCHEMA_FULL : SCHEMA_LESS;
-        if (d->schema != SCHEMA_UNSPECIFIED) {
-            lang_parse_error(ps, t, "%s repeats the schema clause (%s was given already)",
-                             m == SCHEMA_FULL ? "SCHEMAFULL" : "SCHEMALESS",
-                             d->schema == SCHEMA_FULL ? "SCHEMAFULL" : "SCHEMALESS");
-            return true;
-        }
-        d->schema = m;
-        next(ps);
-        return true;
-    }
-    if (is_kw(t, "IN")) {
-        if (clause_once(ps, d->graph, "IN"))
-            d->graph = lang_parse_name(ps, "a graph name after IN");
-        return true;
-    }
-    return false;
-}
-
-/* Consumes the keyword that opens clause "bit" of a queue, unless it was
- * given already ("*given" holds the CLAUSE_* bits seen): then the error is
- * "<name> given twice". */
-static bool
-clause_bit(ParseState *ps, unsigned *given, unsigned bit, const char *name)
-{
-    if (*given & bit) {
-        lang_parse_error(ps, &ps->tok, "%s given twice", name);
-        return false;
-    }
-    *given |= bit;
-    next(ps);
-    return true;
-}
-
-/* atmost -> AT MOST INT (PER pathtext | EVERY duration)
- * (INT from 1 to LANG_AT_MOST_MAX) */
-static const char *
-at_most(ParseState *ps, TableDecl *d, unsigned *given)
-{
-    next(ps);
-    if (!lang_parse_expect_kw(ps, "MOST", "MOST after AT"))
-        return NULL;
-    const Token *t = &ps->tok;
-    if (t->kind != TK_INT || t->int_min || t->i <= 0) {
-        lang_parse_expected(ps, "a positive integer after AT MOST");
-        return NULL;
-    }
-    if (t->i > LANG_AT_MOST_MAX) {
-        lang_parse_error(ps, t, "AT MOST %lld is above the greatest allowed, %d",
-                         (long long)t->i, LANG_AT_MOST_MAX);
-        return NULL;
-    }
-    int64_t n = t->i;
-    next(ps);
-    if (is_kw(&ps->tok, "PER")) {
-        if (clause_bit(ps, given, CLAUSE_PER, "AT MOST … PER")) {
-            d->per_group = n;
-            d->per_field = path_text(ps, "a field name after AT MOST n PER");
-        }
-        return "AT MOST … PER";
-    }
-    if (is_kw(&ps->tok, "EVERY")) {
-        if (clause_bit(ps, given, CLAUSE_EVERY, "AT MOST … EVERY") &&
-            duration(ps, &d->rate_window_ns, "AT MOST n EVERY"))
-            d->rate = n;
-        return "AT MOST … EVERY";
-    }
-    lang_parse_expected(ps, "PER or EVERY after AT MOST n");
-    return NULL;
-}
-
-/* queueclause -> PRIORITY BY pathtext | NOT BEFORE pathtext
- *              | DEDUPLICATE duration | atmost | SCHEMAFULL | SCHEMALESS | IN name
- * Each at most once ("*given": the CLAUSE_* bits seen).  The clause's name,
- * or NULL when the token opens none (nothing consumed, no error) or on an
- * error. */
-static const char *
-queue_clause(ParseState *ps, TableDecl *d, unsigned *given)
-{
-    const Token *t = &ps->tok;
-    if (is_kw(t, "PRIORITY")) {
-        if (clause_bit(ps, given, CLAUSE_PRIORITY_BY, "PRIORITY BY") &&
-            lang_parse_expect_kw(ps, "BY", "BY after PRIORITY"))
-            d->priority_by = path_text(ps, "a field name after PRIORITY BY");
-        return "PRIORITY BY";
-    }
-    if (is_kw(t, "NOT")) {
-        if (clause_bit(ps, given, CLAUSE_NOT_BEFORE, "NOT BEFORE") &&
-            lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
-            d->not_before = path_text(ps, "a field name after NOT BEFORE");
-        return "NOT BEFORE";
-    }
-    if (is_kw(t, "DEDUPLICATE")) {
-        if (clause_bit(ps, given, CLAUSE_DEDUPLICATE, "DEDUPLICATE"))
-            duration(ps, &d->deduplicate_ns, "DEDUPLICATE");
-        return "DEDUPLICATE";
-    }
-    if (is_kw(t, "AT"))
-        return at_most(ps, d, given);
-    bool schema = is_kw(t, "SCHEMAFULL") || is_kw(t, "SCHEMALESS");
-    if (!schema && is_kw(t, "IN") && (*given & CLAUSE_IN)) {
-        lang_parse_error(ps, t, "IN given twice");
-        return NULL;
-    }
-    if (!table_clause(ps, d))
-        return NULL;
-    *given |= schema ? CLAUSE_SCHEMA : CLAUSE_IN;
-    return schema ? "the schema clause" : "IN";
-}
-
-#define QUEUE_CLAUSES "PRIORITY BY, NOT BEFORE, DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN"
-
-/* queuedef -> [IF NOT EXISTS] name TIMEOUT duration [ATTEMPTS INT] {queueclause} */
-static void
-define_queue(ParseState *ps, TableDecl *d)
-{
-    d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = table_name(ps, "a queue name after DEFINE QUEUE")))
-        return;
-    if (!lang_parse_expect_kw(ps, "TIMEOUT",
-                              "TIMEOUT after the queue name (a queue needs TIMEOUT)") ||
-        !duration(ps, &d->timeout_ns, "TIMEOUT"))
-        return;
-    const char *last = "TIMEOUT";
-    if (is_kw(&ps->tok, "ATTEMPTS")) {
-        next(ps);
-        if (ps->tok.kind != TK_INT || ps->tok.int_min || ps->tok.i <= 0) {
-            lang_parse_expected(ps, "a positive integer after ATTEMPTS");
-            return;
-        }
-        d->attempts = ps->tok.i;
-        next(ps);
-    }
-    unsigned given = CLAUSE_TIMEOUT | CLAUSE_ATTEMPTS;
-    while (!FAILED(ps) && !at_end(ps)) {
-        const Token *t = &ps->tok;
-        const char *clause;
-        if (is_kw(t, "ATTEMPTS")) {
-            lang_parse_error(ps, t, "ATTEMPTS must follow TIMEOUT, found it after %s", last);
-        } else if (is_kw(t, "TIMEOUT")) {
-            lang_parse_error(ps, t, "TIMEOUT given twice");
-        } else if ((clause = queue_clause(ps, d, &given))) {
-            last = clause;
-        } else if (!FAILED(ps)) {
-            lang_parse_expected(ps, "a queue clause (" QUEUE_CLAUSES ") or ';'");
-        }
-    }
-}
-
-/* tabledef -> [IF NOT EXISTS] name {SCHEMAFULL | SCHEMALESS | IN name} */
-static void
-define_collection(ParseState *ps, TableDecl *d)
-{
-    d->if_not_exists = if_not_exists(ps);
-    if (FAILED(ps) || !(d->name = table_name(ps, "a collection name")))
-        return;
-    while (!FAILED(ps) && !at_end(ps)) {
-        if (!table_clause(ps, d)) {
-            lang_parse_expected(ps, "SCHEMAFULL, SCHEMALESS, IN or ';'");
-            break;
-        }
-    }
-}
-
-/* on -> ON [TABLE] name */
-static char *
-on_table(ParseState *ps, const char *what)
-{
-    if (!lang_parse_expect_kw(ps, "ON", what))
-        return NULL;
-    if (is_kw(&ps->tok, "TABLE") && peek(ps)->kind == TK_IDENT)
-        next(ps);
-    return table_name(ps, "a table name after ON");
-}
-
-static const char *const type_names[] = {
-    "any", "bool", "int", "float", "number", "string", "datetime", "duration",
-    "object", "array", "record",
-};
-
-/* typename -> TYPE | OPTION '<' TYPE '>' */
-static char *
-type_name(ParseState *ps)
-{
-    static const char *const list =
-        "a type (any, bool, int, float, number, string, datetime, duration, object, "
-        "array, record or option<type>) after TYPE";
-    bool option = is_kw(&ps->tok, "option") && peek(ps)->kind == TK_LT;
-    int line = 0, col = 0;   /* where '<' opens */
-    if (option) {
-        next(ps);
-        line = ps->tok.line;
-        col = ps->tok.col;
-        next(ps);
-    }
-    const char *found = NULL;
-    for (size_t i = 0; i < sizeof type_names / sizeof type_names[0]; i++)
-        if (is_kw(&ps->tok, type_names[i]))
-            found = type_names[i];
-    if (!found) {
-        lang_parse_expected(ps, list);
-        return NULL;
-    }
-    next(ps);
-    if (!option)
-        return lang_xstrdup(found);
-    if (!lang_parse_check_match(ps, TK_GT, TK_LT, line, col))
-        return NULL;
-    Buf b = {0};
-    lang_buf_printf(&b, "option<%s>", found);
-    return lang_buf_steal(&b);
-}
-
-/* fielddef -> pathtext ON [TABLE] name [TYPE typename] [REQUIRED]
- *             (TYPE and REQUIRED in either order, each at most once) */
-static void
-define_field(ParseState *ps, Stmt *s)
-{
-    if (!(s->u.define_field.name = path_text(ps, "a field name after DEFINE FIELD")))
-        return;
-    if (!(s->u.define_field.table = on_table(ps, "ON after the field name")))
-        return;
-    while (!FAILED(ps) && !at_end(ps)) {
-        const Token *t = &ps->tok;
-        if (is_kw(t, "TYPE")) {
-            if (clause_once(ps, s->u.define_field.type, "TYPE"))
-                s->u.define_field.type = type_name(ps);
-        } else if (is_kw(t, "REQUIRED")) {
-            if (clause_once(ps, s->u.define_field.required, "REQUIRED"))
-                s->u.define_field.required = true;
-        } else {
-            lang_parse_expected(ps, "TYPE, REQUIRED or ';'");
-        }
-    }
-}
-
-/* indexfield -> pathtext */
-static bool
-index_field(ParseState *ps, void *ctx)
-{
-    ParseItems *it = ctx;
-    Stmt *s = it->node;
-    char *f = path_text(ps, "a field name");
-    if (!f)
-        return false;
-    GROW(s->u.define_index.fields, s->u.define_index.nfields, it->cap);
-    s->u.define_index.fields[s->u.define_index.nfields++] = f;
-    return true;
-}
-
-/* indexdef -> name ON [TABLE] name (FIELDS | COLUMNS) indexfield {',' indexfield} */
-static void
-define_index(ParseState *ps, Stmt *s)
-{
-    if (!(s->u.define_index.name = lang_parse_name(ps, "an index name after DEFINE INDEX")))
-        return;
-    if (!(s->u.define_index.table = on_table(ps, "ON after the index name")))
-        return;
-    if (!accept_kw(ps, "FIELDS") && !accept_kw(ps, "COLUMNS")) {
-        lang_parse_expected(ps, "FIELDS after the table name");
-        return;
-    }
-    ParseItems it = {s, 0};
-    lang_parse_list(ps, TK_EOF, index_field, &it);
-}
-
-/* define -> DEFINE (QUEUE queuedef | (COLLECTION | TABLE) tabledef
- *                   | FIELD fielddef | INDEX indexdef) */
-static void
-define(ParseState *ps, Stmt *s)
-{
-    if (accept_kw(ps, "QUEUE")) {
-        s->kind = ST_DEFINE_QUEUE;
-        define_queue(ps, &s->u.define_table);
-    } else if (accept_kw(ps, "COLLECTION") || accept_kw(ps, "TABLE")) {
-        s->kind = ST_DEFINE_COLLECTION;
-        define_collection(ps, &s->u.define_table);
-    } else if (accept_kw(ps, "FIELD")) {
-        s->kind = ST_DEFINE_FIELD;
-        define_field(ps, s);
-    } else if (accept_kw(ps, "INDEX")) {
-        s->kind = ST_DEFINE_INDEX;
-        define_index(ps, s);
-    } else {
-        lang_parse_expected(ps, "QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE");
-    }
-}
+/* ---- statements ---- */
 
 /* create -> CREATE target [('=' | CONTENT) expr] */
 static void
@@ -679,17 +332,17 @@ claim(ParseState *ps, Stmt *s)
         next(ps);
         if (!lang_parse_expect_kw(ps, "FROM", "FROM after the CLAIM count"))
             return;
-        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
+        s->u.claim.target.table = lang_parse_table_name(ps, "a queue name after FROM");
     } else if (is_kw(t, "FROM") && peek(ps)->kind == TK_IDENT) {
         next(ps);
-        s->u.claim.target.table = table_name(ps, "a queue name after FROM");
+        s->u.claim.target.table = lang_parse_table_name(ps, "a queue name after FROM");
     } else if (!record_target(ps, &s->u.claim.target,
                               "a count, FROM or a record id (table:key) after CLAIM")) {
         return;
     }
     if (!FAILED(ps) && s->u.claim.target.id.kind == VAL_NONE && accept_kw(ps, "WAIT")) {
         s->u.claim.wait_ns = INT64_MAX;
-        if (ps->tok.kind == TK_DURATION && !duration(ps, &s->u.claim.wait_ns, "WAIT"))
+        if (ps->tok.kind == TK_DURATION && !lang_parse_duration(ps, &s->u.claim.wait_ns, "WAIT"))
             return;
     }
     if (!FAILED(ps))
@@ -714,7 +367,7 @@ release(ParseState *ps, Stmt *s)
         s->kind = ST_RELEASE_ALL;
         next(ps);
         next(ps);
-        if (!(s->u.release.target.table = table_name(ps, "a queue name after RELEASE ALL FROM")))
+        if (!(s->u.release.target.table = lang_parse_table_name(ps, "a queue name after RELEASE ALL FROM")))
             return;
     } else if (!record_target(ps, &s->u.release.target,
                               "a record id (table:key) or ALL FROM after RELEASE")) {
@@ -723,11 +376,11 @@ release(ParseState *ps, Stmt *s)
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
         if (is_kw(t, "NOT")) {
-            if (clause_once(ps, s->u.release.not_before, "NOT BEFORE") &&
+            if (lang_parse_clause_once(ps, s->u.release.not_before, "NOT BEFORE") &&
                 lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
                 s->u.release.not_before = lang_parse_expr(ps);
         } else if (is_kw(t, "FOR")) {
-            if (clause_once(ps, s->u.release.for_consumer, "FOR CONSUMER") &&
+            if (lang_parse_clause_once(ps, s->u.release.for_consumer, "FOR CONSUMER") &&
                 lang_parse_expect_kw(ps, "CONSUMER", "CONSUMER after FOR"))
                 s->u.release.for_consumer = consumer(ps, "a consumer name after FOR CONSUMER");
         } else {
@@ -746,7 +399,7 @@ retry(ParseState *ps, Stmt *s)
         s->kind = ST_RETRY_ALL;
         next(ps);
         next(ps);
-        if (!(s->u.release.target.table = table_name(ps, "a queue name after RETRY ALL FROM")))
+        if (!(s->u.release.target.table = lang_parse_table_name(ps, "a queue name after RETRY ALL FROM")))
             return;
         if (accept_kw(ps, "WHERE"))
             s->u.release.where = lang_parse_expr(ps);
@@ -765,84 +418,7 @@ pause_resume(ParseState *ps, Stmt *s, StmtKind kind, const char *what)
 {
     s->kind = kind;
     if (lang_parse_expect_kw(ps, "QUEUE", what))
-        s->u.table_op.table = table_name(ps, "a queue name");
-}
-
-/* dropclause -> ATTEMPTS | DEDUPLICATE | PRIORITY BY | NOT BEFORE
- *             | AT MOST (PER | EVERY) | IN
- * (after ALTER QUEUE's DROP: the clause is given, its value left absent) */
-static void
-alter_drop(ParseState *ps, unsigned *given)
-{
-    static const struct {
-        const char *kw, *then, *name;   /* then: the word that must follow, or NULL */
-        unsigned bit;
-    } drops[] = {
-        {"ATTEMPTS", NULL, "ATTEMPTS", CLAUSE_ATTEMPTS},
-        {"DEDUPLICATE", NULL, "DEDUPLICATE", CLAUSE_DEDUPLICATE},
-        {"PRIORITY", "BY", "PRIORITY BY", CLAUSE_PRIORITY_BY},
-        {"NOT", "BEFORE", "NOT BEFORE", CLAUSE_NOT_BEFORE},
-        {"PER", NULL, "AT MOST … PER", CLAUSE_PER},       /* after AT MOST */
-        {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY},  /* after AT MOST */
-        {"IN", NULL, "IN", CLAUSE_IN},
-    };
-    bool at_most = is_kw(&ps->tok, "AT");
-    if (at_most) {
-        next(ps);
-        if (!lang_parse_expect_kw(ps, "MOST", "MOST after DROP AT"))
-            return;
-    }
-    for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
-        bool limit = drops[i].bit == CLAUSE_PER || drops[i].bit == CLAUSE_EVERY;
-        if (limit != at_most || !is_kw(&ps->tok, drops[i].kw))
-            continue;
-        if (clause_bit(ps, given, drops[i].bit, drops[i].name) && drops[i].then) {
-            char what[40];
-            snprintf(what, sizeof what, "%s after DROP %s", drops[i].then, drops[i].kw);
-            lang_parse_expect_kw(ps, drops[i].then, what);
-        }
-        return;
-    }
-    lang_parse_expected(ps, at_most ? "PER or EVERY after DROP AT MOST"
-                                    : "ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
-                                      "AT MOST PER, AT MOST EVERY or IN after DROP");
-}
-
-/* alter -> ALTER QUEUE name alterclause {alterclause}
- * alterclause -> TIMEOUT duration | ATTEMPTS INT | queueclause | DROP dropclause
- * (each clause at most once, in any order) */
-static void
-alter(ParseState *ps, Stmt *s)
-{
-    s->kind = ST_ALTER_QUEUE;
-    TableDecl *d = &s->u.alter.set;
-    unsigned *given = &s->u.alter.given;
-    if (!lang_parse_expect_kw(ps, "QUEUE", "QUEUE after ALTER") ||
-        !(s->u.alter.table = table_name(ps, "a queue name after ALTER QUEUE")))
-        return;
-    if (at_end(ps))
-        lang_parse_expected(ps, "a clause (TIMEOUT, ATTEMPTS, " QUEUE_CLAUSES
-                                " or DROP) after the queue name");
-    while (!FAILED(ps) && !at_end(ps)) {
-        const Token *t = &ps->tok;
-        if (accept_kw(ps, "DROP")) {
-            alter_drop(ps, given);
-        } else if (is_kw(t, "TIMEOUT")) {
-            if (clause_bit(ps, given, CLAUSE_TIMEOUT, "TIMEOUT"))
-                duration(ps, &d->timeout_ns, "TIMEOUT");
-        } else if (is_kw(t, "ATTEMPTS")) {
-            if (!clause_bit(ps, given, CLAUSE_ATTEMPTS, "ATTEMPTS"))
-                break;
-            if (ps->tok.kind != TK_INT || ps->tok.int_min || ps->tok.i <= 0) {
-                lang_parse_expected(ps, "a positive integer after ATTEMPTS");
-                break;
-            }
-            d->attempts = ps->tok.i;
-            next(ps);
-        } else if (!queue_clause(ps, d, given) && !FAILED(ps)) {
-            lang_parse_expected(ps, "TIMEOUT, ATTEMPTS, " QUEUE_CLAUSES ", DROP or ';'");
-        }
-    }
+        s->u.table_op.table = lang_parse_table_name(ps, "a queue name");
 }
 
 /* use -> USE CONSUMER consumer */
@@ -861,7 +437,7 @@ info(ParseState *ps, Stmt *s)
     s->kind = ST_INFO_TABLE;
     if (lang_parse_expect_kw(ps, "FOR", "FOR after INFO") &&
         lang_parse_expect_kw(ps, "TABLE", "TABLE after INFO FOR"))
-        s->u.table_op.table = table_name(ps, "a table name after INFO FOR TABLE");
+        s->u.table_op.table = lang_parse_table_name(ps, "a table name after INFO FOR TABLE");
 }
 
 /* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
@@ -879,7 +455,7 @@ drop(ParseState *ps, Stmt *s)
         lang_parse_expected(ps, "QUEUE, COLLECTION or TABLE after DROP");
         return;
     }
-    s->u.table_op.table = table_name(ps, "a table name after DROP");
+    s->u.table_op.table = lang_parse_table_name(ps, "a table name after DROP");
 }
 
 /* statement -> define | create | update | delete | select | claim | release
@@ -894,7 +470,7 @@ lang_parse_statement(ParseState *ps)
     if (t->kind != TK_IDENT || t->quoted) {
         lang_parse_expected(ps, "a statement");
     } else if (accept_kw(ps, "DEFINE")) {
-        define(ps, s);
+        lang_parse_define(ps, s);
     } else if (accept_kw(ps, "CREATE")) {
         create(ps, s);
     } else if (accept_kw(ps, "UPDATE")) {
@@ -910,7 +486,7 @@ lang_parse_statement(ParseState *ps)
     } else if (accept_kw(ps, "TOUCH")) {
         touch(ps, s);
     } else if (accept_kw(ps, "ALTER")) {
-        alter(ps, s);
+        lang_parse_alter(ps, s);
     } else if (accept_kw(ps, "RETRY")) {
         retry(ps, s);
     } else if (accept_kw(ps, "PAUSE")) {

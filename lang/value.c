@@ -8,39 +8,42 @@
 
 /* ---- construction ---- */
 
+/* A value of one of the kinds that hold nanoseconds, VAL_DURATION and
+ * VAL_DATETIME. */
+static Value
+ns_value(ValueKind kind, int64_t ns)
+{
+    return (Value){.kind = kind, .u.ns = ns};
+}
+
 Value
 lang_value_none(void)
 {
-    Value v = {.kind = VAL_NONE};
-    return v;
+    return (Value){.kind = VAL_NONE};
 }
 
 Value
 lang_value_null(void)
 {
-    Value v = {.kind = VAL_NULL};
-    return v;
+    return (Value){.kind = VAL_NULL};
 }
 
 Value
 lang_value_bool(bool b)
 {
-    Value v = {.kind = VAL_BOOL, .u.b = b};
-    return v;
+    return (Value){.kind = VAL_BOOL, .u.b = b};
 }
 
 Value
 lang_value_int(int64_t i)
 {
-    Value v = {.kind = VAL_INT, .u.i = i};
-    return v;
+    return (Value){.kind = VAL_INT, .u.i = i};
 }
 
 Value
 lang_value_float(double f)
 {
-    Value v = {.kind = VAL_FLOAT, .u.f = f};
-    return v;
+    return (Value){.kind = VAL_FLOAT, .u.f = f};
 }
 
 Value
@@ -64,15 +67,13 @@ lang_value_cstring(const char *s)
 Value
 lang_value_duration(int64_t ns)
 {
-    Value v = {.kind = VAL_DURATION, .u.ns = ns};
-    return v;
+    return ns_value(VAL_DURATION, ns);
 }
 
 Value
 lang_value_datetime(int64_t ns)
 {
-    Value v = {.kind = VAL_DATETIME, .u.ns = ns};
-    return v;
+    return ns_value(VAL_DATETIME, ns);
 }
 
 Value
@@ -88,15 +89,13 @@ lang_value_record(const char *table, Value key)
 Value
 lang_value_array(void)
 {
-    Value v = {.kind = VAL_ARRAY};
-    return v;
+    return (Value){.kind = VAL_ARRAY};
 }
 
 Value
 lang_value_object(void)
 {
-    Value v = {.kind = VAL_OBJECT};
-    return v;
+    return (Value){.kind = VAL_OBJECT};
 }
 
 void

@@ -138,11 +138,11 @@ lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fe
     return run_one(s, st, NULL, NULL, err);
 }
 
-/* RELEASE or RETRY ("kind") of record "key", NOT BEFORE "not_before"
- * unless it is NULL or NONE, under "fence". */
+/* RELEASE, RETRY or TOUCH ("kind") of record "key", NOT BEFORE
+ * "not_before" unless it is NULL or NONE, under "fence". */
 static LangErrorCode
-end_hold_stmt(LangSession *s, StmtKind kind, const char *table, const Value *key,
-              const Value *not_before, int64_t fence, LangError *err)
+hold_stmt(LangSession *s, StmtKind kind, const char *table, const Value *key,
+          const Value *not_before, int64_t fence, LangError *err)
 {
     Stmt *st = stmt_new(kind);
     st->u.release.target = target_of(table, key);
@@ -156,24 +156,21 @@ LangErrorCode
 lang_view_release(LangSession *s, const char *table, const Value *key, const Value *not_before,
                   int64_t fence, LangError *err)
 {
-    return end_hold_stmt(s, ST_RELEASE, table, key, not_before, fence, err);
+    return hold_stmt(s, ST_RELEASE, table, key, not_before, fence, err);
 }
 
 LangErrorCode
 lang_view_retry(LangSession *s, const char *table, const Value *key, const Value *not_before,
                 int64_t fence, LangError *err)
 {
-    return end_hold_stmt(s, ST_RETRY, table, key, not_before, fence, err);
+    return hold_stmt(s, ST_RETRY, table, key, not_before, fence, err);
 }
 
 LangErrorCode
 lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence,
                 LangError *err)
 {
-    Stmt *st = stmt_new(ST_TOUCH);
-    st->u.release.target = target_of(table, key);
-    st->u.release.fence = fence;
-    return run_one(s, st, NULL, NULL, err);
+    return hold_stmt(s, ST_TOUCH, table, key, NULL, fence, err);
 }
 
 /* Parses record content; empty or blank text is an empty record. */
