@@ -1,36 +1,24 @@
-/* pg_conn.c — the PostgreSQL backend's connections, transactions and
- * notifications.
+/* pg_conn.c — the PostgreSQL backend's connections, statements,
+ * transactions and the store's opening and closing.
  *
  * A Store is a pool of up to PG_POOL_MAX connections, opened as they are
  * needed; a transaction takes one for its length.  A connection that broke
  * (the server restarted, the network went) is reconnected at the next
  * BEGIN; the transaction that saw it break fails with STORE_IO.  store_write
- * runs its function again after a deadlock or serialization failure.
- *
- * After a write transaction that changed something commits, a thread of
- * the store NOTIFYs channel "queuefs" on a connection of its own (one
- * NOTIFY for all the commits made while the last was sent: inside the
- * transactions, NOTIFY would serialise their commits, fsyncs included, on
- * the server's notification lock); another LISTENs on a connection of its
- * own and moves store_changes() on at each notification (and whenever it
- * had to reconnect, since notifications may have been lost meanwhile).  A
- * waiter also wakes every few seconds to look again, the safety net for
- * notifications lost without the connection breaking. */
+ * runs its function again after a deadlock or serialization failure.  A
+ * commit that changed something moves store_changes() on and has the
+ * other processes told (pg_notify.c). */
 #include "pg_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "be.h"
 
-/* How long a waiter sleeps at most before looking again. */
-#define WAIT_POLL_NS (5 * 1000000000LL)
 /* How often store_write runs "fn" after a deadlock or serialization failure. */
 #define WRITE_RETRIES 8
 
@@ -92,17 +80,15 @@ pg_bool(const PGresult *res, int row, int col)
 void
 pg_record_of(const PGresult *res, int row, int col, StoreRecord *r)
 {
+    /* PG_RECORD_COLS' since .. claimed_until, in their order. */
+    int64_t *const times[] = {&r->since, &r->written, &r->changed, &r->claimed,
+                              &r->attempts, &r->hold, &r->claimed_until};
     memset(r, 0, sizeof *r);
     r->key = pg_bytes(res, row, col);
     r->value = pg_bytes(res, row, col + 1);
     r->seq = (uint64_t)pg_i64(res, row, col + 2);
-    r->since = pg_i64(res, row, col + 3);
-    r->written = pg_i64(res, row, col + 4);
-    r->changed = pg_i64(res, row, col + 5);
-    r->claimed = pg_i64(res, row, col + 6);
-    r->attempts = pg_i64(res, row, col + 7);
-    r->hold = pg_i64(res, row, col + 8);
-    r->claimed_until = pg_i64(res, row, col + 9);
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        *times[i] = pg_i64(res, row, col + 3 + (int)i);
     r->consumer = pg_bytes(res, row, col + 10);
     r->instance = pg_bytes(res, row, col + 11);
     r->order = pg_bytes(res, row, col + 12);
@@ -164,8 +150,8 @@ quiet_notices(void *arg, const char *message)
  * keepalives that notice a dead server within a minute and a request the
  * network stopped carrying failed after 30 s (TCP), synchronous_commit
  * by the store's sync option, and no transaction left idle for long. */
-static PGconn *
-connect_to(const Store *st, char *errbuf, size_t errlen)
+PGconn *
+pg_connect(const Store *st, char *errbuf, size_t errlen)
 {
     /* Defaults first: what the URI says wins. */
     const char *keys[] = {"application_name", "connect_timeout", "keepalives_idle",
@@ -258,7 +244,7 @@ conn_ready(Store *st, PgConn *c, bool fresh)
         PQfinish(c->conn);
     memset(c->prepared, 0, sizeof c->prepared);
     char msg[256] = "";
-    c->conn = connect_to(st, msg, sizeof msg);
+    c->conn = pg_connect(st, msg, sizeof msg);
     if (!c->conn)
         store_error_detail_set("%s: %s", st->server, msg);
     return c->conn ? 0 : STORE_IO;
@@ -362,14 +348,6 @@ pg_run_sql(StoreTxn *txn, const char *sql)
 
 /* ---- transactions ---- */
 
-static int64_t
-local_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Begins the transaction on "txn->c" and reads the server's now(). */
 static int
 txn_start(StoreTxn *txn)
@@ -396,7 +374,7 @@ txn_start(StoreTxn *txn)
         st->catalog_version = txn->catalog_version;
     }
     pthread_mutex_unlock(&st->catalog_mu);
-    __atomic_store_n(&txn->st->clock_offset, txn->now - local_now(), __ATOMIC_RELAXED);
+    __atomic_store_n(&txn->st->clock_offset, txn->now - pg_local_now(), __ATOMIC_RELAXED);
     return STORE_OK;
 }
 
@@ -438,27 +416,6 @@ txn_free(StoreTxn *txn)
     free(txn->fixes);
     pool_give(txn->st, txn->c);
     free(txn);
-}
-
-/* Moves store_changes() on, waking this process's waiters; "tell": and
- * has the notifier tell the other processes and hosts. */
-static void
-changes_note(Store *st, bool tell)
-{
-    pthread_mutex_lock(&st->change_mu);
-    st->changes++;
-    pthread_cond_broadcast(&st->change_cv);
-    if (tell) {
-        st->notify_pending = true;
-        pthread_cond_signal(&st->notify_cv);
-    }
-    pthread_mutex_unlock(&st->change_mu);
-}
-
-static void
-changes_bump(Store *st)
-{
-    changes_note(st, false);
 }
 
 int
@@ -509,7 +466,7 @@ pg_txn_commit(StoreTxn *txn)
     bool changed = txn->changed && rc == STORE_OK;
     txn_free(txn);
     if (changed)
-        changes_note(st, true);
+        pg_changes_note(st, true);
     return rc;
 }
 
@@ -563,145 +520,6 @@ pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
         return pg_txn_commit(txn);
     }
     return rc;
-}
-
-/* ---- the clock and notifications ---- */
-
-int64_t
-pg_now(Store *st)
-{
-    return local_now() + __atomic_load_n(&st->clock_offset, __ATOMIC_RELAXED);
-}
-
-uint64_t
-pg_changes(Store *st)
-{
-    pthread_mutex_lock(&st->change_mu);
-    uint64_t n = st->changes;
-    pthread_mutex_unlock(&st->change_mu);
-    return n;
-}
-
-bool
-pg_wait_change(Store *st, uint64_t seen, int64_t until_ns)
-{
-    int64_t limit = local_now() + WAIT_POLL_NS;
-    int64_t local_until = until_ns == INT64_MAX
-                              ? INT64_MAX
-                              : until_ns - __atomic_load_n(&st->clock_offset, __ATOMIC_RELAXED);
-    if (local_until > limit)
-        local_until = limit;
-    struct timespec ts = {(time_t)(local_until / 1000000000), (long)(local_until % 1000000000)};
-    pthread_mutex_lock(&st->change_mu);
-    while (st->changes == seen &&
-           pthread_cond_timedwait(&st->change_cv, &st->change_mu, &ts) != ETIMEDOUT)
-        ;
-    bool moved = st->changes != seen;
-    pthread_mutex_unlock(&st->change_mu);
-    return moved;
-}
-
-void
-pg_wake(Store *st)
-{
-    changes_note(st, true);
-}
-
-/* The notifier thread: one NOTIFY queuefs for the commits made since the
- * last, on a connection of its own (synchronous_commit off: a notification
- * is not data); at the store's close, the last one before it ends. */
-static void *
-notify_loop(void *arg)
-{
-    Store *st = arg;
-    PGconn *conn = NULL;
-    pthread_mutex_lock(&st->change_mu);
-    for (;;) {
-        while (!st->notify_pending && !st->stopping)
-            pthread_cond_wait(&st->notify_cv, &st->change_mu);
-        if (!st->notify_pending)
-            break;   /* closing, with every change told */
-        st->notify_pending = false;
-        pthread_mutex_unlock(&st->change_mu);
-        if (!conn || PQstatus(conn) != CONNECTION_OK) {
-            PQfinish(conn);
-            conn = connect_to(st, NULL, 0);
-            if (conn)
-                PQclear(PQexec(conn, "SET synchronous_commit = off"));
-        }
-        PGresult *res = conn ? PQexec(conn, "NOTIFY queuefs") : NULL;
-        bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
-        PQclear(res);
-        pthread_mutex_lock(&st->change_mu);
-        if (!ok && st->stopping)
-            break;
-        if (!ok) {
-            /* The server is away: try again in a while, not in a loop. */
-            st->notify_pending = true;
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&st->notify_cv, &st->change_mu, &ts);
-        }
-    }
-    pthread_mutex_unlock(&st->change_mu);
-    PQfinish(conn);
-    return NULL;
-}
-
-/* Sleeps "ms" unless the store is closing; true when it is. */
-static bool
-listener_pause(Store *st, int ms)
-{
-    struct pollfd p = {st->stop_pipe[0], POLLIN, 0};
-    return poll(&p, 1, ms) > 0;
-}
-
-/* The listener thread: LISTEN queuefs, and a change at each notification. */
-static void *
-listen_loop(void *arg)
-{
-    Store *st = arg;
-    PGconn *conn = NULL;
-    for (;;) {
-        if (!conn) {
-            conn = connect_to(st, NULL, 0);
-            PGresult *res = conn ? PQexec(conn, "LISTEN queuefs") : NULL;
-            bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
-            PQclear(res);
-            if (!ok) {
-                PQfinish(conn);
-                conn = NULL;
-                if (listener_pause(st, 1000))
-                    break;
-                continue;
-            }
-            changes_bump(st);   /* what happened while not listening */
-        }
-        struct pollfd p[2] = {{PQsocket(conn), POLLIN, 0}, {st->stop_pipe[0], POLLIN, 0}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
-            break;
-        if (p[1].revents)
-            break;
-        if (!p[0].revents)
-            continue;
-        if (!PQconsumeInput(conn)) {
-            PQfinish(conn);
-            conn = NULL;
-            changes_bump(st);
-            continue;
-        }
-        bool any = false;
-        PGnotify *n;
-        while ((n = PQnotifies(conn))) {
-            any = true;
-            PQfreemem(n);
-        }
-        if (any)
-            changes_bump(st);
-    }
-    PQfinish(conn);
-    return NULL;
 }
 
 /* ---- the store ---- */
@@ -766,16 +584,13 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     PgConn *c = &st->pool[st->opened++];
     c->slot = counter_slot(0);
     int rc = STORE_IO;
-    if ((c->conn = connect_to(st, msg, sizeof msg)) &&
+    if ((c->conn = pg_connect(st, msg, sizeof msg)) &&
         !(rc = pg_schema_ensure(c->conn, st->read_only, msg, sizeof msg)) &&
         pipe2(st->stop_pipe, O_CLOEXEC) != 0)
         rc = STORE_IO, snprintf(msg, sizeof msg, "pipe: %s", strerror(errno));
     if (!rc) {
         st->server = server_name(c->conn);
-        if (pthread_create(&st->listener, NULL, listen_loop, st) == 0)
-            st->listening = true;
-        if (pthread_create(&st->notifier, NULL, notify_loop, st) == 0)
-            st->notifying = true;
+        pg_notify_start(st);
         *out = st;
         return STORE_OK;
     }
@@ -794,17 +609,7 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
 void
 pg_close(Store *st)
 {
-    pthread_mutex_lock(&st->change_mu);
-    st->stopping = true;
-    pthread_cond_signal(&st->notify_cv);
-    pthread_mutex_unlock(&st->change_mu);
-    if (st->notifying)
-        pthread_join(st->notifier, NULL);
-    if (st->listening) {
-        ssize_t w = write(st->stop_pipe[1], "x", 1);
-        (void)w;
-        pthread_join(st->listener, NULL);
-    }
+    pg_notify_stop(st);
     store_free(st);
 }
 

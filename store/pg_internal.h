@@ -190,6 +190,23 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
 #define PG_RECORD_NCOLS 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
+/* ---- what pg_conn.c shares with pg_notify.c ---- */
+
+/* A new connection with the store's URI, its session set as queuefs wants
+ * it (pg_conn.c); NULL when it failed, with the reason in "errbuf" unless
+ * that is NULL. */
+PGconn *pg_connect(const Store *st, char *errbuf, size_t errlen);
+/* This machine's clock: nanoseconds since the Unix epoch. */
+int64_t pg_local_now(void);
+/* Moves store_changes() on, waking this process's waiters; "tell": and
+ * has the notifier tell the other processes and hosts. */
+void pg_changes_note(Store *st, bool tell);
+/* Starts the listener and the notifier of store "st", which is open. */
+void pg_notify_start(Store *st);
+/* Stops them at the store's close, the notifier once it has told every
+ * change. */
+void pg_notify_stop(Store *st);
+
 /* ---- what pg_records.c shares with pg_queue.c ---- */
 
 #define PG_NO_BYTES ((StoreBytes){NULL, 0})
@@ -220,12 +237,19 @@ int pg_groups_fix(StoreTxn *txn);
 /* For a write of record "key" of queue "q": on a grouped queue, locks the
  * record's group (and "moving_to", the group an update files it in), then
  * the record, its group into "*group" (empty on an ungrouped queue);
- * STORE_NOTFOUND when the record is absent (known only when grouped). */
+ * STORE_NOTFOUND for a key longer than any record's, and when the record
+ * is absent (known only when grouped). */
 int pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes moving_to,
                      StoreBytes *group);
 /* A walk's place: "k" copied into "*buf" (replacing what it held), so it
  * outlives the page it came from. */
 StoreBytes pg_key_keep(char **buf, StoreBytes k);
+/* Walks the records of "table" from key "from" on, in key order, a page of
+ * at most PG_PAGE at a time: "page" is handed each page that is not empty,
+ * its "n" rows of PG_RECORD_COLS valid only during the call, and a
+ * non-zero answer ends the walk with it.  0 or the status. */
+int pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
+                    int (*page)(void *ctx, const PGresult *res, int n), void *ctx);
 
 /* The SQL of statement "s". */
 const char *pg_stmt_sql(PgStmt s);

@@ -39,14 +39,19 @@ window_start(const StoreTxn *txn, const StoreQueue *q)
     return __builtin_sub_overflow(txn->now, q->rate_window_ns, &start) ? INT64_MIN : start;
 }
 
-/* The arguments of a statement about the rate window of queue "q": the
- * table, the window's start, the rate. */
-static void
-rate_args(PgArgs *a, const StoreTxn *txn, const StoreQueue *q)
+/* Runs statement "s" about the rate window of queue "q" (its arguments:
+ * the table, the window's start, the rate): 0 with its answer in "*res",
+ * or the failure's status. */
+static int
+rate_run(StoreTxn *txn, const StoreQueue *q, PgStmt s, PGresult **res)
 {
-    pg_arg_i64(a, q->table);
-    pg_arg_i64(a, window_start(txn, q));
-    pg_arg_i64(a, q->rate);
+    PgArgs a = {0};
+    pg_arg_i64(&a, q->table);
+    pg_arg_i64(&a, window_start(txn, q));
+    pg_arg_i64(&a, q->rate);
+    int rc;
+    *res = pg_run(txn, s, &a, &rc);
+    return *res ? STORE_OK : rc;
 }
 
 /* How many records rate-limited queue "q" may hand out now, its row of
@@ -58,14 +63,11 @@ rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
     *room = INT64_MAX;
     if (q->rate <= 0)
         return STORE_OK;
-    PgArgs a = {0};
-    rate_args(&a, txn, q);
-    int rc;
-    PGresult *res = pg_run(txn, PG_RATE_ROOM, &a, &rc);
-    if (!res)
-        return rc;
-    *room = pg_i64(res, 0, 0);
-    return STORE_OK;
+    PGresult *res;
+    int rc = rate_run(txn, q, PG_RATE_ROOM, &res);
+    if (!rc)
+        *room = pg_i64(res, 0, 0);
+    return rc;
 }
 
 /* Notes "handed" hand-outs of rate-limited queue "q" at now.  The row
@@ -195,8 +197,6 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
             int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
             int64_t *claimed)
 {
-    if (c->key.len > STORE_MAX_KEY)
-        return STORE_NOTFOUND;
     StoreBytes group;
     int rc = pg_group_lock_of(txn, q, c->key, PG_NO_BYTES, &group);
     if (rc)
@@ -347,11 +347,9 @@ int
 pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
          StoreRecord *out)
 {
-    if (key.len > STORE_MAX_KEY)
-        return STORE_NOTFOUND;
-    int rc;
     StoreBytes was_in;
-    if ((rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in)))
+    int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
+    if (rc)
         return rc;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
@@ -460,20 +458,30 @@ array_add_i64(PgArray *a, int64_t v)
     array_add(a, b, 8);
 }
 
+/* A refile's state: its queue, how it files a record, and the arrays a
+ * page's filings are bound in. */
+typedef struct Refile {
+    StoreTxn *txn;
+    const StoreQueue *q;
+    int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out);
+    void *ctx;
+    PgArray arrays[4];
+} Refile;
+
 /* Files the records of page "res" ("n" rows) by "file", in one statement. */
 static int
-refile_page(StoreTxn *txn, const StoreQueue *q, const PGresult *res, int n,
-            int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx,
-            PgArray arrays[4])
+refile_page(void *arg, const PGresult *res, int n)
 {
     static const uint32_t oids[4] = {OID_BYTEA, OID_BYTEA, OID_INT8, OID_BYTEA};
+    Refile *rf = arg;
+    PgArray *arrays = rf->arrays;
     for (int i = 0; i < 4; i++)
         array_reset(&arrays[i], oids[i]);
     for (int i = 0; i < n; i++) {
         StoreRecord r;
         StoreFiling f = {PG_NO_BYTES, 0, PG_NO_BYTES};
         pg_record_of(res, i, 0, &r);
-        int rc = file(ctx, &r, &f);
+        int rc = rf->file(rf->ctx, &r, &f);
         if (rc)
             return rc;
         if (f.order.len > STORE_MAX_KEY || f.group.len > STORE_MAX_KEY)
@@ -485,11 +493,11 @@ refile_page(StoreTxn *txn, const StoreQueue *q, const PGresult *res, int n,
         array_add(&arrays[3], f.group.data, f.group.len);
     }
     PgArgs b = {0};
-    pg_arg_i64(&b, q->table);
+    pg_arg_i64(&b, rf->q->table);
     for (int i = 0; i < 4; i++)
         pg_arg_bytes(&b, (StoreBytes){arrays[i].data, arrays[i].len});
     int rc;
-    return pg_run(txn, PG_REFILE_PAGE, &b, &rc) ? STORE_OK : rc;
+    return pg_run(rf->txn, PG_REFILE_PAGE, &b, &rc) ? STORE_OK : rc;
 }
 
 /* Files every record of queue "q" as "file" says (see store_queue_refile),
@@ -498,33 +506,10 @@ static int
 refile_each(StoreTxn *txn, const StoreQueue *q,
             int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
-    PgArray arrays[4] = {{0}};
-    size_t mark = txn->nresults;
-    PgStmt s = PG_RECORD_FROM;
-    char *last = NULL;
-    StoreBytes at = PG_NO_BYTES;
-    int rc = STORE_OK;
-    for (;;) {
-        PgArgs a = {0};
-        pg_arg_i64(&a, q->table);
-        pg_arg_bytes(&a, at);
-        pg_arg_i64(&a, PG_PAGE);
-        PGresult *res = pg_run(txn, s, &a, &rc);
-        if (!res)
-            break;
-        int n = PQntuples(res);
-        if (n && (rc = refile_page(txn, q, res, n, file, ctx, arrays)))
-            break;
-        if (n < PG_PAGE)
-            break;
-        at = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
-        s = PG_RECORD_AFTER;
-        pg_results_drop(txn, mark);
-    }
-    pg_results_drop(txn, mark);
-    free(last);
+    Refile rf = {.txn = txn, .q = q, .file = file, .ctx = ctx};
+    int rc = pg_record_pages(txn, q->table, PG_NO_BYTES, refile_page, &rf);
     for (int i = 0; i < 4; i++)
-        free(arrays[i].data);
+        free(rf.arrays[i].data);
     return rc;
 }
 
@@ -559,16 +544,12 @@ pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
     *at = txn->now;
     if (q->rate <= 0)
         return STORE_OK;
-    PgArgs a = {0};
-    rate_args(&a, txn, q);
-    int rc;
-    PGresult *res = pg_run(txn, PG_RATE_NEXT, &a, &rc);
-    if (!res)
-        return rc;
+    PGresult *res;
+    int rc = rate_run(txn, q, PG_RATE_NEXT, &res);
     /* The hand-out whose leaving the window makes room. */
-    if (!PQgetisnull(res, 0, 0))
+    if (!rc && !PQgetisnull(res, 0, 0))
         *at = deadline(pg_i64(res, 0, 0), q->rate_window_ns);
-    return STORE_OK;
+    return rc;
 }
 
 int

@@ -107,6 +107,8 @@ pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes 
                  StoreBytes *group)
 {
     *group = PG_NO_BYTES;
+    if (key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
     if (!pg_grouped(q))
         return STORE_OK;
     PgArgs a = {0};
@@ -243,11 +245,9 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
 int
 pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold)
 {
-    if (key.len > STORE_MAX_KEY)
-        return STORE_NOTFOUND;
-    int rc;
     StoreBytes was_in;
-    if ((rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in)))
+    int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
+    if (rc)
         return rc;
     PgArgs a = {0};
     pg_arg_i64(&a, table);
@@ -265,8 +265,8 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
 }
 
 int
-pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
-               int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
+                int (*page)(void *ctx, const PGresult *res, int n), void *ctx)
 {
     size_t mark = txn->nresults;
     PgStmt s = PG_RECORD_FROM;
@@ -282,12 +282,9 @@ pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
         if (!res)
             break;
         int n = PQntuples(res);
-        for (int i = 0; i < n && rc == STORE_OK; i++) {
-            StoreRecord r;
-            pg_record_of(res, i, 0, &r);
-            rc = fn(ctx, &r);
-        }
-        if (rc || n < PG_PAGE)
+        if (n && (rc = page(ctx, res, n)))
+            break;
+        if (n < PG_PAGE)
             break;
         at = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
         s = PG_RECORD_AFTER;
@@ -296,6 +293,33 @@ pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
     pg_results_drop(txn, mark);
     free(last);
     return rc;
+}
+
+/* What pg_record_each's pages are handed to. */
+typedef struct EachRecord {
+    int (*fn)(void *ctx, const StoreRecord *r);
+    void *ctx;
+} EachRecord;
+
+static int
+each_record(void *ctx, const PGresult *res, int n)
+{
+    const EachRecord *e = ctx;
+    int rc = STORE_OK;
+    for (int i = 0; i < n && rc == STORE_OK; i++) {
+        StoreRecord r;
+        pg_record_of(res, i, 0, &r);
+        rc = e->fn(e->ctx, &r);
+    }
+    return rc;
+}
+
+int
+pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
+               int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+{
+    EachRecord e = {fn, ctx};
+    return pg_record_pages(txn, table, from, each_record, &e);
 }
 
 /* ---- the queue ---- */
