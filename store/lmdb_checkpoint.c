@@ -333,6 +333,8 @@ checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
         __atomic_store_n(&sh->record, c->txnid, __ATOMIC_RELEASE);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
+        __atomic_store_n(&sh->record_at, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec,
+                         __ATOMIC_RELEASE);
         if (clear_dead && now.tv_sec != st->dead_cleared_at) {
             mdb_reader_check(st->env, NULL);
             st->dead_cleared_at = now.tv_sec;
@@ -429,9 +431,26 @@ checkpoint_trust_disk(Store *st)
     return rc;
 }
 
+/* True when a process whose last commit is "mine" is to take a
+ * checkpoint: it committed since the newest record and no process wrote
+ * one within the interval, or it committed and the store is safe. */
+static bool
+checkpoint_due(SyncShared *sh, uint64_t mine)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t since = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec -
+                     __atomic_load_n(&sh->record_at, __ATOMIC_ACQUIRE);
+    if (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE))
+        return true;
+    return lmdb_counter_get(&sh->record) < mine &&
+           since >= (uint64_t)CHECKPOINT_INTERVAL_MS * 1000000u;
+}
+
 /* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when this process has
- * committed since the last checkpoint (another process's commits are its
- * own to cover) or, having committed, finds the store safe; and drops this
+ * committed since the last checkpoint and no process recorded one within
+ * the interval (so the processes of a store take one an interval between
+ * them) or, having committed, finds the store safe; and drops this
  * process's pin once a newer record exists.  A pin keeps LMDB from reusing every page freed
  * after it, so the data file grows by what is written between two
  * checkpoints: the interval bounds that as well as what a machine crash
@@ -442,12 +461,10 @@ checkpoint_tick(Store *st)
     SyncShared *sh = st->shared;
     uint64_t mine = __atomic_load_n(&st->last_commit, __ATOMIC_ACQUIRE);
     bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < lmdb_counter_get(&sh->record);
-    bool fast = __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE);
-    if (!stale_pin && lmdb_counter_get(&sh->record) >= mine && (fast || !mine))
+    if (!stale_pin && !checkpoint_due(sh, mine))
         return;
     lmdb_sync_lock(st);
-    if (lmdb_counter_get(&sh->record) < mine ||
-        (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE)))
+    if (checkpoint_due(sh, mine))
         (void)lmdb_checkpoint_take(st);
     if (st->pin && st->pin_id < lmdb_counter_get(&sh->record))
         store_pin_set(st, NULL, UINT64_MAX);

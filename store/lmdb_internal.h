@@ -158,6 +158,7 @@
 
 #define SYNC_FILE "queuefs.sync"
 #define SYNC_FILE_LEN 4096
+#define SYNC_WAIT_MS 10              /* a wait for another process's sync, at most */
 #define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
 
 /* The per-table counts (main "records"[T]), in their stored order. */
@@ -202,6 +203,8 @@ typedef struct SyncShared {
     uint64_t log_next;    /* the id it takes next; 0: broken */
     uint64_t log_head;    /* the position of the next entry */
     uint64_t log_tail;    /* the newest record's position: the ring before is free */
+    uint64_t record_at;   /* when the newest record was written (CLOCK_MONOTONIC ns) */
+    uint32_t log_flushes; /* bumped (a futex, woken) whenever a flush of the log ends */
 } SyncShared;
 
 /* One lmdb_write() caller, queued on its own stack. */
@@ -488,8 +491,8 @@ lmdb_reserve_check(Store *st, MDB_txn *txn);
 void
 lmdb_reserve_allocate(Store *st);
 
-/* True when the data file, as allocated, has less room past its last page
- * than the reserve: the disk is nearly full, and the pages freed since the
+/* True when the disk leaves the store less room past the data file's last
+ * page than the reserve: it is nearly full, and the pages freed since the
  * last checkpoint are wanted back (durable writes then take a checkpoint
  * each rather than only flushing the log).  Takes the map lock shared. */
 bool

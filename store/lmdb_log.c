@@ -16,10 +16,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -104,7 +107,7 @@ static void
 note(Store *st, int op, MDB_dbi dbi, const MDB_val *k, const MDB_val *v)
 {
     LogOps *w = &st->wlog;
-    if (st->log_fd < 0 || w->unloggable)
+    if (st->log_fd < 0 || !st->sync || w->unloggable)
         return;
     int db = db_number(st, dbi);
     size_t vlen = v ? v->mv_size : 0, need = OP_LEN + k->mv_size + vlen;
@@ -253,6 +256,10 @@ lmdb_log_append(Store *st, uint64_t id)
     LogOps *w = &st->wlog;
     if (st->log_fd < 0 || id == 0)
         return;
+    if (!st->sync) {
+        chain_break(sh);         /* sync=none logs nothing (see lmdb_log.h) */
+        return;
+    }
     uint64_t next = __atomic_load_n(&sh->log_next, __ATOMIC_ACQUIRE);
     uint64_t pos = sh->log_head, tail = lmdb_counter_get(&sh->log_tail), len = align8(w->len);
     uint64_t off = pos % LOG_LEN, skip = off + len > LOG_LEN ? LOG_LEN - off : 0;
@@ -307,28 +314,67 @@ lmdb_log_recorded(Store *st, const Checkpoint *c)
         lmdb_counter_raise(&st->shared->log_tail, c->log_pos);
 }
 
+/* Takes (true) or lets go the log's flush lock: an OFD lock on its first
+ * byte, which flock (the append lock) does not touch, and which a process
+ * that dies lets go.  False only when another holds it. */
+static bool
+flush_lock(int fd, bool take)
+{
+    struct flock l = {.l_type = take ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_len = 1};
+    return fcntl(fd, F_OFD_SETLK, &l) == 0 || (errno != EAGAIN && errno != EACCES);
+}
+
+/* Whether the log can make "id" durable now (see lmdb_log_sync); "*upto"
+ * the last id it holds. */
+static bool
+log_holds(Store *st, uint64_t id, uint64_t *upto)
+{
+    SyncShared *sh = st->shared;
+    /* The chain's next id first: a new chain's start is stored before it. */
+    uint64_t next = __atomic_load_n(&sh->log_next, __ATOMIC_ACQUIRE);
+    uint64_t base = __atomic_load_n(&sh->log_base, __ATOMIC_ACQUIRE);
+    *upto = next - 1;
+    return next > id && base <= lmdb_counter_get(&sh->record) &&
+           __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) && !lmdb_file_tight(st);
+}
+
 bool
 lmdb_log_sync(Store *st, uint64_t id, int *rc)
 {
     SyncShared *sh = st->shared;
+    uint64_t upto;
     if (st->log_fd < 0)
         return false;
+    /* One flush at a time in the process, and across processes one leader:
+     * the others wait for its flush, which may cover them. */
     pthread_mutex_lock(&st->log_sync_mu);
     bool done = true;
     *rc = 0;
-    if (lmdb_counter_get(&sh->failed) >= id) {
-        *rc = EIO;
-    } else if (lmdb_counter_get(&sh->synced) < id) {
-        /* The chain's next id first: a new chain's start is stored before it. */
-        uint64_t next = __atomic_load_n(&sh->log_next, __ATOMIC_ACQUIRE);
-        uint64_t base = __atomic_load_n(&sh->log_base, __ATOMIC_ACQUIRE);
-        done = next > id && base <= lmdb_counter_get(&sh->record) &&
-               __atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) && !lmdb_file_tight(st);
-        if (done) {
+    for (;;) {
+        if (lmdb_counter_get(&sh->failed) >= id) {
+            *rc = EIO;
+            break;
+        }
+        if (lmdb_counter_get(&sh->synced) >= id)
+            break;
+        if (!(done = log_holds(st, id, &upto)))
+            break;
+        uint32_t ends = __atomic_load_n(&sh->log_flushes, __ATOMIC_ACQUIRE);
+        if (!flush_lock(st->log_fd, true)) {
+            struct timespec wait = {0, SYNC_WAIT_MS * 1000000L};
+            syscall(SYS_futex, &sh->log_flushes, FUTEX_WAIT, ends, &wait, NULL, 0);
+            continue;
+        }
+        if (lmdb_counter_get(&sh->synced) < id && log_holds(st, id, &upto)) {
             lmdb_stat_add(&st->syncs, 1);
             *rc = fdatasync(st->log_fd) ? errno : 0;
-            lmdb_counter_raise(*rc ? &sh->failed : &sh->synced, next - 1);
+            lmdb_counter_raise(*rc ? &sh->failed : &sh->synced, upto);
         }
+        flush_lock(st->log_fd, false);
+        __atomic_add_fetch(&sh->log_flushes, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &sh->log_flushes, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+        if (*rc)
+            break;
     }
     pthread_mutex_unlock(&st->log_sync_mu);
     return done;

@@ -19,7 +19,9 @@
  * that does not fit (or a commit too large for the ring, or one made by a
  * process that does not log) breaks the chain: durable writes then wait
  * for a checkpoint, as they did without a log, and the next checkpoint
- * starts a new chain.
+ * starts a new chain.  A process opened with sync off notes nothing: its
+ * commits break the chain, so a store it shares with processes that sync
+ * is made durable by their checkpoints while it commits.
  *
  * The log's lock — a mutex in the process and flock on the file — is taken
  * once a write transaction holds LMDB's writer lock and let go once its

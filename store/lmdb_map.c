@@ -246,8 +246,11 @@ lmdb_file_tight(Store *st)
     pthread_rwlock_unlock(&st->map_lock);
     uint64_t used = (uint64_t)info.me_last_pgno + 1;
     uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
-    return rc == 0 &&
-           (used + reserve) * st->page_size > __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED);
+    if (rc || (used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
+        return false;
+    /* The file as last seen is too small to tell: the disk says. */
+    uint64_t room = lmdb_room_pages(st);
+    return used + __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED) > room;
 }
 
 void

@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define SYNC_WAIT_MS 10              /* a wait for another process's sync, at most */
 
 /* Makes the calling thread the sync leader: the one thread of the process
  * that syncs, holding flock on the shared file (which excludes the other

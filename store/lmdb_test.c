@@ -744,6 +744,47 @@ test_machine_crash_log(void)
           count_prefix_in_boot("log-disk2", "boot-five", id, ""));
 }
 
+/* Two processes of four threads, every write durable (counted writes, a
+ * counter each): their entries meet in one log, in commit order, so a
+ * machine crash with the disk as at the checkpoint before them brings every
+ * one of them back, and the counter exact. */
+static void
+test_machine_crash_log_processes(void)
+{
+    enum { P = 2, T = 4, W = 25 };
+    Store *st = open_store("logp", true, 0);
+    uint32_t id = table_make(st, "x");
+    CHECK(checkpoint_wait("logp") > 0, "a checkpoint covers the table");
+    char data[300], ckpt[300], disk[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("logp"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("logp"));
+    CHECK(disk_make("logp-disk", data, ckpt, disk), "the disk at the checkpoint");
+    fflush(NULL);
+    pid_t pids[P];
+    for (int p = 0; p < P; p++)
+        if ((pids[p] = fork()) == 0)
+            child_writers("logp", p, T, W);
+    for (int p = 0; p < P; p++) {
+        int status = -1;
+        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    }
+    CHECK(log_copy(data, "logp-disk") && file_copy_head(data, disk, 2 * 4096),
+          "the log as flushed, later meta pages");
+    store_close(st);
+    StoreOptions opts = {.sync = true, .boot_id = "boot-two"};
+    st = NULL;
+    CHECK(store_open(path_of("logp-disk"), &opts, &st, NULL, 0) == STORE_OK, "open after the crash");
+    if (!st)
+        return;
+    CHECK(records_count(st, id) == P * T * W, "every durable write of both processes: %d",
+          records_count(st, id));
+    StoreTxn *t = begin(st, false);
+    CHECK(counter_read(t, id) == P * T * W, "the counter exact");
+    store_txn_abort(t);
+    store_close(st);
+}
+
 int
 main(void)
 {
@@ -755,6 +796,7 @@ main(void)
     test_machine_crash();
     test_machine_crash_lazy_claim();
     test_machine_crash_log();
+    test_machine_crash_log_processes();
     test_write_grows();
     test_map_size_env();
     test_write_processes();
