@@ -359,6 +359,7 @@ txn_start(StoreTxn *txn)
                           : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
                             " SELECT (extract(epoch FROM now()) * 1000000)::int8,"
                             " (SELECT version FROM queuefs.catalog)";
+    int64_t sent = pg_local_now();
     PGresult *res = PQexec(txn->c->conn, sql);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         PQclear(res);
@@ -374,7 +375,12 @@ txn_start(StoreTxn *txn)
         st->catalog_version = txn->catalog_version;
     }
     pthread_mutex_unlock(&st->catalog_mu);
-    __atomic_store_n(&txn->st->clock_offset, txn->now - pg_local_now(), __ATOMIC_RELAXED);
+    /* The server began the transaction after this process sent its BEGIN
+     * and before the answer came: timed from the sending, the offset puts
+     * the server's clock ahead by the request's way there at most, never
+     * behind by a slow answer — a wait for an instant then wakes a little
+     * early and looks again rather than oversleeping. */
+    __atomic_store_n(&txn->st->clock_offset, txn->now - sent, __ATOMIC_RELAXED);
     return STORE_OK;
 }
 
