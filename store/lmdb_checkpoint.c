@@ -254,7 +254,7 @@ lmdb_checkpoint_recover(int ckpt_fd, const char *location, const char *boot)
             if (newest > c.txnid)
                 rc = checkpoint_restore(data_fd, page_size, &c);
             if (!rc)
-                rc = lmdb_log_replay(location, &c);
+                rc = lmdb_log_replay(location, (uint64_t)sb.st_size, &c);
         }
         if (!rc) {
             c.seq++;
@@ -302,6 +302,13 @@ store_pin_set(Store *st, MDB_txn *pin, uint64_t id)
     __atomic_store_n(&st->pin_id, id, __ATOMIC_RELEASE);
 }
 
+/* "t", of CLOCK_MONOTONIC, in nanoseconds (the same in every process). */
+static uint64_t
+monotonic_ns(const struct timespec *t)
+{
+    return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
 /* Fills in what every checkpoint record of this store says. */
 static void
 checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
@@ -333,8 +340,7 @@ checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
         __atomic_store_n(&sh->record, c->txnid, __ATOMIC_RELEASE);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        __atomic_store_n(&sh->record_at, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec,
-                         __ATOMIC_RELEASE);
+        __atomic_store_n(&sh->record_at, monotonic_ns(&now), __ATOMIC_RELEASE);
         if (clear_dead && now.tv_sec != st->dead_cleared_at) {
             mdb_reader_check(st->env, NULL);
             st->dead_cleared_at = now.tv_sec;
@@ -439,8 +445,7 @@ checkpoint_due(SyncShared *sh, uint64_t mine)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t since = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec -
-                     __atomic_load_n(&sh->record_at, __ATOMIC_ACQUIRE);
+    uint64_t since = monotonic_ns(&now) - __atomic_load_n(&sh->record_at, __ATOMIC_ACQUIRE);
     if (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE))
         return true;
     return lmdb_counter_get(&sh->record) < mine &&

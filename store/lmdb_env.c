@@ -251,7 +251,8 @@ store_schema_open(Store *st)
         goto fail;
     if (version < STORE_FORMAT_VERSION && (rc = store_format_upgrade(st, txn, version)))
         goto fail_status;
-    rc = lmdb_commit(st, txn);
+    uint64_t id;
+    rc = lmdb_commit(st, txn, &id);
     pthread_rwlock_unlock(&st->map_lock);
     return rc;
 fail_status:

@@ -452,11 +452,12 @@ lmdb_file_tight(Store *st);
 
 /* Commits the top-level write transaction "txn" in the store's mode (see
  * "Durability"): without syncing while it is fast, else syncing its data
- * pages before its meta page; then appends it to the redo log and lets
- * the log's lock go.  The caller holds LMDB's writer lock, so the mode
- * cannot change meanwhile and only one thread sets the flag. */
+ * pages before its meta page; notes it (lmdb_commit_note, which gives
+ * "*id", the id to sync up to), appends it to the redo log and lets the
+ * log's lock go.  The caller holds LMDB's writer lock, so the mode cannot
+ * change meanwhile and only one thread sets the flag. */
 int
-lmdb_commit(Store *st, MDB_txn *txn);
+lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id);
 
 /* Aborts the top-level write transaction "txn" and lets the log's lock go. */
 void

@@ -160,15 +160,12 @@ lmdb_cursor_del(Store *st, MDB_cursor *cur, MDB_dbi dbi, unsigned flags)
     int rc = mdb_cursor_get(cur, &k, &v, MDB_GET_CURRENT);
     if (rc)
         return rc;
-    /* LMDB's key and value are in the map, which the delete may change. */
-    MDB_val kc = {k.mv_size, lmdb_alloc(k.mv_size)}, vc = {v.mv_size, lmdb_alloc(v.mv_size)};
-    lmdb_copy(kc.mv_data, k.mv_data, k.mv_size);
-    lmdb_copy(vc.mv_data, v.mv_data, v.mv_size);
-    if (!(rc = mdb_cursor_del(cur, flags)))
-        note(st, flags & MDB_NODUPDATA ? OP_DEL_ALL : OP_DEL, dbi, &kc,
-             flags & MDB_NODUPDATA ? NULL : &vc);
-    free(kc.mv_data);
-    free(vc.mv_data);
+    /* Noted first: the key and value are LMDB's, which the delete moves. */
+    size_t mark = lmdb_log_mark(st);
+    bool all = flags & MDB_NODUPDATA;
+    note(st, all ? OP_DEL_ALL : OP_DEL, dbi, &k, all ? NULL : &v);
+    if ((rc = mdb_cursor_del(cur, flags)))
+        lmdb_log_rewind(st, mark);
     return rc;
 }
 
@@ -489,29 +486,25 @@ replay_into(const char *location, size_t map_size, const unsigned char *ring, co
 }
 
 int
-lmdb_log_replay(const char *location, const Checkpoint *c)
+lmdb_log_replay(const char *location, uint64_t data_bytes, const Checkpoint *c)
 {
     if (!c->log)
         return 0;
-    size_t plen = strlen(location) + sizeof "/data.mdb" + sizeof LOG_FILE;
+    size_t plen = strlen(location) + sizeof "/" LOG_FILE;
     char *path = lmdb_alloc(plen);
     snprintf(path, plen, "%s/%s", location, LOG_FILE);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    snprintf(path, plen, "%s/data.mdb", location);
-    int rc = stat(path, &sb) ? errno : 0;
     free(path);
     if (fd < 0)
         return errno == ENOENT ? 0 : errno;
     unsigned char *ring = calloc(1, LOG_LEN);
     if (!ring)
         abort();
-    ssize_t n = rc ? 0 : pread(fd, ring, LOG_LEN, 0);
+    ssize_t n = pread(fd, ring, LOG_LEN, 0);
+    int rc = n < 0 ? errno : 0;
     close(fd);
-    if (!rc && n < 0)
-        rc = errno;
     /* A ring read short (a file cut off) holds zeros past its end. */
-    size_t map_size = (size_t)sb.st_size * 2 + ((size_t)64 << 20);
+    size_t map_size = (size_t)data_bytes * 2 + ((size_t)64 << 20);
     for (int tries = 0; !rc && tries < REPLAY_TRIES; tries++, map_size *= 2)
         if ((rc = replay_into(location, map_size, ring, c)) != MDB_MAP_FULL)
             break;

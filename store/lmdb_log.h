@@ -92,8 +92,8 @@ bool lmdb_log_sync(Store *st, uint64_t id, int *rc);
 
 /* After the meta pages of checkpoint "c" were put back: applies the chain
  * that follows it in the log of "location" (no process has the
- * environment open) and syncs the data file.  0 or an errno or LMDB
- * code. */
-int lmdb_log_replay(const char *location, const Checkpoint *c);
+ * environment open; its data file is "data_bytes" long) and syncs the
+ * data file.  0 or an errno or LMDB code. */
+int lmdb_log_replay(const char *location, uint64_t data_bytes, const Checkpoint *c);
 
 #endif

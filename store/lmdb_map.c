@@ -203,18 +203,25 @@ txn_used_pages(Store *st, MDB_txn *txn)
     return used;
 }
 
+/* True when "used" pages and the reserve fit: in the data file as last
+ * seen, or else (looking again) in the room the disk gives. */
+static bool
+leaves_reserve(Store *st, uint64_t used)
+{
+    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
+    if ((used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
+        return true;
+    uint64_t room = lmdb_room_pages(st);
+    return used + __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED) <= room;
+}
+
 int
 lmdb_reserve_check(Store *st, MDB_txn *txn)
 {
     uint64_t used = txn_used_pages(st, txn);
     if (!used)
         return STORE_OK;             /* no figure: LMDB itself will tell */
-    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
-    if ((used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
-        return STORE_OK;
-    uint64_t room = lmdb_room_pages(st);
-    reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
-    return used + reserve <= room ? STORE_OK : STORE_FULL;
+    return leaves_reserve(st, used) ? STORE_OK : STORE_FULL;
 }
 
 void
@@ -244,13 +251,7 @@ lmdb_file_tight(Store *st)
     pthread_rwlock_rdlock(&st->map_lock);
     int rc = mdb_env_info(st->env, &info);
     pthread_rwlock_unlock(&st->map_lock);
-    uint64_t used = (uint64_t)info.me_last_pgno + 1;
-    uint64_t reserve = __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED);
-    if (rc || (used + reserve) * st->page_size <= __atomic_load_n(&st->file_bytes, __ATOMIC_RELAXED))
-        return false;
-    /* The file as last seen is too small to tell: the disk says. */
-    uint64_t room = lmdb_room_pages(st);
-    return used + __atomic_load_n(&st->reserve_pages, __ATOMIC_RELAXED) > room;
+    return rc == 0 && !leaves_reserve(st, (uint64_t)info.me_last_pgno + 1);
 }
 
 void

@@ -21,7 +21,7 @@
                                       * may wait for (see lmdb_unpin_freed) */
 
 int
-lmdb_commit(Store *st, MDB_txn *txn)
+lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id)
 {
     bool fast = __atomic_load_n(&st->shared->fast, __ATOMIC_ACQUIRE) != 0;
     if (fast != st->nosync) {
@@ -32,11 +32,11 @@ lmdb_commit(Store *st, MDB_txn *txn)
         }
         st->nosync = fast;
     }
-    uint64_t id = mdb_txn_id(txn), last = 0;
+    uint64_t mine = mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
     if (!rc) {
-        lmdb_env_info(st, NULL, &last);
-        lmdb_log_append(st, last == id ? id : 0);
+        *id = lmdb_commit_note(st, mine);
+        lmdb_log_append(st, *id == mine ? mine : 0);   /* 0: it changed nothing */
     }
     lmdb_log_unlock(st);
     return rc;
@@ -99,10 +99,8 @@ lmdb_txn_commit(StoreTxn *txn)
         lmdb_txn_abort(txn);
         return STORE_FULL;
     }
-    uint64_t id = write ? mdb_txn_id(txn->txn) : 0;
-    int rc = write ? lmdb_commit(st, txn->txn) : mdb_txn_commit(txn->txn);
-    if (write && rc == 0)
-        id = lmdb_commit_note(st, id);
+    uint64_t id = 0;
+    int rc = write ? lmdb_commit(st, txn->txn, &id) : mdb_txn_commit(txn->txn);
     pthread_rwlock_unlock(&st->map_lock);
     bool lazy = txn->lazy;
     free(txn);
@@ -214,10 +212,8 @@ group_run(Store *st, WriteReq *head)
             from = from->next;           /* it keeps its failure */
             continue;
         }
-        uint64_t id = mdb_txn_id(parent);
-        rc = lmdb_commit(st, parent);
-        if (rc == 0)
-            id = lmdb_commit_note(st, id);
+        uint64_t id = 0;
+        rc = lmdb_commit(st, parent, &id);
         pthread_rwlock_unlock(&st->map_lock);
         if (rc == 0) {
             lmdb_stat_add(&st->groups, 1);
