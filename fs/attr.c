@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "claimed.h"
 #include "view.h"
 
 int
@@ -151,6 +152,11 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
             if ((rc = fs_table_check(req, in, &info)))
                 return rc;
             break;
+        }
+        if (in->kind == KIND_RECORD &&
+            fs_claimed_take(m->claimed, in->table, &in->key, fs_caller(req).uid, &rs, &info)) {
+            stat_record(m, st, in->kind, &info, &rs);
+            return 0;
         }
         if ((rc = fs_record_stat(req, in, &rs, &info)))
             return rc;

@@ -27,6 +27,7 @@
 #include "ctl.h"
 #include "view.h"
 #include "waiters.h"
+#include "claimed.h"
 
 /* ---- records being created ----
  * Named "TABLE/NAME": a table's name holds no '/'. */
@@ -137,6 +138,7 @@ give_back(Handle *h)
 {
     if (!h->undo.table || h->was_read)
         return;
+    fs_claimed_forget(h->mount->claimed);   /* it may be given back */
     LangSession *s = lang_session_new(h->mount->store, NULL, NULL);
     LangError err = {0};
     lang_view_unclaim(s, &h->undo, &err);
@@ -255,11 +257,15 @@ wait_claim(fuse_req_t req, LangSession *s, const char *table, Handle **out)
     Handle *h = handle_new(H_SNAPSHOT, table);
     h->mount = fs_mount(req);
     LangError err = {0};
-    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &err));
+    LangClaimed told = {0};
+    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &told, &err));
     if (rc || !h->data.len) {
         handle_free(h);
         h = NULL;
+    } else {
+        fs_claimed_note(h->mount->claimed, table, fs_caller(req).uid, &told);
     }
+    lang_claimed_clear(&told);
     *out = h;
     return rc;
 }
@@ -380,10 +386,13 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
     case KIND_CLAIM: {
         Handle *h = handle_new(H_SNAPSHOT, in->table);
         LangSession *s = fs_session(req);
-        if ((rc = fs_finish(req, s, lang_view_claim(s, in->table, &h->data, &err)))) {
+        LangClaimed told = {0};
+        if ((rc = fs_finish(req, s, lang_view_claim(s, in->table, &h->data, &told, &err)))) {
             handle_free(h);
             return rc;
         }
+        fs_claimed_note(m->claimed, in->table, fs_caller(req).uid, &told);
+        lang_claimed_clear(&told);
         *out = h;
         return 0;
     }
@@ -650,6 +659,11 @@ record_write_in_order(fuse_req_t req, Handle *h, const char *buf, size_t size)
 static int
 handle_write(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
 {
+    /* What it writes may change what the mount remembers of claims. */
+    if (h->kind == H_WRITE)
+        fs_claimed_forget_record(fs_mount(req)->claimed, h->table, &h->key);
+    else
+        fs_claimed_forget(fs_mount(req)->claimed);
     if (h->kind == H_CTL) {
         Caller who = fs_caller(req);
         return (int)fs_ctl_write(h->ctl, buf, size, who.uid, who.gid, who.groups, who.ngroups,

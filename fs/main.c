@@ -20,6 +20,7 @@
 #include "mount.h"
 #include "nodes.h"
 #include "waiters.h"
+#include "claimed.h"
 
 typedef struct Options {
     char *consumer;
@@ -324,6 +325,7 @@ run(struct fuse_args *args, const Options *o)
         fail_to_parent(m.ready_fd, "cannot open store ", detail);
     }
     m.nodes = fs_nodes_new();
+    m.claimed = fs_claimed_new();
     struct fuse_session *se =
         fuse_session_new(args, fs_operations(), sizeof(struct fuse_lowlevel_ops), &m);
     if (!se)
@@ -361,6 +363,7 @@ run(struct fuse_args *args, const Options *o)
     fuse_session_destroy(se);
     fs_waiters_free(m.waiters);
     fs_nodes_free(m.nodes);
+    fs_claimed_free(m.claimed);
     store_close(m.store);
     status = rc && !signalled ? 1 : 0;
 out:

@@ -29,6 +29,7 @@ typedef struct Mount {
     struct Nodes        *nodes;               /* the inodes the kernel knows */
     struct fuse_session *session;
     struct Waiters      *waiters;             /* opens of wait files that wait */
+    struct Claimed      *claimed;             /* what it just claimed (claimed.h) */
 } Mount;
 
 /* Who makes a request, as the engine checks it (lang_session_set_caller):

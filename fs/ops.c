@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "claimed.h"
 #include "view.h"
 
 /* Called once the kernel has answered FUSE_INIT: the mount now answers
@@ -152,6 +153,15 @@ touch(fuse_req_t req, const Inode *in)
 }
 
 /* chmod and chown (chattr), truncate, touch; then the attributes. */
+/* The mount forgets what a claim told it of the record "in" names (of
+ * any of its names): the request is about to change it. */
+static void
+claimed_forget(fuse_req_t req, const Inode *in)
+{
+    if (in->key.kind != VAL_NONE)
+        fs_claimed_forget_record(fs_mount(req)->claimed, in->table, &in->key);
+}
+
 static void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
            struct fuse_file_info *fi)
@@ -162,6 +172,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
         fuse_reply_err(req, -rc);
         return;
     }
+    claimed_forget(req, &in);
     if (to_set & FUSE_SET_ATTR_MODE)
         rc = chattr(req, &in, attr->st_mode & 07777, -1, -1);
     if (!rc && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
@@ -196,6 +207,7 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
     Inode in;
     int rc = fs_inode_child(req, parent, name, &in);
     if (!rc) {
+        claimed_forget(req, &in);
         rc = unlink_inode(req, &in);
         fs_inode_clear(&in);
     }
@@ -293,6 +305,8 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_pa
         return;
     }
     if (!(rc = fs_inode_child(req, new_parent, new_name, &to))) {
+        claimed_forget(req, &from);
+        claimed_forget(req, &to);
         rc = rename_inodes(req, &from, &to, flags);
         fs_inode_clear(&to);
     }

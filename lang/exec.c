@@ -58,13 +58,21 @@ lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys
     return rc ? lang_store_error(rc, "reading records", x->err) : LANG_OK;
 }
 
+int64_t
+lang_exec_now(Exec *x)
+{
+    if (!x->now)
+        x->now = store_txn_now(x->txn);
+    return x->now;
+}
+
 LangErrorCode
 lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes)
 {
     *yes = true;
     if (!where)
         return LANG_OK;
-    EvalContext cx = {view, x->now};
+    EvalContext cx = {view, lang_exec_now(x)};
     Value v;
     if (lang_expr_eval(where, &cx, &v, x->err))
         return x->err->code;
@@ -186,7 +194,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
     lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, store_txn_now(txn), &r->lines, r->err, NULL};
+    Exec x = {r->s, txn, 0, &r->lines, r->err, NULL};
     for (size_t i = 0; i < r->n; i++) {
         if (lang_exec_stmt(&x, r->stmts[i]))
             return -1;

@@ -28,6 +28,7 @@ struct LangSession {
     bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
     void  *interrupt_ctx;
     LangUnclaim *undo;                /* when set, a claim keeps here how to undo it */
+    LangClaimed *claimed;             /* when set, a claim tells here what it took */
     struct {                          /* who is asking (lang_session_set_caller) */
         bool     known, enforce;
         uint32_t uid, gid;
@@ -43,12 +44,18 @@ struct LangSession {
 typedef struct Exec {
     LangSession *s;
     StoreTxn    *txn;
-    int64_t      now;      /* the statement's instant */
+    int64_t      now;      /* the statement's instant once read (lang_exec_now);
+                              0 until then */
     Buf         *out;      /* the result line */
     LangError   *err;
     Buf         *changed;  /* UPDATE: collects the changed records' store keys
                               (lang_keys_push) instead of answering them */
 } Exec;
+
+/* The statement's instant: the transaction's (store_txn_now), read when it
+ * is first needed — a statement that needs none lets the store begin its
+ * transaction with its first request. */
+int64_t lang_exec_now(Exec *x);
 
 /* ---- the session (session.c) ---- */
 
@@ -60,8 +67,14 @@ void lang_session_drop_pending(LangSession *s);
  * renames: lang_table_name_check, then the session's name rule. */
 LangErrorCode lang_session_name_check(const LangSession *s, const char *name, LangError *err);
 /* Makes the claims the session runs keep in "undo" (NULL: stop) how to
- * give the last one back (see lang_view_unclaim). */
-void lang_session_capture_claim(LangSession *s, LangUnclaim *undo);
+ * give the last one back (see lang_view_unclaim), and in "claimed" (NULL:
+ * stop) what they took. */
+void lang_session_capture_claim(LangSession *s, LangUnclaim *undo, LangClaimed *claimed);
+/* Fills "info" with what table "def" shows (see LangTableInfo). */
+void lang_table_info(const TableDef *def, LangTableInfo *info);
+/* What the file of record "r", "size" bytes long, shows (see
+ * LangRecordStat). */
+void lang_record_stat(const Record *r, size_t size, LangRecordStat *stat);
 /* Begins a read transaction on the session's store into "*txn" (abort it
  * with store_txn_abort).  The store's error, as lang_store_error names it,
  * when it cannot. */

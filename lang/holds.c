@@ -55,6 +55,14 @@ claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
         return -1;
     if (c->x->s->undo)
         undo_keep(c->x->s->undo, c->def->decl.name, before, now->hold);
+    LangClaimed *told = c->x->s->claimed;
+    if (told) {
+        /* Its size is its answer's: the file view measures that. */
+        lang_claimed_clear(told);
+        told->key = lang_value_clone(&r.key);
+        lang_record_stat(&r, 0, &told->stat);
+        lang_table_info(c->def, &told->info);
+    }
     lang_value_array_push(c->results, lang_record_view(&r, c->def));
     lang_record_free(&r);
     return 0;
@@ -132,14 +140,14 @@ release_delay(Exec *x, const TableDef *def, const Stmt *st, int64_t *at)
     if (!def->decl.not_before)
         return lang_error_set(x->err, LANG_NO_DELAY_FIELD,
                               "queue '%s' declares no NOT BEFORE field", def->decl.name);
-    EvalContext cx = {NULL, x->now};
+    EvalContext cx = {NULL, lang_exec_now(x)};
     Value v;
     if (lang_expr_eval(st->u.release.not_before, &cx, &v, x->err))
         return x->err->code;
     LangErrorCode rc = LANG_OK;
     if (v.kind == VAL_DATETIME)
         *at = v.u.ns;
-    else if (v.kind == VAL_DURATION && !__builtin_add_overflow(x->now, v.u.ns, at))
+    else if (v.kind == VAL_DURATION && !__builtin_add_overflow(lang_exec_now(x), v.u.ns, at))
         ;
     else
         rc = lang_error_set(x->err, LANG_TYPE_ERROR,
@@ -202,7 +210,7 @@ hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
         lang_record_load(x->txn, def, t->id.u.rec.key, r, x->err))
         return x->err->code;
     if (st->u.release.fence)
-        lang_record_fence(def, r, st->u.release.fence, x->now, x->err);
+        lang_record_fence(def, r, st->u.release.fence, lang_exec_now(x), x->err);
     return x->err->code;
 }
 
@@ -215,7 +223,7 @@ lang_exec_release(Exec *x, const Stmt *st)
     Record r;
     int64_t delay_to;
     Value results = lang_value_array();
-    if (hold_open(x, st, &def, &r, &delay_to) || !lang_record_is_held(&r, x->now))
+    if (hold_open(x, st, &def, &r, &delay_to) || !lang_record_is_held(&r, lang_exec_now(x)))
         goto done;
     const char *instance, *consumer = hold_consumer(&r, &instance);
     const char *group = st->u.release.for_consumer;
@@ -288,7 +296,7 @@ lang_exec_touch(Exec *x, const Stmt *st)
     lang_record_id_format(&st->u.release.target.id.u.rec, &name);
     if (hold_open(x, st, &def, &r, &no_delay))
         goto done;
-    if (!lang_record_is_held(&r, x->now)) {
+    if (!lang_record_is_held(&r, lang_exec_now(x))) {
         lang_error_set(x->err, LANG_NOT_HELD, "%s is not held: there is no hold to extend",
                        name.data);
         goto done;

@@ -159,8 +159,11 @@ bool lang_session_waiting(const LangSession *s);
  * LANG_OK or an error code with "err" filled, as a statement would. */
 
 /* CLAIM FROM "table": appends the claimed record as one JSON line ending in
- * "\n" to "out", or nothing when nothing is claimable. */
-LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err);
+ * "\n" to "out", or nothing when nothing is claimable.  "claimed" (may be
+ * NULL): what the claim tells of the record it took (see LangClaimed). */
+typedef struct LangClaimed LangClaimed;
+LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangClaimed *claimed,
+                              LangError *err);
 /* A fence: what a name in the held/ or dead/ views promises about its
  * record.  0: nothing; N > 0: held now by hold number N, the live hold's
  * `hold` field (held/ID~N; numbers are never reused on a store, so the
@@ -231,10 +234,23 @@ typedef struct LangUnclaim {
     int64_t     hold;
 } LangUnclaim;
 
+/* What a claim of the file view tells of the record it took, as the store
+ * answered it — its identity (VAL_NONE when nothing was claimed), what its
+ * file shows and its table's figures — so that the mount can answer the
+ * lookup of its name that follows (rm, cat) without asking again.
+ * Zero-initialise; lang_claimed_clear frees it. */
+struct LangClaimed {
+    Value          key;
+    LangRecordStat stat;
+    LangTableInfo  info;
+};
+void lang_claimed_clear(LangClaimed *c);
+
 /* lang_view_claim, also filling "undo" (see LangUnclaim) for
  * lang_view_unclaim. */
 LangErrorCode lang_view_claim_undoable(LangSession *s, const char *table, Buf *out,
-                                       LangUnclaim *undo, LangError *err);
+                                       LangUnclaim *undo, LangClaimed *claimed,
+                                       LangError *err);
 /* Gives back the claim "undo" describes, for a caller that will never see
  * it: when the record is still exactly as that claim stored it, puts back
  * the form it had before (attempts, hold, delay, its place in the queue —

@@ -110,9 +110,10 @@ lang_session_store(const LangSession *s)
 }
 
 void
-lang_session_capture_claim(LangSession *s, LangUnclaim *undo)
+lang_session_capture_claim(LangSession *s, LangUnclaim *undo, LangClaimed *claimed)
 {
     s->undo = undo;
+    s->claimed = claimed;
 }
 
 LangErrorCode

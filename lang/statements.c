@@ -15,7 +15,7 @@
 static LangErrorCode
 eval_content(Exec *x, const Expr *e, const Value *record, Value *out)
 {
-    EvalContext cx = {record, x->now};
+    EvalContext cx = {record, lang_exec_now(x)};
     if (!e) {
         *out = lang_value_object();
         return LANG_OK;
@@ -437,6 +437,28 @@ lang_exec_upsert(Exec *x, const Stmt *st)
     return exists ? lang_exec_update(x, st) : lang_exec_create(x, st);
 }
 
+/* The delete of the one record "t" names, with no WHERE and no fence but
+ * a hold number's (rm of a record's name, or of held/ID~N): the store's
+ * delete, which checks the hold itself, without reading the record first.
+ * True when it is done, or failed for another reason than the record's
+ * absence or a fence that does not hold (which the caller explains by
+ * reading the record as any delete does: nothing changed). */
+static bool
+delete_named(Exec *x, const TableDef *def, const Target *t, int64_t fence)
+{
+    Buf kb = {0};
+    StoreQueue q;
+    lang_record_key_encode(t->id.u.rec.key, &kb);
+    int rc = store_record_delete(x->txn, def->id, lang_record_queue(def, &q),
+                                 (StoreBytes){kb.data, kb.len}, fence);
+    lang_buf_free(&kb);
+    if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
+        return false;
+    if (rc)
+        lang_record_missing(rc, def, t->id.u.rec.key, "deleting a record", x->err);
+    return true;
+}
+
 /* delete -> DELETE [FROM] target [WHERE expr] */
 LangErrorCode
 lang_exec_delete(Exec *x, const Stmt *st)
@@ -445,6 +467,14 @@ lang_exec_delete(Exec *x, const Stmt *st)
     TableDef def;
     if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
+    if (t->id.kind == VAL_RECORD && !st->u.del.where && st->u.del.fence >= 0 &&
+        delete_named(x, &def, t, st->u.del.fence)) {
+        lang_table_def_free(&def);
+        if (x->err->code)
+            return x->err->code;
+        lang_buf_puts(x->out, "[]");
+        return LANG_OK;
+    }
     Value keys;
     if (lang_exec_target_keys(x, &def, t, &keys)) {
         lang_table_def_free(&def);
@@ -461,7 +491,7 @@ lang_exec_delete(Exec *x, const Stmt *st)
             lang_value_free(&view);
         }
         if (!x->err->code && st->u.del.fence)
-            lang_record_fence(&def, &r, st->u.del.fence, x->now, x->err);
+            lang_record_fence(&def, &r, st->u.del.fence, lang_exec_now(x), x->err);
         if (!x->err->code && yes) {
             Buf kb = {0};
             StoreQueue q;
@@ -492,7 +522,7 @@ lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row)
         return LANG_OK;
     }
     *row = lang_value_object();
-    EvalContext cx = {view, x->now};
+    EvalContext cx = {view, lang_exec_now(x)};
     for (size_t i = 0; i < st->u.select.nfields; i++) {
         const SelectField *f = &st->u.select.fields[i];
         Value v;

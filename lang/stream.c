@@ -208,7 +208,7 @@ update_txn(StoreTxn *txn, void *ctx)
     Buf unused = {0};
     lang_buf_reset(u->keys);
     *u->err = (LangError){0};
-    Exec x = {u->s, txn, store_txn_now(txn), &unused, u->err, u->keys};
+    Exec x = {u->s, txn, 0, &unused, u->err, u->keys};
     int rc = lang_exec_update(&x, u->st) ? -1 : 0;
     lang_buf_free(&unused);
     return rc;

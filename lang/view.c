@@ -8,9 +8,8 @@
 #include "exec.h"
 #include "parse.h"
 
-/* What the file of "r", "size" bytes long, shows (see LangRecordStat). */
-static void
-record_stat_fill(const Record *r, size_t size, LangRecordStat *stat)
+void
+lang_record_stat(const Record *r, size_t size, LangRecordStat *stat)
 {
     stat->size = size;
     stat->written = r->written;
@@ -66,31 +65,58 @@ run_one(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err)
     return rc;
 }
 
-LangErrorCode
-lang_view_claim(LangSession *s, const char *table, Buf *out, LangError *err)
+void
+lang_claimed_clear(LangClaimed *c)
 {
+    lang_value_free(&c->key);
+    memset(c, 0, sizeof *c);
+}
+
+/* The claim of the file view, keeping in "undo" and "claimed" (either may
+ * be NULL) what lang_view_claim_undoable and lang_view_claim promise. */
+static LangErrorCode
+claim_one(LangSession *s, const char *table, Buf *out, LangUnclaim *undo, LangClaimed *claimed,
+          LangError *err)
+{
+    if (undo)
+        lang_unclaim_free(undo);
+    if (claimed)
+        lang_claimed_clear(claimed);
+    size_t before = out->len;
+    lang_session_capture_claim(s, undo, claimed);
     Stmt *st = stmt_new(ST_CLAIM);
     st->u.claim.count = 1;
     st->u.claim.target = target_of(table, NULL);
-    return run_one(s, st, keep_record, out, err);
+    LangErrorCode rc = run_one(s, st, keep_record, out, err);
+    lang_session_capture_claim(s, NULL, NULL);
+    if (rc || out->len == before) {
+        /* Nothing claimed: nothing to give back or to tell. */
+        if (undo)
+            lang_unclaim_free(undo);
+        if (claimed)
+            lang_claimed_clear(claimed);
+    } else if (claimed) {
+        claimed->stat.size = out->len - before;
+    }
+    return rc;
+}
+
+LangErrorCode
+lang_view_claim(LangSession *s, const char *table, Buf *out, LangClaimed *claimed,
+                LangError *err)
+{
+    return claim_one(s, table, out, NULL, claimed, err);
 }
 
 LangErrorCode
 lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclaim *undo,
-                         LangError *err)
+                         LangClaimed *claimed, LangError *err)
 {
-    lang_unclaim_free(undo);
-    lang_session_capture_claim(s, undo);
-    LangErrorCode rc = lang_view_claim(s, table, out, err);
-    lang_session_capture_claim(s, NULL);
-    if (rc || !out->len)
-        lang_unclaim_free(undo);   /* nothing claimed, nothing to give back */
-    return rc;
+    return claim_one(s, table, out, undo, claimed, err);
 }
 
-/* Fills "info" from "def". */
-static void
-table_info(const TableDef *def, LangTableInfo *info)
+void
+lang_table_info(const TableDef *def, LangTableInfo *info)
 {
     info->is_queue = def->is_queue;
     info->has_owner = def->uid >= 0;
@@ -110,7 +136,7 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
     Record r = {0};
     if (!lang_table_def_load(txn, table, &def, err)) {
         if (info)
-            table_info(&def, info);
+            lang_table_info(&def, info);
         if (!lang_access_check(s, &def, ACCESS_READ, err) && !lang_record_load(txn, &def, key, &r, err) &&
             !lang_record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
@@ -119,7 +145,7 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
             lang_buf_putc(out, '\n');
             lang_value_free(&view);
             if (stat)
-                record_stat_fill(&r, out->len - before, stat);
+                lang_record_stat(&r, out->len - before, stat);
         }
         lang_record_free(&r);
         lang_table_def_free(&def);
@@ -271,7 +297,7 @@ lang_view_table(LangSession *s, const char *name, LangTableInfo *info, LangError
         return err->code;
     TableDef def;
     if (!lang_table_def_load(txn, name, &def, err)) {
-        table_info(&def, info);
+        lang_table_info(&def, info);
         lang_table_def_free(&def);
     }
     store_txn_abort(txn);
@@ -377,7 +403,7 @@ each_listed(void *ctx, const StoreRecord *sr)
         lang_value_to_json(&view, &w->json);
         lang_value_free(&view);
         LangRecordStat st;
-        record_stat_fill(&r, w->json.len + 1, &st);   /* and its newline */
+        lang_record_stat(&r, w->json.len + 1, &st);   /* and its newline */
         stop = w->fn(w->ctx, &r.key, &st);
     }
     lang_record_free(&r);
@@ -398,7 +424,7 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
     TableDef def;
     if (!lang_table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
         if (info)
-            table_info(&def, info);
+            lang_table_info(&def, info);
         Buf from = {0};
         if (after)
             lang_record_key_encode(after, &from);

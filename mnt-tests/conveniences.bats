@@ -522,6 +522,47 @@ figures() {
     assert_output "1~6"
 }
 
+@test "claim: the record a claim took, named next through the same mount, shows what the store would: size and times; rm after another mount deleted it is ENOENT" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = { url: 'a' }; CREATE jobs:2 = { url: 'b' };" >/dev/null
+    mount_ab
+    rec=$(cat "$M/jobs/claim")
+    assert_equal "$(jqr .id "$rec")" jobs:1
+    # The lookup that follows a claim is answered from the claim: the same
+    # size (the claim's JSON line) and times as the store gives a moment later.
+    first=$(stat -c '%s %y %z' "$M/jobs/1")
+    assert_equal "${first%% *}" "$(printf '%s\n' "$rec" | wc -c)"
+    assert_equal "$(stat -c '%s %y %z' "$M/jobs/1")" "$first"
+    assert_equal "$(stat -c '%s %y %z' "$M2/jobs/1")" "$first"
+    # Deleted through the other mount before this one names it: rm fails
+    # as for any name gone, and nothing else changes.
+    assert_equal "$(jqr .id "$(cat "$M/jobs/claim")")" jobs:2
+    rm "$M2/jobs/2"
+    run rm "$M/jobs/2"
+    assert_failure
+    assert_output --partial "No such file or directory"
+    assert_equal "$(sql 'SELECT id FROM jobs' | jq -c 'map(.id)')" '["jobs:1"]'
+}
+
+@test "claim: what this mount changes of a record it just claimed shows at once: an UPDATE through ctl, a release through held/, a finish through held/" {
+    sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = { url: 'a' }; CREATE jobs:2 = { url: 'b' };" >/dev/null
+    mount_fs
+    cat "$M/jobs/claim" >/dev/null
+    ctl "UPDATE jobs:1 MERGE { url: 'a much longer address than before' };" >/dev/null
+    assert_equal "$(stat -c %s "$M/jobs/1")" "$(wc -c <"$M/jobs/1")"
+    assert_equal "$(jqr .url "$(cat "$M/jobs/1")")" 'a much longer address than before'
+    rec=$(cat "$M/jobs/claim")
+    claimed=$(stat -c %Z "$M/jobs/held/2~$(jqr .hold "$rec")")
+    sleep 1.1
+    mv "$M/jobs/held/2~$(jqr .hold "$rec")" "$M/jobs/released/"
+    [ "$(stat -c %Z "$M/jobs/2")" -gt "$claimed" ] || fail "the release did not move jobs/2's ctime"
+    assert_equal "$(jqr 'has("hold")' "$(cat "$M/jobs/2")")" false
+    rec=$(cat "$M/jobs/claim")
+    assert_equal "$(jqr .id "$rec")" jobs:2
+    rm "$M/jobs/held/2~$(jqr .hold "$rec")"
+    run stat "$M/jobs/2"
+    assert_failure
+}
+
 @test "held: a held record read and written back whole stays held: still in held/, not claimable, released by mv" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:7 = { url: 'a' };" >/dev/null
     mount_fs

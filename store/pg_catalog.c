@@ -92,9 +92,10 @@ txn_keep(StoreTxn *txn, void *p)
 }
 
 /* Looks "name" up in the cache, valid for "txn" when it reads the catalog
- * version the cache holds and has changed no definition itself; the
- * definition is copied for the transaction (the cache may be cleared
- * meanwhile).  True when found. */
+ * version the cache holds and has changed no definition itself (a
+ * transaction not yet begun assumes so, and has it checked when it begins:
+ * pg_conn.c); the definition is copied for the transaction (the cache may
+ * be cleared meanwhile).  True when found. */
 static bool
 cache_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
 {
@@ -120,6 +121,7 @@ cache_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out
                 break;
             }
     pthread_mutex_unlock(&st->catalog_mu);
+    txn->cache_used = txn->cache_used || (found && !txn->started);
     return found;
 }
 
@@ -301,7 +303,7 @@ pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
 {
     if (key.len > STORE_MAX_KEY)
         return STORE_TOOBIG;
-    int64_t now = txn->now, start;
+    int64_t now = pg_txn_now(txn), start;
     if (__builtin_sub_overflow(now, window_ns, &start))
         start = INT64_MIN;
     PgArgs a = {0};

@@ -1,13 +1,11 @@
-/* pg_conn.c — the PostgreSQL backend's connections, statements,
- * transactions and the store's opening and closing.
+/* pg_conn.c — the PostgreSQL backend's connections and the store's
+ * opening and closing: binding arguments and decoding results, the
+ * statuses of failures, the pool of connections and their counter rows.
  *
  * A Store is a pool of up to PG_POOL_MAX connections, opened as they are
- * needed; a transaction takes one for its length.  A connection that broke
- * (the server restarted, the network went) is reconnected at the next
- * BEGIN; the transaction that saw it break fails with STORE_IO.  store_write
- * runs its function again after a deadlock or serialization failure.  A
- * commit that changed something moves store_changes() on and has the
- * other processes told (pg_notify.c). */
+ * needed; a transaction takes one for its length (pg_txn.c).  A connection
+ * that broke (the server restarted, the network went) is connected again
+ * when the next transaction finds it so. */
 #include "pg_internal.h"
 
 #include <errno.h>
@@ -18,9 +16,6 @@
 #include <unistd.h>
 
 #include "be.h"
-
-/* How often store_write runs "fn" after a deadlock or serialization failure. */
-#define WRITE_RETRIES 8
 
 /* ---- arguments and results ---- */
 
@@ -113,8 +108,8 @@ pg_delta(StoreTxn *txn, uint32_t table)
 
 /* The StoreStatus of a failed statement on "conn"; "*retry" when running
  * the transaction again may succeed. */
-static int
-status_of(PGconn *conn, const PGresult *res, bool *retry)
+int
+pg_status_of(PGconn *conn, const PGresult *res, bool *retry)
 {
     *retry = false;
     if (PQstatus(conn) != CONNECTION_OK)
@@ -169,6 +164,7 @@ pg_connect(const Store *st, char *errbuf, size_t errlen)
     char sql[256];
     snprintf(sql, sizeof sql,
              "SET synchronous_commit = %s; SET idle_in_transaction_session_timeout = '60s';"
+             " SET plan_cache_mode = force_generic_plan;"
              " SET client_min_messages = warning",
              st->sync ? "on" : "off");
     PGresult *res = PQexec(conn, sql);
@@ -183,19 +179,37 @@ pg_connect(const Store *st, char *errbuf, size_t errlen)
     return conn;
 }
 
-/* The counter row (of the 64 a table has) pool connection "i" of this
- * process adds to: the process's own run of them, so that connections
- * seldom share one. */
-static int
-counter_slot(int i)
+/* How many counter rows a table may have: a row each for as many
+ * connections as are open at once on the database (made as they are
+ * first written; 64 are made with the table). */
+#define COUNTER_SLOTS 4096
+
+/* Gives pool connection "c", just connected, a row of each table's
+ * counters that no other connection open on the database adds to: the
+ * first of them whose advisory lock (held for the connection's life) it
+ * gets.  Rows shared between connections would make their transactions
+ * wait for each other's commits, the flush included.  When every one is
+ * taken, one by the process and connection, shared. */
+static void
+conn_slot(PgConn *c, int i)
 {
-    return (int)(((unsigned)getpid() * PG_POOL_MAX + (unsigned)i) % 64);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SELECT s FROM generate_series(0, %d) s"
+             " WHERE pg_try_advisory_lock(%d, s) LIMIT 1",
+             COUNTER_SLOTS - 1, PG_COUNTER_LOCKS);
+    PGresult *res = PQexec(c->conn, sql);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        c->slot = atoi(PQgetvalue(res, 0, 0));
+    else
+        c->slot = (int)(((unsigned)getpid() * 2654435761u + (unsigned)i * 40503u) % COUNTER_SLOTS);
+    PQclear(res);
 }
 
 /* Takes a connection of the pool for a transaction, opening one when none
  * is free and the pool has room, else waiting for one. */
-static PgConn *
-pool_take(Store *st)
+PgConn *
+pg_pool_take(Store *st)
 {
     pthread_mutex_lock(&st->pool_mu);
     for (;;) {
@@ -208,7 +222,7 @@ pool_take(Store *st)
         if (st->opened < PG_POOL_MAX) {
             PgConn *c = &st->pool[st->opened];
             c->busy = true;
-            c->slot = counter_slot(st->opened++);
+            st->opened++;
             pthread_mutex_unlock(&st->pool_mu);
             return c;
         }
@@ -218,8 +232,8 @@ pool_take(Store *st)
     }
 }
 
-static void
-pool_give(Store *st, PgConn *c)
+void
+pg_pool_give(Store *st, PgConn *c)
 {
     pthread_mutex_lock(&st->pool_mu);
     c->busy = false;
@@ -228,8 +242,8 @@ pool_give(Store *st, PgConn *c)
 }
 
 /* Makes sure "c" is connected (again): 0 or STORE_IO. */
-static int
-conn_ready(Store *st, PgConn *c, bool fresh)
+int
+pg_conn_ready(Store *st, PgConn *c, bool fresh)
 {
     if (c->rolling_back) {
         /* The last transaction's ROLLBACK, answered by now as a rule. */
@@ -245,287 +259,12 @@ conn_ready(Store *st, PgConn *c, bool fresh)
     memset(c->prepared, 0, sizeof c->prepared);
     char msg[256] = "";
     c->conn = pg_connect(st, msg, sizeof msg);
-    if (!c->conn)
+    if (!c->conn) {
         store_error_detail_set("%s: %s", st->server, msg);
-    return c->conn ? 0 : STORE_IO;
-}
-
-/* ---- statements ---- */
-
-static void
-results_keep(StoreTxn *txn, PGresult *res)
-{
-    if (txn->nresults == txn->capresults) {
-        txn->capresults = txn->capresults ? 2 * txn->capresults : 8;
-        txn->results = realloc(txn->results, txn->capresults * sizeof *txn->results);
-        if (!txn->results)
-            abort();
-    }
-    txn->results[txn->nresults++] = res;
-}
-
-void
-pg_results_drop(StoreTxn *txn, size_t from)
-{
-    while (txn->nresults > from)
-        PQclear(txn->results[--txn->nresults]);
-}
-
-/* Marks "txn" failed by "res" (may be NULL) and answers its status. */
-static int
-txn_failed(StoreTxn *txn, PGresult *res)
-{
-    bool retry;
-    int rc = status_of(txn->c->conn, res, &retry);
-    if (rc == STORE_IO)
-        store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
-    txn->failed = true;
-    txn->retryable = txn->retryable || retry;
-    PQclear(res);
-    return rc;
-}
-
-/* True for the statements that change nothing. */
-static bool
-stmt_reads(PgStmt s)
-{
-    switch (s) {
-    case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
-    case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
-    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH: case PG_GROUP_LOCK_OF:
-    case PG_REFILE_LOCK: case PG_COUNTS_GROUPED: case PG_RATE_NEXT:
-        return true;
-    default:
-        return false;
-    }
-}
-
-PGresult *
-pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
-{
-    PGconn *conn = txn->c->conn;
-    char name[16];
-    snprintf(name, sizeof name, "q%d", (int)s);
-    if (txn->failed) {
-        *rc = STORE_IO;
-        return NULL;
-    }
-    uint64_t bit = (uint64_t)1 << (s % 64);
-    if (!(txn->c->prepared[s / 64] & bit)) {
-        PGresult *res = PQprepare(conn, name, pg_stmt_sql(s), 0, NULL);
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-            *rc = txn_failed(txn, res);
-            return NULL;
-        }
-        PQclear(res);
-        txn->c->prepared[s / 64] |= bit;
-    }
-    PGresult *res = PQexecPrepared(conn, name, a->n, a->values, a->lengths, a->formats, 1);
-    ExecStatusType status = PQresultStatus(res);
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
-        *rc = txn_failed(txn, res);
-        return NULL;
-    }
-    if (txn->write && !stmt_reads(s) && (PQntuples(res) > 0 || atoi(PQcmdTuples(res)) > 0))
-        txn->changed = true;
-    results_keep(txn, res);
-    *rc = STORE_OK;
-    return res;
-}
-
-int
-pg_run_sql(StoreTxn *txn, const char *sql)
-{
-    if (txn->failed)
-        return STORE_IO;
-    PGresult *res = PQexec(txn->c->conn, sql);
-    ExecStatusType status = PQresultStatus(res);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
-        return txn_failed(txn, res);
-    PQclear(res);
-    return STORE_OK;
-}
-
-/* ---- transactions ---- */
-
-/* Begins the transaction on "txn->c" and reads the server's now(). */
-static int
-txn_start(StoreTxn *txn)
-{
-    const char *sql = txn->write
-                          ? "BEGIN ISOLATION LEVEL READ COMMITTED;"
-                            " SELECT (extract(epoch FROM now()) * 1000000)::int8,"
-                            " (SELECT version FROM queuefs.catalog)"
-                          : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
-                            " SELECT (extract(epoch FROM now()) * 1000000)::int8,"
-                            " (SELECT version FROM queuefs.catalog)";
-    int64_t sent = pg_local_now();
-    PGresult *res = PQexec(txn->c->conn, sql);
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        PQclear(res);
         return STORE_IO;
     }
-    txn->now = atoll(PQgetvalue(res, 0, 0)) * 1000;
-    txn->catalog_version = atoll(PQgetvalue(res, 0, 1));
-    PQclear(res);
-    Store *st = txn->st;
-    pthread_mutex_lock(&st->catalog_mu);
-    if (txn->catalog_version > st->catalog_version) {
-        pg_catalog_forget(st);
-        st->catalog_version = txn->catalog_version;
-    }
-    pthread_mutex_unlock(&st->catalog_mu);
-    /* The server began the transaction after this process sent its BEGIN
-     * and before the answer came: timed from the sending, the offset puts
-     * the server's clock ahead by the request's way there at most, never
-     * behind by a slow answer — a wait for an instant then wakes a little
-     * early and looks again rather than oversleeping. */
-    __atomic_store_n(&txn->st->clock_offset, txn->now - sent, __ATOMIC_RELAXED);
-    return STORE_OK;
-}
-
-int
-pg_txn_begin(Store *st, bool write, StoreTxn **out)
-{
-    *out = NULL;
-    if (write && st->read_only)
-        return STORE_READONLY;
-    PgConn *c = pool_take(st);
-    StoreTxn *txn = calloc(1, sizeof *txn);
-    if (!txn)
-        abort();
-    *txn = (StoreTxn){.ops = &store_pg_ops, .st = st, .c = c, .write = write};
-    /* A pooled connection the server dropped is found out here: connect
-     * again, once. */
-    int rc = conn_ready(st, c, false);
-    if (!rc && (rc = txn_start(txn)) && !(rc = conn_ready(st, c, true)))
-        rc = txn_start(txn);
-    if (rc) {
-        if (c->conn)
-            store_error_detail_set("%s: %s", st->server, PQerrorMessage(c->conn));
-        pool_give(st, c);
-        free(txn);
-        return rc;
-    }
-    *out = txn;
-    return STORE_OK;
-}
-
-static void
-txn_free(StoreTxn *txn)
-{
-    pg_results_drop(txn, 0);
-    free(txn->results);
-    for (size_t i = 0; i < txn->nblobs; i++)
-        free(txn->blobs[i]);
-    free(txn->blobs);
-    free(txn->fixes);
-    pool_give(txn->st, txn->c);
-    free(txn);
-}
-
-int
-pg_txn_commit(StoreTxn *txn)
-{
-    Store *st = txn->st;
-    int fixed = txn->failed ? STORE_OK : pg_groups_fix(txn);
-    if (txn->failed) {
-        pg_txn_abort(txn);
-        return fixed ? fixed : STORE_IO;
-    }
-    /* The counters' changes, the notification and the commit: one round
-     * trip. */
-    size_t cap = 160 + (size_t)txn->ndeltas * 256, len = 0;
-    char *sql = malloc(cap);
-    if (!sql)
-        abort();
-    for (int i = 0; i < txn->ndeltas; i++) {
-        const PgDelta *d = &txn->deltas[i];
-        if (!d->claims && !d->releases && !d->lapses && !d->deletes)
-            continue;
-        len += (size_t)snprintf(
-            sql + len, cap - len,
-            "INSERT INTO queuefs.counts VALUES (%u, %d, %lld, %lld, %lld, %lld)"
-            " ON CONFLICT (table_id, slot) DO UPDATE SET"
-            " claims = queuefs.counts.claims + EXCLUDED.claims,"
-            " releases = queuefs.counts.releases + EXCLUDED.releases,"
-            " lapses = queuefs.counts.lapses + EXCLUDED.lapses,"
-            " deletes = queuefs.counts.deletes + EXCLUDED.deletes;",
-            d->table, txn->c->slot, (long long)d->claims, (long long)d->releases,
-            (long long)d->lapses, (long long)d->deletes);
-    }
-    snprintf(sql + len, cap - len, "COMMIT");
-    PGresult *res = PQexec(txn->c->conn, sql);
-    free(sql);
-    int rc = STORE_OK;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdStatus(res), "COMMIT") != 0) {
-        bool retry;
-        rc = status_of(txn->c->conn, res, &retry);
-        if (rc == STORE_OK)
-            rc = STORE_IO;
-        if (rc == STORE_IO)
-            store_error_detail_set("%s: %s", st->server, PQerrorMessage(txn->c->conn));
-        txn->retryable = retry;
-        PQclear(PQexec(txn->c->conn, "ROLLBACK"));
-    }
-    PQclear(res);
-    bool changed = txn->changed && rc == STORE_OK;
-    txn_free(txn);
-    if (changed)
-        pg_changes_note(st, true);
-    return rc;
-}
-
-void
-pg_txn_abort(StoreTxn *txn)
-{
-    /* Not waited for: the next transaction on the connection reads its
-     * answer (a read transaction's end costs no round trip). */
-    PgConn *c = txn->c;
-    if (PQstatus(c->conn) == CONNECTION_OK) {
-        if (PQsendQuery(c->conn, "ROLLBACK"))
-            c->rolling_back = true;
-        else
-            PQclear(PQexec(c->conn, "ROLLBACK"));
-    }
-    txn_free(txn);
-}
-
-void
-pg_txn_use_reserve(StoreTxn *txn)
-{
-    (void)txn;   /* PostgreSQL keeps no reserve of its own */
-}
-
-int64_t
-pg_txn_now(StoreTxn *txn)
-{
-    return txn->now;
-}
-
-int
-pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
-{
-    int rc = STORE_IO;
-    pthread_mutex_lock(&st->pool_mu);
-    st->writes++;
-    pthread_mutex_unlock(&st->pool_mu);
-    for (int attempt = 0; attempt < WRITE_RETRIES; attempt++) {
-        StoreTxn *txn;
-        if ((rc = pg_txn_begin(st, true, &txn)))
-            return rc;
-        rc = fn(txn, ctx);
-        if (rc) {
-            bool again = txn->retryable;
-            pg_txn_abort(txn);
-            if (again)
-                continue;
-            return rc;
-        }
-        /* A commit is not run again: it may have happened. */
-        return pg_txn_commit(txn);
-    }
-    return rc;
+    conn_slot(c, (int)(c - st->pool));
+    return 0;
 }
 
 /* ---- the store ---- */
@@ -588,13 +327,13 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     pthread_mutex_init(&st->catalog_mu, NULL);
     char msg[512] = "";
     PgConn *c = &st->pool[st->opened++];
-    c->slot = counter_slot(0);
     int rc = STORE_IO;
     if ((c->conn = pg_connect(st, msg, sizeof msg)) &&
         !(rc = pg_schema_ensure(c->conn, st->read_only, msg, sizeof msg)) &&
         pipe2(st->stop_pipe, O_CLOEXEC) != 0)
         rc = STORE_IO, snprintf(msg, sizeof msg, "pipe: %s", strerror(errno));
     if (!rc) {
+        conn_slot(c, 0);
         st->server = server_name(c->conn);
         pg_notify_start(st);
         *out = st;

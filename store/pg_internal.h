@@ -40,6 +40,7 @@ typedef enum PgStmt {
     PG_REFILE_PAGE, PG_REFILE_GROUPED, PG_COUNTS_GROUPED, PG_RATE_ROOM, PG_RATE_NOTE,
     PG_RATE_NEXT,
     PG_ID_NEXT, PG_ID_HELD, PG_ID_NOTE, PG_DEDUP, PG_HEALTH,
+    PG_TXN_CLOCK, PG_COUNT_ADD,
     PG_STMT_COUNT
 } PgStmt;
 
@@ -53,6 +54,10 @@ typedef struct PgConn {
 } PgConn;
 
 #define PG_POOL_MAX 32
+
+/* The advisory lock class ("qfsc") of the counter rows' slots: a pooled
+ * connection holds (PG_COUNTER_LOCKS, its slot) while it is open. */
+#define PG_COUNTER_LOCKS 1902539619
 
 struct Store {
     const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
@@ -124,11 +129,16 @@ struct StoreTxn {
     Store *st;
     PgConn *c;
     bool write;
-    bool changed;                 /* a statement changed something: NOTIFY */
+    bool started;                 /* BEGIN was sent: with the first statement, or when
+                                   * its instant was first asked for (pg_txn_now) */
+    bool cache_used;              /* read a cached definition before it started, so
+                                   * the catalog version it assumed is checked then */
+    bool changed;                 /* a statement may have made something claimable: tell */
     bool failed;                  /* a statement failed: only a rollback is left */
     bool retryable;               /* ... of a serialization failure or deadlock */
-    int64_t now;
-    int64_t catalog_version;      /* queuefs.catalog's at BEGIN */
+    int64_t now;                  /* its instant, once started: read it with pg_txn_now */
+    int64_t catalog_version;      /* queuefs.catalog's at BEGIN (before it: the
+                                   * version the store's cache holds) */
     uint32_t drawn_table;         /* the last identity store_identity_next */
     int64_t drawn_id;             /* drew in this transaction, and its table */
     bool catalog_changed;         /* this transaction changed a definition */
@@ -162,8 +172,10 @@ void pg_arg_i64(PgArgs *a, int64_t v);
 void pg_arg_bytes(PgArgs *a, StoreBytes b);
 void pg_arg_bool(PgArgs *a, bool v);
 
-/* Runs statement "s" in "txn" with "a"; the result (tuples or a command)
- * lives until the transaction ends.  NULL on failure, with *rc the status
+/* Runs statement "s" in "txn" with "a" — the first one also begins the
+ * transaction, in the same round trip, so "a" must not hold its instant:
+ * an argument read from pg_txn_now has begun it already.  The result
+ * (tuples or a command) lives until the transaction ends.  NULL on failure, with *rc the status
  * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
  * for a sequence at its end, ...) and the transaction left to roll back. */
 PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
@@ -189,6 +201,19 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
     "consumer, instance, ord, not_before, grp"
 #define PG_RECORD_NCOLS 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
+
+/* ---- what pg_conn.c shares with pg_txn.c ---- */
+
+/* The StoreStatus of a failed statement on "conn" ("res" may be NULL);
+ * "*retry" when running the transaction again may succeed. */
+int pg_status_of(PGconn *conn, const PGresult *res, bool *retry);
+/* Takes a connection of the pool for a transaction, opening one when none
+ * is free and the pool has room, else waiting for one. */
+PgConn *pg_pool_take(Store *st);
+/* Gives "c" back to the pool. */
+void pg_pool_give(Store *st, PgConn *c);
+/* Makes sure "c" is connected ("fresh": connects again): 0 or STORE_IO. */
+int pg_conn_ready(Store *st, PgConn *c, bool fresh);
 
 /* ---- what pg_conn.c shares with pg_notify.c ---- */
 

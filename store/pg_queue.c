@@ -33,10 +33,10 @@ bytes_ok(StoreBytes b)
 
 /* The window of AT MOST … EVERY that ends now starts after this instant. */
 static int64_t
-window_start(const StoreTxn *txn, const StoreQueue *q)
+window_start(StoreTxn *txn, const StoreQueue *q)
 {
     int64_t start;
-    return __builtin_sub_overflow(txn->now, q->rate_window_ns, &start) ? INT64_MIN : start;
+    return __builtin_sub_overflow(pg_txn_now(txn), q->rate_window_ns, &start) ? INT64_MIN : start;
 }
 
 /* Runs statement "s" about the rate window of queue "q" (its arguments:
@@ -82,7 +82,7 @@ rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_i64(&a, q->rate);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, handed);
     int rc;
     return pg_run(txn, PG_RATE_NOTE, &a, &rc) ? STORE_OK : rc;
@@ -114,7 +114,7 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
                     : (int16_t)be_get((const unsigned char *)PQgetvalue(res, 0, PG_RECORD_NCOLS), 2);
     int64_t wake = pg_i64(res, 0, PG_RECORD_NCOLS + 1);
     bool dead = pg_bool(res, 0, PG_RECORD_NCOLS + 2);
-    int64_t now = txn->now;
+    int64_t now = pg_txn_now(txn);
     bool ready = state == 0 ||
                  (state == 1 && wake <= now && before.claimed_until <= now && !dead &&
                   before.not_before <= now);
@@ -206,7 +206,7 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, c->key);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     claim_args(&a, q, c, until);
     PGresult *res = pg_run(txn, PG_CLAIM_NAMED, &a, &rc);
     return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
@@ -220,21 +220,36 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     *claimed = 0;
     if (!bytes_ok(c->consumer) || !bytes_ok(c->instance))
         return STORE_TOOBIG;
-    int64_t until = deadline(txn->now, q->timeout_ns), room = INT64_MAX;
+    int64_t room = INT64_MAX;
     int rc = pg_groups_fix(txn);   /* what this transaction changed first */
     if (rc || (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room))))
         return rc;
-    if (c->key.len)
+    if (c->key.len) {
+        int64_t until = deadline(pg_txn_now(txn), q->timeout_ns);
         return pg_grouped(q) ? claim_named(txn, q, c, until, room, fn, ctx, claimed)
                           : claim_one(txn, q, c, until, room, fn, ctx, claimed);
+    }
     if (q->paused || c->n <= 0 || room <= 0)
         return STORE_OK;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, txn->now);
-    pg_arg_i64(&a, c->n < room ? c->n : room);
-    claim_args(&a, q, c, until);
-    PGresult *res = pg_run(txn, pg_grouped(q) ? PG_CLAIM_GROUPED : PG_CLAIM_HEAD, &a, &rc);
+    PgStmt s = PG_CLAIM_HEAD;
+    if (pg_grouped(q)) {
+        int64_t now = pg_txn_now(txn);
+        pg_arg_i64(&a, now);
+        pg_arg_i64(&a, c->n < room ? c->n : room);
+        claim_args(&a, q, c, deadline(now, q->timeout_ns));
+        s = PG_CLAIM_GROUPED;
+    } else {
+        /* The transaction's instant is the server's to put in: this claim
+         * may be the statement that begins it. */
+        pg_arg_i64(&a, q->timeout_ns);
+        pg_arg_i64(&a, c->n < room ? c->n : room);
+        pg_arg_i64(&a, q->max_attempts);
+        pg_arg_bytes(&a, c->consumer);
+        pg_arg_bytes(&a, c->instance);
+    }
+    PGresult *res = pg_run(txn, s, &a, &rc);
     return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
 }
 
@@ -248,7 +263,7 @@ pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, key);
     pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, not_before);
     pg_arg_i64(&a, q->max_attempts);
     int rc;
@@ -299,7 +314,7 @@ pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes in
 {
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, not_before);
     pg_arg_bytes(&a, who);
     pg_arg_bytes(&a, instance);
@@ -330,8 +345,8 @@ pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Store
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, key);
     pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, txn->now);
-    pg_arg_i64(&a, deadline(txn->now, q->timeout_ns));
+    pg_arg_i64(&a, pg_txn_now(txn));
+    pg_arg_i64(&a, deadline(pg_txn_now(txn), q->timeout_ns));
     int rc;
     PGresult *res = pg_run(txn, PG_TOUCH, &a, &rc);
     if (!res)
@@ -354,7 +369,7 @@ pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, not_before);
     PGresult *res = pg_run(txn, PG_RETRY, &a, &rc);
     if (!res)
@@ -387,7 +402,7 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
     pg_arg_i64(&a, before->since);
     pg_arg_i64(&a, before->changed);
     pg_arg_i64(&a, before->claimed);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, q->max_attempts);
     int rc;
     PGresult *res = pg_run(txn, PG_UNCLAIM, &a, &rc);
@@ -527,7 +542,7 @@ pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
         return rc;
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     pg_arg_i64(&a, q->max_attempts);
     pg_arg_i64(&a, q->per_group);
     if (!pg_run(txn, PG_REFILE, &a, &rc))
@@ -541,7 +556,7 @@ pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
 int
 pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
 {
-    *at = txn->now;
+    *at = pg_txn_now(txn);
     if (q->rate <= 0)
         return STORE_OK;
     PGresult *res;
@@ -561,7 +576,7 @@ pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
         return rc;
     PgArgs a = {0};
     pg_arg_i64(&a, table);
-    pg_arg_i64(&a, txn->now);
+    pg_arg_i64(&a, pg_txn_now(txn));
     PGresult *res = pg_run(txn, PG_COUNTS, &a, &rc);
     if (!res)
         return rc;
@@ -612,7 +627,7 @@ pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
         pg_arg_i64(&a, after_wake);
         pg_arg_bytes(&a, after_key);
         pg_arg_i64(&a, PG_PAGE);
-        pg_arg_i64(&a, txn->now);
+        pg_arg_i64(&a, pg_txn_now(txn));
         PGresult *res = pg_run(txn, PG_WAITING, &a, &rc);
         if (!res)
             break;

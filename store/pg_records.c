@@ -94,7 +94,7 @@ pg_groups_fix(StoreTxn *txn)
         pg_arg_bytes(&a, (StoreBytes){f->group, f->len});
         pg_arg_bytes(&a, PG_NO_BYTES);
         pg_arg_i64(&a, f->per_group);
-        pg_arg_i64(&a, txn->now);
+        pg_arg_i64(&a, pg_txn_now(txn));
         if (!pg_run(txn, PG_GROUP_FIX, &a, &rc))
             break;
     }
@@ -178,7 +178,7 @@ filing_args(PgArgs *a, StoreTxn *txn, uint32_t table, const StoreQueue *q, const
     pg_arg_i64(a, table);
     pg_arg_bytes(a, r->key);
     pg_arg_bytes(a, r->value);
-    pg_arg_i64(a, txn->now);
+    pg_arg_i64(a, pg_txn_now(txn));
     pg_arg_bytes(a, !q ? PG_NO_BYTES : r->order.len ? r->order : r->key);
     pg_arg_i64(a, q ? r->not_before : 0);
     pg_arg_bytes(a, q ? r->group : PG_NO_BYTES);
@@ -253,7 +253,6 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     pg_arg_i64(&a, table);
     pg_arg_bytes(&a, key);
     pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, txn->now);
     PGresult *res = pg_run(txn, PG_RECORD_DELETE, &a, &rc);
     if (!res)
         return rc;

@@ -1,8 +1,10 @@
 /* pg_sql.c — every statement the PostgreSQL backend prepares, as data.
  *
  * Each is one fixed text, whatever it acts on: arguments are bound (in
- * binary), never spliced, and every instant is the transaction's now()
- * read at BEGIN (store/pg_conn.c), bound as $now.  A queue record's
+ * binary), never spliced, and every instant is the transaction's now():
+ * bound as $now once read (store/pg_conn.c), or written as NOW_NS by the
+ * statements that may begin a transaction — the claim of the head and the
+ * delete — so that BEGIN goes with them in one round trip.  A queue record's
  * placement is computed by queuefs.place_state / place_wake (see
  * store/pg_schema.c) from its deadline, not_before and "dead" (at the
  * ATTEMPTS ceiling), the last recomputed from the queue's ceiling at each
@@ -13,6 +15,15 @@
 #define R_COLS \
     "r.key, r.value, r.seq, r.since, r.written, r.changed, r.claimed, r.attempts, r.hold, " \
     "r.claimed_until, r.consumer, r.instance, r.ord, r.not_before, r.grp"
+
+/* The transaction's now() in nanoseconds, as the clock's read at BEGIN
+ * answers it (pg_conn.c: microseconds, times 1,000). */
+#define NOW_NS "((extract(epoch FROM now()) * 1000000)::int8 * 1000)"
+/* The instant duration D after NOW_NS, or the end of time when that is
+ * past it. */
+#define NOW_PLUS(d) \
+    "(CASE WHEN " NOW_NS " > 9223372036854775807 - " d " THEN 9223372036854775807" \
+    " ELSE " NOW_NS " + " d " END)"
 
 /* "dead" for attempts expression A under ceiling $M. */
 #define DEAD(a, m) "(" m "::int8 > 0 AND " a " >= " m "::int8)"
@@ -77,10 +88,10 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " wake = CASE WHEN $8::bool THEN queuefs.place_wake(r.claimed_until, $6::int8, "
         DEAD("r.attempts", "$9") ", $4::int8) ELSE 0 END"
         " WHERE r.table_id = $1::int8 AND r.key = $2::bytea RETURNING 1",
-    /* $3 hold (<= 0: any), $4 now */
+    /* $3 hold (<= 0: any) */
     [PG_RECORD_DELETE] =
         "DELETE FROM queuefs.records WHERE table_id = $1::int8 AND key = $2::bytea"
-        " AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > $4::int8)) RETURNING 1",
+        " AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > " NOW_NS ")) RETURNING 1",
     [PG_RECORD_FROM] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
                        " AND r.key >= $2::bytea ORDER BY r.key LIMIT $3::int8",
     [PG_RECORD_AFTER] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
@@ -91,13 +102,15 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * whose instant has come (a thousand at most: the rest wait for the
      * next claim) and the first n ready ones, locked and skipped when
      * another transaction has them; the first n claimable of both in claim
-     * order are claimed, the other due ones refiled.  $1 table, $2 now,
-     * $3 n, $4 ceiling, $5 the new deadline, $6 consumer, $7 instance. */
+     * order are claimed, the other due ones refiled.  $1 table, $2 the
+     * queue's TIMEOUT (the new deadline is NOW_NS + it), $3 n, $4 ceiling,
+     * $5 consumer, $6 instance. */
     [PG_CLAIM_HEAD] =
-        "WITH due AS ("
+        "WITH clock AS MATERIALIZED (SELECT " NOW_NS " AS now, " NOW_PLUS("$2::int8") " AS until),"
+        " due AS ("
         "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
         "         changed, claimed, not_before, dead FROM queuefs.records"
-        "  WHERE table_id = $1::int8 AND state = 1 AND wake <= $2::int8"
+        "  WHERE table_id = $1::int8 AND state = 1 AND wake <= (SELECT now FROM clock)"
         "  ORDER BY wake LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED),"
         " ready AS ("
         "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
@@ -108,20 +121,21 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  SELECT * FROM (SELECT * FROM ready UNION ALL"
         "    SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
         "           changed, claimed FROM due"
-        "    WHERE queuefs.place_state(claimed_until, not_before, dead, $2::int8) = 0) c"
+        "    WHERE queuefs.place_state(claimed_until, not_before, dead,"
+        "                              (SELECT now FROM clock)) = 0) c"
         "  ORDER BY ord, seq LIMIT $3::int8),"
         " settle AS ("
         "  UPDATE queuefs.records r"
-        "  SET state = queuefs.place_state(r.claimed_until, r.not_before, r.dead, $2::int8),"
-        "      wake = queuefs.place_wake(r.claimed_until, r.not_before, r.dead, $2::int8)"
-        "  FROM due WHERE r.table_id = $1::int8 AND r.key = due.key"
+        "  SET state = queuefs.place_state(r.claimed_until, r.not_before, r.dead, k.now),"
+        "      wake = queuefs.place_wake(r.claimed_until, r.not_before, r.dead, k.now)"
+        "  FROM due, clock k WHERE r.table_id = $1::int8 AND r.key = due.key"
         "  AND due.key NOT IN (SELECT key FROM pick)),"
         " claimed AS ("
         "  UPDATE queuefs.records r SET attempts = r.attempts + 1,"
-        "   hold = nextval('queuefs.holds'), claimed_until = $5::int8, consumer = $6::bytea,"
-        "   instance = $7::bytea, changed = $2::int8, claimed = $2::int8, state = 1,"
-        "   wake = $5::int8, dead = " DEAD("r.attempts + 1", "$4")
-        "  FROM pick p WHERE r.table_id = $1::int8 AND r.key = p.key"
+        "   hold = nextval('queuefs.holds'), claimed_until = k.until, consumer = $5::bytea,"
+        "   instance = $6::bytea, changed = k.now, claimed = k.now, state = 1,"
+        "   wake = k.until, dead = " DEAD("r.attempts + 1", "$4")
+        "  FROM pick p, clock k WHERE r.table_id = $1::int8 AND r.key = p.key"
         "  RETURNING " R_COLS ", p.attempts AS o_attempts, p.hold AS o_hold,"
         "   p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"
         "   p.instance AS o_instance, p.since AS o_since, p.changed AS o_changed,"
@@ -341,6 +355,19 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " WHERE queuefs.dedup.seen <= $4::int8 RETURNING 1",
 
     /* The statistics collector's figures of queuefs's tables */
+    /* What BEGIN is sent with: the transaction's now() in microseconds and
+     * the catalog's version, for the cache of definitions. */
+    [PG_TXN_CLOCK] = "SELECT (extract(epoch FROM now()) * 1000000)::int8,"
+                     " (SELECT version FROM queuefs.catalog)",
+    /* $1 table, $2 slot, $3 claims, $4 releases, $5 lapses, $6 deletes: a
+     * transaction's changes to the counters, sent with its COMMIT */
+    [PG_COUNT_ADD] =
+        "INSERT INTO queuefs.counts VALUES ($1::int8, $2::int8::int4, $3::int8, $4::int8,"
+        " $5::int8, $6::int8) ON CONFLICT (table_id, slot) DO UPDATE SET"
+        " claims = queuefs.counts.claims + EXCLUDED.claims,"
+        " releases = queuefs.counts.releases + EXCLUDED.releases,"
+        " lapses = queuefs.counts.lapses + EXCLUDED.lapses,"
+        " deletes = queuefs.counts.deletes + EXCLUDED.deletes",
     [PG_HEALTH] = "SELECT coalesce(sum(n_live_tup), 0)::int8, coalesce(sum(n_dead_tup), 0)::int8"
                   " FROM pg_stat_user_tables WHERE schemaname = 'queuefs'",
 };

@@ -191,7 +191,10 @@ int64_t store_now(Store *st);
  *
  * store_changes() is a number that moves on after every commit that
  * changed the store, by any process of this build on it (and at every
- * store_wake).  store_wait_change() sleeps while it still equals "seen",
+ * store_wake) — on PostgreSQL, after every commit that may have made a
+ * record claimable or changed a definition: a commit that only claimed,
+ * touched or deleted records (no group let go) tells no waiter, since
+ * nothing it did can end a wait.  store_wait_change() sleeps while it still equals "seen",
  * until the store's clock reaches "until_ns" (INT64_MAX: no limit); it
  * costs no CPU meanwhile — a futex in "queuefs.sync" that a committer
  * wakes only while someone sleeps on it.  It may return early (a signal,

@@ -3,7 +3,8 @@
  * catalog, records of collections (their sequence, walks, binary keys,
  * bytes of the store's own), key lengths, statuses, transactions in
  * threads, group commit (store_write: shared groups, failures rolled back
- * alone, a function's own value), waiting for changes and the clock.  The
+ * alone, a function's own value), a definition changed by another
+ * process, waiting for changes and the clock.  The
  * queue primitives are part two, conformance_test.c.
  *
  * The backend is a parameter: $QUEUEFS_TEST_STORE names the store to open
@@ -21,6 +22,7 @@
 #include "store_test.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
 #include <time.h>
 
 /* ---- the environment ---- */
@@ -618,6 +620,77 @@ write_then_notfound(StoreTxn *txn, void *ctx)
     return STORE_NOTFOUND;
 }
 
+/* What a write of test_definition_elsewhere saw: the definition, and the
+ * record it added after reading it (when "add"). */
+typedef struct DefSeen {
+    const char *name;
+    bool        add;
+    char        def[16];
+    int         runs;
+} DefSeen;
+
+static int
+def_read(StoreTxn *txn, void *ctx)
+{
+    DefSeen *d = ctx;
+    uint32_t id;
+    StoreBytes def;
+    d->runs++;
+    int rc = store_table_get(txn, d->name, &id, &def);
+    if (rc)
+        return rc;
+    snprintf(d->def, sizeof d->def, "%.*s", (int)def.len, (const char *)def.data);
+    return d->add ? put(txn, id, d->def, "seen") : STORE_OK;
+}
+
+/* A definition another process changed is what this one's next write
+ * reads — a backend that keeps definitions between transactions must
+ * notice, whether the write asks the store for nothing else or goes on
+ * to write a record. */
+static void
+test_definition_elsewhere(Store *st)
+{
+    const char *name = unique_name("elsewhere");
+    StoreTxn *t = begin(st, true);
+    uint32_t id;
+    CHECK(store_table_create(t, name, bytes_of("v1"), &id) == STORE_OK, "create");
+    commit(t);
+    for (int add = 0; add < 2; add++) {
+        DefSeen d = {name, add, "", 0};
+        char next[8];
+        snprintf(next, sizeof next, "v%d", add + 2);
+        CHECK(store_write(st, def_read, &d) == STORE_OK && !strcmp(d.def, add ? "v2" : "v1"),
+              "the definition before: %s", d.def);
+        pid_t kid = fork();
+        if (kid == 0) {
+            /* A process opens its own store: an environment does not cross fork(). */
+            Store *other;
+            StoreTxn *w;
+            char err[256];
+            StoreOptions opts = {.sync = true};
+            if (store_open(test_location, &opts, &other, err, sizeof err) ||
+                store_txn_begin(other, true, &w) ||
+                store_table_redefine(w, name, bytes_of(next)) || store_txn_commit(w))
+                _exit(2);
+            store_close(other);
+            _exit(0);
+        }
+        int status;
+        CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the other process redefined it");
+        d.runs = 0;
+        CHECK(store_write(st, def_read, &d) == STORE_OK && !strcmp(d.def, next),
+              "%s, the next write reads the other process's definition: %s (%d runs)",
+              add ? "writing a record" : "reading alone", d.def, d.runs);
+    }
+    t = begin(st, false);
+    StoreRecord r;
+    CHECK(store_record_get(t, id, bytes_of("v3"), &r) == STORE_OK &&
+          store_record_get(t, id, bytes_of("v2"), &r) == STORE_OK,
+          "the records were written under the definitions they read");
+    store_txn_abort(t);
+}
+
 static void
 test_write_status(Store *st)
 {
@@ -712,6 +785,7 @@ main(void)
         test_write_threads(st);
         test_write_rollback_alone(st);
         test_write_status(st);
+        test_definition_elsewhere(st);
         test_wait_change(st);
         store_close(st);
     }

@@ -1,0 +1,530 @@
+/* pg_txn.c — the PostgreSQL backend's transactions and statements.
+ *
+ * A write transaction sends nothing until its first statement, and then
+ * BEGIN, the read of the server's clock and that statement in one round
+ * trip (a pipeline); what it did before that from cached definitions is
+ * checked against the catalog's version then, and run again when stale.
+ * Its counters and COMMIT go in one round trip too.  A read transaction
+ * begins at once.  The transaction that finds its connection broken when
+ * it begins connects again, once; one that saw it break later fails with
+ * STORE_IO.  store_write runs its function again after a deadlock or
+ * serialization failure.  A commit that may have made something claimable
+ * moves store_changes() on and has the other processes told
+ * (pg_notify.c). */
+#include "pg_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How often store_write runs "fn" after a deadlock or serialization failure. */
+#define WRITE_RETRIES 8
+
+/* ---- statements ---- */
+
+static void
+results_keep(StoreTxn *txn, PGresult *res)
+{
+    if (txn->nresults == txn->capresults) {
+        txn->capresults = txn->capresults ? 2 * txn->capresults : 8;
+        txn->results = realloc(txn->results, txn->capresults * sizeof *txn->results);
+        if (!txn->results)
+            abort();
+    }
+    txn->results[txn->nresults++] = res;
+}
+
+void
+pg_results_drop(StoreTxn *txn, size_t from)
+{
+    while (txn->nresults > from)
+        PQclear(txn->results[--txn->nresults]);
+}
+
+/* Marks "txn" failed by "res" (may be NULL) and answers its status. */
+static int
+txn_failed(StoreTxn *txn, PGresult *res)
+{
+    bool retry;
+    int rc = pg_status_of(txn->c->conn, res, &retry);
+    if (rc == STORE_IO)
+        store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
+    txn->failed = true;
+    txn->retryable = txn->retryable || retry;
+    PQclear(res);
+    return rc;
+}
+
+/* True for the statements that change nothing. */
+static bool
+stmt_reads(PgStmt s)
+{
+    switch (s) {
+    case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
+    case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
+    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH: case PG_GROUP_LOCK_OF:
+    case PG_REFILE_LOCK: case PG_COUNTS_GROUPED: case PG_RATE_NEXT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* True for the statements that change the store but never make a record
+ * claimable: a claim (the due records it refiles are due by their time,
+ * which a waiter sleeps until anyway), a touch, and a delete (of a grouped
+ * queue's record, the group's fix that lets the next one go tells).  Their
+ * commits tell no waiter: with many mounts, a notification each would wake
+ * every mount's listener for nothing. */
+static bool
+stmt_quiet(PgStmt s)
+{
+    switch (s) {
+    case PG_CLAIM_HEAD: case PG_CLAIM_ONE: case PG_CLAIM_GROUPED: case PG_CLAIM_NAMED:
+    case PG_TOUCH: case PG_RECORD_DELETE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The name statement "s" is prepared under, into "name" (16 bytes). */
+static void
+stmt_name(PgStmt s, char *name)
+{
+    snprintf(name, 16, "q%d", (int)s);
+}
+
+static bool
+stmt_prepared(const PgConn *c, PgStmt s)
+{
+    return c->prepared[s / 64] & ((uint64_t)1 << (s % 64));
+}
+
+static void
+stmt_mark_prepared(PgConn *c, PgStmt s)
+{
+    c->prepared[s / 64] |= (uint64_t)1 << (s % 64);
+}
+
+/* Marks "txn" changed when statement "s" answered "res" with a change that
+ * may make something claimable, and keeps the result. */
+static void
+stmt_done(StoreTxn *txn, PgStmt s, PGresult *res)
+{
+    if (txn->write && !stmt_reads(s) && !stmt_quiet(s) &&
+        (PQntuples(res) > 0 || atoi(PQcmdTuples(res)) > 0))
+        txn->changed = true;
+    results_keep(txn, res);
+}
+
+static int txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out);
+
+PGresult *
+pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
+{
+    if (txn->failed) {
+        *rc = STORE_IO;
+        return NULL;
+    }
+    PGresult *res;
+    if (!txn->started) {
+        if ((*rc = txn_begin_with(txn, s, a, &res)))
+            return NULL;
+    } else {
+        PGconn *conn = txn->c->conn;
+        char name[16];
+        stmt_name(s, name);
+        if (!stmt_prepared(txn->c, s)) {
+            res = PQprepare(conn, name, pg_stmt_sql(s), 0, NULL);
+            if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                *rc = txn_failed(txn, res);
+                return NULL;
+            }
+            PQclear(res);
+            stmt_mark_prepared(txn->c, s);
+        }
+        res = PQexecPrepared(conn, name, a->n, a->values, a->lengths, a->formats, 1);
+    }
+    ExecStatusType status = PQresultStatus(res);
+    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+        *rc = txn_failed(txn, res);
+        return NULL;
+    }
+    stmt_done(txn, s, res);
+    *rc = STORE_OK;
+    return res;
+}
+
+int
+pg_run_sql(StoreTxn *txn, const char *sql)
+{
+    if (txn->failed)
+        return STORE_IO;
+    PGresult *res = PQexec(txn->c->conn, sql);
+    ExecStatusType status = PQresultStatus(res);
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        return txn_failed(txn, res);
+    PQclear(res);
+    return STORE_OK;
+}
+
+/* ---- transactions ---- */
+
+/* ---- pipelines: several statements, one round trip ---- */
+
+/* The most statements one pipeline sends (a commit's: the counters of
+ * PG_DELTAS_MAX tables and COMMIT). */
+#define PIPE_MAX (PG_DELTAS_MAX + 4)
+
+/* Statements sent together and answered together. */
+typedef struct Pipe {
+    PgConn  *c;
+    int      n;
+    PgStmt   preparing[PIPE_MAX];   /* the statement a prepare at [i] is of, or
+                                     * PG_STMT_COUNT for any other statement */
+    PGresult *res[PIPE_MAX];
+    bool     ok;                    /* every send succeeded */
+} Pipe;
+
+static void
+pipe_open(Pipe *p, PgConn *c)
+{
+    memset(p, 0, sizeof *p);
+    p->c = c;
+    p->ok = PQenterPipelineMode(c->conn) == 1;
+}
+
+/* Sends "sql" (no arguments), its results binary. */
+static void
+pipe_sql(Pipe *p, const char *sql)
+{
+    if (p->ok && p->n < PIPE_MAX) {
+        p->preparing[p->n++] = PG_STMT_COUNT;
+        p->ok = PQsendQueryParams(p->c->conn, sql, 0, NULL, NULL, NULL, NULL, 1) == 1;
+    } else {
+        p->ok = false;
+    }
+}
+
+/* Sends statement "s" with "a", preparing it first when the connection has
+ * not; the index of its result once answered (pipe_end). */
+static int
+pipe_stmt(Pipe *p, PgStmt s, const PgArgs *a)
+{
+    char name[16];
+    stmt_name(s, name);
+    if (p->ok && !stmt_prepared(p->c, s) && p->n < PIPE_MAX) {
+        p->preparing[p->n++] = s;
+        p->ok = PQsendPrepare(p->c->conn, name, pg_stmt_sql(s), 0, NULL) == 1;
+    }
+    if (!p->ok || p->n == PIPE_MAX) {
+        p->ok = false;
+        return 0;
+    }
+    p->preparing[p->n++] = PG_STMT_COUNT;
+    p->ok = PQsendQueryPrepared(p->c->conn, name, a->n, a->values, a->lengths, a->formats, 1) == 1;
+    return p->n - 1;
+}
+
+/* Sends the pipeline's end and reads every answer up to it, in order:
+ * true when the connection carried them all (each may still be an error).
+ * A statement whose prepare failed is answered by that failure. */
+static bool
+pipe_end(Pipe *p)
+{
+    PGconn *conn = p->c->conn;
+    bool ok = p->ok && PQpipelineSync(conn) == 1;
+    int got = 0, nulls = 0;
+    while (ok) {
+        PGresult *r = PQgetResult(conn);
+        if (!r) {
+            /* Each answer ends with a NULL; two in a row, or one on a
+             * broken connection, is a pipeline that will not finish. */
+            ok = ++nulls < 2 && PQstatus(conn) == CONNECTION_OK;
+            continue;
+        }
+        nulls = 0;
+        if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
+            PQclear(r);
+            break;
+        }
+        if (got < p->n)
+            p->res[got++] = r;
+        else
+            PQclear(r);
+    }
+    ok = ok && got == p->n;
+    if (PQexitPipelineMode(conn) != 1)
+        ok = false;
+    for (int i = 0; ok && i < p->n; i++) {
+        if (p->preparing[i] == PG_STMT_COUNT)
+            continue;
+        if (PQresultStatus(p->res[i]) == PGRES_COMMAND_OK) {
+            stmt_mark_prepared(p->c, p->preparing[i]);
+        } else if (i + 1 < p->n) {
+            PQclear(p->res[i + 1]);   /* aborted: its prepare's failure says why */
+            p->res[i + 1] = p->res[i];
+            p->res[i] = NULL;
+        }
+    }
+    return ok;
+}
+
+/* Frees the answers "p" holds but "keep" (an index, or -1). */
+static void
+pipe_free(Pipe *p, int keep)
+{
+    for (int i = 0; i < p->n; i++)
+        if (i != keep)
+            PQclear(p->res[i]);
+}
+
+/* ---- transactions ---- */
+
+/* Notes what the clock's read that began "txn" answered ("res"): its
+ * instant, the catalog's version (a cache older than that is forgotten,
+ * and a transaction that used it before it began is run again), the
+ * server's clock.  0, or STORE_IO. */
+static int
+txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
+{
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        return STORE_IO;
+    txn->now = pg_i64(res, 0, 0) * 1000;
+    int64_t version = pg_i64(res, 0, 1);
+    Store *st = txn->st;
+    pthread_mutex_lock(&st->catalog_mu);
+    if (version > st->catalog_version) {
+        pg_catalog_forget(st);
+        st->catalog_version = version;
+    }
+    pthread_mutex_unlock(&st->catalog_mu);
+    bool stale = txn->cache_used && version != txn->catalog_version;
+    txn->catalog_version = version;
+    txn->started = true;
+    /* The server began the transaction after this process sent its BEGIN
+     * and before the answer came: timed from the sending, the offset puts
+     * the server's clock ahead by the request's way there at most, never
+     * behind by a slow answer — a wait for an instant then wakes a little
+     * early and looks again rather than oversleeping. */
+    __atomic_store_n(&st->clock_offset, txn->now - sent, __ATOMIC_RELAXED);
+    if (stale) {
+        /* What it did from the cache may be of definitions since changed:
+         * store_write runs it again, reading them afresh. */
+        txn->failed = txn->retryable = true;
+        store_error_detail_set("%s: a definition changed meanwhile", st->server);
+        return STORE_IO;
+    }
+    return STORE_OK;
+}
+
+/* Begins "txn" on its connection, in one round trip: BEGIN, the clock's
+ * read and, when "out" is not NULL, statement "s" with "a", whose answer
+ * (whatever its status) goes to "*out".  0; STORE_IO with "*broken" when
+ * the connection failed before BEGIN was answered (nothing happened: it
+ * may be connected again and begun again); or the status of a failed
+ * BEGIN or clock. */
+static int
+txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *broken)
+{
+    static const PgArgs none = {0};
+    const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
+                                   : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    Pipe p;
+    int64_t sent = pg_local_now();
+    pipe_open(&p, txn->c);
+    pipe_sql(&p, begin);
+    int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
+    int at = out ? pipe_stmt(&p, s, a) : -1;
+    *broken = !pipe_end(&p);
+    int rc = *broken ? STORE_IO : txn_clocked(txn, p.res[clock], sent);
+    if (!*broken && PQresultStatus(p.res[0]) == PGRES_COMMAND_OK)
+        txn->started = true;   /* a ROLLBACK ends it, whatever else failed */
+    if (!rc && out)
+        *out = p.res[at];
+    pipe_free(&p, rc || !out ? -1 : at);
+    return rc;
+}
+
+/* txn_begin_once, and once more on a connection made again when the
+ * pooled one had broken (the server dropped it while it was idle). */
+static int
+txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out)
+{
+    bool broken;
+    int rc = txn_begin_once(txn, s, a, out, &broken);
+    if (rc && broken && !(rc = pg_conn_ready(txn->st, txn->c, true)))
+        rc = txn_begin_once(txn, s, a, out, &broken);
+    if (rc) {
+        if (broken || !txn->failed)
+            store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
+        txn->failed = true;
+    }
+    return rc;
+}
+
+int
+pg_txn_begin(Store *st, bool write, StoreTxn **out)
+{
+    *out = NULL;
+    if (write && st->read_only)
+        return STORE_READONLY;
+    PgConn *c = pg_pool_take(st);
+    StoreTxn *txn = calloc(1, sizeof *txn);
+    if (!txn)
+        abort();
+    *txn = (StoreTxn){.ops = &store_pg_ops, .st = st, .c = c, .write = write};
+    pthread_mutex_lock(&st->catalog_mu);
+    txn->catalog_version = st->catalog_version;   /* assumed until it begins */
+    pthread_mutex_unlock(&st->catalog_mu);
+    int rc = pg_conn_ready(st, c, false);
+    /* A write transaction begins with its first statement (store_write
+     * runs it again when what it read from the cache before was stale); a
+     * read transaction, which nothing runs again, begins now. */
+    if (!rc && !write)
+        rc = txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL);
+    if (rc) {
+        pg_pool_give(st, c);
+        free(txn);
+        return rc;
+    }
+    *out = txn;
+    return STORE_OK;
+}
+
+static void
+txn_free(StoreTxn *txn)
+{
+    pg_results_drop(txn, 0);
+    free(txn->results);
+    for (size_t i = 0; i < txn->nblobs; i++)
+        free(txn->blobs[i]);
+    free(txn->blobs);
+    free(txn->fixes);
+    pg_pool_give(txn->st, txn->c);
+    free(txn);
+}
+
+int
+pg_txn_commit(StoreTxn *txn)
+{
+    Store *st = txn->st;
+    int fixed = txn->failed ? STORE_OK : pg_groups_fix(txn);
+    if (txn->failed) {
+        pg_txn_abort(txn);
+        return fixed ? fixed : STORE_IO;
+    }
+    if (!txn->started) {
+        txn_free(txn);   /* it asked the server nothing: nothing to commit */
+        return STORE_OK;
+    }
+    /* The counters' changes and the commit: one round trip. */
+    Pipe p;
+    PgArgs args[PG_DELTAS_MAX];
+    pipe_open(&p, txn->c);
+    for (int i = 0; i < txn->ndeltas; i++) {
+        const PgDelta *d = &txn->deltas[i];
+        if (!d->claims && !d->releases && !d->lapses && !d->deletes)
+            continue;
+        PgArgs *a = &args[i];
+        *a = (PgArgs){0};
+        pg_arg_i64(a, d->table);
+        pg_arg_i64(a, txn->c->slot);
+        pg_arg_i64(a, d->claims);
+        pg_arg_i64(a, d->releases);
+        pg_arg_i64(a, d->lapses);
+        pg_arg_i64(a, d->deletes);
+        pipe_stmt(&p, PG_COUNT_ADD, a);
+    }
+    pipe_sql(&p, "COMMIT");
+    int rc = STORE_OK;
+    bool carried = pipe_end(&p);
+    const PGresult *failed = NULL;
+    for (int i = 0; carried && i < p.n && !failed; i++)
+        if (p.res[i] && PQresultStatus(p.res[i]) != PGRES_COMMAND_OK)
+            failed = p.res[i];
+    const PGresult *end = carried ? p.res[p.n - 1] : NULL;
+    if (!carried || failed || strcmp(PQcmdStatus((PGresult *)end), "COMMIT") != 0) {
+        /* A COMMIT after a failure in its pipeline answers ROLLBACK. */
+        bool retry = false;
+        rc = carried ? pg_status_of(txn->c->conn, failed, &retry) : STORE_IO;
+        if (rc == STORE_OK)
+            rc = STORE_IO;
+        if (rc == STORE_IO)
+            store_error_detail_set("%s: %s", st->server,
+                                   failed ? PQresultErrorMessage(failed)
+                                          : PQerrorMessage(txn->c->conn));
+        txn->retryable = retry;
+        if (PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE)
+            PQclear(PQexec(txn->c->conn, "ROLLBACK"));
+    }
+    pipe_free(&p, -1);
+    bool changed = txn->changed && rc == STORE_OK;
+    txn_free(txn);
+    if (changed)
+        pg_changes_note(st, true);
+    return rc;
+}
+
+void
+pg_txn_abort(StoreTxn *txn)
+{
+    /* Not waited for: the next transaction on the connection reads its
+     * answer (a read transaction's end costs no round trip). */
+    PgConn *c = txn->c;
+    if (txn->started && PQstatus(c->conn) == CONNECTION_OK) {
+        if (PQsendQuery(c->conn, "ROLLBACK"))
+            c->rolling_back = true;
+        else
+            PQclear(PQexec(c->conn, "ROLLBACK"));
+    }
+    txn_free(txn);
+}
+
+void
+pg_txn_use_reserve(StoreTxn *txn)
+{
+    (void)txn;   /* PostgreSQL keeps no reserve of its own */
+}
+
+int64_t
+pg_txn_now(StoreTxn *txn)
+{
+    /* Its instant is the server's: asking for it begins the transaction,
+     * so that it can be bound to the statements that follow. */
+    if (!txn->started && !txn->failed)
+        txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL);
+    return txn->now;
+}
+
+int
+pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
+{
+    int rc = STORE_IO;
+    pthread_mutex_lock(&st->pool_mu);
+    st->writes++;
+    pthread_mutex_unlock(&st->pool_mu);
+    for (int attempt = 0; attempt < WRITE_RETRIES; attempt++) {
+        StoreTxn *txn;
+        if ((rc = pg_txn_begin(st, true, &txn)))
+            return rc;
+        rc = fn(txn, ctx);
+        /* What it did from cached definitions alone, asking the server
+         * nothing, stands once the catalog is known not to have moved. */
+        if (!rc && !txn->started && txn->cache_used) {
+            pg_txn_now(txn);
+            rc = txn->failed ? STORE_IO : STORE_OK;
+        }
+        if (rc) {
+            bool again = txn->retryable;
+            pg_txn_abort(txn);
+            if (again)
+                continue;
+            return rc;
+        }
+        /* A commit is not run again: it may have happened. */
+        return pg_txn_commit(txn);
+    }
+    return rc;
+}
