@@ -9,8 +9,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <linux/magic.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -33,6 +36,7 @@
 #define META_VERSION_AT 20
 #define META_VERSION 1u
 #define META_PAGE_SIZE_AT 40
+#define META_LAST_PAGE_AT 136
 #define META_TXNID_AT 144
 
 /* ---- the record file and LMDB's meta pages ---- */
@@ -350,6 +354,175 @@ checkpoint_record(Store *st, Checkpoint *c, bool clear_dead)
     return rc;
 }
 
+/* ---- the pages a checkpoint syncs ----
+ *
+ * A checkpoint must find on the disk every page its transaction uses.
+ * Those that the previous checkpoint used too are there already, and
+ * unchanged, when that checkpoint is the newest record and this
+ * process's pin still holds it: LMDB reuses no page freed after a pinned
+ * transaction, and never writes a page in use.  So the pages to sync are
+ * those free at the previous checkpoint (or past its last page) and in use
+ * now: the few pages the commits in between left behind, not the copies
+ * they made and freed again.  Those copies stay in the page cache, unsynced,
+ * until LMDB reuses them once a later checkpoint lets it. */
+
+void
+lmdb_pages_forget(CheckpointPages *p)
+{
+    free(p->free);
+    *p = (CheckpointPages){0};
+}
+
+static int
+page_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Reads into "out" the pages of transaction "id", read by "txn" (of that
+ * transaction), whose meta pages are "meta": LMDB's code. */
+static int
+pages_read(MDB_txn *txn, uint64_t id, unsigned char meta[2][CHECKPOINT_META_LEN],
+           CheckpointPages *out)
+{
+    MDB_cursor *cur;
+    MDB_val k, v;
+    size_t cap = 0;
+    *out = (CheckpointPages){.id = id};
+    for (int i = 0; i < 2; i++)
+        if (get_u64(meta[i] + META_TXNID_AT) == id)
+            out->last = get_u64(meta[i] + META_LAST_PAGE_AT);
+    int rc = mdb_cursor_open(txn, 0, &cur);    /* 0: LMDB's free list */
+    if (rc)
+        return rc;
+    while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
+        /* A value: a count of page numbers (size_t each), then those. */
+        size_t n, w = sizeof(size_t);
+        memcpy(&n, v.mv_data, w);
+        if (v.mv_size < (n + 1) * w) {
+            rc = MDB_CORRUPTED;
+            break;
+        }
+        if (out->n + n > cap) {
+            cap = (out->n + n) * 2;
+            uint64_t *grown = realloc(out->free, cap * sizeof *grown);
+            if (!grown)
+                abort();
+            out->free = grown;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t pg;
+            memcpy(&pg, (const unsigned char *)v.mv_data + (i + 1) * w, w);
+            out->free[out->n++] = pg;
+        }
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND) {
+        lmdb_pages_forget(out);
+        return rc;
+    }
+    if (out->n)
+        qsort(out->free, out->n, sizeof *out->free, page_cmp);
+    return 0;
+}
+
+/* True when page "pg" is in use by "p". */
+static bool
+page_in_use(const CheckpointPages *p, uint64_t pg)
+{
+    return pg <= p->last &&
+           !bsearch(&pg, p->free, p->n, sizeof *p->free, page_cmp);
+}
+
+/* Writes the run of "n" pages at page "pg" and waits for it: 0 or errno. */
+static int
+run_sync(Store *st, uint64_t pg, uint64_t n, unsigned flags)
+{
+    off_t at = (off_t)(pg * st->page_size), len = (off_t)(n * st->page_size);
+    return sync_file_range(st->data_fd, at, len, flags) == 0 ? 0 : errno;
+}
+
+/* Calls run_sync with "flags" for the meta pages — so that the disk's
+ * newest is the checkpoint's or later, as after fdatasync (recovery puts
+ * the checkpoint's back only over a later one) — and for each run of the
+ * pages "now" uses that "was" did not (see above); "*first" the first page
+ * of those, 0: none. */
+static int
+runs_sync(Store *st, const CheckpointPages *was, const CheckpointPages *now, unsigned flags,
+          uint64_t *first)
+{
+    /* The candidates, ascending: the pages free then, those past its end. */
+    uint64_t grown = now->last > was->last ? now->last - was->last : 0, run = 0, len = 0;
+    *first = 0;
+    int rc = run_sync(st, 0, 2, flags);
+    if (rc)
+        return rc;
+    for (uint64_t i = 0; i <= was->n + grown; i++) {
+        bool end = i == was->n + grown;
+        uint64_t pg = end ? 0 : i < was->n ? was->free[i] : was->last + 1 + (i - was->n);
+        bool used = !end && page_in_use(now, pg);
+        if (used && len && pg == run + len) {
+            len++;
+            continue;
+        }
+        if (len && (rc = run_sync(st, run, len, flags)))
+            return rc;
+        if (used && !*first)
+            *first = pg;
+        run = pg;
+        len = used;
+    }
+    return 0;
+}
+
+/* True when a synchronous write to the data file syncs the file's metadata
+ * whole — its size and the extents written since — as ext4's and XFS's
+ * do (a sync of the inode's last journal transaction), so that pages
+ * written by sync_file_range and one such write are as durable as after
+ * fdatasync. */
+static bool
+metadata_synced_whole(Store *st)
+{
+    struct statfs fs;
+    return fstatfs(st->data_fd, &fs) == 0 &&
+           (fs.f_type == EXT4_SUPER_MAGIC || fs.f_type == XFS_SUPER_MAGIC);
+}
+
+/* Makes every page of checkpoint "now" durable (see above): the pages put
+ * to use since this process's newest record "st->pages" when it may, the
+ * whole data file otherwise.  The caller holds the sync lock, so no other
+ * record is written meanwhile.  0, or an errno or LMDB code. */
+static int
+pages_sync(Store *st, const CheckpointPages *now)
+{
+    const CheckpointPages *was = &st->pages;
+    if (!was->seq || was->seq != st->shared->record_seq || !st->pin ||
+        st->pin_id != was->id || !metadata_synced_whole(st))
+        return mdb_env_sync(st->env, 1);
+    uint64_t first;
+    int rc = runs_sync(st, was, now, SYNC_FILE_RANGE_WRITE, &first);
+    if (!rc)
+        rc = runs_sync(st, was, now,
+                       SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                           SYNC_FILE_RANGE_WAIT_AFTER, &first);
+    if (rc)
+        return rc;
+    if (!first)
+        return mdb_env_sync(st->env, 1);   /* (no page to write again: below) */
+    /* The pages are written; a synchronous write of one of them again, as
+     * it is (nothing writes a page in use), syncs the file's metadata and
+     * the disk's cache, without the pages nothing uses. */
+    unsigned char *page = lmdb_alloc(st->page_size);
+    struct iovec iov = {page, st->page_size};
+    off_t at = (off_t)(first * st->page_size);
+    rc = read_at(st->data_fd, page, st->page_size, at);
+    if (!rc && pwritev2(st->data_fd, &iov, 1, at, RWF_DSYNC) != (ssize_t)st->page_size)
+        rc = errno ? errno : EIO;
+    free(page);
+    return rc;
+}
+
 /* Takes LMDB's writer lock — a write transaction "*writer", with the map
  * lock shared, that the caller aborts and unlocks — so that nothing
  * commits meanwhile; "*last" is the last committed transaction. */
@@ -368,6 +541,7 @@ lmdb_checkpoint_take(Store *st)
     SyncShared *sh = st->shared;
     MDB_txn *writer, *pin = NULL;
     Checkpoint c;
+    CheckpointPages pages = {0};
     uint64_t newest, id;
     memset(&c, 0, sizeof c);
     int rc = writer_lock(st, &writer, &id);
@@ -381,13 +555,15 @@ lmdb_checkpoint_take(Store *st)
     if (!rc && mdb_txn_id(pin) != id)
         rc = MDB_CORRUPTED;
     if (!rc)
+        rc = pages_read(pin, id, c.meta, &pages);
+    if (!rc)
         lmdb_log_chain(st, id, &c);
     lmdb_abort(st, writer);
     pthread_rwlock_unlock(&st->map_lock);
     if (!rc) {
         uint64_t target = lmdb_counter_get(&sh->committed);
         lmdb_stat_add(&st->syncs, 1);
-        rc = mdb_env_sync(st->env, 1);
+        rc = pages_sync(st, &pages);
         if (!rc) {
             checkpoint_fill(st, &c, id, false);
             rc = checkpoint_record(st, &c, true);
@@ -395,11 +571,15 @@ lmdb_checkpoint_take(Store *st)
         if (lmdb_status_of(rc) == STORE_IO)
             lmdb_counter_raise(&sh->failed, target > id ? target : id);
     }
+    lmdb_pages_forget(&st->pages);
     if (rc) {
+        lmdb_pages_forget(&pages);
         if (pin)
             mdb_txn_abort(pin);
         return rc;
     }
+    pages.seq = c.seq;
+    st->pages = pages;
     store_pin_set(st, pin, id);
     __atomic_store_n(&st->checkpointed, true, __ATOMIC_RELEASE);
     __atomic_store_n(&sh->fast, 1, __ATOMIC_RELEASE);
@@ -437,39 +617,47 @@ checkpoint_trust_disk(Store *st)
     return rc;
 }
 
-/* True when a process whose last commit is "mine" is to take a
- * checkpoint: it committed since the newest record and no process wrote
- * one within the interval, or it committed and the store is safe. */
+/* True when process "st", whose last commit is "mine", is to take a
+ * checkpoint: having committed, it finds the store safe; or the store has
+ * commits after the newest record, which is this process's, and no record
+ * was written within the interval (so one process takes them in turn, and
+ * each syncs only the pages put to use since the last: see pages_sync);
+ * or it committed after the newest record, another's, and none was
+ * written within two intervals (that process may have closed or died).
+ * "locked": the caller holds the sync lock; without it, whose the newest
+ * record is stays unknown and the answer may be true where it is not. */
 static bool
-checkpoint_due(SyncShared *sh, uint64_t mine)
+checkpoint_due(Store *st, uint64_t mine, bool locked)
 {
+    SyncShared *sh = st->shared;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t since = monotonic_ns(&now) - __atomic_load_n(&sh->record_at, __ATOMIC_ACQUIRE);
+    uint64_t interval = (uint64_t)CHECKPOINT_INTERVAL_MS * 1000000u;
+    uint64_t record = lmdb_counter_get(&sh->record);
     if (mine && !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE))
         return true;
-    return lmdb_counter_get(&sh->record) < mine &&
-           since >= (uint64_t)CHECKPOINT_INTERVAL_MS * 1000000u;
+    if (!locked || (st->pages.seq && st->pages.seq == sh->record_seq))
+        return record < lmdb_counter_get(&sh->committed) && since >= interval;
+    return record < mine && since >= 2 * interval;
 }
 
-/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when this process has
- * committed since the last checkpoint and no process recorded one within
- * the interval (so the processes of a store take one an interval between
- * them) or, having committed, finds the store safe; and drops this
- * process's pin once a newer record exists.  A pin keeps LMDB from reusing every page freed
- * after it, so the data file grows by what is written between two
- * checkpoints: the interval bounds that as well as what a machine crash
- * may undo with sync off. */
+/* Every CHECKPOINT_INTERVAL_MS: takes a checkpoint when checkpoint_due
+ * says so (so the processes of a store take one an interval between
+ * them), and drops this process's pin once a newer record exists.  A pin
+ * keeps LMDB from reusing every page freed after it, so the data file
+ * grows by what is written between two checkpoints: the interval bounds
+ * that as well as what a machine crash may undo with sync off. */
 static void
 checkpoint_tick(Store *st)
 {
     SyncShared *sh = st->shared;
     uint64_t mine = __atomic_load_n(&st->last_commit, __ATOMIC_ACQUIRE);
     bool stale_pin = __atomic_load_n(&st->pin_id, __ATOMIC_ACQUIRE) < lmdb_counter_get(&sh->record);
-    if (!stale_pin && !checkpoint_due(sh, mine))
+    if (!stale_pin && !checkpoint_due(st, mine, false))
         return;
     lmdb_sync_lock(st);
-    if (checkpoint_due(sh, mine))
+    if (checkpoint_due(st, mine, true))
         (void)lmdb_checkpoint_take(st);
     if (st->pin && st->pin_id < lmdb_counter_get(&sh->record))
         store_pin_set(st, NULL, UINT64_MAX);

@@ -6,8 +6,9 @@
  * LMDB with MDB_NOSYNC writes a commit's pages and then its meta page
  * without syncing either, so after a machine crash the newest meta page may
  * point at pages that never reached the disk.  A checkpoint is a
- * transaction whose pages are all on disk (the data file was synced after
- * it committed) and which a reader pins, so that LMDB never reuses its
+ * transaction whose pages are all on disk (synced after it committed: the
+ * pages the checkpoint before did not use, or the whole data file) and
+ * which a reader pins, so that LMDB never reuses its
  * pages, until a later checkpoint is recorded.  "queuefs.checkpoint" keeps
  * a copy of its two meta pages, the boot it was made in and the data file
  * it is about, in two slots written in turn (the newer valid one counts, so

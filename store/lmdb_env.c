@@ -452,6 +452,7 @@ store_free(Store *st, bool locks)
     if (st->log_fd >= 0)
         close(st->log_fd);
     free(st->wlog.data);
+    lmdb_pages_forget(&st->pages);
     pthread_mutex_destroy(&st->log_sync_mu);
     pthread_mutex_destroy(&st->log_mu);
     if (locks) {

@@ -92,23 +92,25 @@
  *    file once more (which also lands the meta page).
  *  - fast: commits have MDB_NOSYNC and sync nothing.  What makes this safe
  *    is a checkpoint (lmdb_checkpoint.h): a transaction pinned by a read
- *    transaction of a live process (so LMDB reuses none of its pages), the
- *    file synced after it, and a copy of its meta pages recorded in
- *    "queuefs.checkpoint".  After a machine crash the next boot's first
+ *    transaction of a live process (so LMDB reuses none of its pages), its
+ *    pages synced after it (those the checkpoint before used are on the
+ *    disk already: see lmdb_checkpoint.c), and a copy of its meta pages
+ *    recorded in "queuefs.checkpoint".  After a machine crash the next boot's first
  *    open puts the checkpoint's meta pages back: the commits after it are
  *    lost, and the store is exactly as it was then.  A crash of processes
  *    alone loses nothing (the page cache has every commit), so that is
  *    done only in another boot.
  *
  * Every process takes a checkpoint before its first commit (so an open
- * that only reads syncs nothing), and the store is fast from then on.  A
- * process takes one every CHECKPOINT_INTERVAL_MS while it has commits
- * since the last (see checkpoint_tick); with sync on a write returns once
- * a checkpoint covers it, and concurrent writers in every process share
- * that checkpoint.  Only the newest record matters, so
- * a process drops its pins once a newer record exists, and clears the
- * reader slots of dead processes (mdb_reader_check) only right after
- * recording a checkpoint of its own.  A closing process — whose pin would
+ * that only reads syncs nothing), and the store is fast from then on.  The
+ * process of the newest record takes the next one CHECKPOINT_INTERVAL_MS
+ * later when the store has commits since, another only when none came
+ * within two intervals (see checkpoint_due); with sync on a durable write
+ * returns once a flush of the redo log (lmdb_log.h) or a checkpoint covers
+ * it, and concurrent writers in every process share that flush.  Only the
+ * newest record matters, so a process drops its pins once a newer record
+ * exists, and clears the reader slots of dead processes (mdb_reader_check)
+ * only right after recording a checkpoint of its own.  A closing process — whose pin would
  * vanish with it — makes the store safe: under the writer lock it syncs
  * the file, records "trust the disk" and clears "fast"; the others' next
  * checkpoint makes it fast again.  The counters: "committed" — the last
@@ -227,6 +229,7 @@ struct Store {
     MDB_txn *pin;                /* the read transaction holding this process's
                                   * checkpoint, or NULL (the sync leader's) */
     uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
+    CheckpointPages pages;       /* the pages of its newest record (the sync leader's) */
 
     pthread_t ticker;            /* takes checkpoints with sync off */
     bool ticking, stopping;      /* (guarded by tick_mu) */

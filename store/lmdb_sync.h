@@ -65,6 +65,22 @@ lmdb_counter_get(const uint64_t *p)
     return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
+/* What a checkpoint's pages were when it was taken, so that the next
+ * checkpoint need sync only the pages put to use since (see
+ * lmdb_checkpoint.c): every page up to "last" is in use but those in
+ * "free". */
+typedef struct CheckpointPages {
+    uint64_t seq;         /* the record they are of; 0: none */
+    uint64_t id;          /* its transaction */
+    uint64_t last;        /* the last page of the data file it uses */
+    uint64_t *free;       /* the pages of LMDB's free list, ascending */
+    size_t n;
+} CheckpointPages;
+
+/* Forgets "p" (and frees its list). */
+void
+lmdb_pages_forget(CheckpointPages *p);
+
 /* ---- lmdb_sync.c ---- */
 
 /* Becomes the sync leader (see sync_lead_locked). */

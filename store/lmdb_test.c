@@ -9,6 +9,7 @@
 #include "lmdb_checkpoint.h"
 #include "lmdb_log.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
@@ -785,6 +786,118 @@ test_machine_crash_log_processes(void)
     store_close(st);
 }
 
+/* ---- the disk as checkpoints sync it ---- */
+
+/* While "ino" is set, every sync of the data file of that inode writes
+ * what it makes durable into "disk" as well: the pages of a
+ * sync_file_range, the whole file for fdatasync — so "disk" is what a
+ * machine that crashed would have kept of that file, and nothing else. */
+static struct {
+    ino_t ino;
+    char disk[300];
+    int ranges;               /* the sync_file_range calls copied */
+    int failed;               /* the copies that failed */
+} synced;
+
+/* Copies "len" bytes at "at" of "fd" (0: to its end) into synced.disk. */
+static void
+synced_copy(int fd, off_t at, off_t len)
+{
+    struct stat sb;
+    if (!synced.ino || fstat(fd, &sb) != 0 || sb.st_ino != synced.ino)
+        return;
+    if (!len)
+        len = sb.st_size - at;
+    char *buf = malloc((size_t)len);
+    int out = open(synced.disk, O_WRONLY);
+    if (!(buf && out >= 0 && pread(fd, buf, (size_t)len, at) == len &&
+          pwrite(out, buf, (size_t)len, at) == len))
+        synced.failed++;
+    if (out >= 0)
+        close(out);
+    free(buf);
+}
+
+int
+sync_file_range(int fd, off_t at, off_t len, unsigned int flags)
+{
+    static int (*real)(int, off_t, off_t, unsigned int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "sync_file_range");
+    synced.ranges += synced.ino != 0;
+    synced_copy(fd, at, len);
+    return real(fd, at, len, flags);
+}
+
+int
+fdatasync(int fd)
+{
+    static int (*real)(int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "fdatasync");
+    synced_copy(fd, 0, 0);
+    return real(fd);
+}
+
+/* A checkpoint syncs only the pages put to use since the one before, not
+ * the copies the commits in between made and freed again: a machine crash
+ * that leaves the data file as the first checkpoint's syncs left it and
+ * then exactly what each later sync wrote (with later meta pages) brings
+ * back, through the last checkpoint, every record, after rounds of claims
+ * and finishes that copy, free and reuse the same pages. */
+static void
+test_machine_crash_pages(void)
+{
+    Store *st = open_store("pages", true, 0);
+    StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
+    char data[300], ckpt[300], key[32];
+    struct stat sb;
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("pages"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("pages"));
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "a%03d", i);
+        add(st, &q, key, "value", NULL, 0);
+    }
+    CHECK(checkpoint_wait("pages") > 0, "a checkpoint covers the first records");
+    CHECK(disk_make("pages-disk", data, ckpt, synced.disk) && stat(data, &sb) == 0,
+          "the disk at the checkpoint");
+    synced.ino = sb.st_ino;
+    int finished = 0;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 40; i++) {
+            Claimed c;
+            snprintf(key, sizeof key, "b%d-%02d", round, i);
+            add(st, &q, key, "value", NULL, 0);
+            CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.hold, "claim %s", key);
+            StoreTxn *t = begin(st, true);
+            finished += store_record_delete(t, q.table, &q, bytes_of(c.keys), c.hold) == STORE_OK &&
+                        store_txn_commit(t) == STORE_OK;
+        }
+        CHECK(checkpoint_wait("pages") > 0, "a checkpoint after round %d", round);
+    }
+    synced.ino = 0;
+    char ckpt_out[300], later[300];
+    snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of("pages-disk"));
+    CHECK(file_copy(ckpt, ckpt_out) && checkpoint_about(ckpt_out, synced.disk) &&
+              log_copy(data, "pages-disk"),
+          "the record and the log");
+    /* The same disk, but with the meta pages of later commits. */
+    CHECK(disk_make("pages-later", synced.disk, ckpt_out, later) &&
+              file_copy_head(data, later, 2 * 4096),
+          "the disk with later meta pages");
+    store_close(st);
+    printf("# %d syncs of page ranges\n", synced.ranges);
+    CHECK(synced.failed == 0, "%d copies of synced bytes failed", synced.failed);
+    CHECK(finished == 320, "320 records claimed and finished");
+    static const char *const disks[] = {"pages-disk", "pages-later"};
+    for (int i = 0; i < 2; i++) {
+        int a = count_prefix_in_boot(disks[i], "boot-two", q.table, "a"),
+            b = count_prefix_in_boot(disks[i], "boot-three", q.table, "b");
+        CHECK(a + b == 200, "%s after the crash: the 200 records not finished, %d and %d",
+              disks[i], a, b);
+    }
+}
+
 int
 main(void)
 {
@@ -797,6 +910,7 @@ main(void)
     test_machine_crash_lazy_claim();
     test_machine_crash_log();
     test_machine_crash_log_processes();
+    test_machine_crash_pages();
     test_write_grows();
     test_map_size_env();
     test_write_processes();
