@@ -93,11 +93,20 @@ lmdb_sync_open(Store *st, const char *location)
                    MAP_FAILED)
         rc = errno;
     if (!rc) {
+        /* The counters first, then the last id: a commit of another
+         * process meanwhile raises both, and must not pass for counters
+         * ahead of the store (which would reset a live page, the log's
+         * chain and position with it). */
+        const uint64_t *counters[] = {&sh->committed, &sh->synced, &sh->failed, &sh->record};
+        uint64_t ahead = 0;
+        for (size_t i = 0; i < sizeof counters / sizeof *counters; i++) {
+            uint64_t v = lmdb_counter_get(counters[i]);
+            ahead = v > ahead ? v : ahead;
+        }
         uint64_t last = lmdb_last_txnid(st);
         if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
             sh->ino != (uint64_t)db.st_ino || strncmp(sh->boot, st->boot, sizeof sh->boot) ||
-            lmdb_counter_get(&sh->committed) > last || lmdb_counter_get(&sh->synced) > last ||
-            lmdb_counter_get(&sh->failed) > last || lmdb_counter_get(&sh->record) > last) {
+            ahead > last) {
             Checkpoint newest;
             *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
                                .ino = (uint64_t)db.st_ino};
