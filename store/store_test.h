@@ -495,6 +495,25 @@ open_store(const char *name, bool sync, size_t map_size)
     return s;
 }
 
+/* In a child: "threads" threads of "writes" durable counted writes each on
+ * its own store handle; exits 0 when all succeeded. */
+static inline void
+child_writers(const char *name, int proc, int threads, int writes)
+{
+    StoreOptions opts = {.sync = true};
+    Store *st = NULL;
+    StoreTxn *t = NULL;
+    uint32_t id;
+    if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
+        _exit(1);
+    if (store_txn_begin(st, false, &t) != STORE_OK || store_table_get(t, "x", &id, NULL))
+        _exit(2);
+    store_txn_abort(t);
+    int failures = writers_run(st, id, threads, proc * 16, writes, "c", 1);
+    store_close(st);
+    _exit(failures < 0 ? 3 : failures ? 4 : 0);
+}
+
 /* Runs "fn" (which exits) in a child process and checks it exited 0. */
 static inline void
 child_run(void (*fn)(const char *name), const char *name)

@@ -1,0 +1,599 @@
+/* lmdb_crash_test.c — the LMDB backend's own tests, part three: what a
+ * machine crash leaves.  A disk is made as the crash would leave it — the
+ * data file as a checkpoint's syncs wrote it, the meta pages after it or
+ * not, the redo log as its flushes wrote it — and opened in another boot:
+ * with sync off the store is back at its last checkpoint, a claim made
+ * just before is at worst unclaimed, every durable write (sync=full) is
+ * there, from one process or several, and a checkpoint that synced only
+ * the pages put to use since the last brings every record back.  Parts
+ * one and two are lmdb_format_test.c and lmdb_test.c. */
+#include "store_test.h"
+#include "lmdb_checkpoint.h"
+#include "lmdb_log.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+
+/* ---- a machine crash with sync off ---- */
+
+/* Copies file "from" to "to", replacing it; true on success. */
+static bool
+file_copy(const char *from, const char *to)
+{
+    char buf[1 << 16];
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ssize_t n = 0;
+    bool ok = in >= 0 && out >= 0;
+    while (ok && (n = read(in, buf, sizeof buf)) > 0)
+        ok = write(out, buf, (size_t)n) == n;
+    ok = ok && n == 0;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return ok;
+}
+
+/* Copies the first "len" bytes of "from" over those of "to". */
+static bool
+file_copy_head(const char *from, const char *to, size_t len)
+{
+    char *buf = malloc(len);
+    int in = open(from, O_RDONLY), out = open(to, O_WRONLY);
+    bool ok = buf && in >= 0 && out >= 0 && pread(in, buf, len, 0) == (ssize_t)len &&
+              pwrite(out, buf, len, 0) == (ssize_t)len;
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    free(buf);
+    return ok;
+}
+
+/* Copies the redo log beside the data file "data" into directory "name"
+ * (when there is one): the log as a crash leaves it, every flushed entry
+ * in it. */
+static bool
+log_copy(const char *data, const char *name)
+{
+    char from[300], to[300];
+    snprintf(from, sizeof from, "%.*s/" LOG_FILE, (int)(strrchr(data, '/') - data), data);
+    snprintf(to, sizeof to, "%s/" LOG_FILE, path_of(name));
+    return access(from, F_OK) != 0 || file_copy(from, to);
+}
+
+/* Makes the checkpoint record of "ckpt" about the data file "data" (a copy
+ * stands for the same file on the disk of a crashed machine). */
+static bool
+checkpoint_about(const char *ckpt, const char *data)
+{
+    struct stat sb;
+    Checkpoint c;
+    int fd = open(ckpt, O_RDWR);
+    bool ok = fd >= 0 && stat(data, &sb) == 0 && lmdb_checkpoint_read(fd, &c) == 0;
+    if (ok) {
+        c.dev = (uint64_t)sb.st_dev;
+        c.ino = (uint64_t)sb.st_ino;
+        ok = lmdb_checkpoint_write(fd, &c) == 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* Makes directory "name", as the disk of a crashed machine, from the data
+ * file "data" and the checkpoint file "ckpt" (and the redo log beside
+ * "data", as it is now); fills "data_out" with its data file's path.  True
+ * on success. */
+static bool
+disk_make(const char *name, const char *data, const char *ckpt, char data_out[300])
+{
+    char ckpt_out[300];
+    snprintf(data_out, 300, "%s/data.mdb", path_of(name));
+    snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of(name));
+    return mkdir(path_of(name), 0700) == 0 && file_copy(data, data_out) &&
+           file_copy(ckpt, ckpt_out) && checkpoint_about(ckpt_out, data_out) &&
+           log_copy(data, name);
+}
+
+/* The newest transaction id of store "name"'s data file (0: unknown). */
+static uint64_t
+last_txnid(const char *name)
+{
+    char path[300];
+    unsigned char meta[2][CHECKPOINT_META_LEN];
+    uint64_t newest = 0;
+    snprintf(path, sizeof path, "%s/data.mdb", path_of(name));
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    if (lmdb_checkpoint_meta_read(fd, (unsigned)sysconf(_SC_PAGESIZE), meta, &newest) != 0)
+        newest = 0;
+    close(fd);
+    return newest;
+}
+
+/* Waits (2 s at most) for the checkpoint record of store "name" to cover
+ * its last commit; returns the record's transaction id (0: it did not). */
+static uint64_t
+checkpoint_wait(const char *name)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/%s", path_of(name), CHECKPOINT_FILE);
+    uint64_t want = last_txnid(name);
+    for (int i = 0; i < 200; i++) {
+        int fd = open(path, O_RDONLY);
+        Checkpoint c;
+        bool done = fd >= 0 && lmdb_checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
+        if (fd >= 0)
+            close(fd);
+        if (done)
+            return c.txnid;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Puts records "<prefix>0" .. "<prefix><n-1>" into "table", a commit each. */
+static void
+puts_each(Store *st, uint32_t table, const char *prefix, int n)
+{
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        char key[32];
+        StoreTxn *t = NULL;
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        if (store_txn_begin(st, true, &t) != STORE_OK) {
+            failed++;
+            continue;
+        }
+        if (put(t, table, key, "value") != STORE_OK) {
+            store_txn_abort(t);
+            failed++;
+        } else if (store_txn_commit(t) != STORE_OK) {
+            failed++;
+        }
+    }
+    CHECK(failed == 0, "%d of %d puts of %s* failed", failed, n, prefix);
+}
+
+/* A count of the records whose keys start with "prefix". */
+typedef struct PrefixCount {
+    const char *prefix;
+    int n;
+} PrefixCount;
+
+static int
+count_prefixed(void *ctx, const StoreRecord *r)
+{
+    PrefixCount *c = ctx;
+    size_t len = strlen(c->prefix);
+    if (r->key.len < len || memcmp(r->key.data, c->prefix, len) != 0)
+        return 1;                 /* past them: the walk is in key order */
+    c->n++;
+    return 0;
+}
+
+/* Opens store "name" as in boot "boot" and counts the records of "table"
+ * whose keys start with "prefix" (-1 when it cannot open). */
+static int
+count_prefix_in_boot(const char *name, const char *boot, uint32_t table, const char *prefix)
+{
+    StoreOptions opts = {.sync = false, .boot_id = boot};
+    Store *st = NULL;
+    if (store_open(path_of(name), &opts, &st, NULL, 0) != STORE_OK)
+        return -1;
+    PrefixCount c = {prefix, 0};
+    StoreTxn *t = begin(st, false);
+    store_record_each(t, table, bytes_of(prefix), count_prefixed, &c);
+    int n = c.n;
+    store_txn_abort(t);
+    store_close(st);
+    return n;
+}
+
+/* With sync off commits are not synced, yet a machine crash never leaves a
+ * corrupt store: the disk after one is simulated as the data file as it
+ * was at the last checkpoint, with the meta pages of later commits (which
+ * may reach the disk before their pages), and the checkpoint record then.
+ * Opened in a later boot, the store is exactly as at the checkpoint;
+ * opened in the same boot (processes crashed, the page cache is whole),
+ * nothing is put back. */
+static void
+test_machine_crash(void)
+{
+    StoreOptions opts = {.sync = false, .boot_id = "boot-one"};
+    Store *st = NULL;
+    CHECK(store_open(path_of("crash"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    if (!st)
+        return;
+    uint32_t id = table_make(st, "q");
+    puts_each(st, id, "a", 300);
+    CHECK(checkpoint_wait("crash") > 0, "a checkpoint covers the first records");
+    char data[300], ckpt[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("crash"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("crash"));
+    char disk_data[300], same_data[300], ckpt_then[300];
+    snprintf(ckpt_then, sizeof ckpt_then, "%s/" CHECKPOINT_FILE, path_of("crash-disk"));
+    CHECK(disk_make("crash-disk", data, ckpt, disk_data), "the disk at the checkpoint");
+
+    puts_each(st, id, "b", 300);   /* unsynced; a checkpoint may follow */
+    CHECK(disk_make("crash-same", data, ckpt_then, same_data),
+          "the page cache after the processes died");
+    /* The newest meta pages reached the disk; the pages they point at did not. */
+    CHECK(file_copy_head(data, disk_data, 2 * 4096), "later meta pages on the disk");
+    store_close(st);
+
+    /* Without the checkpoint the crashed disk is not the store it was. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        StoreOptions same = {.sync = false, .boot_id = "boot-one"};
+        Store *s2 = NULL;
+        char copy[300];
+        snprintf(copy, sizeof copy, "%s/data.mdb", path_of("crash-raw"));
+        if (mkdir(path_of("crash-raw"), 0700) || !file_copy(disk_data, copy))
+            _exit(3);
+        if (store_open(path_of("crash-raw"), &same, &s2, NULL, 0) != STORE_OK)
+            _exit(2);
+        int n = 0;
+        StoreTxn *t = NULL;
+        if (store_txn_begin(s2, false, &t) != STORE_OK)
+            _exit(2);
+        int rc = store_record_each(t, id, bytes_of(""), count_one, &n);
+        _exit(rc == STORE_OK && n == 300 ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0),
+          "the crashed disk read as is is not the store at the checkpoint (status %d)", status);
+
+    CHECK(count_prefix_in_boot("crash-disk", "boot-two", id, "a") == 300,
+          "after the machine crash: every record of the checkpoint");
+    CHECK(count_prefix_in_boot("crash-disk", "boot-two", id, "b") == 0,
+          "and none of the commits after it");
+    st = NULL;
+    opts.boot_id = "boot-two";
+    CHECK(store_open(path_of("crash-disk"), &opts, &st, NULL, 0) == STORE_OK, "reopen");
+    if (st) {
+        puts_each(st, id, "c", 50);
+        store_close(st);
+    }
+    CHECK(count_prefix_in_boot("crash-disk", "boot-three", id, "") == 350,
+          "the store goes on: %d records",
+          count_prefix_in_boot("crash-disk", "boot-three", id, ""));
+
+    CHECK(count_prefix_in_boot("crash-same", "boot-one", id, "") == 600,
+          "processes crashed, not the machine: nothing lost");
+}
+
+/* What a lazy claim (store_txn_lazy) runs: claims "key" of queue "q". */
+typedef struct LazyClaim {
+    const StoreQueue *q;
+    const char *key;
+    int64_t claimed;
+} LazyClaim;
+
+static int
+lazy_claim(StoreTxn *txn, void *ctx)
+{
+    LazyClaim *c = ctx;
+    store_txn_lazy(txn);
+    StoreClaim sc = {.n = 1, .key = bytes_of(c->key), .instance = bytes_of("inst")};
+    return store_claim(txn, c->q, &sc, NULL, NULL, &c->claimed);
+}
+
+/* With sync on, a claim need not wait for the disk (store_txn_lazy): it
+ * becomes durable with the next checkpoint by itself, and a machine crash
+ * before that finds the record as it was before the claim — unclaimed,
+ * whole — while what was finished durably stays finished. */
+static void
+test_machine_crash_lazy_claim(void)
+{
+    StoreOptions opts = {.sync = true, .boot_id = "boot-one"};
+    Store *st = NULL;
+    CHECK(store_open(path_of("lazy"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    if (!st)
+        return;
+    StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
+    add(st, &q, "x1", "v", NULL, 0);
+    add(st, &q, "x2", "v", NULL, 0);
+    Claimed c;
+    CHECK(claim(st, &q, 1, "x1", NULL, &c) == STORE_OK, "claim x1");
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_delete(t, q.table, &q, bytes_of("x1"), c.hold) == STORE_OK, "finish x1");
+    CHECK(store_txn_commit(t) == STORE_OK, "a durable finish");
+    /* The disk now: the finish is durable, so a checkpoint covers it. */
+    char data[300], ckpt[300], disk_data[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("lazy"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("lazy"));
+    CHECK(disk_make("lazy-disk", data, ckpt, disk_data), "the disk after the finish");
+    LazyClaim lc = {&q, "x2", 0};
+    CHECK(store_write(st, lazy_claim, &lc) == STORE_OK && lc.claimed == 1, "a lazy claim of x2");
+    CHECK(file_copy_head(data, disk_data, 2 * 4096), "its meta pages reached the disk");
+    CHECK(checkpoint_wait("lazy") > 0, "a checkpoint covers the claim by itself");
+    /* Lazy claims do not sync each; durable writes do (a checkpoint every
+     * 20 ms may add a few to either). */
+    StoreStats s0, s1, s2;
+    char key[16];
+    t = begin(st, true);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "y%03d", i);
+        add_in(t, &q, key, "v", NULL, 0);
+    }
+    CHECK(store_txn_commit(t) == STORE_OK, "100 more records");
+    store_stats(st, &s0);
+    int claimed = 0;
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "y%03d", i);
+        LazyClaim more = {&q, key, 0};
+        claimed += store_write(st, lazy_claim, &more) == STORE_OK && more.claimed == 1;
+    }
+    store_stats(st, &s1);
+    CHECK(claimed == 100, "100 lazy claims");
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "z%d", i);
+        add(st, &q, key, "v", NULL, 0);
+    }
+    store_stats(st, &s2);
+    printf("# 100 lazy claims: %" PRIu64 " syncs; 100 durable creates: %" PRIu64 "\n",
+           s1.syncs - s0.syncs, s2.syncs - s1.syncs);
+    CHECK(s1.syncs - s0.syncs < 50 && s2.syncs - s1.syncs >= 100,
+          "100 lazy commits made %" PRIu64 " syncs, 100 durable ones %" PRIu64,
+          s1.syncs - s0.syncs, s2.syncs - s1.syncs);
+    store_close(st);
+
+    opts.boot_id = "boot-two";
+    st = NULL;
+    CHECK(store_open(path_of("lazy-disk"), &opts, &st, NULL, 0) == STORE_OK,
+          "open after the machine crash");
+    if (!st)
+        return;
+    StoreRecord r;
+    CHECK(get(st, q.table, "x1", &r) == STORE_NOTFOUND, "the finished record stays finished");
+    CHECK(get(st, q.table, "x2", &r) == STORE_OK && r.attempts == 0 && r.hold == 0 &&
+              r.claimed_until == 0,
+          "the claim lost in the crash: x2 is unclaimed, whole");
+    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK && strcmp(c.keys, "x2") == 0,
+          "and claimable");
+    store_close(st);
+}
+
+/* Puts the "n" records "<prefix>0" … of "len" bytes each in one commit. */
+static void
+puts_large(Store *st, uint32_t table, const char *prefix, int n, size_t len)
+{
+    char *value = malloc(len + 1), key[32];
+    memset(value, 'v', len);
+    value[len] = '\0';
+    StoreTxn *t = begin(st, true);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "%s%d", prefix, i);
+        CHECK(put(t, table, key, value) == STORE_OK, "put %s", key);
+    }
+    CHECK(store_txn_commit(t) == STORE_OK, "%d records of %zu bytes in one commit", n, len);
+    free(value);
+}
+
+/* With sync on, a durable write is one flush of the redo log, not a
+ * checkpoint: a machine crash that leaves the data file as at the last
+ * checkpoint (with later meta pages) and the log as flushed brings back
+ * every write acknowledged since — replayed from the log, which alone
+ * holds them.  A commit too large for the log is made durable by a
+ * checkpoint instead, and the writes after it are logged again. */
+static void
+test_machine_crash_log(void)
+{
+    StoreOptions opts = {.sync = true, .boot_id = "boot-one"};
+    Store *st = NULL;
+    CHECK(store_open(path_of("log"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    if (!st)
+        return;
+    uint32_t id = table_make(st, "q");
+    puts_each(st, id, "a", 20);
+    CHECK(checkpoint_wait("log") > 0, "a checkpoint covers the first records");
+    char data[300], ckpt[300], disk1[300], disk2[300], bare[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("log"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("log"));
+    CHECK(disk_make("log-disk1", data, ckpt, disk1), "the disk at the checkpoint");
+    CHECK(disk_make("log-bare", data, ckpt, bare), "the same disk, to lose its log");
+    StoreStats s0, s1;
+    store_stats(st, &s0);
+    puts_each(st, id, "d", 10);    /* durable, each one flush of the log */
+    store_stats(st, &s1);
+    CHECK(s1.syncs - s0.syncs >= 10, "10 durable writes, %" PRIu64 " flushes", s1.syncs - s0.syncs);
+
+    puts_large(st, id, "big", 24, 128 * 1024);   /* 3 MiB: more than the log takes */
+    CHECK(disk_make("log-disk2", data, ckpt, disk2), "the disk at the large commit's checkpoint");
+    puts_each(st, id, "e", 10);
+    char log_bare[300];
+    snprintf(log_bare, sizeof log_bare, "%s/" LOG_FILE, path_of("log-bare"));
+    CHECK(log_copy(data, "log-disk1") && log_copy(data, "log-disk2") && unlink(log_bare) == 0,
+          "the log as flushed");
+    CHECK(file_copy_head(data, disk1, 2 * 4096) && file_copy_head(data, disk2, 2 * 4096) &&
+              file_copy_head(data, bare, 2 * 4096),
+          "later meta pages on the disks");
+    store_close(st);
+
+    CHECK(count_prefix_in_boot("log-disk1", "boot-two", id, "a") == 20 &&
+              count_prefix_in_boot("log-disk1", "boot-three", id, "d") == 10,
+          "after the crash: the checkpoint's records, and the 10 durable writes after it (d: %d)",
+          count_prefix_in_boot("log-disk1", "boot-four", id, "d"));
+    CHECK(count_prefix_in_boot("log-disk1", "boot-four", id, "big") == 0,
+          "but not what came after its chain broke");
+    CHECK(count_prefix_in_boot("log-bare", "boot-two", id, "a") == 20 &&
+              count_prefix_in_boot("log-bare", "boot-three", id, "d") == 0,
+          "without the log, only the checkpoint's records");
+    CHECK(count_prefix_in_boot("log-disk2", "boot-two", id, "big") == 24 &&
+              count_prefix_in_boot("log-disk2", "boot-three", id, "e") == 10 &&
+              count_prefix_in_boot("log-disk2", "boot-four", id, "") == 64,
+          "the large commit, through its checkpoint, and the writes logged after it: %d records",
+          count_prefix_in_boot("log-disk2", "boot-five", id, ""));
+}
+
+/* Two processes of four threads, every write durable (counted writes, a
+ * counter each): their entries meet in one log, in commit order, so a
+ * machine crash with the disk as at the checkpoint before them brings every
+ * one of them back, and the counter exact. */
+static void
+test_machine_crash_log_processes(void)
+{
+    enum { P = 2, T = 4, W = 25 };
+    Store *st = open_store("logp", true, 0);
+    uint32_t id = table_make(st, "x");
+    CHECK(checkpoint_wait("logp") > 0, "a checkpoint covers the table");
+    char data[300], ckpt[300], disk[300];
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("logp"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("logp"));
+    CHECK(disk_make("logp-disk", data, ckpt, disk), "the disk at the checkpoint");
+    fflush(NULL);
+    pid_t pids[P];
+    for (int p = 0; p < P; p++)
+        if ((pids[p] = fork()) == 0)
+            child_writers("logp", p, T, W);
+    for (int p = 0; p < P; p++) {
+        int status = -1;
+        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    }
+    CHECK(log_copy(data, "logp-disk") && file_copy_head(data, disk, 2 * 4096),
+          "the log as flushed, later meta pages");
+    store_close(st);
+    StoreOptions opts = {.sync = true, .boot_id = "boot-two"};
+    st = NULL;
+    CHECK(store_open(path_of("logp-disk"), &opts, &st, NULL, 0) == STORE_OK, "open after the crash");
+    if (!st)
+        return;
+    CHECK(records_count(st, id) == P * T * W, "every durable write of both processes: %d",
+          records_count(st, id));
+    StoreTxn *t = begin(st, false);
+    CHECK(counter_read(t, id) == P * T * W, "the counter exact");
+    store_txn_abort(t);
+    store_close(st);
+}
+
+/* ---- the disk as checkpoints sync it ---- */
+
+/* While "ino" is set, every sync of the data file of that inode writes
+ * what it makes durable into "disk" as well: the pages of a
+ * sync_file_range, the whole file for fdatasync — so "disk" is what a
+ * machine that crashed would have kept of that file, and nothing else. */
+static struct {
+    ino_t ino;
+    char disk[300];
+    int ranges;               /* the sync_file_range calls copied */
+    int failed;               /* the copies that failed */
+} synced;
+
+/* Copies "len" bytes at "at" of "fd" (0: to its end) into synced.disk. */
+static void
+synced_copy(int fd, off_t at, off_t len)
+{
+    struct stat sb;
+    if (!synced.ino || fstat(fd, &sb) != 0 || sb.st_ino != synced.ino)
+        return;
+    if (!len)
+        len = sb.st_size - at;
+    char *buf = malloc((size_t)len);
+    int out = open(synced.disk, O_WRONLY);
+    if (!(buf && out >= 0 && pread(fd, buf, (size_t)len, at) == len &&
+          pwrite(out, buf, (size_t)len, at) == len))
+        synced.failed++;
+    if (out >= 0)
+        close(out);
+    free(buf);
+}
+
+int
+sync_file_range(int fd, off_t at, off_t len, unsigned int flags)
+{
+    static int (*real)(int, off_t, off_t, unsigned int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "sync_file_range");
+    synced.ranges += synced.ino != 0;
+    synced_copy(fd, at, len);
+    return real(fd, at, len, flags);
+}
+
+int
+fdatasync(int fd)
+{
+    static int (*real)(int);
+    if (!real)
+        *(void **)&real = dlsym(RTLD_NEXT, "fdatasync");
+    synced_copy(fd, 0, 0);
+    return real(fd);
+}
+
+/* A checkpoint syncs only the pages put to use since the one before, not
+ * the copies the commits in between made and freed again: a machine crash
+ * that leaves the data file as the first checkpoint's syncs left it and
+ * then exactly what each later sync wrote (with later meta pages) brings
+ * back, through the last checkpoint, every record, after rounds of claims
+ * and finishes that copy, free and reuse the same pages. */
+static void
+test_machine_crash_pages(void)
+{
+    Store *st = open_store("pages", true, 0);
+    StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
+    char data[300], ckpt[300], key[32];
+    struct stat sb;
+    snprintf(data, sizeof data, "%s/data.mdb", path_of("pages"));
+    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("pages"));
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof key, "a%03d", i);
+        add(st, &q, key, "value", NULL, 0);
+    }
+    CHECK(checkpoint_wait("pages") > 0, "a checkpoint covers the first records");
+    CHECK(disk_make("pages-disk", data, ckpt, synced.disk) && stat(data, &sb) == 0,
+          "the disk at the checkpoint");
+    synced.ino = sb.st_ino;
+    int finished = 0;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 40; i++) {
+            Claimed c;
+            snprintf(key, sizeof key, "b%d-%02d", round, i);
+            add(st, &q, key, "value", NULL, 0);
+            CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.hold, "claim %s", key);
+            StoreTxn *t = begin(st, true);
+            finished += store_record_delete(t, q.table, &q, bytes_of(c.keys), c.hold) == STORE_OK &&
+                        store_txn_commit(t) == STORE_OK;
+        }
+        CHECK(checkpoint_wait("pages") > 0, "a checkpoint after round %d", round);
+    }
+    synced.ino = 0;
+    char ckpt_out[300], later[300];
+    snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of("pages-disk"));
+    CHECK(file_copy(ckpt, ckpt_out) && checkpoint_about(ckpt_out, synced.disk) &&
+              log_copy(data, "pages-disk"),
+          "the record and the log");
+    /* The same disk, but with the meta pages of later commits. */
+    CHECK(disk_make("pages-later", synced.disk, ckpt_out, later) &&
+              file_copy_head(data, later, 2 * 4096),
+          "the disk with later meta pages");
+    store_close(st);
+    printf("# %d syncs of page ranges\n", synced.ranges);
+    CHECK(synced.failed == 0, "%d copies of synced bytes failed", synced.failed);
+    CHECK(finished == 320, "320 records claimed and finished");
+    static const char *const disks[] = {"pages-disk", "pages-later"};
+    for (int i = 0; i < 2; i++) {
+        int a = count_prefix_in_boot(disks[i], "boot-two", q.table, "a"),
+            b = count_prefix_in_boot(disks[i], "boot-three", q.table, "b");
+        CHECK(a + b == 200, "%s after the crash: the 200 records not finished, %d and %d",
+              disks[i], a, b);
+    }
+}
+
+int
+main(void)
+{
+    if (!test_root_make("lmdb_crash_test"))
+        return 1;
+    test_machine_crash();
+    test_machine_crash_lazy_claim();
+    test_machine_crash_log();
+    test_machine_crash_log_processes();
+    test_machine_crash_pages();
+    test_root_remove();
+    return unit_test_summary();
+}
