@@ -2,8 +2,9 @@
  * queuefs store, for tests: chosen calls on the store's data file
  * (data.mdb) and its redo log (queuefs.log) fail with EIO.
  *
- *     QUEUEFS_FAIL=fsync        fsync, fdatasync and msync fail
- *     QUEUEFS_FAIL=write        write, pwrite, writev and pwritev fail
+ *     QUEUEFS_FAIL=fsync        fsync, fdatasync, sync_file_range, msync and
+ *                               a pwritev2 with RWF_DSYNC fail
+ *     QUEUEFS_FAIL=write        write, pwrite, writev, pwritev and pwritev2 fail
  *     QUEUEFS_FAIL=fsync,write  both
  *     QUEUEFS_FAIL_AFTER=N      the first N such calls succeed (default 0)
  *     QUEUEFS_FAIL_WHEN=PATH    only while PATH exists (calls made while it
@@ -14,7 +15,11 @@
  *
  * Calls on other files (a FUSE device, standard output) are never failed.
  * msync names no descriptor and fails whenever armed. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* sync_file_range, pwritev2 */
+#endif
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -189,4 +194,30 @@ pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
         return -1;
     }
     return real(fd, iov, cnt, off);
+}
+
+int
+sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
+{
+    static int (*real)(int, off_t, off_t, unsigned int);
+    if (!real)
+        real = next_fn("sync_file_range");
+    if (fail_now(FAIL_SYNC, fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, off, n, flags);
+}
+
+ssize_t
+pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    static ssize_t (*real)(int, const struct iovec *, int, off_t, int);
+    if (!real)
+        real = next_fn("pwritev2");
+    if (fail_now(FAIL_WRITE | (flags & RWF_DSYNC ? FAIL_SYNC : 0), fd)) {
+        errno = EIO;
+        return -1;
+    }
+    return real(fd, iov, cnt, off, flags);
 }
