@@ -630,6 +630,55 @@ commit_later(void *arg)
     return NULL;
 }
 
+/* What claims_in_two claims from. */
+typedef struct TwoQueues {
+    StoreQueue a, b;
+    int64_t    got;
+} TwoQueues;
+
+static int
+claims_in_two(StoreTxn *txn, void *ctx)
+{
+    TwoQueues *two = ctx;
+    StoreClaim c = {.n = 1, .instance = bytes_of("two")};
+    int64_t n = 0;
+    two->got = 0;
+    int rc = store_claim(txn, &two->a, &c, NULL, NULL, &n);
+    two->got += n;
+    if (!rc)
+        rc = store_claim(txn, &two->b, &c, NULL, NULL, &n);
+    two->got += n;
+    return rc;
+}
+
+/* One transaction that counts claims of two queues, the first of a
+ * process that just opened the store (nothing of it prepared or cached
+ * yet): it commits, and both counters have it. */
+static void
+test_counts_two_queues(void)
+{
+    TwoQueues two = {.a = queue_new(st, "two-a", 30000 * MS, 0),
+                     .b = queue_new(st, "two-b", 30000 * MS, 0)};
+    add(st, &two.a, "a1", "v", NULL, 0);
+    add(st, &two.b, "b1", "v", NULL, 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+        /* A process opens its own store: an environment does not cross fork(). */
+        StoreOptions opts = {.sync = true};
+        char err[256];
+        if (store_open(test_location, &opts, &st, err, sizeof err) != STORE_OK)
+            _exit(2);
+        int rc = store_write(st, claims_in_two, &two);
+        store_close(st);
+        _exit(rc == STORE_OK && two.got == 2 ? 0 : 3);
+    }
+    int status;
+    CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "both claimed in one commit (the process's status %d)", status);
+    CHECK(counts_of(st, &two.a).claims == 1 && counts_of(st, &two.b).claims == 1,
+          "each queue counts its claim");
+}
+
 static void
 test_notification(void)
 {
@@ -754,6 +803,7 @@ main(void)
     test_queue_filing();
     test_queue_scale();
     test_counts();
+    test_counts_two_queues();
     test_notification();
     test_races();
     store_close(st);

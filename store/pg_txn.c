@@ -185,6 +185,7 @@ typedef struct Pipe {
                                      * PG_STMT_COUNT for any other statement */
     PGresult *res[PIPE_MAX];
     bool     ok;                    /* every send succeeded */
+    char     why[256];              /* what the connection said when it failed */
 } Pipe;
 
 static void
@@ -214,7 +215,10 @@ pipe_stmt(Pipe *p, PgStmt s, const PgArgs *a)
 {
     char name[16];
     stmt_name(s, name);
-    if (p->ok && !stmt_prepared(p->c, s) && p->n < PIPE_MAX) {
+    bool preparing = stmt_prepared(p->c, s);   /* or prepared earlier in this pipeline */
+    for (int i = 0; i < p->n && !preparing; i++)
+        preparing = p->preparing[i] == s;
+    if (p->ok && !preparing && p->n < PIPE_MAX) {
         p->preparing[p->n++] = s;
         p->ok = PQsendPrepare(p->c->conn, name, pg_stmt_sql(s), 0, NULL) == 1;
     }
@@ -257,6 +261,13 @@ pipe_end(Pipe *p)
     ok = ok && got == p->n;
     if (PQexitPipelineMode(conn) != 1)
         ok = false;
+    if (!ok) {
+        /* Answers may still be on their way: the connection is of no
+         * further use (the next transaction connects again). */
+        snprintf(p->why, sizeof p->why, "%s", PQerrorMessage(conn));
+        PQfinish(conn);
+        p->c->conn = NULL;
+    }
     for (int i = 0; ok && i < p->n; i++) {
         if (p->preparing[i] == PG_STMT_COUNT)
             continue;
@@ -326,7 +337,8 @@ txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
  * may be connected again and begun again); or the status of a failed
  * BEGIN or clock. */
 static int
-txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *broken)
+txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *broken,
+               char why[256])
 {
     static const PgArgs none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
@@ -338,6 +350,8 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *b
     int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
     int at = out ? pipe_stmt(&p, s, a) : -1;
     *broken = !pipe_end(&p);
+    if (*broken)
+        memcpy(why, p.why, sizeof p.why);
     int rc = *broken ? STORE_IO : txn_clocked(txn, p.res[clock], sent);
     if (!*broken && PQresultStatus(p.res[0]) == PGRES_COMMAND_OK)
         txn->started = true;   /* a ROLLBACK ends it, whatever else failed */
@@ -353,11 +367,19 @@ static int
 txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out)
 {
     bool broken;
-    int rc = txn_begin_once(txn, s, a, out, &broken);
-    if (rc && broken && !(rc = pg_conn_ready(txn->st, txn->c, true)))
-        rc = txn_begin_once(txn, s, a, out, &broken);
+    char why[256] = "";
+    int rc = txn_begin_once(txn, s, a, out, &broken, why);
+    if (rc && broken) {
+        if ((rc = pg_conn_ready(txn->st, txn->c, true))) {
+            txn->failed = true;   /* the server is away: pg_conn_ready said why */
+            return rc;
+        }
+        rc = txn_begin_once(txn, s, a, out, &broken, why);
+    }
     if (rc) {
-        if (broken || !txn->failed)
+        if (broken)
+            store_error_detail_set("%s: %s", txn->st->server, why);
+        else if (!txn->failed)
             store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
         txn->failed = true;
     }
@@ -453,8 +475,9 @@ pg_txn_commit(StoreTxn *txn)
             rc = STORE_IO;
         if (rc == STORE_IO)
             store_error_detail_set("%s: %s", st->server,
-                                   failed ? PQresultErrorMessage(failed)
-                                          : PQerrorMessage(txn->c->conn));
+                                   failed    ? PQresultErrorMessage(failed)
+                                   : carried ? PQerrorMessage(txn->c->conn)
+                                             : p.why);
         txn->retryable = retry;
         if (PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE)
             PQclear(PQexec(txn->c->conn, "ROLLBACK"));
