@@ -432,7 +432,7 @@ static bool
 page_in_use(const CheckpointPages *p, uint64_t pg)
 {
     return pg <= p->last &&
-           !bsearch(&pg, p->free, p->n, sizeof *p->free, page_cmp);
+           !(p->n && bsearch(&pg, p->free, p->n, sizeof *p->free, page_cmp));
 }
 
 /* Writes the run of "n" pages at page "pg" and waits for it: 0 or errno. */
