@@ -664,10 +664,45 @@ checkpoint_tick(Store *st)
     lmdb_sync_unlock(st);
 }
 
+/* A fork() while a ticker is in the middle of a checkpoint, allocating,
+ * would hand the child a locked allocator under a malloc that has no fork
+ * handlers of its own (the sanitizers' in this toolchain): the child's
+ * first allocation would wait for ever.  Every store's ticks hold this
+ * lock shared, and a fork of the process takes it whole. */
+static pthread_rwlock_t fork_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_once_t fork_hooked = PTHREAD_ONCE_INIT;
+
+static void
+fork_prepare(void)
+{
+    pthread_rwlock_wrlock(&fork_lock);
+}
+
+static void
+fork_parent(void)
+{
+    pthread_rwlock_unlock(&fork_lock);
+}
+
+/* The child's only thread is not the one that locked it (another thread
+ * id): the lock is made anew. */
+static void
+fork_child(void)
+{
+    pthread_rwlock_init(&fork_lock, NULL);
+}
+
+static void
+fork_hook(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 void *
 lmdb_checkpoint_ticker(void *arg)
 {
     Store *st = arg;
+    pthread_once(&fork_hooked, fork_hook);
     pthread_mutex_lock(&st->tick_mu);
     while (!st->stopping) {
         struct timespec until;
@@ -681,7 +716,9 @@ lmdb_checkpoint_ticker(void *arg)
         if (st->stopping)
             break;
         pthread_mutex_unlock(&st->tick_mu);
+        pthread_rwlock_rdlock(&fork_lock);
         checkpoint_tick(st);
+        pthread_rwlock_unlock(&fork_lock);
         pthread_mutex_lock(&st->tick_mu);
     }
     pthread_mutex_unlock(&st->tick_mu);
