@@ -220,6 +220,36 @@ print(json.dumps({'pad': base64.b64encode(os.urandom(30000)).decode()}))" >"$D/b
     grep -q '^# TYPE queuefs_store_live_rows gauge$' "$M/metrics"
 }
 
+# scans N — how many sequential (N=seq_scan) or index (N=idx_scan) scans
+# of queuefs.records the statistics collector has counted.
+scans() {
+    psql -qXAt "$STORE" -c "SELECT $1 FROM pg_stat_user_tables WHERE relid = 'queuefs.records'::regclass"
+}
+
+@test "postgresql: claims, finishes and RELEASE ALL read the table's indexes, never all of it: 50 cycles on a 20,000-record queue start no sequential scan" {
+    sql "DEFINE QUEUE jobs TIMEOUT 1m;" >/dev/null
+    python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(20000)))' | sql_fast >/dev/null
+    psql -qX "$STORE" -c "ANALYZE queuefs.records" >/dev/null
+    mount_fs
+    local seq0 idx0 id i
+    seq0=$(scans seq_scan)
+    idx0=$(scans idx_scan)
+    for i in $(seq 50); do
+        id=$(jq -r '.id | sub("^jobs:"; "")' <"$M/jobs/claim")
+        rm "$M/jobs/$id"
+    done
+    printf 'CLAIM 3 FROM jobs;\nRELEASE ALL FROM jobs;\n' | sql >"$D/released"
+    [ "$(jq -s '.[1] | length' "$D/released")" = 3 ] || fail "RELEASE ALL answered $(cat "$D/released")"
+    # The backends report their counts within a second or so of going idle.
+    for _ in $(seq 50); do
+        [ "$(($(scans idx_scan) - idx0))" -ge 100 ] && break
+        sleep 0.2
+    done
+    [ "$(($(scans idx_scan) - idx0))" -ge 100 ] || fail "only $(($(scans idx_scan) - idx0)) index scans counted"
+    [ "$(scans seq_scan)" = "$seq0" ] || fail "$(($(scans seq_scan) - seq0)) sequential scans of queuefs.records"
+    [ "$(jq -s length < <(sql "SELECT * FROM jobs;" | jq -c '.[]'))" = 19950 ]
+}
+
 # ---------------------------------------------------------------------------
 # Several hosts: network namespaces, each mounting the store over TCP
 # ---------------------------------------------------------------------------

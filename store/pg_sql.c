@@ -104,7 +104,12 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * another transaction has them; the first n claimable of both in claim
      * order are claimed, the other due ones refiled.  $1 table, $2 the
      * queue's TIMEOUT (the new deadline is NOW_NS + it), $3 n, $4 ceiling,
-     * $5 consumer, $6 instance. */
+     * $5 consumer, $6 instance.
+     * The records are rewritten by key = ANY (ARRAY(…)), never by a join
+     * with a CTE: queuefs's sessions use generic plans, which estimate a
+     * LIMIT $n at a tenth of its input, and a join with "pick" was planned
+     * as a hash join over a scan of the whole table — every claim read
+     * every record (PG_RELEASE_ALL likewise). */
     [PG_CLAIM_HEAD] =
         "WITH clock AS MATERIALIZED (SELECT " NOW_NS " AS now, " NOW_PLUS("$2::int8") " AS until),"
         " due AS ("
@@ -128,19 +133,20 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  UPDATE queuefs.records r"
         "  SET state = queuefs.place_state(r.claimed_until, r.not_before, r.dead, k.now),"
         "      wake = queuefs.place_wake(r.claimed_until, r.not_before, r.dead, k.now)"
-        "  FROM due, clock k WHERE r.table_id = $1::int8 AND r.key = due.key"
-        "  AND due.key NOT IN (SELECT key FROM pick)),"
+        "  FROM clock k WHERE r.table_id = $1::int8"
+        "  AND r.key = ANY (ARRAY(SELECT key FROM due WHERE key NOT IN (SELECT key FROM pick)))),"
         " claimed AS ("
         "  UPDATE queuefs.records r SET attempts = r.attempts + 1,"
         "   hold = nextval('queuefs.holds'), claimed_until = k.until, consumer = $5::bytea,"
         "   instance = $6::bytea, changed = k.now, claimed = k.now, state = 1,"
         "   wake = k.until, dead = " DEAD("r.attempts + 1", "$4")
-        "  FROM pick p, clock k WHERE r.table_id = $1::int8 AND r.key = p.key"
-        "  RETURNING " R_COLS ", p.attempts AS o_attempts, p.hold AS o_hold,"
-        "   p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"
-        "   p.instance AS o_instance, p.since AS o_since, p.changed AS o_changed,"
-        "   p.claimed AS o_claimed)"
-        " SELECT * FROM claimed ORDER BY ord, seq",
+        "  FROM clock k WHERE r.table_id = $1::int8 AND r.key = ANY (ARRAY(SELECT key FROM pick))"
+        "  RETURNING " R_COLS ")"
+        " SELECT c.*, p.attempts AS o_attempts, p.hold AS o_hold,"
+        "  p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"
+        "  p.instance AS o_instance, p.since AS o_since, p.changed AS o_changed,"
+        "  p.claimed AS o_claimed FROM claimed c JOIN pick p ON p.key = c.key"
+        " ORDER BY c.ord, c.seq",
     /* The claim of one record, locked (PG_RECORD_LOCK) and found claimable. */
     [PG_CLAIM_ONE] =
         "UPDATE queuefs.records r SET attempts = r.attempts + 1,"
@@ -181,9 +187,10 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  WHERE table_id = $1::int8 AND state = 1 AND claimed_until > $2::int8"
         "  AND CASE WHEN length($4::bytea) > 0 THEN consumer = $4::bytea"
         "      ELSE instance = $5::bytea END FOR NO KEY UPDATE),"
-        " x AS (UPDATE queuefs.records r SET " RELEASED("$2", "$3", "$6") " FROM o WHERE r.table_id = $1::int8 AND r.key = o.key"
-        "  RETURNING " R_COLS ", o.ocu)"
-        " SELECT * FROM x ORDER BY ocu, key",
+        " x AS (UPDATE queuefs.records r SET " RELEASED("$2", "$3", "$6")
+        "  WHERE r.table_id = $1::int8 AND r.key = ANY (ARRAY(SELECT key FROM o))"
+        "  RETURNING " R_COLS ")"
+        " SELECT x.*, o.ocu FROM x JOIN o ON o.key = x.key ORDER BY o.ocu, x.key",
     /* $1 table, $2 key, $3 the claim's hold, $4 written before it, and the
      * columns before it: $5 attempts, $6 hold, $7 claimed_until,
      * $8 consumer, $9 instance, $10 since, $11 changed, $12 claimed;
