@@ -194,7 +194,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
     lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, 0, &r->lines, r->err, NULL};
+    Exec x = {r->s, txn, 0, &r->lines, r->err, NULL, r->n == 1};
     for (size_t i = 0; i < r->n; i++) {
         if (lang_exec_stmt(&x, r->stmts[i]))
             return -1;

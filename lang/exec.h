@@ -50,6 +50,8 @@ typedef struct Exec {
     LangError   *err;
     Buf         *changed;  /* UPDATE: collects the changed records' store keys
                               (lang_keys_push) instead of answering them */
+    bool         alone;    /* the statement is all its transaction does: its
+                              last change may say so (store_txn_last) */
 } Exec;
 
 /* The statement's instant: the transaction's (store_txn_now), read when it
@@ -163,7 +165,8 @@ LangErrorCode lang_identity_next(Exec *x, const TableDef *def, Value *key);
 /* Remembers that identity "key" has been held in "def". */
 LangErrorCode lang_identity_note(Exec *x, const TableDef *def, const Value *key);
 /* DEDUPLICATE: "*repeat" when "key" was first written less than the
- * queue's window ago; otherwise starts a new window at x->now. */
+ * queue's window ago; otherwise starts a new window at the statement's
+ * instant (lang_exec_now). */
 LangErrorCode lang_dedup_check(Exec *x, const TableDef *def, const Value *key, bool *repeat);
 
 /* ---- CLAIM … WAIT (waits.c) ---- */

@@ -117,6 +117,8 @@ lang_exec_claim(Exec *x, const Stmt *st)
             c.key = (StoreBytes){key.data, key.len};
         }
         int64_t claimed;
+        if (x->alone)
+            store_txn_last(x->txn);   /* nothing follows the claim but its answer */
         int rc = store_claim(x->txn, lang_record_queue(&def, &q), &c, claimed_one, &run, &claimed);
         if (rc && !x->err->code && t->id.kind == VAL_RECORD)
             lang_record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);

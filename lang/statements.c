@@ -449,6 +449,8 @@ delete_named(Exec *x, const TableDef *def, const Target *t, int64_t fence)
     Buf kb = {0};
     StoreQueue q;
     lang_record_key_encode(t->id.u.rec.key, &kb);
+    if (x->alone)
+        store_txn_last(x->txn);   /* what follows a delete that fails only reads */
     int rc = store_record_delete(x->txn, def->id, lang_record_queue(def, &q),
                                  (StoreBytes){kb.data, kb.len}, fence);
     lang_buf_free(&kb);

@@ -152,7 +152,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     *done = true;
     if (lang_session_read(s, &txn, err))
         return err->code;
-    Exec x = {s, txn, c->now, out, err, NULL};
+    Exec x = {s, txn, c->now, out, err, NULL, false};
     TableDef def;
     LangError gone = {0};
     bool first = !c->begun;
@@ -208,7 +208,7 @@ update_txn(StoreTxn *txn, void *ctx)
     Buf unused = {0};
     lang_buf_reset(u->keys);
     *u->err = (LangError){0};
-    Exec x = {u->s, txn, 0, &unused, u->err, u->keys};
+    Exec x = {u->s, txn, 0, &unused, u->err, u->keys, false};
     int rc = lang_exec_update(&x, u->st) ? -1 : 0;
     lang_buf_free(&unused);
     return rc;

@@ -133,6 +133,30 @@ read_when_up() {
     assert_equal "$(jq -r .n "$D/woke")" 2
 }
 
+@test "postgresql: a transaction that cannot begin (a lock held past lock_timeout) fails, saying the server's reason, and leaves its connection usable once the lock is gone" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    sql 'CREATE jobs = {n: 1};' >/dev/null
+    local impatient="$STORE&options=-c%20lock_timeout%3D200"
+    STORE=$impatient mount_fs
+    cat "$M/jobs/stats" >/dev/null
+    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.catalog IN ACCESS EXCLUSIVE MODE" \
+        -c "SELECT pg_sleep(3)" -c "COMMIT" >/dev/null &
+    local locker=$! failed=0
+    sleep 0.5
+    STORE=$impatient run sql "SELECT * FROM jobs;"
+    [ "$status" -ne 0 ] || fail "a SELECT went through the lock: $output"
+    assert_output --partial "lock timeout"
+    for _ in 1 2 3 4 5 6; do
+        cat "$M/jobs/stats" >/dev/null 2>&1 || failed=$((failed + 1))
+    done
+    wait "$locker"
+    [ "$failed" -ge 4 ] || fail "only $failed reads of stats failed while the catalog was locked"
+    for _ in $(seq 20); do
+        cat "$M/jobs/stats" >/dev/null || fail "a read after the lock was gone failed"
+    done
+    [ "$(sql "SELECT * FROM jobs;" | jq length)" = 1 ]
+}
+
 @test "postgresql: a full tablespace is StoreFull (ENOSPC); reads and deletes go on, and the store takes writes again once the disk grows" {
     mkdir -p "$PG_DIR/small"
     mountpoint -q "$PG_DIR/small" || mount -t tmpfs -o size=24m tmpfs "$PG_DIR/small"
@@ -240,7 +264,9 @@ scans() {
     done
     printf 'CLAIM 3 FROM jobs;\nRELEASE ALL FROM jobs;\n' | sql >"$D/released"
     [ "$(jq -s '.[1] | length' "$D/released")" = 3 ] || fail "RELEASE ALL answered $(cat "$D/released")"
-    # The backends report their counts within a second or so of going idle.
+    # Backends report all their counts when they end: the mount's, at its
+    # unmount (an idle one may keep them up to 10 s).
+    unmount_fs "$M"
     for _ in $(seq 50); do
         [ "$(($(scans idx_scan) - idx0))" -ge 100 ] && break
         sleep 0.2

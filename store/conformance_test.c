@@ -651,6 +651,77 @@ claims_in_two(StoreTxn *txn, void *ctx)
     return rc;
 }
 
+/* A write of test_last: reads its queue's definition (a backend may answer
+ * from a cache), says its next primitive is its last (store_txn_last),
+ * and claims one from the head — or deletes "del", and after a delete
+ * that found nothing reads "then". */
+typedef struct LastWrite {
+    StoreQueue  q;
+    const char *name;
+    const char *del;
+    const char *then;
+    char        def[16];   /* the definition it read */
+    int64_t     got;       /* claimed */
+    int         rc;        /* what the primitive answered */
+} LastWrite;
+
+static int
+last_write(StoreTxn *txn, void *ctx)
+{
+    LastWrite *w = ctx;
+    uint32_t id;
+    w->got = 0;
+    int rc = def_copy(txn, w->name, &id, w->def, sizeof w->def);
+    if (rc)
+        return rc;
+    store_txn_last(txn);
+    if (!w->del) {
+        StoreClaim c = {.n = 1, .instance = bytes_of("last")};
+        return w->rc = store_claim(txn, &w->q, &c, NULL, NULL, &w->got);
+    }
+    w->rc = store_record_delete(txn, w->q.table, &w->q, bytes_of(w->del), 0);
+    if (w->rc != STORE_NOTFOUND || !w->then)
+        return w->rc;
+    StoreRecord r;
+    return store_record_get(txn, w->q.table, bytes_of(w->then), &r);
+}
+
+/* A claim or a delete its transaction says is its last change does what
+ * it would otherwise: once, counted, under the definition current when it
+ * runs — also when another process has just redefined the queue — and a
+ * delete that found nothing may be followed by reads. */
+static void
+test_last(void)
+{
+    const char *name = unique_name("last");
+    LastWrite w = {.q = {.timeout_ns = 30000 * MS, .table = table_make(st, name)}, .name = name};
+    for (const char *k = "abcd"; *k; k++)
+        add(st, &w.q, (char[]){*k, 0}, "v", NULL, 0);
+    CHECK(store_write(st, last_write, &w) == STORE_OK && w.got == 1, "the claim: %d", w.rc);
+    StoreQueueCounts n = counts_of(st, &w.q);
+    CHECK(n.claims == 1 && n.held == 1 && n.ready == 3, "claimed once, counted");
+    CHECK(redefine_elsewhere(name, "v2"), "the other process redefined it");
+    CHECK(store_write(st, last_write, &w) == STORE_OK && w.got == 1 && !strcmp(w.def, "v2"),
+          "the claim after a redefinition elsewhere reads it: %s", w.def);
+    n = counts_of(st, &w.q);
+    CHECK(n.claims == 2 && n.held == 2 && n.ready == 2, "claimed once more: %" PRIu64 " claims",
+          n.claims);
+    w.del = "a";
+    CHECK(store_write(st, last_write, &w) == STORE_OK, "the delete: %s", store_strerror(w.rc));
+    CHECK(redefine_elsewhere(name, "v3"), "the other process redefined it again");
+    w.del = "c";
+    CHECK(store_write(st, last_write, &w) == STORE_OK && !strcmp(w.def, "v3"),
+          "the delete after a redefinition elsewhere reads it: %s", w.def);
+    n = counts_of(st, &w.q);
+    CHECK(n.records == 2 && n.deletes == 2, "deleted twice, counted: %" PRIu64 " records",
+          n.records);
+    w.del = "zz";
+    w.then = "b";
+    CHECK(store_write(st, last_write, &w) == STORE_OK && w.rc == STORE_NOTFOUND,
+          "a delete of nothing, then a read: %s", store_strerror(w.rc));
+    CHECK(counts_of(st, &w.q).deletes == 2, "nothing more deleted");
+}
+
 /* One transaction that counts claims of two queues, the first of a
  * process that just opened the store (nothing of it prepared or cached
  * yet): it commits, and both counters have it. */
@@ -804,6 +875,7 @@ main(void)
     test_queue_scale();
     test_counts();
     test_counts_two_queues();
+    test_last();
     test_notification();
     test_races();
     store_close(st);

@@ -43,8 +43,10 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
         return STORE_EXISTS;
     uint32_t id = (uint32_t)pg_i64(res, 0, 0);
     char sql[320];
-    /* Its counter rows are made now, so that their updates find room in
-     * their pages even when the tablespace fills later. */
+    /* Its counter rows of the first 64 slots are made now, so that their
+     * updates find room in their pages even when the tablespace fills
+     * later; a connection of a higher slot (more than 64 open on the
+     * database) makes its row with its first count. */
     snprintf(sql, sizeof sql,
              "CREATE SEQUENCE queuefs.ids_%u; CREATE SEQUENCE queuefs.arrivals_%u;"
              " INSERT INTO queuefs.counts (table_id, slot)"
@@ -94,7 +96,7 @@ txn_keep(StoreTxn *txn, void *p)
 /* Looks "name" up in the cache, valid for "txn" when it reads the catalog
  * version the cache holds and has changed no definition itself (a
  * transaction not yet begun assumes so, and has it checked when it begins:
- * pg_conn.c); the definition is copied for the transaction (the cache may
+ * pg_txn.c); the definition is copied for the transaction (the cache may
  * be cleared meanwhile).  True when found. */
 static bool
 cache_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)

@@ -393,6 +393,7 @@ const StoreOps store_pg_ops = {
     .txn_commit = pg_txn_commit,
     .txn_abort = pg_txn_abort,
     .txn_use_reserve = pg_txn_use_reserve,
+    .txn_last = pg_txn_last,
     .table_create = pg_table_create,
     .table_redefine = pg_table_redefine,
     .table_get = pg_table_get,

@@ -136,6 +136,10 @@ struct StoreTxn {
     bool changed;                 /* a statement may have made something claimable: tell */
     bool failed;                  /* a statement failed: only a rollback is left */
     bool retryable;               /* ... of a serialization failure or deadlock */
+    bool last;                    /* its next statement is its last change
+                                   * (store_txn_last): its COMMIT may go with it */
+    bool committed;               /* its COMMIT went with a statement: nothing is open */
+    bool committed_changes;       /* ... and that statement changed something */
     int64_t now;                  /* its instant, once started: read it with pg_txn_now */
     int64_t catalog_version;      /* queuefs.catalog's at BEGIN (before it: the
                                    * version the store's cache holds) */
@@ -179,6 +183,10 @@ void pg_arg_bool(PgArgs *a, bool v);
  * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
  * for a sequence at its end, ...) and the transaction left to roll back. */
 PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
+/* The catalog version a statement that may begin "txn" is to find still
+ * current (CATALOG_IS in store/pg_sql.c): the one its cached definitions
+ * were read at, before it began; 0 (no check) once begun. */
+int64_t pg_txn_version_to_check(const StoreTxn *txn);
 /* Runs "sql" (no arguments: DDL, several statements) in "txn", failing as
  * pg_run does: 0 or the status. */
 int pg_run_sql(StoreTxn *txn, const char *sql);
@@ -302,6 +310,7 @@ int pg_txn_begin(Store *st, bool write, StoreTxn **out);
 int pg_txn_commit(StoreTxn *txn);
 void pg_txn_abort(StoreTxn *txn);
 void pg_txn_use_reserve(StoreTxn *txn);
+void pg_txn_last(StoreTxn *txn);
 int pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
 int pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
 int pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);

@@ -142,17 +142,19 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
 
 /* Hands out the records claim "res" claimed (the record as now stored,
  * then its columns before the claim: PG_CLAIM_HEAD's columns): counts the
- * claims and lapses, notes the hand-outs of a rate-limited queue, and
- * calls "fn" for each, in claim order. */
+ * claims and lapses unless the statement did ("counted"), notes the
+ * hand-outs of a rate-limited queue, and calls "fn" for each, in claim
+ * order. */
 static int
-hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res,
+hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
          int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
          int64_t *claimed)
 {
     int n = PQntuples(res), lapses = 0, rc;
     for (int i = 0; i < n; i++)
         lapses += pg_i64(res, i, PG_RECORD_NCOLS + 2) != 0;
-    pg_count(txn, q->table, n, 0, lapses, 0);
+    if (!counted)
+        pg_count(txn, q->table, n, 0, lapses, 0);
     *claimed = n;
     if ((rc = rate_note(txn, q, n)))
         return rc;
@@ -176,7 +178,7 @@ hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res,
 }
 
 /* The arguments a claim statement takes after its first three (see
- * PG_CLAIM_HEAD and PG_CLAIM_NAMED): the ceiling, the new deadline, the
+ * PG_CLAIM_GROUPED and PG_CLAIM_NAMED): the ceiling, the new deadline, the
  * consumer and instance, and a grouped queue's per_group. */
 static void
 claim_args(PgArgs *a, const StoreQueue *q, const StoreClaim *c, int64_t until)
@@ -209,7 +211,7 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
     pg_arg_i64(&a, pg_txn_now(txn));
     claim_args(&a, q, c, until);
     PGresult *res = pg_run(txn, PG_CLAIM_NAMED, &a, &rc);
-    return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
+    return res ? hand_out(txn, q, res, false, fn, ctx, claimed) : rc;
 }
 
 int
@@ -248,9 +250,11 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         pg_arg_i64(&a, q->max_attempts);
         pg_arg_bytes(&a, c->consumer);
         pg_arg_bytes(&a, c->instance);
+        pg_arg_i64(&a, pg_txn_version_to_check(txn));
+        pg_arg_i64(&a, txn->c->slot);
     }
     PGresult *res = pg_run(txn, s, &a, &rc);
-    return res ? hand_out(txn, q, res, fn, ctx, claimed) : rc;
+    return res ? hand_out(txn, q, res, s == PG_CLAIM_HEAD, fn, ctx, claimed) : rc;
 }
 
 int

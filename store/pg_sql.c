@@ -2,9 +2,11 @@
  *
  * Each is one fixed text, whatever it acts on: arguments are bound (in
  * binary), never spliced, and every instant is the transaction's now():
- * bound as $now once read (store/pg_conn.c), or written as NOW_NS by the
+ * bound as $now once read (store/pg_txn.c), or written as NOW_NS by the
  * statements that may begin a transaction — the claim of the head and the
- * delete — so that BEGIN goes with them in one round trip.  A queue record's
+ * delete — so that BEGIN goes with them in one round trip (and COMMIT too,
+ * when they are all the transaction changes: they count themselves, and
+ * check the cached definitions they were given are current, CATALOG_IS).  A queue record's
  * placement is computed by queuefs.place_state / place_wake (see
  * store/pg_schema.c) from its deadline, not_before and "dead" (at the
  * ATTEMPTS ceiling), the last recomputed from the queue's ceiling at each
@@ -17,13 +19,29 @@
     "r.claimed_until, r.consumer, r.instance, r.ord, r.not_before, r.grp"
 
 /* The transaction's now() in nanoseconds, as the clock's read at BEGIN
- * answers it (pg_conn.c: microseconds, times 1,000). */
+ * answers it (pg_txn.c: microseconds, times 1,000). */
 #define NOW_NS "((extract(epoch FROM now()) * 1000000)::int8 * 1000)"
 /* The instant duration D after NOW_NS, or the end of time when that is
  * past it. */
 #define NOW_PLUS(d) \
     "(CASE WHEN " NOW_NS " > 9223372036854775807 - " d " THEN 9223372036854775807" \
     " ELSE " NOW_NS " + " d " END)"
+
+/* True when the catalog's version is V (an int8 argument), or V is 0: a
+ * statement that may begin its transaction uses definitions cached at
+ * version V, and changes nothing when they have changed since (the clock's
+ * read beside it then has the transaction run again). */
+#define CATALOG_IS(v) \
+    "(" v "::int8 = 0 OR EXISTS (SELECT 1 FROM queuefs.catalog WHERE version = " v "::int8))"
+
+/* What makes an INSERT of a counter row (table, slot, claims, releases,
+ * lapses, deletes) add to the row there. */
+#define COUNTS_ADDED \
+    " ON CONFLICT (table_id, slot) DO UPDATE SET" \
+    " claims = queuefs.counts.claims + EXCLUDED.claims," \
+    " releases = queuefs.counts.releases + EXCLUDED.releases," \
+    " lapses = queuefs.counts.lapses + EXCLUDED.lapses," \
+    " deletes = queuefs.counts.deletes + EXCLUDED.deletes"
 
 /* "dead" for attempts expression A under ceiling $M. */
 #define DEAD(a, m) "(" m "::int8 > 0 AND " a " >= " m "::int8)"
@@ -88,10 +106,15 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " wake = CASE WHEN $8::bool THEN queuefs.place_wake(r.claimed_until, $6::int8, "
         DEAD("r.attempts", "$9") ", $4::int8) ELSE 0 END"
         " WHERE r.table_id = $1::int8 AND r.key = $2::bytea RETURNING 1",
-    /* $3 hold (<= 0: any) */
+    /* $3 hold (<= 0: any), $4 counted (a queue's), $5 the counters' slot,
+     * $6 the catalog version it may begin under (CATALOG_IS) */
     [PG_RECORD_DELETE] =
-        "DELETE FROM queuefs.records WHERE table_id = $1::int8 AND key = $2::bytea"
-        " AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > " NOW_NS ")) RETURNING 1",
+        "WITH d AS (DELETE FROM queuefs.records WHERE table_id = $1::int8 AND key = $2::bytea"
+        "  AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > " NOW_NS "))"
+        "  AND " CATALOG_IS("$6") " RETURNING 1),"
+        " counted AS (INSERT INTO queuefs.counts SELECT $1::int8, $5::int8::int4, 0, 0, 0, count(*)"
+        "  FROM d HAVING $4::bool AND count(*) > 0" COUNTS_ADDED ")"
+        " SELECT 1 FROM d",
     [PG_RECORD_FROM] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
                        " AND r.key >= $2::bytea ORDER BY r.key LIMIT $3::int8",
     [PG_RECORD_AFTER] = "SELECT " R_COLS " FROM queuefs.records r WHERE r.table_id = $1::int8"
@@ -104,24 +127,26 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * another transaction has them; the first n claimable of both in claim
      * order are claimed, the other due ones refiled.  $1 table, $2 the
      * queue's TIMEOUT (the new deadline is NOW_NS + it), $3 n, $4 ceiling,
-     * $5 consumer, $6 instance.
+     * $5 consumer, $6 instance, $7 the catalog version it may begin under
+     * (CATALOG_IS), $8 the counters' slot: it counts its claims and lapses.
      * The records are rewritten by key = ANY (ARRAY(…)), never by a join
      * with a CTE: queuefs's sessions use generic plans, which estimate a
      * LIMIT $n at a tenth of its input, and a join with "pick" was planned
      * as a hash join over a scan of the whole table — every claim read
      * every record (PG_RELEASE_ALL likewise). */
     [PG_CLAIM_HEAD] =
-        "WITH clock AS MATERIALIZED (SELECT " NOW_NS " AS now, " NOW_PLUS("$2::int8") " AS until),"
+        "WITH clock AS MATERIALIZED (SELECT " NOW_NS " AS now, " NOW_PLUS("$2::int8") " AS until,"
+        "  " CATALOG_IS("$7") " AS current),"
         " due AS ("
         "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
         "         changed, claimed, not_before, dead FROM queuefs.records"
         "  WHERE table_id = $1::int8 AND state = 1 AND wake <= (SELECT now FROM clock)"
-        "  ORDER BY wake LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED),"
+        "  AND (SELECT current FROM clock) ORDER BY wake LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED),"
         " ready AS ("
         "  SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
         "         changed, claimed FROM queuefs.records"
-        "  WHERE table_id = $1::int8 AND state = 0 ORDER BY ord, seq LIMIT $3::int8"
-        "  FOR NO KEY UPDATE SKIP LOCKED),"
+        "  WHERE table_id = $1::int8 AND state = 0 AND (SELECT current FROM clock)"
+        "  ORDER BY ord, seq LIMIT $3::int8 FOR NO KEY UPDATE SKIP LOCKED),"
         " pick AS ("
         "  SELECT * FROM (SELECT * FROM ready UNION ALL"
         "    SELECT key, ord, seq, attempts, hold, claimed_until, consumer, instance, since,"
@@ -141,7 +166,10 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "   instance = $6::bytea, changed = k.now, claimed = k.now, state = 1,"
         "   wake = k.until, dead = " DEAD("r.attempts + 1", "$4")
         "  FROM clock k WHERE r.table_id = $1::int8 AND r.key = ANY (ARRAY(SELECT key FROM pick))"
-        "  RETURNING " R_COLS ")"
+        "  RETURNING " R_COLS "),"
+        " counted AS (INSERT INTO queuefs.counts SELECT $1::int8, $8::int8::int4, count(*), 0,"
+        "  count(*) FILTER (WHERE claimed_until <> 0), 0 FROM pick HAVING count(*) > 0"
+        COUNTS_ADDED ")"
         " SELECT c.*, p.attempts AS o_attempts, p.hold AS o_hold,"
         "  p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"
         "  p.instance AS o_instance, p.since AS o_since, p.changed AS o_changed,"
@@ -361,7 +389,6 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " ON CONFLICT (table_id, key) DO UPDATE SET seen = EXCLUDED.seen"
         " WHERE queuefs.dedup.seen <= $4::int8 RETURNING 1",
 
-    /* The statistics collector's figures of queuefs's tables */
     /* What BEGIN is sent with: the transaction's now() in microseconds and
      * the catalog's version, for the cache of definitions. */
     [PG_TXN_CLOCK] = "SELECT (extract(epoch FROM now()) * 1000000)::int8,"
@@ -370,11 +397,8 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * transaction's changes to the counters, sent with its COMMIT */
     [PG_COUNT_ADD] =
         "INSERT INTO queuefs.counts VALUES ($1::int8, $2::int8::int4, $3::int8, $4::int8,"
-        " $5::int8, $6::int8) ON CONFLICT (table_id, slot) DO UPDATE SET"
-        " claims = queuefs.counts.claims + EXCLUDED.claims,"
-        " releases = queuefs.counts.releases + EXCLUDED.releases,"
-        " lapses = queuefs.counts.lapses + EXCLUDED.lapses,"
-        " deletes = queuefs.counts.deletes + EXCLUDED.deletes",
+        " $5::int8, $6::int8)" COUNTS_ADDED,
+    /* The statistics collector's figures of queuefs's tables */
     [PG_HEALTH] = "SELECT coalesce(sum(n_live_tup), 0)::int8, coalesce(sum(n_dead_tup), 0)::int8"
                   " FROM pg_stat_user_tables WHERE schemaname = 'queuefs'",
 };

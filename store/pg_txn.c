@@ -4,8 +4,11 @@
  * BEGIN, the read of the server's clock and that statement in one round
  * trip (a pipeline); what it did before that from cached definitions is
  * checked against the catalog's version then, and run again when stale.
- * Its counters and COMMIT go in one round trip too.  A read transaction
- * begins at once.  The transaction that finds its connection broken when
+ * Its counters and COMMIT go in one round trip too — or, when the caller
+ * said that first statement is its last change (store_txn_last) and it is
+ * one that counts itself (the claim of the head, a delete), the COMMIT
+ * goes with it: a claim or a finish is then one round trip.  A read
+ * transaction begins at once.  The transaction that finds its connection broken when
  * it begins connects again, once; one that saw it break later fails with
  * STORE_IO.  store_write runs its function again after a deadlock or
  * serialization failure.  A commit that may have made something claimable
@@ -47,8 +50,10 @@ txn_failed(StoreTxn *txn, PGresult *res)
 {
     bool retry;
     int rc = pg_status_of(txn->c->conn, res, &retry);
+    /* (In a pipeline the connection's message is empty: the result's says why.) */
     if (rc == STORE_IO)
-        store_error_detail_set("%s: %s", txn->st->server, PQerrorMessage(txn->c->conn));
+        store_error_detail_set("%s: %s", txn->st->server,
+                               res ? PQresultErrorMessage(res) : PQerrorMessage(txn->c->conn));
     txn->failed = true;
     txn->retryable = txn->retryable || retry;
     PQclear(res);
@@ -118,18 +123,57 @@ stmt_done(StoreTxn *txn, PgStmt s, PGresult *res)
     results_keep(txn, res);
 }
 
-static int txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out);
+/* True for the statements that count what they do themselves and leave
+ * nothing for the commit to put right: a transaction of one of them alone
+ * may commit with it. */
+static bool
+stmt_may_commit(PgStmt s)
+{
+    return s == PG_CLAIM_HEAD || s == PG_RECORD_DELETE;
+}
+
+/* True when "txn" has nothing to add at its commit: no counters, no group
+ * to put right. */
+static bool
+txn_nothing_pending(const StoreTxn *txn)
+{
+    for (int i = 0; i < txn->ndeltas; i++) {
+        const PgDelta *d = &txn->deltas[i];
+        if (d->claims || d->releases || d->lapses || d->deletes)
+            return false;
+    }
+    return txn->nfixes == 0;
+}
+
+/* After a commit that went with a statement: what may still run in "txn"
+ * — anything, in a transaction begun afresh, when that statement changed
+ * nothing; else nothing (store_txn_last promised so). */
+static int
+txn_after_commit(StoreTxn *txn)
+{
+    if (txn->committed_changes) {
+        store_error_detail_set("%s: a statement after the transaction's last", txn->st->server);
+        return STORE_IO;
+    }
+    txn->committed = false;
+    return STORE_OK;
+}
+
+static int txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit);
 
 PGresult *
 pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
 {
-    if (txn->failed) {
+    if (txn->failed || (txn->committed && (*rc = txn_after_commit(txn)))) {
         *rc = STORE_IO;
         return NULL;
     }
+    bool last = txn->last;
+    txn->last = false;
     PGresult *res;
     if (!txn->started) {
-        if ((*rc = txn_begin_with(txn, s, a, &res)))
+        bool commit = last && stmt_may_commit(s) && txn_nothing_pending(txn);
+        if ((*rc = txn_begin_with(txn, s, a, &res, commit)))
             return NULL;
     } else {
         PGconn *conn = txn->c->conn;
@@ -168,8 +212,6 @@ pg_run_sql(StoreTxn *txn, const char *sql)
     PQclear(res);
     return STORE_OK;
 }
-
-/* ---- transactions ---- */
 
 /* ---- pipelines: several statements, one round trip ---- */
 
@@ -330,15 +372,37 @@ txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
     return STORE_OK;
 }
 
+/* Notes the answer "res" of the COMMIT sent with statement "stmt" (its
+ * answer, a success): "txn" is committed, or failed with the commit's
+ * status. */
+static int
+txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *res)
+{
+    if (PQresultStatus(res) == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(res), "COMMIT")) {
+        PQclear(res);
+        txn->committed = true;
+        txn->committed_changes = PQntuples(stmt) > 0 || atoi(PQcmdTuples((PGresult *)stmt)) > 0;
+        txn->started = false;
+        return STORE_OK;
+    }
+    int rc = txn_failed(txn, res);
+    txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
+    if (rc == STORE_OK) {
+        store_error_detail_set("%s: the commit was refused", txn->st->server);
+        rc = STORE_IO;
+    }
+    return rc;
+}
+
 /* Begins "txn" on its connection, in one round trip: BEGIN, the clock's
  * read and, when "out" is not NULL, statement "s" with "a", whose answer
- * (whatever its status) goes to "*out".  0; STORE_IO with "*broken" when
- * the connection failed before BEGIN was answered (nothing happened: it
- * may be connected again and begun again); or the status of a failed
- * BEGIN or clock. */
+ * (whatever its status) goes to "*out" — and then, with "commit", COMMIT.
+ * 0; STORE_IO with "*broken" when the connection failed before BEGIN was
+ * answered (nothing happened: it may be connected again and begun again);
+ * or the status of a failed BEGIN, clock or commit. */
 static int
-txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *broken,
-               char why[256])
+txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit,
+               bool *broken, char why[256])
 {
     static const PgArgs none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
@@ -349,12 +413,34 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *b
     pipe_sql(&p, begin);
     int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
     int at = out ? pipe_stmt(&p, s, a) : -1;
+    int end = -1;
+    if (out && commit) {
+        pipe_sql(&p, "COMMIT");
+        end = p.n - 1;
+    }
     *broken = !pipe_end(&p);
     if (*broken)
         memcpy(why, p.why, sizeof p.why);
-    int rc = *broken ? STORE_IO : txn_clocked(txn, p.res[clock], sent);
-    if (!*broken && PQresultStatus(p.res[0]) == PGRES_COMMAND_OK)
+    int rc = STORE_IO;
+    if (!*broken && PQresultStatus(p.res[0]) != PGRES_COMMAND_OK)
+        rc = txn_failed(txn, p.res[0]), p.res[0] = NULL;   /* the BEGIN */
+    else if (!*broken && PQresultStatus(p.res[clock]) != PGRES_TUPLES_OK)
+        rc = txn_failed(txn, p.res[clock]), p.res[clock] = NULL;
+    else if (!*broken)
+        rc = txn_clocked(txn, p.res[clock], sent);
+    if (rc == STORE_OK && txn->failed)
+        rc = STORE_IO;
+    if (!*broken && p.res[0] && PQresultStatus(p.res[0]) == PGRES_COMMAND_OK)
         txn->started = true;   /* a ROLLBACK ends it, whatever else failed */
+    if (!*broken && end >= 0 && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
+        /* The statement was carried out: what its commit answered stands,
+         * even when the clock found the cache stale (the statement then
+         * changed nothing: CATALOG_IS). */
+        int committed = txn_committed(txn, p.res[at], p.res[end]);
+        p.res[end] = NULL;
+        if (!rc)
+            rc = committed;
+    }
     if (!rc && out)
         *out = p.res[at];
     pipe_free(&p, rc || !out ? -1 : at);
@@ -364,17 +450,17 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool *b
 /* txn_begin_once, and once more on a connection made again when the
  * pooled one had broken (the server dropped it while it was idle). */
 static int
-txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out)
+txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit)
 {
     bool broken;
     char why[256] = "";
-    int rc = txn_begin_once(txn, s, a, out, &broken, why);
+    int rc = txn_begin_once(txn, s, a, out, commit, &broken, why);
     if (rc && broken) {
         if ((rc = pg_conn_ready(txn->st, txn->c, true))) {
             txn->failed = true;   /* the server is away: pg_conn_ready said why */
             return rc;
         }
-        rc = txn_begin_once(txn, s, a, out, &broken, why);
+        rc = txn_begin_once(txn, s, a, out, commit, &broken, why);
     }
     if (rc) {
         if (broken)
@@ -405,10 +491,11 @@ pg_txn_begin(Store *st, bool write, StoreTxn **out)
      * runs it again when what it read from the cache before was stale); a
      * read transaction, which nothing runs again, begins now. */
     if (!rc && !write)
-        rc = txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL);
+        rc = txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL, false);
     if (rc) {
-        pg_pool_give(st, c);
-        free(txn);
+        /* A BEGIN answered is rolled back: the pooled connection must not
+         * stay in a failed transaction. */
+        pg_txn_abort(txn);
         return rc;
     }
     *out = txn;
@@ -438,7 +525,12 @@ pg_txn_commit(StoreTxn *txn)
         return fixed ? fixed : STORE_IO;
     }
     if (!txn->started) {
-        txn_free(txn);   /* it asked the server nothing: nothing to commit */
+        /* It asked the server nothing, or its commit went with its last
+         * statement: nothing to commit. */
+        bool changed = txn->changed;
+        txn_free(txn);
+        if (changed)
+            pg_changes_note(st, true);
         return STORE_OK;
     }
     /* The counters' changes and the commit: one round trip. */
@@ -468,7 +560,9 @@ pg_txn_commit(StoreTxn *txn)
             failed = p.res[i];
     const PGresult *end = carried ? p.res[p.n - 1] : NULL;
     if (!carried || failed || strcmp(PQcmdStatus((PGresult *)end), "COMMIT") != 0) {
-        /* A COMMIT after a failure in its pipeline answers ROLLBACK. */
+        /* A COMMIT after a failure in its pipeline is skipped, and the
+         * transaction stays open, failed, until a ROLLBACK; a COMMIT of a
+         * transaction failed earlier answers ROLLBACK. */
         bool retry = false;
         rc = carried ? pg_status_of(txn->c->conn, failed, &retry) : STORE_IO;
         if (rc == STORE_OK)
@@ -478,8 +572,8 @@ pg_txn_commit(StoreTxn *txn)
                                    failed    ? PQresultErrorMessage(failed)
                                    : carried ? PQerrorMessage(txn->c->conn)
                                              : p.why);
-        txn->retryable = retry;
-        if (PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE)
+        /* (A commit is not run again: it may have happened.) */
+        if (txn->c->conn && PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE)
             PQclear(PQexec(txn->c->conn, "ROLLBACK"));
     }
     pipe_free(&p, -1);
@@ -506,6 +600,18 @@ pg_txn_abort(StoreTxn *txn)
 }
 
 void
+pg_txn_last(StoreTxn *txn)
+{
+    txn->last = txn->write;
+}
+
+int64_t
+pg_txn_version_to_check(const StoreTxn *txn)
+{
+    return !txn->started && txn->cache_used ? txn->catalog_version : 0;
+}
+
+void
 pg_txn_use_reserve(StoreTxn *txn)
 {
     (void)txn;   /* PostgreSQL keeps no reserve of its own */
@@ -516,8 +622,8 @@ pg_txn_now(StoreTxn *txn)
 {
     /* Its instant is the server's: asking for it begins the transaction,
      * so that it can be bound to the statements that follow. */
-    if (!txn->started && !txn->failed)
-        txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL);
+    if (!txn->started && !txn->failed && !txn->committed)
+        txn_begin_with(txn, PG_STMT_COUNT, NULL, NULL, false);
     return txn->now;
 }
 
@@ -534,10 +640,13 @@ pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
             return rc;
         rc = fn(txn, ctx);
         /* What it did from cached definitions alone, asking the server
-         * nothing, stands once the catalog is known not to have moved. */
-        if (!rc && !txn->started && txn->cache_used) {
+         * nothing — succeeded, or failed, say for a permission a definition
+         * since changed elsewhere gives — stands once the catalog is known
+         * not to have moved; else it runs again. */
+        if (!txn->started && !txn->committed && txn->cache_used) {
             pg_txn_now(txn);
-            rc = txn->failed ? STORE_IO : STORE_OK;
+            if (txn->failed && !rc)
+                rc = STORE_IO;
         }
         if (rc) {
             bool again = txn->retryable;

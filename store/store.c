@@ -296,6 +296,13 @@ store_txn_lazy(StoreTxn *txn)
         OPS(txn)->txn_lazy(txn);
 }
 
+void
+store_txn_last(StoreTxn *txn)
+{
+    if (OPS(txn)->txn_last)
+        OPS(txn)->txn_last(txn);
+}
+
 int
 store_queue_refile(StoreTxn *txn, const StoreQueue *q,
                    int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)

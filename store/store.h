@@ -298,6 +298,17 @@ void store_txn_use_reserve(StoreTxn *txn);
  * (a server's) keeps every write durable and ignores the mark. */
 void store_txn_lazy(StoreTxn *txn);
 
+/* Tells write transaction "txn" that the next primitive called on it is
+ * the last thing it changes: its caller then commits (store_write: "fn"
+ * returns), doing nothing more in it but reads should that primitive find
+ * nothing to change.  A backend whose commit costs a round trip (a
+ * server's) may send the commit with the primitive's statement: then once
+ * the primitive has returned STORE_OK its changes are committed, and a
+ * failure of "fn" after it no longer undoes them; reads after a primitive
+ * that changed nothing run in a transaction begun afresh.  A backend
+ * without such a commit ignores the mark. */
+void store_txn_last(StoreTxn *txn);
+
 /* ---- the catalog ----
  * Each table has a name (<= STORE_MAX_KEY bytes), a definition blob the
  * caller encodes, and a numeric id the store assigns (never reused, so a

@@ -49,6 +49,7 @@ typedef struct StoreOps {
     int (*retry)(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out);
     int (*unclaim)(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold, bool *given_back);
     void (*txn_lazy)(StoreTxn *txn);      /* NULL: every write is durable */
+    void (*txn_last)(StoreTxn *txn);      /* NULL: a commit is its own step */
     int (*queue_refile)(StoreTxn *txn, const StoreQueue *q, int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
     int (*queue_rate_next)(StoreTxn *txn, const StoreQueue *q, int64_t *at);
     int (*queue_counts)(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);

@@ -621,12 +621,14 @@ write_then_notfound(StoreTxn *txn, void *ctx)
 }
 
 /* What a write of test_definition_elsewhere saw: the definition, and the
- * record it added after reading it (when "add"). */
+ * record it added after reading it (when "add"); the definition it does
+ * not refuse (def_refused_unless). */
 typedef struct DefSeen {
     const char *name;
     bool        add;
     char        def[16];
     int         runs;
+    const char *want;
 } DefSeen;
 
 static int
@@ -634,19 +636,25 @@ def_read(StoreTxn *txn, void *ctx)
 {
     DefSeen *d = ctx;
     uint32_t id;
-    StoreBytes def;
     d->runs++;
-    int rc = store_table_get(txn, d->name, &id, &def);
-    if (rc)
-        return rc;
-    snprintf(d->def, sizeof d->def, "%.*s", (int)def.len, (const char *)def.data);
-    return d->add ? put(txn, id, d->def, "seen") : STORE_OK;
+    int rc = def_copy(txn, d->name, &id, d->def, sizeof d->def);
+    return rc ? rc : d->add ? put(txn, id, d->def, "seen") : STORE_OK;
+}
+
+/* A write that refuses a definition it reads (as the language refuses a
+ * table a definition does not let the caller write). */
+static int
+def_refused_unless(StoreTxn *txn, void *ctx)
+{
+    DefSeen *d = ctx;
+    int rc = def_read(txn, d);
+    return rc ? rc : strcmp(d->def, d->want) ? STORE_CONFLICT : STORE_OK;
 }
 
 /* A definition another process changed is what this one's next write
  * reads — a backend that keeps definitions between transactions must
- * notice, whether the write asks the store for nothing else or goes on
- * to write a record. */
+ * notice, whether the write asks the store for nothing else, goes on to
+ * write a record, or fails because of what the definition said. */
 static void
 test_definition_elsewhere(Store *st)
 {
@@ -656,28 +664,12 @@ test_definition_elsewhere(Store *st)
     CHECK(store_table_create(t, name, bytes_of("v1"), &id) == STORE_OK, "create");
     commit(t);
     for (int add = 0; add < 2; add++) {
-        DefSeen d = {name, add, "", 0};
+        DefSeen d = {name, add, "", 0, NULL};
         char next[8];
         snprintf(next, sizeof next, "v%d", add + 2);
         CHECK(store_write(st, def_read, &d) == STORE_OK && !strcmp(d.def, add ? "v2" : "v1"),
               "the definition before: %s", d.def);
-        pid_t kid = fork();
-        if (kid == 0) {
-            /* A process opens its own store: an environment does not cross fork(). */
-            Store *other;
-            StoreTxn *w;
-            char err[256];
-            StoreOptions opts = {.sync = true};
-            if (store_open(test_location, &opts, &other, err, sizeof err) ||
-                store_txn_begin(other, true, &w) ||
-                store_table_redefine(w, name, bytes_of(next)) || store_txn_commit(w))
-                _exit(2);
-            store_close(other);
-            _exit(0);
-        }
-        int status;
-        CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "the other process redefined it");
+        CHECK(redefine_elsewhere(name, next), "the other process redefined it");
         d.runs = 0;
         CHECK(store_write(st, def_read, &d) == STORE_OK && !strcmp(d.def, next),
               "%s, the next write reads the other process's definition: %s (%d runs)",
@@ -689,6 +681,15 @@ test_definition_elsewhere(Store *st)
           store_record_get(t, id, bytes_of("v2"), &r) == STORE_OK,
           "the records were written under the definitions they read");
     store_txn_abort(t);
+    /* Refused under v3, which this process keeps; v4, made elsewhere, lets
+     * it through. */
+    DefSeen d = {name, false, "", 0, "v4"};
+    CHECK(store_write(st, def_refused_unless, &d) == STORE_CONFLICT, "refused under v3");
+    CHECK(redefine_elsewhere(name, "v4"), "the other process redefined it");
+    int rc = store_write(st, def_refused_unless, &d);
+    CHECK(rc == STORE_OK && !strcmp(d.def, "v4"),
+          "a write that failed on the kept definition runs again with the other process's: "
+          "%s under %s", store_strerror(rc), d.def);
 }
 
 static void

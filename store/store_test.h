@@ -180,6 +180,42 @@ replace(StoreTxn *t, uint32_t table, const char *key, StoreBytes value)
     return store_record_update(t, table, NULL, &r);
 }
 
+/* Reads the definition of table "name" in "t" into "out" (a string, cut
+ * to "len" - 1 bytes) and its id into "*id": 0, or the status. */
+static inline int
+def_copy(StoreTxn *t, const char *name, uint32_t *id, char *out, size_t len)
+{
+    StoreBytes def;
+    int rc = store_table_get(t, name, id, &def);
+    if (!rc)
+        snprintf(out, len, "%.*s", (int)def.len, (const char *)def.data);
+    return rc;
+}
+
+/* Redefines table "name" as "def" from another process, which opens the
+ * store on its own (an environment does not cross fork()); true when it
+ * did.  For the cases about definitions a backend may keep cached. */
+static inline bool
+redefine_elsewhere(const char *name, const char *def)
+{
+    pid_t kid = fork();
+    if (kid == 0) {
+        Store *other;
+        StoreTxn *w;
+        char err[256];
+        StoreOptions opts = {.sync = true};
+        if (store_open(test_location, &opts, &other, err, sizeof err) ||
+            store_txn_begin(other, true, &w) || store_table_redefine(w, name, bytes_of(def)) ||
+            store_txn_commit(w))
+            _exit(2);
+        store_close(other);
+        _exit(0);
+    }
+    int status;
+    return kid > 0 && waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
 /* ---- queues ---- */
 
 /* A queue of its own for a case, named after "prefix" (unique_name), with
