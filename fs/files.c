@@ -535,6 +535,19 @@ caller_dying(fuse_req_t req)
            (pend & ~blocked & ~ignored & ~caught & DEADLY_SIGNALS) != 0;
 }
 
+/* What a write to "h" (or a read of ctl, which goes on with its session's
+ * statements) may change of what the mount remembers of claims: forgotten
+ * before the request and again after it (a claim noted meanwhile, by
+ * another thread, may be of what the request changes). */
+static void
+request_forgets(fuse_req_t req, const Handle *h)
+{
+    if (h->kind == H_WRITE)
+        fs_claimed_forget_record(fs_mount(req)->claimed, h->table, &h->key);
+    else
+        fs_claimed_forget(fs_mount(req)->claimed);
+}
+
 /* Replies to a read of "size" bytes at "off".  What is sent is a copy
  * taken under the handle's lock: once the reply is out, the caller may
  * close the file and another thread free the handle while this one is
@@ -548,7 +561,9 @@ fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
     size_t n = 0;
     if (h->kind == H_CTL) {
         copy = lang_xmalloc(size);
+        request_forgets(req, h);
         ssize_t got = fs_ctl_read(h->ctl, copy, size, (fi->flags & O_NONBLOCK) != 0, req);
+        request_forgets(req, h);
         if (got < 0) {
             free(copy);
             fuse_reply_err(req, (int)-got);
@@ -657,13 +672,8 @@ record_write_in_order(fuse_req_t req, Handle *h, const char *buf, size_t size)
 /* A write of "size" bytes at "off" to handle "h": the count written, or
  * -errno. */
 static int
-handle_write(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
+handle_write_once(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
 {
-    /* What it writes may change what the mount remembers of claims. */
-    if (h->kind == H_WRITE)
-        fs_claimed_forget_record(fs_mount(req)->claimed, h->table, &h->key);
-    else
-        fs_claimed_forget(fs_mount(req)->claimed);
     if (h->kind == H_CTL) {
         Caller who = fs_caller(req);
         return (int)fs_ctl_write(h->ctl, buf, size, who.uid, who.gid, who.groups, who.ngroups,
@@ -691,6 +701,15 @@ handle_write(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
         h->dirty = true;
     }
     pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static int
+handle_write(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t off)
+{
+    request_forgets(req, h);
+    int rc = handle_write_once(req, h, buf, size, off);
+    request_forgets(req, h);
     return rc;
 }
 

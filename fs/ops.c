@@ -152,9 +152,9 @@ touch(fuse_req_t req, const Inode *in)
     return fs_finish(req, s, lang_view_touch(s, in->table, &in->key, in->fence, &err));
 }
 
-/* chmod and chown (chattr), truncate, touch; then the attributes. */
 /* The mount forgets what a claim told it of the record "in" names (of
- * any of its names): the request is about to change it. */
+ * any of its names): the request is about to change it, or just did (a
+ * claim noted meanwhile, by another thread, may be of what it changed). */
 static void
 claimed_forget(fuse_req_t req, const Inode *in)
 {
@@ -162,6 +162,7 @@ claimed_forget(fuse_req_t req, const Inode *in)
         fs_claimed_forget_record(fs_mount(req)->claimed, in->table, &in->key);
 }
 
+/* chmod and chown (chattr), truncate, touch; then the attributes. */
 static void
 op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
            struct fuse_file_info *fi)
@@ -182,6 +183,7 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
         rc = fs_file_truncate(req, &in, fi, attr->st_size);
     if (!rc && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)))
         rc = touch(req, &in);
+    claimed_forget(req, &in);
     reply_attr(req, rc, ino, &in);
     fs_inode_clear(&in);
 }
@@ -209,6 +211,7 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
     if (!rc) {
         claimed_forget(req, &in);
         rc = unlink_inode(req, &in);
+        claimed_forget(req, &in);
         fs_inode_clear(&in);
     }
     fs_removed_reply(req, rc, parent, name);
@@ -308,6 +311,8 @@ op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new_pa
         claimed_forget(req, &from);
         claimed_forget(req, &to);
         rc = rename_inodes(req, &from, &to, flags);
+        claimed_forget(req, &from);
+        claimed_forget(req, &to);
         fs_inode_clear(&to);
     }
     if (from.kind == KIND_TABLE) {

@@ -506,6 +506,8 @@ pages_sync(Store *st, const CheckpointPages *now)
         rc = runs_sync(st, was, now,
                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
                            SYNC_FILE_RANGE_WAIT_AFTER, &first);
+    if (rc == ENOSYS || rc == EOPNOTSUPP || rc == EINVAL)
+        return mdb_env_sync(st->env, 1);   /* a kernel without sync_file_range */
     if (rc)
         return rc;
     if (!first)
@@ -517,8 +519,11 @@ pages_sync(Store *st, const CheckpointPages *now)
     struct iovec iov = {page, st->page_size};
     off_t at = (off_t)(first * st->page_size);
     rc = read_at(st->data_fd, page, st->page_size, at);
-    if (!rc && pwritev2(st->data_fd, &iov, 1, at, RWF_DSYNC) != (ssize_t)st->page_size)
-        rc = errno ? errno : EIO;
+    ssize_t put = rc ? 0 : pwritev2(st->data_fd, &iov, 1, at, RWF_DSYNC);
+    if (!rc && put < 0 && (errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
+        rc = mdb_env_sync(st->env, 1);   /* a kernel without RWF_DSYNC */
+    else if (!rc && put != (ssize_t)st->page_size)
+        rc = put < 0 ? errno : EIO;
     free(page);
     return rc;
 }

@@ -227,9 +227,13 @@ lmdb_commit_note(Store *st, uint64_t id)
     uint64_t last;
     lmdb_env_info(st, NULL, &last);
     lmdb_counter_raise(&st->shared->committed, last);
-    lmdb_counter_raise(&st->last_commit, last);
-    if (last >= id)
-        store_changed(st);   /* it changed something: readers see it now */
+    if (last >= id) {
+        /* It changed something: readers see it now, and this process has
+         * the newest commit (a commit of nothing leaves no id of its own:
+         * a process that only reads takes no checkpoint). */
+        lmdb_counter_raise(&st->last_commit, last);
+        store_changed(st);
+    }
     return id < last ? id : last;
 }
 

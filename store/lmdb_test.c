@@ -58,6 +58,30 @@ test_two_processes(void)
     store_close(st);
 }
 
+/* A process that only reads a store — opened alone, read, kept open over
+ * many checkpoint ticks — syncs nothing: the commit of nothing its open
+ * makes is no commit of its own to make durable. */
+static void
+test_reader_syncs_nothing(void)
+{
+    Store *st = open_store("reader", true, 0);
+    uint32_t id = table_make(st, "t");
+    StoreTxn *t = begin(st, true);
+    CHECK(put(t, id, "k", "v") == STORE_OK, "put");
+    commit(t);
+    store_close(st);
+    st = open_store("reader", true, 0);
+    t = begin(st, false);
+    StoreRecord r;
+    CHECK(store_record_get(t, id, bytes_of("k"), &r) == STORE_OK, "read");
+    store_txn_abort(t);
+    sleep_ms(200);
+    StoreStats s;
+    store_stats(st, &s);
+    CHECK(s.syncs == 0, "a reader made %" PRIu64 " syncs", s.syncs);
+    store_close(st);
+}
+
 /* Two processes of four writer threads on one store: all counted. */
 static void
 test_write_processes(void)
@@ -311,6 +335,7 @@ main(void)
     if (!test_root_make("lmdb_test"))
         return 1;
     test_two_processes();
+    test_reader_syncs_nothing();
     test_map_resized_and_full();
     test_map_resized_while_opening();
     test_write_grows();
