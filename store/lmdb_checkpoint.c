@@ -560,10 +560,13 @@ lmdb_checkpoint_take(Store *st)
     if (!rc && mdb_txn_id(pin) != id)
         rc = MDB_CORRUPTED;
     if (!rc)
-        rc = pages_read(pin, id, c.meta, &pages);
-    if (!rc)
         lmdb_log_chain(st, id, &c);
     lmdb_abort(st, writer);
+    /* The free list is read from the pin's snapshot, after the writer lock:
+     * after a mass delete it holds a great many pages, and writers need
+     * not wait while they are read and sorted. */
+    if (!rc)
+        rc = pages_read(pin, id, c.meta, &pages);
     pthread_rwlock_unlock(&st->map_lock);
     if (!rc) {
         uint64_t target = lmdb_counter_get(&sh->committed);

@@ -161,10 +161,11 @@ pg_connect(const Store *st, char *errbuf, size_t errlen)
         return NULL;
     }
     PQsetNoticeProcessor(conn, quiet_notices, NULL);
-    char sql[256];
+    char sql[384];
     snprintf(sql, sizeof sql,
              "SET synchronous_commit = %s; SET idle_in_transaction_session_timeout = '60s';"
              " SET plan_cache_mode = force_generic_plan;"
+             " SET default_transaction_isolation = 'read committed';"
              " SET client_min_messages = warning",
              st->sync ? "on" : "off");
     PGresult *res = PQexec(conn, sql);
@@ -252,7 +253,11 @@ pg_conn_ready(Store *st, PgConn *c, bool fresh)
             PQclear(res);
         c->rolling_back = false;
     }
-    if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK)
+    /* (Reading what is there — a closed connection's end, a termination's
+     * message — so that a transaction finds out before it sends anything:
+     * one that carries its commit is not sent again.) */
+    if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK && PQconsumeInput(c->conn) &&
+        PQstatus(c->conn) == CONNECTION_OK)
         return 0;
     if (c->conn)
         PQfinish(c->conn);

@@ -183,6 +183,10 @@ void pg_arg_bool(PgArgs *a, bool v);
  * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
  * for a sequence at its end, ...) and the transaction left to roll back. */
 PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
+/* True when the next statement of "txn", if one that can (the claim of
+ * the head, a delete), carries its commit (store_txn_last): such a
+ * statement then counts itself, the commit adding nothing. */
+bool pg_txn_commits_with_next(const StoreTxn *txn);
 /* The catalog version a statement that may begin "txn" is to find still
  * current (CATALOG_IS in store/pg_sql.c): the one its cached definitions
  * were read at, before it began; 0 (no check) once begun. */

@@ -236,6 +236,7 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     PgArgs a = {0};
     pg_arg_i64(&a, q->table);
     PgStmt s = PG_CLAIM_HEAD;
+    bool counted = false;   /* by the statement */
     if (pg_grouped(q)) {
         int64_t now = pg_txn_now(txn);
         pg_arg_i64(&a, now);
@@ -252,9 +253,10 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         pg_arg_bytes(&a, c->instance);
         pg_arg_i64(&a, pg_txn_version_to_check(txn));
         pg_arg_i64(&a, txn->c->slot);
+        pg_arg_bool(&a, counted = pg_txn_commits_with_next(txn));
     }
     PGresult *res = pg_run(txn, s, &a, &rc);
-    return res ? hand_out(txn, q, res, s == PG_CLAIM_HEAD, fn, ctx, claimed) : rc;
+    return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
 }
 
 int

@@ -253,7 +253,8 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     pg_arg_i64(&a, table);
     pg_arg_bytes(&a, key);
     pg_arg_i64(&a, hold);
-    pg_arg_bool(&a, q != NULL);   /* the statement counts a queue's delete */
+    bool counted = q && pg_txn_commits_with_next(txn);   /* by the statement */
+    pg_arg_bool(&a, counted);
     pg_arg_i64(&a, txn->c->slot);
     pg_arg_i64(&a, pg_txn_version_to_check(txn));
     PGresult *res = pg_run(txn, PG_RECORD_DELETE, &a, &rc);
@@ -261,6 +262,8 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
         return rc;
     if (PQntuples(res) == 0)
         return hold > 0 ? pg_fence_failed(txn, table, key) : STORE_NOTFOUND;
+    if (q && !counted)
+        pg_count(txn, table, 0, 0, 0, 1);
     return pg_group_fix(txn, q, was_in, PG_NO_BYTES);
 }
 

@@ -106,8 +106,9 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         " wake = CASE WHEN $8::bool THEN queuefs.place_wake(r.claimed_until, $6::int8, "
         DEAD("r.attempts", "$9") ", $4::int8) ELSE 0 END"
         " WHERE r.table_id = $1::int8 AND r.key = $2::bytea RETURNING 1",
-    /* $3 hold (<= 0: any), $4 counted (a queue's), $5 the counters' slot,
-     * $6 the catalog version it may begin under (CATALOG_IS) */
+    /* $3 hold (<= 0: any), $4 whether it counts itself (a queue's delete
+     * whose commit goes with it), $5 the counters' slot, $6 the catalog
+     * version it may begin under (CATALOG_IS) */
     [PG_RECORD_DELETE] =
         "WITH d AS (DELETE FROM queuefs.records WHERE table_id = $1::int8 AND key = $2::bytea"
         "  AND ($3::int8 <= 0 OR (hold = $3::int8 AND claimed_until > " NOW_NS "))"
@@ -128,7 +129,8 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
      * order are claimed, the other due ones refiled.  $1 table, $2 the
      * queue's TIMEOUT (the new deadline is NOW_NS + it), $3 n, $4 ceiling,
      * $5 consumer, $6 instance, $7 the catalog version it may begin under
-     * (CATALOG_IS), $8 the counters' slot: it counts its claims and lapses.
+     * (CATALOG_IS), $8 the counters' slot, $9 whether it counts its claims
+     * and lapses itself (when its commit goes with it).
      * The records are rewritten by key = ANY (ARRAY(…)), never by a join
      * with a CTE: queuefs's sessions use generic plans, which estimate a
      * LIMIT $n at a tenth of its input, and a join with "pick" was planned
@@ -168,7 +170,7 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
         "  FROM clock k WHERE r.table_id = $1::int8 AND r.key = ANY (ARRAY(SELECT key FROM pick))"
         "  RETURNING " R_COLS "),"
         " counted AS (INSERT INTO queuefs.counts SELECT $1::int8, $8::int8::int4, count(*), 0,"
-        "  count(*) FILTER (WHERE claimed_until <> 0), 0 FROM pick HAVING count(*) > 0"
+        "  count(*) FILTER (WHERE claimed_until <> 0), 0 FROM pick HAVING $9::bool AND count(*) > 0"
         COUNTS_ADDED ")"
         " SELECT c.*, p.attempts AS o_attempts, p.hold AS o_hold,"
         "  p.claimed_until AS o_claimed_until, p.consumer AS o_consumer,"

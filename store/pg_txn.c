@@ -123,9 +123,9 @@ stmt_done(StoreTxn *txn, PgStmt s, PGresult *res)
     results_keep(txn, res);
 }
 
-/* True for the statements that count what they do themselves and leave
- * nothing for the commit to put right: a transaction of one of them alone
- * may commit with it. */
+/* True for the statements that can count what they do themselves and
+ * leave nothing for the commit to put right: a transaction of one of them
+ * alone may commit with it. */
 static bool
 stmt_may_commit(PgStmt s)
 {
@@ -168,11 +168,10 @@ pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
         *rc = STORE_IO;
         return NULL;
     }
-    bool last = txn->last;
+    bool commit = pg_txn_commits_with_next(txn) && stmt_may_commit(s);
     txn->last = false;
     PGresult *res;
     if (!txn->started) {
-        bool commit = last && stmt_may_commit(s) && txn_nothing_pending(txn);
         if ((*rc = txn_begin_with(txn, s, a, &res, commit)))
             return NULL;
     } else {
@@ -203,6 +202,10 @@ pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
 int
 pg_run_sql(StoreTxn *txn, const char *sql)
 {
+    if (txn->committed && txn_after_commit(txn))
+        return STORE_IO;
+    if (!txn->started && !txn->failed)
+        pg_txn_now(txn);   /* never outside its transaction */
     if (txn->failed)
         return STORE_IO;
     PGresult *res = PQexec(txn->c->conn, sql);
@@ -226,6 +229,8 @@ typedef struct Pipe {
     PgStmt   preparing[PIPE_MAX];   /* the statement a prepare at [i] is of, or
                                      * PG_STMT_COUNT for any other statement */
     PGresult *res[PIPE_MAX];
+    PGresult *extra;                /* an answer after the last statement's: the
+                                     * failure of an implicit transaction's commit */
     bool     ok;                    /* every send succeeded */
     char     why[256];              /* what the connection said when it failed */
 } Pipe;
@@ -297,6 +302,8 @@ pipe_end(Pipe *p)
         }
         if (got < p->n)
             p->res[got++] = r;
+        else if (!p->extra)
+            p->extra = r;
         else
             PQclear(r);
     }
@@ -331,6 +338,7 @@ pipe_free(Pipe *p, int keep)
     for (int i = 0; i < p->n; i++)
         if (i != keep)
             PQclear(p->res[i]);
+    PQclear(p->extra);
 }
 
 /* ---- transactions ---- */
@@ -372,34 +380,30 @@ txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
     return STORE_OK;
 }
 
-/* Notes the answer "res" of the COMMIT sent with statement "stmt" (its
- * answer, a success): "txn" is committed, or failed with the commit's
- * status. */
+/* Notes how the implicit transaction of statement "stmt" (its answer, a
+ * success) ended: committed, or failed with the status of "failure", an
+ * answer after the statement's (NULL: none). */
 static int
-txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *res)
+txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *failure)
 {
-    if (PQresultStatus(res) == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(res), "COMMIT")) {
-        PQclear(res);
+    if (!failure) {
         txn->committed = true;
         txn->committed_changes = PQntuples(stmt) > 0 || atoi(PQcmdTuples((PGresult *)stmt)) > 0;
-        txn->started = false;
         return STORE_OK;
     }
-    int rc = txn_failed(txn, res);
-    txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
-    if (rc == STORE_OK) {
-        store_error_detail_set("%s: the commit was refused", txn->st->server);
-        rc = STORE_IO;
-    }
-    return rc;
+    int rc = txn_failed(txn, failure);
+    return rc ? rc : STORE_IO;
 }
 
 /* Begins "txn" on its connection, in one round trip: BEGIN, the clock's
  * read and, when "out" is not NULL, statement "s" with "a", whose answer
- * (whatever its status) goes to "*out" — and then, with "commit", COMMIT.
- * 0; STORE_IO with "*broken" when the connection failed before BEGIN was
- * answered (nothing happened: it may be connected again and begun again);
- * or the status of a failed BEGIN, clock or commit. */
+ * (whatever its status) goes to "*out" — or, with "commit", the clock's
+ * read and "s" alone: a pipeline without BEGIN is one implicit
+ * transaction, committed at its end (READ COMMITTED, the sessions'
+ * default: pg_conn.c).  0; STORE_IO with "*broken" when the connection
+ * failed before the answers came (without "commit", nothing happened: it
+ * may be connected again and begun again); or the status of a failed
+ * BEGIN, clock or commit. */
 static int
 txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit,
                bool *broken, char why[256])
@@ -407,37 +411,41 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
     static const PgArgs none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
                                    : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    bool implicit = commit && out;
     Pipe p;
     int64_t sent = pg_local_now();
     pipe_open(&p, txn->c);
-    pipe_sql(&p, begin);
+    int opened = -1;
+    if (!implicit) {
+        pipe_sql(&p, begin);
+        opened = p.n - 1;
+    }
     int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
     int at = out ? pipe_stmt(&p, s, a) : -1;
-    int end = -1;
-    if (out && commit) {
-        pipe_sql(&p, "COMMIT");
-        end = p.n - 1;
-    }
     *broken = !pipe_end(&p);
     if (*broken)
         memcpy(why, p.why, sizeof p.why);
     int rc = STORE_IO;
-    if (!*broken && PQresultStatus(p.res[0]) != PGRES_COMMAND_OK)
-        rc = txn_failed(txn, p.res[0]), p.res[0] = NULL;   /* the BEGIN */
-    else if (!*broken && PQresultStatus(p.res[clock]) != PGRES_TUPLES_OK)
+    if (*broken)
+        ;
+    else if (opened >= 0 && PQresultStatus(p.res[opened]) != PGRES_COMMAND_OK)
+        rc = txn_failed(txn, p.res[opened]), p.res[opened] = NULL;
+    else if (PQresultStatus(p.res[clock]) != PGRES_TUPLES_OK)
         rc = txn_failed(txn, p.res[clock]), p.res[clock] = NULL;
-    else if (!*broken)
+    else
         rc = txn_clocked(txn, p.res[clock], sent);
     if (rc == STORE_OK && txn->failed)
         rc = STORE_IO;
-    if (!*broken && p.res[0] && PQresultStatus(p.res[0]) == PGRES_COMMAND_OK)
-        txn->started = true;   /* a ROLLBACK ends it, whatever else failed */
-    if (!*broken && end >= 0 && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
-        /* The statement was carried out: what its commit answered stands,
+    /* Begun, unless implicit (then ended) or BEGIN failed; a ROLLBACK ends
+     * it, whatever else failed. */
+    if (!*broken)
+        txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
+    if (!*broken && implicit && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
+        /* The statement was carried out: how its transaction ended stands,
          * even when the clock found the cache stale (the statement then
          * changed nothing: CATALOG_IS). */
-        int committed = txn_committed(txn, p.res[at], p.res[end]);
-        p.res[end] = NULL;
+        int committed = txn_committed(txn, p.res[at], p.extra);
+        p.extra = NULL;
         if (!rc)
             rc = committed;
     }
@@ -455,7 +463,8 @@ txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
     bool broken;
     char why[256] = "";
     int rc = txn_begin_once(txn, s, a, out, commit, &broken, why);
-    if (rc && broken) {
+    /* (Not sent again when it carried its commit: it may have committed.) */
+    if (rc && broken && !(commit && out)) {
         if ((rc = pg_conn_ready(txn->st, txn->c, true))) {
             txn->failed = true;   /* the server is away: pg_conn_ready said why */
             return rc;
@@ -603,6 +612,13 @@ void
 pg_txn_last(StoreTxn *txn)
 {
     txn->last = txn->write;
+}
+
+bool
+pg_txn_commits_with_next(const StoreTxn *txn)
+{
+    return txn->last && !txn->started && !txn->failed && !txn->committed &&
+           txn_nothing_pending(txn);
 }
 
 int64_t
