@@ -437,23 +437,32 @@ lang_exec_upsert(Exec *x, const Stmt *st)
     return exists ? lang_exec_update(x, st) : lang_exec_create(x, st);
 }
 
-/* The delete of the one record "t" names, with no WHERE and no fence but
- * a hold number's (rm of a record's name, or of held/ID~N): the store's
- * delete, which checks the hold itself, without reading the record first.
- * True when it is done, or failed for another reason than the record's
- * absence or a fence that does not hold (which the caller explains by
- * reading the record as any delete does: nothing changed). */
-static bool
-delete_named(Exec *x, const TableDef *def, const Target *t, int64_t fence)
+/* The store's delete of record "key" of "def" when its live hold is
+ * number "hold" (<= 0: whatever its holds): the StoreStatus. */
+static int
+delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 {
     Buf kb = {0};
     StoreQueue q;
-    lang_record_key_encode(t->id.u.rec.key, &kb);
+    lang_record_key_encode(key, &kb);
+    int rc = store_record_delete(x->txn, def->id, lang_record_queue(def, &q),
+                                 (StoreBytes){kb.data, kb.len}, hold);
+    lang_buf_free(&kb);
+    return rc;
+}
+
+/* The delete of the one record "t" names, with no WHERE and no fence but
+ * a hold number's (rm of a record's name, or of held/ID~N): the store's
+ * delete, which checks the hold itself, without reading the record first.
+ * True when that settled it — done, or failed for another reason than the
+ * record's absence or a fence that does not hold (which the caller
+ * explains by reading the record as any delete does: nothing changed). */
+static bool
+delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence)
+{
     if (x->alone)
         store_txn_last(x->txn);   /* what follows a delete that fails only reads */
-    int rc = store_record_delete(x->txn, def->id, lang_record_queue(def, &q),
-                                 (StoreBytes){kb.data, kb.len}, fence);
-    lang_buf_free(&kb);
+    int rc = delete_stored(x, def, t->id.u.rec.key, fence);
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
         return false;
     if (rc)
@@ -470,7 +479,7 @@ lang_exec_delete(Exec *x, const Stmt *st)
     if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
         return x->err->code;
     if (t->id.kind == VAL_RECORD && !st->u.del.where && st->u.del.fence >= 0 &&
-        delete_named(x, &def, t, st->u.del.fence)) {
+        delete_settled(x, &def, t, st->u.del.fence)) {
         lang_table_def_free(&def);
         if (x->err->code)
             return x->err->code;
@@ -495,13 +504,7 @@ lang_exec_delete(Exec *x, const Stmt *st)
         if (!x->err->code && st->u.del.fence)
             lang_record_fence(&def, &r, st->u.del.fence, lang_exec_now(x), x->err);
         if (!x->err->code && yes) {
-            Buf kb = {0};
-            StoreQueue q;
-            lang_record_key_encode(&r.key, &kb);
-            int rc = store_record_delete(x->txn, def.id, lang_record_queue(&def, &q),
-                                         (StoreBytes){kb.data, kb.len},
-                                         st->u.del.fence > 0 ? st->u.del.fence : 0);
-            lang_buf_free(&kb);
+            int rc = delete_stored(x, &def, &r.key, st->u.del.fence > 0 ? st->u.del.fence : 0);
             if (rc)
                 lang_record_missing(rc, &def, &r.key, "deleting a record", x->err);
         }

@@ -676,7 +676,11 @@ checkpoint_tick(Store *st)
  * would hand the child a locked allocator under a malloc that has no fork
  * handlers of its own (the sanitizers' in this toolchain): the child's
  * first allocation would wait for ever.  Every store's ticks hold this
- * lock shared, and a fork of the process takes it whole. */
+ * lock shared, and a fork of the process takes it whole: a fork waits for
+ * the checkpoint under way (a sync of the disk, at worst).  Only the
+ * ticker is covered: threads of the caller's that allocate while it forks
+ * are the caller's to keep still (the tests that fork do so from one
+ * thread; queuefs itself forks only before its threads start). */
 static pthread_rwlock_t fork_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_once_t fork_hooked = PTHREAD_ONCE_INIT;
 
