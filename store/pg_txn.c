@@ -6,9 +6,10 @@
  * checked against the catalog's version then, and run again when stale.
  * Its counters and COMMIT go in one round trip too — or, when the caller
  * said that first statement is its last change (store_txn_last) and it is
- * one that counts itself (the claim of the head, a delete), the COMMIT
- * goes with it: a claim or a finish is then one round trip.  A read
- * transaction begins at once.  The transaction that finds its connection broken when
+ * one that can count itself (the claim of the head, a delete), it goes
+ * with the clock's read alone, without BEGIN, as one implicit transaction
+ * the server commits at the pipeline's end: a claim or a finish is then
+ * one round trip.  A read transaction begins at once.  The transaction that finds its connection broken when
  * it begins connects again, once; one that saw it break later fails with
  * STORE_IO.  store_write runs its function again after a deadlock or
  * serialization failure.  A commit that may have made something claimable
@@ -132,16 +133,21 @@ stmt_may_commit(PgStmt s)
     return s == PG_CLAIM_HEAD || s == PG_RECORD_DELETE;
 }
 
+/* True when "d" changes no counter. */
+static bool
+delta_empty(const PgDelta *d)
+{
+    return !d->claims && !d->releases && !d->lapses && !d->deletes;
+}
+
 /* True when "txn" has nothing to add at its commit: no counters, no group
  * to put right. */
 static bool
 txn_nothing_pending(const StoreTxn *txn)
 {
-    for (int i = 0; i < txn->ndeltas; i++) {
-        const PgDelta *d = &txn->deltas[i];
-        if (d->claims || d->releases || d->lapses || d->deletes)
+    for (int i = 0; i < txn->ndeltas; i++)
+        if (!delta_empty(&txn->deltas[i]))
             return false;
-    }
     return txn->nfixes == 0;
 }
 
@@ -397,10 +403,10 @@ txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *failure)
 
 /* Begins "txn" on its connection, in one round trip: BEGIN, the clock's
  * read and, when "out" is not NULL, statement "s" with "a", whose answer
- * (whatever its status) goes to "*out" — or, with "commit", the clock's
- * read and "s" alone: a pipeline without BEGIN is one implicit
- * transaction, committed at its end (READ COMMITTED, the sessions'
- * default: pg_conn.c).  0; STORE_IO with "*broken" when the connection
+ * (whatever its status) goes to "*out" — or, with "commit" (which needs
+ * a statement), the clock's read and "s" alone: a pipeline without BEGIN
+ * is one implicit transaction, committed at its end (READ COMMITTED, the
+ * sessions' default: pg_conn.c).  0; STORE_IO with "*broken" when the connection
  * failed before the answers came (without "commit", nothing happened: it
  * may be connected again and begun again); or the status of a failed
  * BEGIN, clock or commit. */
@@ -411,12 +417,11 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
     static const PgArgs none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
                                    : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-    bool implicit = commit && out;
     Pipe p;
     int64_t sent = pg_local_now();
     pipe_open(&p, txn->c);
     int opened = -1;
-    if (!implicit) {
+    if (!commit) {
         pipe_sql(&p, begin);
         opened = p.n - 1;
     }
@@ -436,11 +441,11 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
         rc = txn_clocked(txn, p.res[clock], sent);
     if (rc == STORE_OK && txn->failed)
         rc = STORE_IO;
-    /* Begun, unless implicit (then ended) or BEGIN failed; a ROLLBACK ends
+    /* Begun, unless implicit ("commit": then ended) or BEGIN failed; a ROLLBACK ends
      * it, whatever else failed. */
     if (!*broken)
         txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
-    if (!*broken && implicit && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
+    if (!*broken && commit && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
         /* The statement was carried out: how its transaction ended stands,
          * even when the clock found the cache stale (the statement then
          * changed nothing: CATALOG_IS). */
@@ -464,7 +469,7 @@ txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
     char why[256] = "";
     int rc = txn_begin_once(txn, s, a, out, commit, &broken, why);
     /* (Not sent again when it carried its commit: it may have committed.) */
-    if (rc && broken && !(commit && out)) {
+    if (rc && broken && !commit) {
         if ((rc = pg_conn_ready(txn->st, txn->c, true))) {
             txn->failed = true;   /* the server is away: pg_conn_ready said why */
             return rc;
@@ -548,7 +553,7 @@ pg_txn_commit(StoreTxn *txn)
     pipe_open(&p, txn->c);
     for (int i = 0; i < txn->ndeltas; i++) {
         const PgDelta *d = &txn->deltas[i];
-        if (!d->claims && !d->releases && !d->lapses && !d->deletes)
+        if (delta_empty(d))
             continue;
         PgArgs *a = &args[i];
         *a = (PgArgs){0};
