@@ -244,6 +244,39 @@ print(json.dumps({'pad': base64.b64encode(os.urandom(30000)).decode()}))" >"$D/b
     grep -q '^# TYPE queuefs_store_live_rows gauge$' "$M/metrics"
 }
 
+# dead_rows — the row versions of queuefs.records VACUUM has yet to reclaim.
+dead_rows() {
+    psql -qXAt "$STORE" -c "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = 'queuefs.records'::regclass"
+}
+
+@test "postgresql: the records table is vacuumed by itself once 1% of it is dead, not PostgreSQL's 20%" {
+    local admin
+    admin=$("$PG_SERVER" uri "$PG_DIR" postgres)
+    psql -qX "$admin" -c "ALTER SYSTEM SET autovacuum_naptime = 1" -c "SELECT pg_reload_conf()" >/dev/null
+    sql "DEFINE QUEUE jobs TIMEOUT 1m;" >/dev/null
+    python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(20000)))' | sql_fast >/dev/null
+    # Vacuumed now, so that the filing itself (20,000 inserts) asks for no
+    # vacuum later: only the deletes below may.
+    psql -qX "$STORE" -c "VACUUM queuefs.records" >/dev/null
+    sql "DELETE FROM jobs WHERE n < 2000;" >/dev/null
+    local dead=0
+    for _ in $(seq 100); do
+        dead=$(dead_rows)
+        [ "${dead:-0}" -ge 2000 ] && break
+        sleep 0.1
+    done
+    [ "${dead:-0}" -ge 2000 ] || fail "the 2,000 deletes were not counted: $dead dead rows"
+    # 2,000 of 20,000 rows dead: 10%, under the default's 20% + 50.
+    for _ in $(seq 200); do
+        dead=$(dead_rows)
+        [ "$dead" -lt 100 ] && break
+        sleep 0.1
+    done
+    psql -qX "$admin" -c "ALTER SYSTEM RESET autovacuum_naptime" -c "SELECT pg_reload_conf()" >/dev/null
+    [ "$dead" -lt 100 ] || fail "$dead dead rows 20 s after the deletes: no vacuum came"
+    [ "$(sql "SELECT n FROM jobs WHERE n < 2001;" | jq -c .)" = '[{"n":2000}]' ]
+}
+
 # scans N — how many sequential (N=seq_scan) or index (N=idx_scan) scans
 # of queuefs.records the statistics collector has counted.
 scans() {
