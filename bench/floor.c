@@ -2,7 +2,7 @@
  * shape and settings that does no store work, so a worker's cycle through
  * it costs only the kernel, libfuse and the round trips.
  *
- *     bench/floor [--cache] [--unlink-us N] [-f] [-d] [-s] MOUNTPOINT
+ *     bench/floor [--cache] [--unlink-us N] [--flush FILE] [-f] [-d] [-s] MOUNTPOINT
  *
  *   /jobs/            a directory, as a queue is
  *   /jobs/claim       every open hands out the next of 1, 2, 3 …: reads give
@@ -18,10 +18,15 @@
  * names and every attribute for a second too, to show what the lookups
  * left cost.  --unlink-us N makes every unlink take N µs, as an unlink that
  * waits for its commit to reach the disk does: it shows how the kernel
- * serialises unlinks in one directory.  Returns once mounted (it
+ * serialises unlinks in one directory.  --flush FILE makes every unlink
+ * overwrite one 4 KiB block of FILE (created, removed at unmount) and
+ * fdatasync it before it answers: a store that does nothing but the one
+ * flush a durable finish needs, the most any store behind FUSE can
+ * finish in one directory on this disk.  Returns once mounted (it
  * daemonizes after the mount); unmount with fusermount3 -u MOUNTPOINT. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -34,6 +39,9 @@
 static atomic_ulong next_id;
 static double cache_seconds;   /* --cache: records' names and attributes kept */
 static useconds_t unlink_us;   /* --unlink-us: how long an unlink takes */
+static int flush_fd = -1;      /* --flush: the file every unlink makes durable */
+
+#define FLUSH_BLOCK 4096
 
 /* The content of one open claim. */
 typedef struct Claim {
@@ -191,7 +199,14 @@ floor_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
     if (unlink_us)
         usleep(unlink_us);
-    fuse_reply_err(req, parent == INO_JOBS && is_number(name) ? 0 : EPERM);
+    int err = parent == INO_JOBS && is_number(name) ? 0 : EPERM;
+    if (!err && flush_fd >= 0) {
+        static const char block[FLUSH_BLOCK];
+        if (pwrite(flush_fd, block, sizeof block, 0) != (ssize_t)sizeof block ||
+            fdatasync(flush_fd) != 0)
+            err = EIO;
+    }
+    fuse_reply_err(req, err);
 }
 
 /* jobs/N to jobs/released/… "releases"; everything else is EXDEV. */
@@ -251,13 +266,17 @@ static const struct fuse_lowlevel_ops operations = {
 int
 main(int argc, char **argv)
 {
+    const char *flush_path = NULL;
     for (int used = 1; used;) {   /* our options, before libfuse's */
         used = argc > 1 && !strcmp(argv[1], "--cache") ? 1
-             : argc > 2 && !strcmp(argv[1], "--unlink-us") ? 2 : 0;
+             : argc > 2 && (!strcmp(argv[1], "--unlink-us") || !strcmp(argv[1], "--flush")) ? 2
+             : 0;
         if (used == 1)
             cache_seconds = 1;
-        else if (used == 2)
+        else if (used == 2 && !strcmp(argv[1], "--unlink-us"))
             unlink_us = (useconds_t)strtoul(argv[2], NULL, 10);
+        else if (used == 2)
+            flush_path = argv[2];
         argv[used] = argv[0];
         argv += used;
         argc -= used;
@@ -267,8 +286,18 @@ main(int argc, char **argv)
     if (fuse_parse_cmdline(&args, &opts) != 0)
         return 2;
     if (!opts.mountpoint || opts.show_help || opts.show_version) {
-        fprintf(stderr, "usage: bench/floor [--cache] [--unlink-us N] [-f] [-d] [-s] MOUNTPOINT\n");
+        fprintf(stderr,
+                "usage: bench/floor [--cache] [--unlink-us N] [--flush FILE] [-f] [-d] [-s] MOUNTPOINT\n");
         return opts.show_help ? 0 : 2;
+    }
+    if (flush_path) {   /* its block written and synced once, so a flush is data only */
+        static const char block[FLUSH_BLOCK];
+        flush_fd = open(flush_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (flush_fd < 0 || pwrite(flush_fd, block, sizeof block, 0) != (ssize_t)sizeof block ||
+            fsync(flush_fd) != 0) {
+            perror(flush_path);
+            return 1;
+        }
     }
     fuse_opt_add_arg(&args, "-o");
     fuse_opt_add_arg(&args, "subtype=queuefs-floor,fsname=queuefs-floor");
@@ -295,5 +324,9 @@ out:
     fuse_session_destroy(se);
     free(opts.mountpoint);
     fuse_opt_free_args(&args);
+    if (flush_fd >= 0) {
+        close(flush_fd);
+        unlink(flush_path);
+    }
     return rc ? 1 : 0;
 }
