@@ -40,8 +40,7 @@ static atomic_ulong next_id;
 static double cache_seconds;   /* --cache: records' names and attributes kept */
 static useconds_t unlink_us;   /* --unlink-us: how long an unlink takes */
 static int flush_fd = -1;      /* --flush: the file every unlink makes durable */
-
-#define FLUSH_BLOCK 4096
+static const char flush_block[4096];   /* what each flush writes over its first block */
 
 /* The content of one open claim. */
 typedef struct Claim {
@@ -201,8 +200,7 @@ floor_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         usleep(unlink_us);
     int err = parent == INO_JOBS && is_number(name) ? 0 : EPERM;
     if (!err && flush_fd >= 0) {
-        static const char block[FLUSH_BLOCK];
-        if (pwrite(flush_fd, block, sizeof block, 0) != (ssize_t)sizeof block ||
+        if (pwrite(flush_fd, flush_block, sizeof flush_block, 0) != (ssize_t)sizeof flush_block ||
             fdatasync(flush_fd) != 0)
             err = EIO;
     }
@@ -291,9 +289,9 @@ main(int argc, char **argv)
         return opts.show_help ? 0 : 2;
     }
     if (flush_path) {   /* its block written and synced once, so a flush is data only */
-        static const char block[FLUSH_BLOCK];
         flush_fd = open(flush_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (flush_fd < 0 || pwrite(flush_fd, block, sizeof block, 0) != (ssize_t)sizeof block ||
+        if (flush_fd < 0 ||
+            pwrite(flush_fd, flush_block, sizeof flush_block, 0) != (ssize_t)sizeof flush_block ||
             fsync(flush_fd) != 0) {
             perror(flush_path);
             return 1;
