@@ -24,7 +24,7 @@ fs_table_check(fuse_req_t req, const Inode *in, LangTableInfo *info)
     LangTableInfo local;
     if (!info)
         info = &local;
-    int rc = fs_finish(req, s, lang_view_table(s, in->table, info, &err));
+    int rc = fs_finish(req, s, lang_view_table(s, in->table, info, &err), &err);
     if (rc)
         return rc;
     bool any_table = in->kind == KIND_TABLE || in->kind == KIND_NEW || in->kind == KIND_RECORD;
@@ -40,7 +40,7 @@ fs_record_stat(fuse_req_t req, const Inode *in, LangRecordStat *stat, LangTableI
     LangError err = {0};
     Buf json = {0};
     int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, in->fence, &json, info,
-                                              stat, &err));
+                                              stat, &err), &err);
     lang_buf_free(&json);
     return rc;
 }

@@ -42,14 +42,12 @@ fs_session(fuse_req_t req)
 }
 
 int
-fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc)
+fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc, const LangError *err)
 {
     lang_session_free(s);
     if (rc == LANG_STORE_ERROR || rc == LANG_STORE_FULL)
-        FS_LOG(LOG_ERR, "a file operation of uid %u met %s (%s)",
-               (unsigned)fuse_req_ctx(req)->uid, lang_error_name(rc),
-               rc == LANG_STORE_FULL ? "the store cannot grow: the disk is full"
-                                     : "the disk failed");
+        FS_LOG(LOG_ERR, "a file operation of uid %u met %s: %s", (unsigned)fuse_req_ctx(req)->uid,
+               lang_error_name(rc), err->code == rc && err->message[0] ? err->message : "(no detail)");
     return rc ? -lang_error_errno(rc) : 0;
 }
 

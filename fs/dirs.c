@@ -234,11 +234,11 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
     if (in->kind == KIND_ROOT) {
         d.skip = offset > (off_t)nfixed ? offset : (off_t)nfixed;
         d.next_off = (off_t)nfixed;
-        rc = fs_finish(req, s, lang_view_tables(s, fill_table, &d, &err));
+        rc = fs_finish(req, s, lang_view_tables(s, fill_table, &d, &err), &err);
     } else if (in->kind == KIND_HELD) {
-        rc = fs_finish(req, s, lang_view_held(s, in->table, fill_held, &d, &err));
+        rc = fs_finish(req, s, lang_view_held(s, in->table, fill_held, &d, &err), &err);
     } else if (in->kind == KIND_DEAD) {
-        rc = fs_finish(req, s, lang_view_dead(s, in->table, fill_record, &d, &err));
+        rc = fs_finish(req, s, lang_view_dead(s, in->table, fill_record, &d, &err), &err);
     } else {
         const Value *after = NULL;
         if (offset > (off_t)nfixed) {
@@ -252,8 +252,8 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
         /* READDIRPLUS reads the records' sizes in the same walk. */
         rc = out->plus
                  ? fs_finish(req, s, lang_view_listing(s, in->table, after, fill_listed, &d, NULL,
-                                                       &err))
-                 : fs_finish(req, s, lang_view_keys(s, in->table, after, fill_record, &d, &err));
+                                                       &err), &err)
+                 : fs_finish(req, s, lang_view_keys(s, in->table, after, fill_record, &d, &err), &err);
         if (dh && d.last.kind != VAL_NONE) {
             lang_value_free(&dh->last);
             dh->last = d.last;
@@ -319,7 +319,7 @@ fs_dir_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
     } else {
         LangSession *s = fs_session(req);
         LangError err = {0};
-        rc = fs_finish(req, s, lang_view_mkdir(s, in.table, mode, &err));
+        rc = fs_finish(req, s, lang_view_mkdir(s, in.table, mode, &err), &err);
     }
     if (!rc)
         rc = fs_entry_find(req, parent, &in, &e);
@@ -339,7 +339,7 @@ fs_dir_remove(fuse_req_t req, fuse_ino_t parent, const char *name)
         } else {
             LangSession *s = fs_session(req);
             LangError err = {0};
-            rc = fs_finish(req, s, lang_view_rmdir(s, in.table, &err));
+            rc = fs_finish(req, s, lang_view_rmdir(s, in.table, &err), &err);
         }
         fs_inode_clear(&in);
     }

@@ -198,7 +198,7 @@ open_snapshot(fuse_req_t req, const Inode *in, Handle **out)
     LangSession *s = fs_session(req);
     LangError err = {0};
     int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, in->fence, &h->data, NULL,
-                                              NULL, &err));
+                                              NULL, &err), &err);
     if (rc) {
         handle_free(h);
         return rc;
@@ -224,7 +224,7 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
         LangSession *s = fs_session(req);
         LangError err = {0};
         int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, 0, &json, NULL, NULL,
-                                                  &err));
+                                                  &err), &err);
         if (rc) {
             lang_buf_free(&json);
             handle_free(h);
@@ -258,7 +258,7 @@ wait_claim(fuse_req_t req, LangSession *s, const char *table, Handle **out)
     h->mount = fs_mount(req);
     LangError err = {0};
     LangClaimed told = {0};
-    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &told, &err));
+    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &told, &err), &err);
     if (rc || !h->data.len) {
         handle_free(h);
         h = NULL;
@@ -316,7 +316,7 @@ open_wait(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Hand
         int64_t next_wake = INT64_MAX;
         if (!(fi->flags & O_NONBLOCK) &&
             lang_view_claimable(s, in->table, &yes, &next_wake, &err))
-            return fs_finish(req, s, err.code);
+            return fs_finish(req, s, err.code, &err);
         if (yes && ((fi->flags & O_NONBLOCK) || tries < 3)) {
             int rc = wait_claim(req, s, in->table, out);
             if (rc || *out)
@@ -342,7 +342,7 @@ open_figures(fuse_req_t req, const Inode *in, Handle **out)
     LangError err = {0};
     bool metrics = in->kind == KIND_METRICS;
     int rc = fs_finish(req, s, metrics ? lang_view_metrics(s, &h->data, &err)
-                                       : lang_view_stats(s, in->table, &h->data, &err));
+                                       : lang_view_stats(s, in->table, &h->data, &err), &err);
     if (rc) {
         handle_free(h);
         return rc;
@@ -387,7 +387,7 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
         Handle *h = handle_new(H_SNAPSHOT, in->table);
         LangSession *s = fs_session(req);
         LangClaimed told = {0};
-        if ((rc = fs_finish(req, s, lang_view_claim(s, in->table, &h->data, &told, &err)))) {
+        if ((rc = fs_finish(req, s, lang_view_claim(s, in->table, &h->data, &told, &err), &err))) {
             handle_free(h);
             return rc;
         }
@@ -598,7 +598,7 @@ new_append(fuse_req_t req, Handle *h, size_t len)
 {
     LangSession *s = fs_session(req);
     LangError err = {0};
-    return fs_finish(req, s, lang_view_append(s, h->table, h->data.data, len, &err));
+    return fs_finish(req, s, lang_view_append(s, h->table, h->data.data, len, &err), &err);
 }
 
 /* Creates the records of the complete lines "new" holds, in one
@@ -637,7 +637,7 @@ record_store_content(fuse_req_t req, Handle *h)
     h->dirty = false;
     int rc = fs_finish(req, s, lang_view_write(s, h->table, &h->key,
                                                h->data.data ? h->data.data : "", h->data.len,
-                                               h->exclusive, &err));
+                                               h->exclusive, &err), &err);
     pending_done(h);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static bool use_syslog;
 
@@ -25,8 +26,17 @@ fs_log_at(const char *file, int line, int priority, const char *fmt, ...)
     va_end(ap);
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    if (use_syslog)
-        syslog(priority, "%s:%d: %s", base, line, msg);
-    else
-        fprintf(stderr, "queuefs: %s:%d: %s\n", base, line, msg);
+    if (use_syslog) {
+        syslog(priority, "%s:%d: %s", base, line, msg);   /* syslog stamps it */
+        return;
+    }
+    struct timespec now;
+    struct tm tm;
+    char when[40];
+    clock_gettime(CLOCK_REALTIME, &now);
+    localtime_r(&now.tv_sec, &tm);
+    size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += (size_t)snprintf(when + n, sizeof when - n, ".%03ld", now.tv_nsec / 1000000);
+    strftime(when + n, sizeof when - n, "%z", &tm);
+    fprintf(stderr, "%s queuefs: %s:%d: %s\n", when, base, line, msg);
 }

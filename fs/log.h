@@ -3,7 +3,10 @@
  * a file operation (a failing or full disk).  Lines go to syslog (facility
  * daemon, ident "queuefs") when the daemon runs in the background, and to
  * standard error with -f or -d; each names the source file and line that
- * wrote it, as "ctl.c:63: …".
+ * wrote it, as "ctl.c:63: …".  On standard error a line starts with the
+ * local time to the millisecond (syslog stamps its own):
+ *
+ *     2026-12-04T16:40:01.123+0100 queuefs: ctl.c:63: ctl: uid 0: ParseError: …
  *
  *     fs_log_open(foreground);
  *     FS_LOG(LOG_NOTICE, "ctl: uid %u: %s: %s", uid, name, message);

@@ -129,7 +129,7 @@ chattr(fuse_req_t req, const Inode *in, int64_t mode, int64_t uid, int64_t gid)
     }
     LangSession *s = fs_session(req);
     LangError err = {0};
-    return fs_finish(req, s, lang_view_chattr(s, in->table, mode, uid, gid, &err));
+    return fs_finish(req, s, lang_view_chattr(s, in->table, mode, uid, gid, &err), &err);
 }
 
 /* touch of a queue's record extends its hold (TOUCH); on every other file
@@ -144,12 +144,12 @@ touch(fuse_req_t req, const Inode *in)
     LangTableInfo info;
     LangSession *s = fs_session(req);
     LangError err = {0};
-    if ((rc = fs_finish(req, s, lang_view_table(s, in->table, &info, &err))) || !info.is_queue)
+    if ((rc = fs_finish(req, s, lang_view_table(s, in->table, &info, &err), &err)) || !info.is_queue)
         return rc;
     if (in->key.kind == VAL_NONE)
         return -ENOENT;
     s = fs_session(req);
-    return fs_finish(req, s, lang_view_touch(s, in->table, &in->key, in->fence, &err));
+    return fs_finish(req, s, lang_view_touch(s, in->table, &in->key, in->fence, &err), &err);
 }
 
 /* The mount forgets what a claim told it of the record "in" names (of
@@ -200,7 +200,7 @@ unlink_inode(fuse_req_t req, const Inode *in)
         return -ENOENT;
     LangSession *s = fs_session(req);
     LangError err = {0};
-    return fs_finish(req, s, lang_view_delete(s, in->table, &in->key, in->fence, &err));
+    return fs_finish(req, s, lang_view_delete(s, in->table, &in->key, in->fence, &err), &err);
 }
 
 static void
@@ -250,7 +250,7 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
                        from->kind == KIND_DEAD_ENTRY
                            ? lang_view_retry(s, from->table, &from->key, &when, from->fence, &err)
                            : lang_view_release(s, from->table, &from->key, &when, from->fence,
-                                               &err));
+                                               &err), &err);
     }
     lang_value_free(&when);
     return rc;
@@ -273,7 +273,7 @@ rename_table(fuse_req_t req, const Inode *from, const Inode *to)
         return 0;
     LangSession *s = fs_session(req);
     LangError err = {0};
-    return fs_finish(req, s, lang_view_rename(s, from->table, to->table, &err));
+    return fs_finish(req, s, lang_view_rename(s, from->table, to->table, &err), &err);
 }
 
 /* What "mv from to" does: a release, a table's rename, or EXDEV. */

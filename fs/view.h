@@ -32,8 +32,9 @@ LangSession *fs_session_as(Mount *m, const Caller *who);
 /* fs_session_as for the caller of "req". */
 LangSession *fs_session(fuse_req_t req);
 /* Frees "s" and gives "rc", the outcome of a lang call made for "req", as
- * 0 or -errno; a failing or full disk is logged. */
-int fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc);
+ * 0 or -errno; a failing or full store is logged with what "err" (that
+ * call's) says of it: the server's message, the system call and errno. */
+int fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc, const LangError *err);
 /* True when the caller of request "req" gave up (a signal) or the mount
  * is ending: the interrupt hook of what blocks for a request. */
 bool fs_request_interrupted(void *req);

@@ -214,7 +214,7 @@ teardown() {
     run bash -c 'echo "CLAIM FORM jobs;" > "$M/ctl"'
     assert_failure
     assert_output --partial "Invalid argument"
-    grep -q "^queuefs: ctl\.c:[0-9]*: ctl: uid 0: ParseError: " "$log" ||
+    grep -Eq "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{4} queuefs: ctl\.c:[0-9]+: ctl: uid 0: ParseError: " "$log" ||
         fail "no log line for the refused statement: $(cat "$log")"
     grep -q "serving the store $STORE at $M" "$log" || fail "no start line: $(cat "$log")"
 }

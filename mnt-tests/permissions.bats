@@ -226,7 +226,7 @@ all_blocked() {
 }
 
 @test "permissions: a table queuefs-sql defined belongs to the store's owner; files and ctl enforce its mode alike" {
-    lmdb_only "the store's owner is its directory's; a database has none among the mount's users"
+    lmdb_only "the store's owner is its directory's; on PostgreSQL it is the mount's user (the test below)"
     # The store belongs to uid 65533, not to the mount's user (root).
     mkdir -m 0700 "$STORE"
     chown 65533:65533 "$STORE"
@@ -259,6 +259,68 @@ all_blocked() {
     assert_output '{"id":"pay:1","n":1}'
     run setpriv --reuid=65533 --regid=65533 --clear-groups "$QUEUEFS_CTL" "$M" "CLAIM FROM pay;"
     assert_success
+}
+
+# refused_alike ORIGIN TABLE — as nobody, every file operation and ctl
+# statement below is refused exactly where the directory's mode refuses it:
+# at 0755 reading is allowed (cat, SELECT, INFO) and nothing that changes
+# the table is (rm, claim, new, DELETE, CREATE, CLAIM, RELEASE); at 0700
+# nothing is.  ORIGIN names where the table came from, for messages.
+refused_alike() {
+    local origin=$1 t=$2 mode stmt queue=0
+    [ -e "$M/$t/claim" ] && queue=1
+    for mode in 0755 0700; do
+        chmod "$mode" "$M/$t"
+        run as_nobody cat "$M/$t/1"
+        if [ "$mode" = 0755 ]; then
+            [ "$status" -eq 0 ] || fail "$origin $t $mode: cat $t/1 refused: $output"
+        else
+            [[ "$output" == *"Permission denied"* ]] || fail "$origin $t $mode: cat $t/1 allowed: $output"
+        fi
+        run as_nobody rm -f "$M/$t/2"
+        [[ "$output" == *"Permission denied"* ]] || fail "$origin $t $mode: rm $t/2 allowed: $output"
+        run as_nobody sh -c "printf '{\"x\":1}\n' >> '$M/$t/new'"
+        [ "$status" -ne 0 ] || fail "$origin $t $mode: a write to $t/new was taken"
+        if [ "$queue" = 1 ]; then
+            run as_nobody cat "$M/$t/claim"
+            [[ "$output" == *"Permission denied"* ]] || fail "$origin $t $mode: cat $t/claim allowed: $output"
+        fi
+        for stmt in "SELECT * FROM $t;" "INFO FOR TABLE $t;" "DELETE $t:1;" "CREATE $t = {x: 2};" \
+            "CLAIM FROM $t;" "RELEASE $t:1;"; do
+            case "$stmt" in CLAIM* | RELEASE*) [ "$queue" = 1 ] || continue ;; esac
+            run as_nobody "$QUEUEFS_CTL" "$M" "$stmt"
+            case "$mode:$stmt" in
+            0755:SELECT* | 0755:INFO*)
+                [ "$status" -eq 0 ] || fail "$origin $t $mode: '$stmt' refused: $output" ;;
+            *)
+                [[ "$output" == *'"error":"PermissionDenied"'* ]] ||
+                    fail "$origin $t $mode: '$stmt' was not PermissionDenied: $output" ;;
+            esac
+        done
+    done
+}
+
+@test "permissions: tables from queuefs-sql, ctl and mkdir refuse another user alike through files and ctl, at 0755 and after chmod 700" {
+    sql "DEFINE QUEUE vault TIMEOUT 30s; CREATE vault:1 = {secret: 1}; CREATE vault:2 = {};" >/dev/null
+    mount_fs -o allow_other,default_permissions
+    ctl "DEFINE QUEUE viactl TIMEOUT 30s; CREATE viactl:1 = {secret: 1}; CREATE viactl:2 = {};" >/dev/null
+    mkdir "$M/notes"
+    ctl "CREATE notes:1 = {secret: 1}; CREATE notes:2 = {};" >/dev/null
+    local before t
+    before=$(sql "SELECT * FROM vault ORDER BY id;" "SELECT * FROM viactl ORDER BY id;" \
+        "SELECT * FROM notes ORDER BY id;")
+    # All three belong to root, the mount's user and the store's owner.
+    run stat -c '%u %a' "$M/vault" "$M/viactl" "$M/notes"
+    assert_equal "$(tr '\n' ' ' <<<"$output")" "0 755 0 755 0 755 "
+    refused_alike queuefs-sql vault
+    refused_alike ctl viactl
+    refused_alike mkdir notes
+    # Nothing changed, and nothing was claimed.
+    assert_equal "$(sql "SELECT * FROM vault ORDER BY id;" "SELECT * FROM viactl ORDER BY id;" \
+        "SELECT * FROM notes ORDER BY id;")" "$before"
+    for t in vault viactl; do
+        assert_equal "$(jqr .claims "$(cat "$M/$t/stats")")" 0
+    done
 }
 
 @test "permissions: DEFINE QUEUE IF NOT EXISTS of another user's collection is WrongKind, not an answer" {

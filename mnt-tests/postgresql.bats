@@ -133,6 +133,54 @@ read_when_up() {
     assert_equal "$(jq -r .n "$D/woke")" 2
 }
 
+# queuefs_backends — how many connections the mounts have open.
+queuefs_backends() {
+    psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_stat_activity
+        WHERE application_name = 'queuefs' AND pid <> pg_backend_pid()"
+}
+
+@test "postgresql: pooled connections the server closed while idle are found out before anything is sent: concurrent claims after the storm all succeed" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    local i n
+    for i in $(seq 40); do printf '{"n":%d}\n' $((i * 10 + 1)) $((i * 10 + 2)) $((i * 10 + 3)) \
+        $((i * 10 + 4)) $((i * 10 + 5)) $((i * 10 + 6)) $((i * 10 + 7)) $((i * 10 + 8)) \
+        $((i * 10 + 9)) $((i * 10 + 10)); done >"$D/lines"
+    sql "$(jq -rc '"CREATE jobs CONTENT \(.);"' "$D/lines")" >/dev/null
+    mount_fs
+    # Twelve claims at once, each waiting on a lock the catalog is held
+    # under meanwhile, so each takes a connection of the pool of its own.
+    cat "$M/jobs/stats" >/dev/null
+    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.catalog IN ACCESS EXCLUSIVE MODE" \
+        -c "SELECT pg_sleep(2)" -c "COMMIT" >/dev/null &
+    sleep 0.5
+    for i in $(seq 12); do cat "$M/jobs/claim" >/dev/null & done
+    wait
+    n=$(queuefs_backends)
+    [ "$n" -ge 12 ] || fail "the pool holds only $n connections"
+    local claimed
+    claimed=$(jqr .held "$(cat "$M/jobs/stats")")
+    # Every one of them terminated while idle; the server stays up.
+    psql -qXAt "$STORE" -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+        WHERE application_name = 'queuefs' AND pid <> pg_backend_pid()" >/dev/null
+    sleep 2
+    # The first round's claims wait on a lock of the records table, each
+    # holding the connection it took, so that together they take every
+    # connection of the pool.
+    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.records IN ACCESS EXCLUSIVE MODE" \
+        -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null &
+    sleep 0.5
+    local round failed=0
+    for round in $(seq 10); do
+        for i in $(seq 12); do
+            (cat "$M/jobs/claim" >"$D/claim.$round.$i" 2>"$D/err.$round.$i" || echo failed >>"$D/failed") &
+        done
+        wait
+    done
+    [ ! -e "$D/failed" ] || failed=$(wc -l <"$D/failed")
+    [ "$failed" -eq 0 ] || fail "$failed of 120 claims failed: $(cat "$D"/err.* | sort | uniq -c)"
+    assert_equal "$(jqr .held "$(cat "$M/jobs/stats")")" $((claimed + 120))
+}
+
 @test "postgresql: a transaction that cannot begin (a lock held past lock_timeout) fails, saying the server's reason, and leaves its connection usable once the lock is gone" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
     sql 'CREATE jobs = {n: 1};' >/dev/null
@@ -155,6 +203,30 @@ read_when_up() {
         cat "$M/jobs/stats" >/dev/null || fail "a read after the lock was gone failed"
     done
     [ "$(sql "SELECT * FROM jobs;" | jq length)" = 1 ]
+}
+
+@test "postgresql: a file operation the server fails is logged with the time and the server's own message" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    local impatient="$STORE&options=-c%20lock_timeout%3D200" log="$D/daemon.log"
+    "$QUEUEFS" -f "$impatient" "$M" 2>"$log" 3>&- &
+    wait_mounted "$M" || fail "not mounted; log: $(cat "$log")"
+    track_mount "$M"
+    cat "$M/jobs/stats" >/dev/null
+    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.records IN ACCESS EXCLUSIVE MODE" \
+        -c "SELECT pg_sleep(2)" -c "COMMIT" >/dev/null &
+    local locker=$!
+    sleep 0.5
+    run cat "$M/jobs/claim"
+    assert_failure
+    assert_output --partial "Input/output error"
+    wait "$locker"
+    local line
+    line=$(grep "met StoreError" "$log") || fail "no log line for the failed claim: $(cat "$log")"
+    [[ "$line" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}[+-][0-9]{4}\ queuefs:\  ]] ||
+        fail "the line has no time: $line"
+    [[ "$line" == *"the server $PG_DIR:"* ]] || fail "the line does not name the server: $line"
+    [[ "$line" == *"canceling statement due to lock timeout"* ]] ||
+        fail "the line does not say what the server said: $line"
 }
 
 @test "postgresql: a full tablespace is StoreFull (ENOSPC); reads and deletes go on, and the store takes writes again once the disk grows" {

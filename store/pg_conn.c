@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,7 +243,26 @@ pg_pool_give(Store *st, PgConn *c)
     pthread_mutex_unlock(&st->pool_mu);
 }
 
-/* Makes sure "c" is connected (again): 0 or STORE_IO. */
+/* True when nothing came on idle connection "conn" since its last answer.
+ * A server that closed it (a termination, a restart, a failover) has sent
+ * its message and its end by then, and libpq would read the message alone
+ * (as a notice) and still call the connection good: anything readable
+ * makes a pooled connection suspect, so a transaction finds out before it
+ * sends anything (one that carries its commit is never sent again). */
+static bool
+conn_quiet(PGconn *conn)
+{
+    struct pollfd p = {.fd = PQsocket(conn), .events = POLLIN | POLLRDHUP};
+    int n;
+    if (p.fd < 0)
+        return false;
+    while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n == 0;
+}
+
+/* Makes sure "c" is connected (again), connecting anew when its
+ * connection broke or may have (see conn_quiet): 0 or STORE_IO. */
 int
 pg_conn_ready(Store *st, PgConn *c, bool fresh)
 {
@@ -253,11 +273,7 @@ pg_conn_ready(Store *st, PgConn *c, bool fresh)
             PQclear(res);
         c->rolling_back = false;
     }
-    /* (Reading what is there — a closed connection's end, a termination's
-     * message — so that a transaction finds out before it sends anything:
-     * one that carries its commit is not sent again.) */
-    if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK && PQconsumeInput(c->conn) &&
-        PQstatus(c->conn) == CONNECTION_OK)
+    if (c->conn && !fresh && PQstatus(c->conn) == CONNECTION_OK && conn_quiet(c->conn))
         return 0;
     if (c->conn)
         PQfinish(c->conn);
@@ -377,9 +393,9 @@ bool
 pg_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
 {
     (void)txn;
-    (void)uid;
-    (void)gid;
-    return false;   /* a database has no owner among the mount's users */
+    *uid = (uint32_t)getuid();   /* as the mount shows it (see store_owner) */
+    *gid = (uint32_t)getgid();
+    return true;
 }
 
 const StoreOps store_pg_ops = {

@@ -210,9 +210,12 @@ void store_wake(Store *st);
 /* Fills "out" with the store's figures (see StoreStats). */
 void store_stats(Store *st, StoreStats *out);
 
-/* The owner of the store "txn" is on — for LMDB, of its directory, as it
- * was when the store was opened: a table with no owner of its own belongs
- * to it.  False (nothing filled) when it is not known. */
+/* The owner of the store "txn" is on: a table with no owner of its own (one
+ * queuefs-sql defined) belongs to it, for the file view and ctl alike.  For
+ * LMDB the owner of its directory, as it was when the store was opened; for
+ * PostgreSQL, whose database has no owner among the mount's users, the user
+ * who opened it (the mount's).  False (nothing filled) when it is not
+ * known. */
 bool store_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
 
 /* ---- transactions ---- */
