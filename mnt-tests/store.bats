@@ -436,6 +436,53 @@ print("OK")
     assert_equal "$(count_records jobs)" 2
 }
 
+@test "io: the daemon logs a file operation the disk failed with the time, the system call and its errno" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:7 = { url: 'a' }" >/dev/null
+    local arm="$BATS_TEST_TMPDIR/arm" log="$BATS_TEST_TMPDIR/daemon.log"
+    LD_PRELOAD="$FAILIO" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+        QUEUEFS_FAIL=fsync QUEUEFS_FAIL_WHEN="$arm" "$QUEUEFS" -f "$STORE" "$M" 2>"$log" 3>&- &
+    wait_mounted "$M" || fail "not mounted; log: $(cat "$log")"
+    track_mount "$M"
+    ctl "UPDATE jobs:7 MERGE { seen: true };" >/dev/null
+    touch "$arm"
+    run rm "$M/jobs/7"
+    assert_failure
+    assert_output --partial "Input/output error"
+    rm "$arm"
+    local line
+    line=$(grep "met StoreError" "$log") || fail "no log line for the failed rm: $(cat "$log")"
+    [[ "$line" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}[+-][0-9]{4}\ queuefs:\  ]] ||
+        fail "the line has no time: $line"
+    [[ "$line" =~ (fdatasync|sync_file_range)[^:]*:\ Input/output\ error\ \(errno\ 5\) ]] ||
+        fail "the line does not name the system call and errno: $line"
+}
+
+@test "read-only: a store that stopped uncleanly is not read before a process that may write it recovers it" {
+    SHARED=$(mktemp -d /tmp/queuefs-ro.XXXXXX)
+    chmod 0755 "$SHARED"
+    STORE=$SHARED/store
+    sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
+    mount_fs
+    printf '{"n":1}\n{"n":2}\n' >>"$M/jobs/new"
+    local pid
+    pid=$(daemon_pid "$M")
+    kill -9 "$pid"
+    wait_gone "$pid" || fail "the daemon outlived SIGKILL"
+    fusermount3 -u -z "$M"
+    DISK=$SHARED/ro
+    mkdir "$DISK"
+    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+    run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT n FROM jobs;"
+    assert_failure
+    [[ $stderr == *"stopped uncleanly and is not recovered yet"* ]] || fail "stderr: $stderr"
+    # The owner's next open recovers it; then it reads, both records there.
+    run sql "SELECT n FROM jobs ORDER BY n;"
+    assert_output '[{"n":1},{"n":2}]'
+    run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT n FROM jobs ORDER BY n;"
+    assert_success
+    assert_output '[{"n":1},{"n":2}]'
+}
+
 @test "read-only: queuefs-sql reads a store it cannot write, and refuses writes with StoreError" {
     # The store, where everyone may read it, seen through a read-only bind
     # mount: root cannot write there (EROFS), nor can uid 65534.

@@ -20,7 +20,12 @@
 #define CHECKPOINT_INTERVAL_MS 20    /* how often sync off takes a checkpoint */
 #define SLOT_LEN 4096                 /* one slot a block: written whole */
 #define RECORD_MAGIC "qfs-ckpt"
-#define RECORD_VERSION 1u
+/* Version 2: recovery by the store's files.  Bytes 32..95 held the data
+ * file's device and inode and the boot of version 1, by which its builds
+ * guessed whether to recover; they are zero now, and those builds find no
+ * record of theirs (so none of them trusts the disk on one of these). */
+#define RECORD_VERSION 2u
+#define RECORD_VERSION_BOOTS 1u
 #define RECORD_LEN (96 + 2 * CHECKPOINT_META_LEN)   /* before the crc */
 /* After the record's crc, where builds before the redo log wrote zeros:
  * the chain's epoch and position, with a crc of their own. */
@@ -125,16 +130,14 @@ lmdb_checkpoint_open(const char *location)
 static bool
 record_decode(const unsigned char *b, Checkpoint *c)
 {
-    if (memcmp(b, RECORD_MAGIC, 8) != 0 || get_u32(b + 8) != RECORD_VERSION ||
+    uint32_t version = get_u32(b + 8);
+    if (memcmp(b, RECORD_MAGIC, 8) != 0 ||
+        (version != RECORD_VERSION && version != RECORD_VERSION_BOOTS) ||
         get_u32(b + RECORD_LEN) != (uint32_t)crc32(0L, b, RECORD_LEN))
         return false;
     c->trust_disk = get_u32(b + 12) & 1;
     c->seq = get_u64(b + 16);
     c->txnid = get_u64(b + 24);
-    c->dev = get_u64(b + 32);
-    c->ino = get_u64(b + 40);
-    memcpy(c->boot, b + 48, CHECKPOINT_BOOT_LEN);
-    c->boot[CHECKPOINT_BOOT_LEN - 1] = '\0';
     memcpy(c->meta, b + 96, 2 * CHECKPOINT_META_LEN);
     const unsigned char *l = b + LOG_AT;
     c->log = memcmp(l, LOG_MAGIC, 8) == 0 &&
@@ -173,9 +176,6 @@ lmdb_checkpoint_write(int fd, const Checkpoint *c)
     put_u32(b + 12, c->trust_disk ? 1 : 0);
     put_u64(b + 16, c->seq);
     put_u64(b + 24, c->txnid);
-    put_u64(b + 32, c->dev);
-    put_u64(b + 40, c->ino);
-    memcpy(b + 48, c->boot, strnlen(c->boot, CHECKPOINT_BOOT_LEN - 1));
     memcpy(b + 96, c->meta, 2 * CHECKPOINT_META_LEN);
     put_u32(b + RECORD_LEN, (uint32_t)crc32(0L, b, RECORD_LEN));
     if (c->log && !c->trust_disk) {
@@ -224,8 +224,80 @@ checkpoint_restore(int data_fd, unsigned page_size, const Checkpoint *c)
     return sync_data(data_fd);
 }
 
+/* Where the open lock lies in the record file: past both slots. */
+#define OPEN_LOCK_AT (2 * SLOT_LEN)
+
 int
-lmdb_checkpoint_recover(int ckpt_fd, const char *location, const char *boot)
+lmdb_open_lock(int ckpt_fd, short type)
+{
+    struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = OPEN_LOCK_AT, .l_len = 1};
+    while (fcntl(ckpt_fd, F_OFD_SETLKW, &l) != 0)
+        if (errno != EINTR)
+            return errno;
+    return 0;
+}
+
+int
+lmdb_store_alone(const char *location, bool *alone)
+{
+    /* Every process with the environment open holds a read lock on the
+     * first byte of lock.mdb (LMDB's, a POSIX lock), which a write lock
+     * would meet: asked of an OFD lock, which takes nothing (a lock held
+     * would keep this process's own LMDB from its lock). */
+    size_t plen = strlen(location) + sizeof "/lock.mdb";
+    char *path = malloc(plen);
+    if (!path)
+        return ENOMEM;
+    snprintf(path, plen, "%s/lock.mdb", location);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    *alone = fd < 0 && errno == ENOENT;   /* no lock file: never opened */
+    if (fd < 0)
+        return *alone ? 0 : errno;
+    struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+    int rc = fcntl(fd, F_OFD_GETLK, &l) == 0 ? 0 : errno;
+    *alone = !rc && l.l_type == F_UNLCK;
+    close(fd);
+    return rc;
+}
+
+int
+lmdb_checkpoint_unrecovered(const char *location, int *ckpt_fd)
+{
+    size_t plen = strlen(location) + sizeof "/" CHECKPOINT_FILE;
+    char *path = malloc(plen);
+    if (!path)
+        return ENOMEM;
+    snprintf(path, plen, "%s/%s", location, CHECKPOINT_FILE);
+    *ckpt_fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (*ckpt_fd < 0)
+        return 0;                    /* none yet, or another user's: unknown */
+    Checkpoint c;
+    bool alone = false;
+    int rc = lmdb_open_lock(*ckpt_fd, F_RDLCK);
+    if (!rc && !(rc = lmdb_store_alone(location, &alone)) && alone &&
+        lmdb_checkpoint_read(*ckpt_fd, &c) == 0 && !c.trust_disk)
+        rc = EUCLEAN;
+    return rc;
+}
+
+/* Whether data file "data_fd" may be the one checkpoint "c" is about: its
+ * meta pages, when readable, are not older than the record (a data file
+ * older than it was put in its place: putting the record's meta pages on
+ * it would join two stores).  Meta pages that are not readable (torn) are
+ * what putting the record's back mends. */
+static bool
+data_file_matches(int data_fd, unsigned page_size, const Checkpoint *c)
+{
+    unsigned char meta[2][CHECKPOINT_META_LEN];
+    uint64_t newest = 0;
+    return lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) != 0 ||
+           newest >= c->txnid;
+}
+
+int
+lmdb_checkpoint_recover(int ckpt_fd, const char *location)
 {
     size_t plen = strlen(location) + sizeof "/data.mdb";
     char *data_path = malloc(plen);
@@ -236,61 +308,29 @@ lmdb_checkpoint_recover(int ckpt_fd, const char *location, const char *boot)
     free(data_path);
     if (data_fd < 0)
         return errno == ENOENT ? 0 : errno;
-    while (flock(ckpt_fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            int err = errno;
-            close(data_fd);
-            return err;
-        }
     Checkpoint c;
     struct stat sb;
     int rc = lmdb_checkpoint_read(ckpt_fd, &c);
-    if (rc == ENOENT) {
-        rc = 0;
-    } else if (!rc && !c.trust_disk && strcmp(c.boot, boot) != 0) {
-        unsigned char meta[2][CHECKPOINT_META_LEN];
-        uint64_t newest = 0;
-        unsigned page_size = get_u32(c.meta[0] + META_PAGE_SIZE_AT);
-        rc = fstat(data_fd, &sb) ? errno : 0;
-        if (!rc && (uint64_t)sb.st_dev == c.dev && (uint64_t)sb.st_ino == c.ino &&
-            page_size >= CHECKPOINT_META_LEN &&
-            lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) == 0) {
-            if (newest > c.txnid)
-                rc = checkpoint_restore(data_fd, page_size, &c);
-            if (!rc)
-                rc = lmdb_log_replay(location, (uint64_t)sb.st_size, &c);
-        }
-        if (!rc) {
-            c.seq++;
-            c.trust_disk = true;
-            snprintf(c.boot, sizeof c.boot, "%s", boot);
-            rc = lmdb_checkpoint_write(ckpt_fd, &c);
-        }
+    if (rc == ENOENT || (!rc && c.trust_disk)) {
+        close(data_fd);
+        return 0;                    /* a new store, or closed cleanly */
     }
-    flock(ckpt_fd, LOCK_UN);
+    unsigned page_size = rc ? 0 : get_u32(c.meta[0] + META_PAGE_SIZE_AT);
+    if (!rc && (page_size < CHECKPOINT_META_LEN || (page_size & (page_size - 1)) ||
+                !data_file_matches(data_fd, page_size, &c)))
+        rc = EUCLEAN;
+    if (!rc)
+        rc = checkpoint_restore(data_fd, page_size, &c);
+    if (!rc)
+        rc = fstat(data_fd, &sb) ? errno : lmdb_log_replay(location, (uint64_t)sb.st_size, &c);
+    if (!rc) {
+        c.seq++;
+        c.trust_disk = true;
+        c.log = false;
+        rc = lmdb_checkpoint_write(ckpt_fd, &c);
+    }
     close(data_fd);
     return rc;
-}
-
-void
-lmdb_checkpoint_boot_id(char out[CHECKPOINT_BOOT_LEN])
-{
-    memset(out, 0, CHECKPOINT_BOOT_LEN);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (f) {
-        bool ok = fgets(out, CHECKPOINT_BOOT_LEN, f) != NULL;
-        fclose(f);
-        out[strcspn(out, "\n")] = '\0';
-        if (ok && out[0])
-            return;
-    }
-    /* No /proc: the boot's start, to the second (the wall clock less the
-     * time since boot), stable within a boot unless the clock is set. */
-    struct timespec now, up;
-    clock_gettime(CLOCK_REALTIME, &now);
-    clock_gettime(CLOCK_BOOTTIME, &up);
-    snprintf(out, CHECKPOINT_BOOT_LEN, "booted-%lld",
-             (long long)(now.tv_sec - up.tv_sec - (now.tv_nsec < up.tv_nsec)));
 }
 
 /* ---- taking checkpoints ---- */
@@ -313,16 +353,6 @@ monotonic_ns(const struct timespec *t)
     return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
 }
 
-/* Fills in what every checkpoint record of this store says. */
-static void
-checkpoint_fill(Store *st, Checkpoint *c, uint64_t txnid, bool trust_disk)
-{
-    c->txnid = txnid;
-    c->dev = st->shared->dev;
-    c->ino = st->shared->ino;
-    c->trust_disk = trust_disk;
-    snprintf(c->boot, sizeof c->boot, "%s", st->boot);
-}
 
 /* Writes checkpoint record "c" after the newest one, under flock on the
  * record file: 0 or an errno.  With "clear_dead" it then clears the reader
@@ -576,9 +606,12 @@ lmdb_checkpoint_take(Store *st)
         uint64_t target = lmdb_counter_get(&sh->committed);
         lmdb_stat_add(&st->syncs, 1);
         rc = pages_sync(st, &pages);
-        if (!rc) {
-            checkpoint_fill(st, &c, id, false);
-            rc = checkpoint_record(st, &c, true);
+        if (rc) {
+            lmdb_failure("a checkpoint's sync of data.mdb (sync_file_range, fdatasync)", rc);
+        } else {
+            c.txnid = id;
+            if ((rc = checkpoint_record(st, &c, true)))
+                lmdb_failure("pwrite, fdatasync of " CHECKPOINT_FILE, rc);
         }
         if (lmdb_status_of(rc) == STORE_IO)
             lmdb_counter_raise(&sh->failed, target > id ? target : id);
@@ -616,7 +649,8 @@ checkpoint_trust_disk(Store *st)
     lmdb_stat_add(&st->syncs, 1);
     rc = mdb_env_sync(st->env, 1);
     if (!rc) {
-        checkpoint_fill(st, &c, id, true);
+        c.txnid = id;
+        c.trust_disk = true;
         rc = checkpoint_record(st, &c, false);
     }
     if (!rc) {

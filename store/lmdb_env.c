@@ -30,8 +30,9 @@
 
 _Thread_local int lmdb_full_seen;
 
-int
-lmdb_status_of(int rc)
+/* lmdb_status_of, without explaining a failure. */
+static int
+status_of(int rc)
 {
     switch (rc) {
     case MDB_SUCCESS:
@@ -70,6 +71,25 @@ lmdb_status_of(int rc)
     default:                     /* EIO, MDB_PANIC, MDB_BAD_TXN, other errnos */
         return STORE_IO;
     }
+}
+
+int
+lmdb_status_of(int rc)
+{
+    int status = status_of(rc);
+    if ((status == STORE_IO || status == STORE_CORRUPT) && !*store_error_detail())
+        lmdb_failure("LMDB", rc);
+    return status;
+}
+
+int
+lmdb_failure(const char *call, int rc)
+{
+    if (rc > 0)
+        store_error_detail_set("%s: %s (errno %d)", call, strerror(rc), rc);
+    else if (rc < 0)
+        store_error_detail_set("%s: %s", call, mdb_strerror(rc));
+    return rc;
 }
 
 /* Writes "location: what[: LMDB's message for rc]" into errbuf (when there
@@ -344,12 +364,20 @@ static int
 store_env_open_read_only(Store *st, const char *location, size_t map_size, const char **what)
 {
     MDB_stat ms;
-    int rc;
-    *what = "cannot create the environment";
-    if ((rc = store_env_create(st, map_size)))
-        return rc;
-    *what = "cannot open the environment for reading";
-    rc = mdb_env_open(st->env, location, MDB_NOTLS | MDB_RDONLY, 0600);
+    int rc, ckpt_fd;
+    *what = "cannot read the store, which stopped uncleanly and is not recovered yet: a "
+            "process that may write it recovers it (mount it, or run queuefs-sql as its owner)";
+    rc = lmdb_checkpoint_unrecovered(location, &ckpt_fd);
+    if (!rc) {
+        *what = "cannot create the environment";
+        rc = store_env_create(st, map_size);
+    }
+    if (!rc) {
+        *what = "cannot open the environment for reading";
+        rc = mdb_env_open(st->env, location, MDB_NOTLS | MDB_RDONLY, 0600);
+    }
+    if (ckpt_fd >= 0)
+        close(ckpt_fd);              /* with its lock: the environment is open */
     struct statvfs fs;
     if (rc == EACCES && statvfs(location, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
         /* The lock file is another user's on a read-only filesystem: read
@@ -381,10 +409,11 @@ store_env_open_read_only(Store *st, const char *location, size_t map_size, const
 }
 
 /* Opens the environment of "st" at "location" with its first checkpoint:
- * puts the store back to its checkpoint after a machine crash, opens LMDB,
- * maps the shared counters and takes a checkpoint before any commit (which
- * also clears the reader slots of dead processes).  "*what" says what
- * failed.  0 or an errno or LMDB code. */
+ * recovers the store after an unclean stop when no other process has it
+ * open (see lmdb_checkpoint.h), maps the shared counters, opens LMDB and
+ * takes a checkpoint before any commit (which also clears the reader slots
+ * of dead processes).  "*what" says what failed.  0 or an errno or LMDB
+ * code. */
 static int
 store_env_open(Store *st, const char *location, size_t map_size, const char **what)
 {
@@ -392,6 +421,7 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     MDB_stat ms;
     unsigned char meta[2][CHECKPOINT_META_LEN];
     uint64_t newest;
+    bool alone;
     int rc;
 
     if (st->read_only)
@@ -399,11 +429,24 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     *what = "cannot open " CHECKPOINT_FILE;
     if ((st->ckpt_fd = lmdb_checkpoint_open(location)) < 0)
         return -st->ckpt_fd;
-    *what = "cannot put the store back to its last checkpoint";
-    if ((rc = lmdb_checkpoint_recover(st->ckpt_fd, location, st->boot)))
+    /* Openers one at a time, from here until this one holds LMDB's lock:
+     * "alone" stays true until then, and the counters it resets are used
+     * by no other process yet. */
+    *what = "cannot lock " CHECKPOINT_FILE " for opening";
+    if ((rc = lmdb_open_lock(st->ckpt_fd, F_WRLCK)))
         return rc;
-    *what = "cannot open " LOG_FILE;
-    if ((rc = lmdb_log_open(st, location)))
+    *what = "cannot tell whether another process has the store open";
+    if ((rc = lmdb_store_alone(location, &alone)))
+        return rc;
+    *what = "cannot recover the store after an unclean stop";
+    if (alone && (rc = lmdb_checkpoint_recover(st->ckpt_fd, location))) {
+        if (rc == EUCLEAN)
+            *what = "cannot recover the store after an unclean stop: data.mdb is older than "
+                    CHECKPOINT_FILE " (a copy of it alone was put back?)";
+        return rc;
+    }
+    *what = "cannot open " SYNC_FILE;
+    if ((rc = lmdb_sync_open(st, location, alone)))
         return rc;
     *what = "cannot create the environment";
     if ((rc = store_env_create(st, map_size)))
@@ -413,14 +456,17 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     if ((rc = mdb_env_open(st->env, location, flags, 0600)) ||
         (rc = mdb_env_get_fd(st->env, &st->data_fd)) || (rc = mdb_env_stat(st->env, &ms)))
         return rc;
+    *what = "cannot unlock " CHECKPOINT_FILE;
+    if ((rc = lmdb_open_lock(st->ckpt_fd, F_UNLCK)))
+        return rc;
     st->page_size = ms.ms_psize;
+    *what = "cannot open " LOG_FILE;
+    if ((rc = lmdb_log_open(st, location)))
+        return rc;
     *what = "cannot size the map";
     if ((rc = lmdb_map_init(st, map_size)))
         return rc;
     (void)lmdb_room_pages(st);
-    *what = "cannot open " SYNC_FILE;
-    if ((rc = lmdb_sync_open(st, location)))
-        return rc;
     *what = "cannot take a checkpoint of the store";
     st->checkpoints = st->page_size >= CHECKPOINT_META_LEN &&
                       lmdb_checkpoint_meta_read(st->data_fd, st->page_size, meta, &newest) == 0;
@@ -561,10 +607,6 @@ lmdb_open(const char *location, const StoreOptions *opts, Store **out,
     pthread_mutex_init(&st->log_sync_mu, NULL);
     st->pin_id = UINT64_MAX;
     st->queue_tail = &st->queue;
-    if (opts && opts->boot_id)
-        snprintf(st->boot, sizeof st->boot, "%s", opts->boot_id);
-    else
-        lmdb_checkpoint_boot_id(st->boot);
     what = "cannot create a lock";
     if ((rc = store_locks_init(st)))
         goto fail;

@@ -95,11 +95,15 @@
  *    transaction of a live process (so LMDB reuses none of its pages), its
  *    pages synced after it (those the checkpoint before used are on the
  *    disk already: see lmdb_checkpoint.c), and a copy of its meta pages
- *    recorded in "queuefs.checkpoint".  After a machine crash the next boot's first
- *    open puts the checkpoint's meta pages back: the commits after it are
- *    lost, and the store is exactly as it was then.  A crash of processes
- *    alone loses nothing (the page cache has every commit), so that is
- *    done only in another boot.
+ *    recorded in "queuefs.checkpoint"; every commit after it appended to
+ *    the redo log (lmdb_log.h), flushed only for a durable write.  After
+ *    any unclean stop — the processes killed, the machine or the disk
+ *    losing power, the disk back under another device number — the first
+ *    opener that finds no other process on the store puts the newest
+ *    checkpoint back and replays the log after it (lmdb_checkpoint.h):
+ *    every commit whose entry is there comes back, which after a crash of
+ *    processes alone (the page cache whole) is every commit, and after a
+ *    power loss every durable one.
  *
  * Every process takes a checkpoint before its first commit (so an open
  * that only reads syncs nothing), and the store is fast from then on.  The
@@ -122,7 +126,9 @@
  * otherwise its writer waits for a sync under way — in its process (a
  * condition) or in another (a futex in the shared page) — and when none
  * covers it leads one (flock on the shared file): a sync (safe) or a
- * checkpoint (fast).
+ * checkpoint (fast).  A commit that is not durable returns at once unless
+ * the log could not hold it (lmdb_log_covers): then it too waits for a
+ * checkpoint, so that recovery never undoes an acknowledged write.
  *
  * Open an environment at most once per process at a time: LMDB's fcntl
  * locks on the lock file are per process, so closing a second handle to the
@@ -186,6 +192,7 @@ typedef struct WriteReq {
     bool lazy;            /* its last run need not be durable (store_txn_lazy) */
     bool committed;       /* its changes are committed (sync pending) */
     bool done;            /* rc is final: the caller may return */
+    char detail[256];     /* what the thread that failed it knew (store_error_detail) */
     struct WriteReq *next;
 } WriteReq;
 
@@ -219,7 +226,6 @@ struct Store {
     pthread_mutex_t log_mu;      /* the log's lock, in this process */
     pthread_mutex_t log_sync_mu; /* one flush of the log at a time */
     LogOps wlog;                 /* the open write transaction's changes */
-    char boot[CHECKPOINT_BOOT_LEN];
     unsigned page_size;
     bool checkpoints;            /* the data file's meta pages are understood */
     bool checkpointed;           /* this process took a checkpoint (atomic) */
@@ -394,9 +400,16 @@ lmdb_stat_add(uint64_t *p, uint64_t n)
 /* ---- lmdb_env.c ---- */
 
 /* Maps an LMDB return code (or errno) to a StoreStatus, noting in
- * lmdb_full_seen a full map or transaction. */
+ * lmdb_full_seen a full map or transaction; a failure of the disk or of
+ * LMDB that nothing explained yet (lmdb_failure) is explained by its code. */
 int
 lmdb_status_of(int rc);
+
+/* Says in store_error_detail what failed: "call" (a system call and the
+ * file it was on, or LMDB's call) and "rc", an errno or LMDB code.  Returns
+ * "rc". */
+int
+lmdb_failure(const char *call, int rc);
 
 /* ---- lmdb_map.c ---- */
 

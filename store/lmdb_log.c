@@ -107,7 +107,7 @@ static void
 note(Store *st, int op, MDB_dbi dbi, const MDB_val *k, const MDB_val *v)
 {
     LogOps *w = &st->wlog;
-    if (st->log_fd < 0 || !st->sync || w->unloggable)
+    if (st->log_fd < 0 || w->unloggable)
         return;
     int db = db_number(st, dbi);
     size_t vlen = v ? v->mv_size : 0, need = OP_LEN + k->mv_size + vlen;
@@ -253,10 +253,6 @@ lmdb_log_append(Store *st, uint64_t id)
     LogOps *w = &st->wlog;
     if (st->log_fd < 0 || id == 0)
         return;
-    if (!st->sync) {
-        chain_break(sh);         /* sync=none logs nothing (see lmdb_log.h) */
-        return;
-    }
     uint64_t next = __atomic_load_n(&sh->log_next, __ATOMIC_ACQUIRE);
     uint64_t pos = sh->log_head, tail = lmdb_counter_get(&sh->log_tail), len = align8(w->len);
     uint64_t off = pos % LOG_LEN, skip = off + len > LOG_LEN ? LOG_LEN - off : 0;
@@ -311,6 +307,18 @@ lmdb_log_recorded(Store *st, const Checkpoint *c)
         lmdb_counter_raise(&st->shared->log_tail, c->log_pos);
 }
 
+bool
+lmdb_log_covers(Store *st, uint64_t id)
+{
+    SyncShared *sh = st->shared;
+    if (lmdb_counter_get(&sh->synced) >= id || !__atomic_load_n(&sh->fast, __ATOMIC_ACQUIRE) ||
+        lmdb_counter_get(&sh->record) >= id)
+        return true;
+    /* The chain's next id first, as in log_holds. */
+    uint64_t next = __atomic_load_n(&sh->log_next, __ATOMIC_ACQUIRE);
+    return next > id && __atomic_load_n(&sh->log_base, __ATOMIC_ACQUIRE) < id;
+}
+
 /* Takes (true) or lets go the log's flush lock: an OFD lock on its first
  * byte, which flock (the append lock) does not touch, and which a process
  * that dies lets go.  False only when another holds it. */
@@ -349,7 +357,7 @@ lmdb_log_sync(Store *st, uint64_t id, int *rc)
     *rc = 0;
     for (;;) {
         if (lmdb_counter_get(&sh->failed) >= id) {
-            *rc = EIO;
+            *rc = lmdb_failure("an earlier sync of the store, after this write", EIO);
             break;
         }
         if (lmdb_counter_get(&sh->synced) >= id)
@@ -364,7 +372,7 @@ lmdb_log_sync(Store *st, uint64_t id, int *rc)
         }
         if (lmdb_counter_get(&sh->synced) < id && log_holds(st, id, &upto)) {
             lmdb_stat_add(&st->syncs, 1);
-            *rc = fdatasync(st->log_fd) ? errno : 0;
+            *rc = fdatasync(st->log_fd) ? lmdb_failure("fdatasync of " LOG_FILE, errno) : 0;
             lmdb_counter_raise(*rc ? &sh->failed : &sh->synced, upto);
         }
         flush_lock(st->log_fd, false);

@@ -1,27 +1,29 @@
 /* lmdb_log.h — the redo log of an LMDB store, "queuefs.log": what makes a
  * durable write one flush of a few hundred bytes instead of a checkpoint
  * (a flush of every page the commits since the last one dirtied, then of
- * the record).  Used by the lmdb_*.c files only; lmdb_log.c holds it.
+ * the record), and what recovery after an unclean stop replays
+ * (lmdb_checkpoint.h).  Used by the lmdb_*.c files only; lmdb_log.c holds
+ * it.
  *
  * Every commit, in commit order, appends one entry to the log: its
  * transaction id and the puts and deletes it made, as the keys and values
  * of each database.  The entries after a checkpoint form a chain (ids one
- * after the other, an epoch of the chain in each, a CRC over each); a
- * durable write is done once the log is flushed past its entry, and the
- * checkpoints that still follow every CHECKPOINT_INTERVAL_MS are no
- * writer's wait.  After a machine crash the next boot's first open puts
- * the checkpoint back (lmdb_checkpoint.h) and then replays the chain from
- * the position its record names, up to the first entry missing, torn or of
- * another chain: every write that was acknowledged as durable is back.
+ * after the other, an epoch of the chain in each, a CRC over each).  A
+ * durable write is done once the log is flushed past its entry; the
+ * others (sync=none, and the claims sync=full makes lazy) are appended the
+ * same, unflushed, so that a crash of the processes, which leaves the page
+ * cache whole, loses none of them.  Recovery puts the newest checkpoint
+ * back and then replays the chain from the position its record names, up
+ * to the first entry missing, torn or of another chain.
  *
  * The file is a ring of LOG_LEN bytes, allocated when made.  What lies
  * before the position of the newest checkpoint record is free; an entry
  * that does not fit (or a commit too large for the ring, or one made by a
- * process that does not log) breaks the chain: durable writes then wait
- * for a checkpoint, as they did without a log, and the next checkpoint
- * starts a new chain.  A process opened with sync off notes nothing: its
- * commits break the chain, so a store it shares with processes that sync
- * is made durable by their checkpoints while it commits.
+ * process without the log) breaks the chain until the next checkpoint
+ * starts a new one.  A commit the chain does not hold is covered by a
+ * checkpoint before its writer is answered, durable or not
+ * (lmdb_log_covers, lmdb_sync_upto), so that recovery never undoes a write
+ * that was acknowledged.
  *
  * The log's lock — a mutex in the process and flock on the file — is taken
  * once a write transaction holds LMDB's writer lock and let go once its
@@ -83,6 +85,11 @@ void lmdb_log_chain(Store *st, uint64_t id, Checkpoint *c);
 
 /* The record "c" was written: the log before its position is free. */
 void lmdb_log_recorded(Store *st, const Checkpoint *c);
+
+/* Whether recovery after a crash of the processes now would keep commit
+ * "id": a sync or a checkpoint covers it, the store is safe (nothing is
+ * recovered), or the log's chain holds it. */
+bool lmdb_log_covers(Store *st, uint64_t id);
 
 /* Makes transaction "id" durable by flushing the log, when the chain holds
  * it and the newest record starts the chain or comes after its start: true

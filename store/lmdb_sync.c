@@ -67,12 +67,12 @@ lmdb_sync_unlock(Store *st)
 }
 
 int
-lmdb_sync_open(Store *st, const char *location)
+lmdb_sync_open(Store *st, const char *location, bool alone)
 {
     size_t plen = strlen(location) + sizeof "/" SYNC_FILE;
     char *path = lmdb_alloc(plen);
     SyncShared *sh = MAP_FAILED;
-    struct stat sb, db;
+    struct stat sb;
     snprintf(path, plen, "%s/%s", location, SYNC_FILE);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     free(path);
@@ -85,36 +85,19 @@ lmdb_sync_open(Store *st, const char *location)
             close(fd);
             return rc;
         }
-    if (fstat(fd, &sb) || fstat(st->data_fd, &db))
+    if (fstat(fd, &sb))
         rc = errno;
     else if (sb.st_size < SYNC_FILE_LEN)
         rc = posix_fallocate(fd, 0, SYNC_FILE_LEN);
     if (!rc && (sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
                    MAP_FAILED)
         rc = errno;
-    if (!rc) {
-        /* The counters first, then the last id: a commit of another
-         * process meanwhile raises both, and must not pass for counters
-         * ahead of the store (which would reset a live page, the log's
-         * chain and position with it). */
-        const uint64_t *counters[] = {&sh->committed, &sh->synced, &sh->failed, &sh->record};
-        uint64_t ahead = 0;
-        for (size_t i = 0; i < sizeof counters / sizeof *counters; i++) {
-            uint64_t v = lmdb_counter_get(counters[i]);
-            ahead = v > ahead ? v : ahead;
-        }
-        uint64_t last = lmdb_last_txnid(st);
-        if (sh->magic != SYNC_MAGIC || sh->dev != (uint64_t)db.st_dev ||
-            sh->ino != (uint64_t)db.st_ino || strncmp(sh->boot, st->boot, sizeof sh->boot) ||
-            ahead > last) {
-            Checkpoint newest;
-            *sh = (SyncShared){.magic = SYNC_MAGIC, .dev = (uint64_t)db.st_dev,
-                               .ino = (uint64_t)db.st_ino};
-            snprintf(sh->boot, sizeof sh->boot, "%s", st->boot);
-            if (lmdb_checkpoint_read(st->ckpt_fd, &newest) == 0)
-                sh->record_seq = newest.seq;
-            msync(sh, SYNC_FILE_LEN, MS_ASYNC);
-        }
+    if (!rc && (alone || sh->magic != SYNC_MAGIC)) {
+        Checkpoint newest;
+        *sh = (SyncShared){.magic = SYNC_MAGIC};
+        if (lmdb_checkpoint_read(st->ckpt_fd, &newest) == 0)
+            sh->record_seq = newest.seq;
+        msync(sh, SYNC_FILE_LEN, MS_ASYNC);
     }
     flock(fd, LOCK_UN);
     if (rc) {
@@ -139,6 +122,8 @@ sync_once(Store *st, uint64_t id)
     uint64_t target = lmdb_counter_get(&sh->committed);
     lmdb_stat_add(&st->syncs, 1);
     int rc = mdb_env_sync(st->env, 1);
+    if (rc)
+        lmdb_failure("fdatasync of data.mdb", rc);
     lmdb_counter_raise(rc ? &sh->failed : &sh->synced, target);
     return rc;
 }
@@ -176,18 +161,20 @@ sync_lead_or_wait(Store *st, uint64_t id)
 }
 
 int
-lmdb_sync_upto(Store *st, uint64_t id)
+lmdb_sync_upto(Store *st, uint64_t id, bool durable)
 {
     SyncShared *sh = st->shared;
-    if (!st->sync)
-        return 0;
     int rc = 0;
-    if (lmdb_log_sync(st, id, &rc))
+    if (!durable || !st->sync) {
+        if (lmdb_log_covers(st, id))
+            return 0;       /* a crash of the processes would keep it */
+    } else if (lmdb_log_sync(st, id, &rc)) {
         return rc;          /* one flush of the log */
+    }
     pthread_mutex_lock(&st->sync_mu);
     for (;;) {
         if (lmdb_counter_get(&sh->failed) >= id) {
-            rc = EIO;
+            rc = lmdb_failure("an earlier sync of the store, after this write", EIO);
             break;
         }
         if (lmdb_counter_get(&sh->synced) >= id)

@@ -17,13 +17,12 @@ typedef struct Store Store;
 #define SYNC_FILE "queuefs.sync"
 #define SYNC_FILE_LEN 4096
 #define SYNC_WAIT_MS 10              /* a wait for another process's sync, at most */
-#define SYNC_MAGIC 0x7166732d73796e32ull   /* "qfs-syn2" */
+#define SYNC_MAGIC 0x7166732d73796e33ull   /* "qfs-syn3": the page without a boot */
 
 /* The page of "queuefs.sync", shared by every process on the store; the
  * counters are LMDB transaction ids, read and written atomically. */
 typedef struct SyncShared {
     uint64_t magic;
-    uint64_t dev, ino;    /* the data file the counters are about */
     uint64_t committed;   /* a transaction id known committed (meta written) */
     uint64_t synced;      /* every transaction id <= synced is on disk and
                            * outlives a machine crash */
@@ -35,7 +34,6 @@ typedef struct SyncShared {
                            * and by store_wake: the futex store_wait_change
                            * sleeps on (0 in files of builds before it) */
     uint64_t record_seq;  /* the sequence number of the newest record */
-    char boot[CHECKPOINT_BOOT_LEN];   /* the boot the counters are of */
     uint32_t change_waiters;  /* threads in store_wait_change, in every process:
                                * a committer wakes "changes" only when some */
     /* The redo log's chain (lmdb_log.h), changed under the log's lock. */
@@ -92,24 +90,28 @@ void
 lmdb_sync_unlock(Store *st);
 
 /* Opens (creating) "queuefs.sync" in "location" and maps its counters: 0
- * or an errno.  Counters of another boot, about another data file, or ahead
- * of the store's last transaction, are reset (to the safe mode). */
+ * or an errno.  An opener "alone" on the store (lmdb_store_alone: the
+ * counters are of processes that ended, and the store was recovered)
+ * resets them, to the safe mode; so does one that finds a page of another
+ * layout. */
 int
-lmdb_sync_open(Store *st, const char *location);
+lmdb_sync_open(Store *st, const char *location, bool alone);
 
 /* Makes every commit so far durable: STORE_OK, or the sync's failure.
  * Used once at open, whatever earlier failures were recorded. */
 int
 lmdb_sync_all(Store *st);
 
-/* Makes transaction "id" (committed) durable, sharing the sync with every
- * thread and process on the store: a thread that finds a sync under way —
- * in its process or another — waits for it, and returns at once if it
- * covered "id"; otherwise one of the waiters leads the next.  0, or the
- * errno of the failed sync (EIO also when an earlier sync failed after
- * "id" committed). */
+/* Makes transaction "id" (committed) durable when "durable" and the
+ * store's sync is on; otherwise only sure to outlive a crash of the
+ * processes, which needs nothing unless the log's chain broke before it
+ * (lmdb_log_covers).  Shares the sync with every thread and process on the
+ * store: a thread that finds a sync under way — in its process or another
+ * — waits for it, and returns at once if it covered "id"; otherwise one of
+ * the waiters leads the next.  0, or the errno of the failed sync (EIO also
+ * when an earlier sync failed after "id" committed). */
 int
-lmdb_sync_upto(Store *st, uint64_t id);
+lmdb_sync_upto(Store *st, uint64_t id, bool durable);
 
 /* Notes that write transaction "id" of this process committed: raises
  * "committed" to the last id LMDB shows.  Returns the id to sync up to:

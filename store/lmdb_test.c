@@ -188,11 +188,12 @@ test_map_resized_and_full(void)
     store_close(st);
 }
 
-/* When set, the next open() of a "queuefs.sync" runs it first (once).
- * store_open makes that call after it has opened the environment and
- * before its first transaction: the window in which another process
- * growing the map used to make the open fail with MDB_MAP_RESIZED. */
-static void (*before_sync_open)(void);
+/* When set, the next open() of a "queuefs.log" runs it first (once).
+ * store_open makes that call after it has opened the environment (and let
+ * other openers in) and before its first transaction: the window in which
+ * another process growing the map used to make the open fail with
+ * MDB_MAP_RESIZED. */
+static void (*before_log_open)(void);
 
 /* open(2), for every caller in this program, with the hook above. */
 int
@@ -205,10 +206,10 @@ open(const char *path, int flags, ...)
         mode = va_arg(ap, mode_t);
         va_end(ap);
     }
-    size_t n = strlen(path), k = strlen("/queuefs.sync");
-    if (before_sync_open && n >= k && strcmp(path + n - k, "/queuefs.sync") == 0) {
-        void (*hook)(void) = before_sync_open;
-        before_sync_open = NULL;
+    size_t n = strlen(path), k = strlen("/queuefs.log");
+    if (before_log_open && n >= k && strcmp(path + n - k, "/queuefs.log") == 0) {
+        void (*hook)(void) = before_log_open;
+        before_log_open = NULL;
         hook();
     }
     return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
@@ -234,9 +235,9 @@ test_map_resized_while_opening(void)
     commit(t);
     store_close(st);
 
-    before_sync_open = grow_in_child;
+    before_log_open = grow_in_child;
     st = open_store("resize-open", false, 1 << 20);
-    CHECK(before_sync_open == NULL, "the child grew the map during the open");
+    CHECK(before_log_open == NULL, "the child grew the map during the open");
     if (!st)
         return;
     t = begin(st, false);

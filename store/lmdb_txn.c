@@ -14,6 +14,7 @@
 #include "lmdb_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 #define STORE_BEGIN_TRIES 8
 #define STORE_GROW_TRIES 32          /* map growths one group may ask for */
@@ -34,6 +35,9 @@ lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id)
     }
     uint64_t mine = mdb_txn_id(txn);
     int rc = mdb_txn_commit(txn);
+    if (rc)
+        lmdb_failure(st->nosync ? "mdb_txn_commit (pwrite of data.mdb)"
+                                : "mdb_txn_commit (pwrite, fdatasync of data.mdb)", rc);
     if (!rc) {
         *id = lmdb_commit_note(st, mine);
         lmdb_log_append(st, *id == mine ? mine : 0);   /* 0: it changed nothing */
@@ -106,8 +110,8 @@ lmdb_txn_commit(StoreTxn *txn)
     free(txn);
     if (write && rc)
         lmdb_commit_failed(st, rc);
-    else if (write && !lazy)
-        rc = lmdb_sync_upto(st, id);
+    else if (write && id)
+        rc = lmdb_sync_upto(st, id, !lazy);
     return lmdb_status_of(rc);
 }
 
@@ -125,6 +129,16 @@ lmdb_txn_abort(StoreTxn *txn)
 }
 
 /* ---- group commit ---- */
+
+/* Gives request "q" its outcome "status" and, when it failed, what this
+ * thread knows of the failure, for its caller's thread (store_error_detail). */
+static void
+req_set(WriteReq *q, int status)
+{
+    q->rc = status;
+    if (status)
+        snprintf(q->detail, sizeof q->detail, "%s", store_error_detail());
+}
 
 /* Runs request "r" in "parent": in a nested transaction of its own when
  * "nested", else directly in "parent" (which the caller then aborts if it
@@ -173,10 +187,13 @@ group_uses_reserve(const WriteReq *from, const WriteReq *to)
 
 /* Runs the group "head" to the end (see "Group commit" above): every
  * request gets its rc, and those whose changes committed are marked.
- * Returns the id of the last transaction committed (0: none). */
+ * Returns the id of the last transaction committed (0: none); "*uncovered"
+ * the last of them that a crash of the processes would undo for now (the
+ * log's chain broke: see lmdb_log_covers), 0: none. */
 static uint64_t
-group_run(Store *st, WriteReq *head)
+group_run(Store *st, WriteReq *head, uint64_t *uncovered)
 {
+    *uncovered = 0;
     uint64_t last = 0;
     int grows = 0, unpins = 0;
     WriteReq *from = head;
@@ -189,15 +206,17 @@ group_run(Store *st, WriteReq *head)
             lmdb_reserve_allocate(st);
         if (rc) {
             for (WriteReq *q = from; q; q = q->next)
-                q->rc = lmdb_status_of(rc);
+                req_set(q, lmdb_status_of(rc));
             break;
         }
         bool nested = from->next != NULL;
         int full = FULL_NONE;
         WriteReq *r;
-        for (r = from; r; r = r->next)
-            if ((r->rc = group_run_one(st, parent, r, nested, &full)) && full != FULL_NONE)
+        for (r = from; r; r = r->next) {
+            req_set(r, group_run_one(st, parent, r, nested, &full));
+            if (r->rc && full != FULL_NONE)
                 break;
+        }
         if (r == from || (!nested && from->rc != 0)) {
             /* It failed alone: the transaction holds nothing else. */
             lmdb_abort(st, parent);
@@ -218,6 +237,8 @@ group_run(Store *st, WriteReq *head)
         if (rc == 0) {
             lmdb_stat_add(&st->groups, 1);
             last = id;
+            if (!lmdb_log_covers(st, id))
+                *uncovered = id;
             for (WriteReq *q = from; q != r; q = q->next)
                 q->committed = q->rc == 0;
             from = r;                    /* one did not fit: it goes first next */
@@ -233,7 +254,7 @@ group_run(Store *st, WriteReq *head)
             continue;                    /* all again: the pinned pages are free */
         for (WriteReq *q = from; q != r; q = q->next)
             if (q->rc == 0)
-                q->rc = lmdb_status_of(rc);
+                req_set(q, lmdb_status_of(rc));
         from = r;
     }
     return last;
@@ -257,6 +278,8 @@ lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
         pthread_cond_wait(&st->group_cv, &st->group_mu);
     if (me.done) {
         pthread_mutex_unlock(&st->group_mu);
+        if (me.rc && me.detail[0])
+            store_error_detail_set("%s", me.detail);
         return me.rc;
     }
     /* Lead: every caller waiting now is in the group. */
@@ -271,20 +294,20 @@ lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
     pthread_mutex_unlock(&st->group_mu);
     lmdb_stat_add(&st->writes, n);
 
-    uint64_t last = group_run(st, head);
+    uint64_t uncovered, last = group_run(st, head, &uncovered);
 
     /* The next group may begin while this one's commit is synced.  The
-     * requests that need no sync (store_txn_lazy), or failed, are done
-     * now; the rest, and this caller's, wait for it.  A request marked done
-     * may return (its entry gone) once the lock is let go: only "rest" is
-     * walked after. */
+     * requests that need no sync (store_txn_lazy, unless a commit is not
+     * yet covered), or failed, are done now; the rest, and this caller's,
+     * wait for it.  A request marked done may return (its entry gone) once
+     * the lock is let go: only "rest" is walked after. */
     pthread_mutex_lock(&st->group_mu);
     st->leading = false;
     bool durable = false;
     WriteReq *rest = NULL, **rest_tail = &rest, *next;
     for (WriteReq *q = head; q; q = next) {
         next = q->next;
-        if (q == &me || (q->committed && !q->lazy)) {
+        if (q == &me || (q->committed && (!q->lazy || uncovered))) {
             durable |= q->committed && !q->lazy;
             *rest_tail = q;
             rest_tail = &q->next;
@@ -295,17 +318,21 @@ lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx)
     *rest_tail = NULL;
     pthread_cond_broadcast(&st->group_cv);
     pthread_mutex_unlock(&st->group_mu);
-    int src = last && durable ? lmdb_sync_upto(st, last) : 0;
+    int src = last && durable ? lmdb_sync_upto(st, last, true) : 0;
+    if (!src && uncovered)
+        src = lmdb_sync_upto(st, uncovered, false);
 
     pthread_mutex_lock(&st->group_mu);
     for (WriteReq *q = rest; q; q = q->next) {
         if (src && q->committed)
-            q->rc = lmdb_status_of(src);
+            req_set(q, lmdb_status_of(src));
         q->done = true;
     }
     int rc = me.rc;
     pthread_cond_broadcast(&st->group_cv);
     pthread_mutex_unlock(&st->group_mu);
+    if (rc && me.detail[0])
+        store_error_detail_set("%s", me.detail);
     return rc;
 }
 

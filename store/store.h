@@ -114,8 +114,6 @@ typedef struct StoreOptions {
                            the store is never corrupted */
     size_t map_size;    /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
                          * STORE_DEFAULT_MAP_SIZE */
-    const char *boot_id;  /* the boot to act as in (NULL: this one); a test
-                           * passes another to act as after a machine crash */
     bool   read_only;   /* open an existing store for reading only, as a user
                          * or a filesystem that cannot write it may: nothing
                          * is created, synced or checkpointed, and every write
@@ -155,8 +153,11 @@ typedef struct StoreStats {
  * data already stored, but no larger than the filesystem has room for.
  * Besides LMDB's files the directory holds "queuefs.sync", through which
  * the processes on the store share syncs, and "queuefs.checkpoint" (see
- * store/lmdb_checkpoint.h): opened first in a boot after a machine crash, the
- * store is put back to its last checkpoint.  A process takes a checkpoint
+ * store/lmdb_checkpoint.h) and "queuefs.log": opened after an unclean stop (a
+ * crash of the processes, or of the machine or its disk) by a process that
+ * finds no other with it open, the store is put back to its last checkpoint
+ * and the redo log replayed, so that every write acknowledged as durable
+ * is there, and nothing torn.  A process takes a checkpoint
  * before its first write (a write fails with STORE_IO while the disk fails
  * to sync), and a thread takes more while the store is open.  On failure
  * "*out" is NULL and
