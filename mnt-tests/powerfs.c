@@ -36,7 +36,8 @@
  * before it.  Files are opened with direct_io: the kernel keeps no copy of
  * disk in its page cache.
  *
- * The ctl file.  Each write holds one or more commands, one a line:
+ * The ctl file.  Each write holds one or more commands, one a line (or
+ * separated by ";"):
  *
  *   cut N        arm a power cut at flush N (counted from 1 since powerfs
  *                started): flush N does not happen, its writes are lost
