@@ -457,10 +457,24 @@ print("OK")
         fail "the line does not name the system call and errno: $line"
 }
 
-@test "read-only: a store that stopped uncleanly is not read before a process that may write it recovers it" {
+# shared_store — STORE in a new directory everyone may traverse (SHARED,
+# removed by teardown).
+shared_store() {
     SHARED=$(mktemp -d /tmp/queuefs-ro.XXXXXX)
     chmod 0755 "$SHARED"
     STORE=$SHARED/store
+}
+
+# ro_view — DISK: STORE seen through a read-only bind mount (unmounted by
+# teardown), where root cannot write either (EROFS).
+ro_view() {
+    DISK=$SHARED/ro
+    mkdir "$DISK"
+    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+}
+
+@test "read-only: a store that stopped uncleanly is not read before a process that may write it recovers it" {
+    shared_store
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs
     printf '{"n":1}\n{"n":2}\n' >>"$M/jobs/new"
@@ -469,9 +483,7 @@ print("OK")
     kill -9 "$pid"
     wait_gone "$pid" || fail "the daemon outlived SIGKILL"
     fusermount3 -u -z "$M"
-    DISK=$SHARED/ro
-    mkdir "$DISK"
-    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+    ro_view
     run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT n FROM jobs;"
     assert_failure
     [[ $stderr == *"stopped uncleanly and is not recovered yet"* ]] || fail "stderr: $stderr"
@@ -486,14 +498,10 @@ print("OK")
 @test "read-only: queuefs-sql reads a store it cannot write, and refuses writes with StoreError" {
     # The store, where everyone may read it, seen through a read-only bind
     # mount: root cannot write there (EROFS), nor can uid 65534.
-    SHARED=$(mktemp -d /tmp/queuefs-ro.XXXXXX)
-    chmod 0755 "$SHARED"
-    STORE=$SHARED/store
+    shared_store
     sql "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
     chmod -R a+rX "$STORE"
-    DISK=$SHARED/ro
-    mkdir "$DISK"
-    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+    ro_view
     local before
     before=$(cd "$STORE" && md5sum data.mdb)
     run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT * FROM jobs;" "INFO FOR TABLE jobs;"

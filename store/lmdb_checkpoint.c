@@ -106,13 +106,7 @@ sync_data(int fd)
 int
 lmdb_checkpoint_open(const char *location)
 {
-    size_t plen = strlen(location) + sizeof "/" CHECKPOINT_FILE;
-    char *path = malloc(plen);
-    if (!path)
-        return -ENOMEM;
-    snprintf(path, plen, "%s/%s", location, CHECKPOINT_FILE);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    free(path);
+    int fd = lmdb_open_in(location, CHECKPOINT_FILE, O_RDWR | O_CREAT);
     if (fd < 0)
         return -errno;
     struct stat sb;
@@ -244,13 +238,7 @@ lmdb_store_alone(const char *location, bool *alone)
      * first byte of lock.mdb (LMDB's, a POSIX lock), which a write lock
      * would meet: asked of an OFD lock, which takes nothing (a lock held
      * would keep this process's own LMDB from its lock). */
-    size_t plen = strlen(location) + sizeof "/lock.mdb";
-    char *path = malloc(plen);
-    if (!path)
-        return ENOMEM;
-    snprintf(path, plen, "%s/lock.mdb", location);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    int fd = lmdb_open_in(location, "lock.mdb", O_RDONLY);
     *alone = fd < 0 && errno == ENOENT;   /* no lock file: never opened */
     if (fd < 0)
         return *alone ? 0 : errno;
@@ -264,13 +252,7 @@ lmdb_store_alone(const char *location, bool *alone)
 int
 lmdb_checkpoint_unrecovered(const char *location, int *ckpt_fd)
 {
-    size_t plen = strlen(location) + sizeof "/" CHECKPOINT_FILE;
-    char *path = malloc(plen);
-    if (!path)
-        return ENOMEM;
-    snprintf(path, plen, "%s/%s", location, CHECKPOINT_FILE);
-    *ckpt_fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    *ckpt_fd = lmdb_open_in(location, CHECKPOINT_FILE, O_RDONLY);
     if (*ckpt_fd < 0)
         return 0;                    /* none yet, or another user's: unknown */
     Checkpoint c;
@@ -299,13 +281,7 @@ data_file_matches(int data_fd, unsigned page_size, const Checkpoint *c)
 int
 lmdb_checkpoint_recover(int ckpt_fd, const char *location)
 {
-    size_t plen = strlen(location) + sizeof "/data.mdb";
-    char *data_path = malloc(plen);
-    if (!data_path)
-        return ENOMEM;
-    snprintf(data_path, plen, "%s/data.mdb", location);
-    int data_fd = open(data_path, O_RDWR | O_CLOEXEC);
-    free(data_path);
+    int data_fd = lmdb_open_in(location, "data.mdb", O_RDWR);
     if (data_fd < 0)
         return errno == ENOENT ? 0 : errno;
     Checkpoint c;

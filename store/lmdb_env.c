@@ -82,6 +82,26 @@ lmdb_status_of(int rc)
     return status;
 }
 
+char *
+lmdb_path(const char *location, const char *name)
+{
+    size_t len = strlen(location) + 1 + strlen(name) + 1;
+    char *path = lmdb_alloc(len);
+    snprintf(path, len, "%s/%s", location, name);
+    return path;
+}
+
+int
+lmdb_open_in(const char *location, const char *name, int flags)
+{
+    char *path = lmdb_path(location, name);
+    int fd = open(path, flags | O_CLOEXEC, 0600);
+    int err = errno;
+    free(path);
+    errno = err;
+    return fd;
+}
+
 int
 lmdb_failure(const char *call, int rc)
 {
@@ -331,12 +351,8 @@ map_size_from_env(size_t *out)
 static void
 store_lockfile_allocate(const char *location)
 {
-    size_t plen = strlen(location) + sizeof "/lock.mdb";
-    char *path = lmdb_alloc(plen);
     struct stat sb;
-    snprintf(path, plen, "%s/lock.mdb", location);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    free(path);
+    int fd = lmdb_open_in(location, "lock.mdb", O_RDWR);
     if (fd < 0)
         return;
     if (fstat(fd, &sb) == 0 && sb.st_size > 0)

@@ -405,6 +405,15 @@ lmdb_stat_add(uint64_t *p, uint64_t n)
 int
 lmdb_status_of(int rc);
 
+/* "location/name", allocated (the caller frees it). */
+char *
+lmdb_path(const char *location, const char *name);
+
+/* open(2) of "name" in the store directory "location" (mode 0600 when it
+ * creates): a descriptor, or -1 with errno set. */
+int
+lmdb_open_in(const char *location, const char *name, int flags);
+
 /* Says in store_error_detail what failed: "call" (a system call and the
  * file it was on, or LMDB's call) and "rc", an errno or LMDB code.  Returns
  * "rc". */

@@ -70,9 +70,7 @@ align8(uint64_t n)
 int
 lmdb_log_open(Store *st, const char *location)
 {
-    size_t plen = strlen(location) + sizeof "/" LOG_FILE;
-    char *path = lmdb_alloc(plen);
-    snprintf(path, plen, "%s/%s", location, LOG_FILE);
+    char *path = lmdb_path(location, LOG_FILE);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     struct stat sb;
     int rc = fd < 0 ? errno : fstat(fd, &sb) ? errno : 0;
@@ -498,11 +496,7 @@ lmdb_log_replay(const char *location, uint64_t data_bytes, const Checkpoint *c)
 {
     if (!c->log)
         return 0;
-    size_t plen = strlen(location) + sizeof "/" LOG_FILE;
-    char *path = lmdb_alloc(plen);
-    snprintf(path, plen, "%s/%s", location, LOG_FILE);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    int fd = lmdb_open_in(location, LOG_FILE, O_RDONLY);
     if (fd < 0)
         return errno == ENOENT ? 0 : errno;
     unsigned char *ring = calloc(1, LOG_LEN);

@@ -69,13 +69,9 @@ lmdb_sync_unlock(Store *st)
 int
 lmdb_sync_open(Store *st, const char *location, bool alone)
 {
-    size_t plen = strlen(location) + sizeof "/" SYNC_FILE;
-    char *path = lmdb_alloc(plen);
     SyncShared *sh = MAP_FAILED;
     struct stat sb;
-    snprintf(path, plen, "%s/%s", location, SYNC_FILE);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    free(path);
+    int fd = lmdb_open_in(location, SYNC_FILE, O_RDWR | O_CREAT);
     if (fd < 0)
         return errno;
     int rc = 0;
