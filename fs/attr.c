@@ -1,4 +1,4 @@
-/* attr.c — what the kernel is told of an inode (view.h): its attributes
+/* attr.c — what the kernel is told of an inode (handlers.h): its attributes
  * (mode, owner, size and times, from its table and its record), the entry
  * a lookup or a listing gives for a name, and how long the kernel may keep
  * it.
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "claimed.h"
-#include "view.h"
+#include "handlers.h"
 
 int
 fs_table_check(fuse_req_t req, const Inode *in, LangTableInfo *info)

@@ -1,10 +1,10 @@
 /* caller.c — who makes a request: the caller's ids, the session that acts
  * for them, what their operation met as an errno, and whether they gave
- * up (view.h).  Everything here is asked of the request a handler holds,
+ * up (handlers.h).  Everything here is asked of the request a handler holds,
  * passed to it explicitly. */
 #include "log.h"
 #include "names.h"
-#include "view.h"
+#include "handlers.h"
 
 Mount *
 fs_mount(fuse_req_t req)

@@ -1,4 +1,4 @@
-/* dirs.c — directories (view.h): opening and listing them (READDIR, and
+/* dirs.c — directories (handlers.h): opening and listing them (READDIR, and
  * READDIRPLUS with each entry's attributes), and mkdir and rmdir of a
  * table.
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "names.h"
-#include "view.h"
+#include "handlers.h"
 
 /* A reply to READDIR or READDIRPLUS being filled: at most "size" bytes of
  * entries. */

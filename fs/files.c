@@ -1,4 +1,4 @@
-/* files.c — open files (view.h): what opening each kind of file does and
+/* files.c — open files (handlers.h): what opening each kind of file does and
  * what its reads and writes then serve.
  *
  *   ctl                   a session (ctl.c): statements in, results out
@@ -25,7 +25,7 @@
 
 #include "content.h"
 #include "ctl.h"
-#include "view.h"
+#include "handlers.h"
 #include "waiters.h"
 #include "claimed.h"
 

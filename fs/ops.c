@@ -29,7 +29,7 @@
 
 #include "ctl.h"
 #include "claimed.h"
-#include "view.h"
+#include "handlers.h"
 
 /* Called once the kernel has answered FUSE_INIT: the mount now answers
  * requests, which is when the command that mounted it may return. */

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../store/be.h"
+#include "../store/bigendian.h"
 #include "engine.h"
 #include "lang.h"
 #include "parse.h"

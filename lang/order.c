@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../store/be.h"
+#include "../store/bigendian.h"
 
 enum {
     KEY_END = 0x00,      /* ends an array or object */

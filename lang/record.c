@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/be.h"
+#include "../store/bigendian.h"
 #include "engine.h"
 #include "lang.h"
 

@@ -5,6 +5,9 @@
 # a queue directory persist in the store.  The second user is nobody
 # (uid 65534), reached with setpriv.
 
+# refused_alike reads the $output and $status its own run sets, in the
+# test that calls it: each @test is a process of its own on purpose.
+# shellcheck disable=SC2030,SC2031
 load mount_helpers
 
 # The mount point must be reachable by the second user, so it lives in a

@@ -470,7 +470,9 @@ shared_store() {
 ro_view() {
     DISK=$SHARED/ro
     mkdir "$DISK"
-    mount --bind "$STORE" "$DISK" && mount -o remount,ro,bind "$DISK" || fail "cannot bind-mount $STORE read-only"
+    if ! mount --bind "$STORE" "$DISK" || ! mount -o remount,ro,bind "$DISK"; then
+        fail "cannot bind-mount $STORE read-only"
+    fi
 }
 
 @test "read-only: a store that stopped uncleanly is not read before a process that may write it recovers it" {

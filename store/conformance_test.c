@@ -13,7 +13,7 @@
  * takes it); unset, a fresh LMDB directory under /tmp, removed afterwards.
  * Every case makes tables of its own with names no other run uses, so a
  * store shared with other runs does not disturb it.  What only LMDB does
- * (map growth, checkpoints, boot ids, formats) is tested in lmdb_test.c and
+ * (map growth, checkpoints, crash recovery, formats) is tested in lmdb_test.c and
  * lmdb_format_test.c.
  *
  *     QUEUEFS_TEST_STORE=/path/to/store store/conformance_test

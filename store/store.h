@@ -153,7 +153,7 @@ typedef struct StoreStats {
  * data already stored, but no larger than the filesystem has room for.
  * Besides LMDB's files the directory holds "queuefs.sync", through which
  * the processes on the store share syncs, and "queuefs.checkpoint" (see
- * store/lmdb_checkpoint.h) and "queuefs.log": opened after an unclean stop (a
+ * store/lmdb/lmdb_checkpoint.h) and "queuefs.log": opened after an unclean stop (a
  * crash of the processes, or of the machine or its disk) by a process that
  * finds no other with it open, the store is put back to its last checkpoint
  * and the redo log replayed, so that every write acknowledged as durable

@@ -1,6 +1,6 @@
 /* store_test.h — what the store's unit tests share: the backend
  * conformance suite (store/store_test.c, store/conformance_test.c) and
- * LMDB's own tests (store/lmdb_format_test.c, store/lmdb_test.c).
+ * LMDB's own tests (store/lmdb/lmdb_format_test.c, store/lmdb/lmdb_test.c).
  *
  *   - the store under test: $QUEUEFS_TEST_STORE when set (an LMDB
  *     directory, or another backend's location), else a fresh LMDB

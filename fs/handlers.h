@@ -1,4 +1,4 @@
-/* view.h — what the pieces of the file view (SPEC section 2) share: who
+/* handlers.h — what the pieces of the file view (SPEC section 2) share: who
  * makes a request and the session acting for them (caller.c), what the
  * kernel is told of an inode (attr.c), records being created (files.c),
  * and the handlers of open files (files.c) and directories (dirs.c) that
@@ -8,8 +8,8 @@
  * what the inode is from the inode table (nodes.h), does one lang_view_*
  * call's worth of work as the caller, and replies — exactly once, unless
  * it filed the request with the mount's waiters.  Errors are -errno. */
-#ifndef QUEUEFS_VIEW_H
-#define QUEUEFS_VIEW_H
+#ifndef QUEUEFS_FS_HANDLERS_H
+#define QUEUEFS_FS_HANDLERS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -47,7 +47,7 @@
 /* ---- the record file and LMDB's meta pages ---- */
 
 /* Integers in the machine's byte order, as LMDB writes its meta pages
- * (and as the record file has always been written): not be.h's. */
+ * (and as the record file has always been written): not bigendian.h's. */
 static void
 put_u32(unsigned char *p, uint32_t v)
 {

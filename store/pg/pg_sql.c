@@ -2,13 +2,13 @@
  *
  * Each is one fixed text, whatever it acts on: arguments are bound (in
  * binary), never spliced, and every instant is the transaction's now():
- * bound as $now once read (store/pg_txn.c), or written as NOW_NS by the
+ * bound as $now once read (store/pg/pg_txn.c), or written as NOW_NS by the
  * statements that may begin a transaction — the claim of the head and the
  * delete — so that BEGIN goes with them in one round trip (and COMMIT too,
  * when they are all the transaction changes: they count themselves, and
  * check the cached definitions they were given are current, CATALOG_IS).  A queue record's
  * placement is computed by queuefs.place_state / place_wake (see
- * store/pg_schema.c) from its deadline, not_before and "dead" (at the
+ * store/pg/pg_schema.c) from its deadline, not_before and "dead" (at the
  * ATTEMPTS ceiling), the last recomputed from the queue's ceiling at each
  * write that files the record. */
 #include "pg_internal.h"
@@ -286,7 +286,7 @@ static const char *const stmt_sql[PG_STMT_COUNT] = {
                    " r.dead, $5::int8) = 1)"
                    " ORDER BY r.wake, r.key LIMIT $4::int8",
 
-    /* ---- AT MOST … PER: a grouped queue's records (store/pg_schema.c) ----
+    /* ---- AT MOST … PER: a grouped queue's records (store/pg/pg_schema.c) ----
      * $1 table, $2 key, $3 the group it is being moved to (or empty),
      * $4 per_group: locks the groups, then the record; its group (NULL:
      * no such record) */

@@ -1,10 +1,10 @@
-/* be.h — big-endian integers in byte strings: the one codec of queuefs.
+/* bigendian.h — big-endian integers in byte strings: the one codec of queuefs.
  *
  * Keys that hold integers store them big-endian so that memcmp order is
  * numeric order; every encoder and decoder of such bytes uses these.  "p"
  * needs 2, 4 or 8 bytes of room; nothing is aligned. */
-#ifndef QUEUEFS_BE_H
-#define QUEUEFS_BE_H
+#ifndef QUEUEFS_BIGENDIAN_H
+#define QUEUEFS_BIGENDIAN_H
 
 #include <stdint.h>
 

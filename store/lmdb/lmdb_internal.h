@@ -138,8 +138,12 @@
 #ifndef QUEUEFS_LMDB_INTERNAL_H
 #define QUEUEFS_LMDB_INTERNAL_H
 
-#include "store_backend.h"
-#include "be.h"
+#ifndef QUEUEFS_LMDB_BACKEND
+#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#endif
+
+#include "backend.h"
+#include "bigendian.h"
 #include "lmdb_checkpoint.h"
 #include "lmdb_log.h"
 #include "lmdb_sync.h"
@@ -197,7 +201,7 @@ typedef struct WriteReq {
 } WriteReq;
 
 struct Store {
-    const StoreOps *ops;         /* &store_lmdb_ops: first (store_backend.h) */
+    const StoreOps *ops;         /* &store_lmdb_ops: first (backend.h) */
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
     MDB_dbi group_index;         /* the "groups" database */
@@ -257,7 +261,7 @@ struct Store {
 };
 
 struct StoreTxn {
-    const StoreOps *ops;         /* &store_lmdb_ops: first (store_backend.h) */
+    const StoreOps *ops;         /* &store_lmdb_ops: first (backend.h) */
     Store *st;
     MDB_txn *txn;
     bool write;
@@ -736,7 +740,7 @@ int
 lmdb_table_recount(StoreTxn *t, uint32_t table);
 
 
-/* ---- the backend's operations (store_backend.h: store.h's meaning) ---- */
+/* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 
 int lmdb_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen);
 void lmdb_close(Store *st);

@@ -38,6 +38,10 @@
 #ifndef QUEUEFS_LMDB_CHECKPOINT_H
 #define QUEUEFS_LMDB_CHECKPOINT_H
 
+#ifndef QUEUEFS_LMDB_BACKEND
+#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#endif
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

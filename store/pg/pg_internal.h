@@ -1,7 +1,7 @@
 /* pg_internal.h — what the PostgreSQL backend's files share.
  *
  * The store is the database a postgresql:// URI names; queuefs keeps its
- * tables in the schema "queuefs" there (store/pg_schema.c).  A Store is a
+ * tables in the schema "queuefs" there (store/pg/pg_schema.c).  A Store is a
  * pool of connections: each transaction takes one for its length, so
  * concurrent requests commit concurrently and PostgreSQL groups their
  * commits itself.  Every statement is prepared once a connection, binds its
@@ -15,13 +15,17 @@
  * record of its AT MOST … PER group) and "dead" (at its ATTEMPTS ceiling
  * when it was filed).  The claim's partial indexes cover state 0 (in claim
  * order) and state 1 (in wake order); a group's ready records are indexed
- * by group, and its row of queuefs.groups locks it (store/pg_schema.c).
+ * by group, and its row of queuefs.groups locks it (store/pg/pg_schema.c).
  *
  * Only the files store/pg_*.c include libpq-fe.h. */
 #ifndef QUEUEFS_PG_INTERNAL_H
 #define QUEUEFS_PG_INTERNAL_H
 
-#include "store_backend.h"
+#ifndef QUEUEFS_PG_BACKEND
+#error "the PostgreSQL backend's own header: only store/pg/ includes it (built with -DQUEUEFS_PG_BACKEND)"
+#endif
+
+#include "backend.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -60,7 +64,7 @@ typedef struct PgConn {
 #define PG_COUNTER_LOCKS 1902539619
 
 struct Store {
-    const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
+    const StoreOps *ops;          /* &store_pg_ops: first (backend.h) */
     char *conninfo;               /* the URI, as given (may hold a password) */
     char *server;                 /* "the server host:port/dbname", for messages:
                                    * no password */
@@ -125,7 +129,7 @@ typedef struct PgGroupFix {
 } PgGroupFix;
 
 struct StoreTxn {
-    const StoreOps *ops;          /* &store_pg_ops: first (store_backend.h) */
+    const StoreOps *ops;          /* &store_pg_ops: first (backend.h) */
     Store *st;
     PgConn *c;
     bool write;
@@ -188,7 +192,7 @@ PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
  * statement then counts itself, the commit adding nothing. */
 bool pg_txn_commits_with_next(const StoreTxn *txn);
 /* The catalog version a statement that may begin "txn" is to find still
- * current (CATALOG_IS in store/pg_sql.c): the one its cached definitions
+ * current (CATALOG_IS in store/pg/pg_sql.c): the one its cached definitions
  * were read at, before it began; 0 (no check) once begun. */
 int64_t pg_txn_version_to_check(const StoreTxn *txn);
 /* Runs "sql" (no arguments: DDL, several statements) in "txn", failing as
@@ -291,13 +295,13 @@ int pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
 /* The SQL of statement "s". */
 const char *pg_stmt_sql(PgStmt s);
 
-/* Creates or checks the schema on connection "conn" (store/pg_schema.c):
+/* Creates or checks the schema on connection "conn" (store/pg/pg_schema.c):
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
 #define PG_SCHEMA_VERSION 2
 
-/* ---- the backend's operations (store_backend.h: store.h's meaning) ---- */
+/* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 
 int pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
             size_t errlen);

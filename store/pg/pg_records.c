@@ -2,7 +2,7 @@
  * delete, walk), and what its queue primitives (pg_queue.c) share with
  * them: the counters, fences, and a grouped queue's group locks and fixes.
  *
- * Each write is one statement of store/pg_sql.c; the counters they keep
+ * Each write is one statement of store/pg/pg_sql.c; the counters they keep
  * are added up in the transaction and written at its commit, to a row of
  * the connection's own, so no row is rewritten by every claim.  On a
  * grouped queue (AT MOST … PER) a write that may move a ready record of a
@@ -10,7 +10,7 @@
  * (PG_GROUP_FIX). */
 #include "pg_internal.h"
 
-#include "be.h"
+#include "bigendian.h"
 
 #include <stdlib.h>
 #include <string.h>

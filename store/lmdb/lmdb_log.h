@@ -32,6 +32,10 @@
 #ifndef QUEUEFS_LMDB_LOG_H
 #define QUEUEFS_LMDB_LOG_H
 
+#ifndef QUEUEFS_LMDB_BACKEND
+#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#endif
+
 #include "lmdb_checkpoint.h"
 
 #include <lmdb.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "be.h"
+#include "bigendian.h"
 
 /* ---- arguments and results ---- */
 

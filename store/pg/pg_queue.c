@@ -2,18 +2,18 @@
  * the head, named, grouped, rate-limited), releases, touches, retries,
  * give-backs, refiling, the counts and the waiting walk.
  *
- * Each primitive of an ungrouped queue is one statement of store/pg_sql.c
+ * Each primitive of an ungrouped queue is one statement of store/pg/pg_sql.c
  * (a named claim, a retry and a failed fence read the row first).  A
  * grouped queue (AT MOST … PER, StoreQueue.per_group > 0) costs more
  * statements: a write that may move a ready record of a group locks the
  * group first (PG_GROUP_LOCK_OF), and every write that changes a group's
  * holds or ready records puts the group right after it (PG_GROUP_FIX);
- * its claims are functions of the schema (store/pg_schema.c).  A
+ * its claims are functions of the schema (store/pg/pg_schema.c).  A
  * rate-limited queue's claim (AT MOST … EVERY) locks the queue's row of
  * hand-outs first (PG_RATE_ROOM) and notes what it handed out. */
 #include "pg_internal.h"
 
-#include "be.h"
+#include "bigendian.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
  * written by hand through <lmdb.h>, as those builds laid them out.  Part
  * two is lmdb_test.c. */
 #include "store_test.h"
-#include "be.h"
+#include "bigendian.h"
 
 #include <lmdb.h>
 

@@ -1,4 +1,4 @@
-/* sql.c — queuefs-sql: run statements against a store without mounting.
+/* queuefs_sql.c — queuefs-sql: run statements against a store without mounting.
  *
  *     queuefs-sql [-o sync=full|none] STORE [STATEMENT…]
  *

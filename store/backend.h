@@ -1,4 +1,5 @@
-/* store_backend.h — what a storage backend gives store.c.
+/* backend.h — what a storage backend gives store.c, and what status.c
+ * gives every backend.
  *
  * store.h's functions are store.c's: each hands the call to the backend
  * of the Store (or StoreTxn) it is given, through that backend's table of
@@ -7,8 +8,9 @@
  * without knowing the rest), and every operation has the meaning, errors
  * and memory rules store.h gives the function of the same name.
  *
- * The backends: LMDB (store/lmdb_*.c) for a directory, PostgreSQL
- * (store/pg*.c) for a postgresql:// or postgres:// URI. */
+ * The backends, each a library of its own that alone sees its database's
+ * headers: LMDB (store/lmdb/) for a directory, PostgreSQL (store/pg/) for a
+ * postgresql:// or postgres:// URI. */
 #ifndef QUEUEFS_STORE_BACKEND_H
 #define QUEUEFS_STORE_BACKEND_H
 
@@ -59,6 +61,10 @@ typedef struct StoreOps {
     int (*dedup_check)(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat);
     int (*health)(StoreTxn *txn, StoreHealth *out);
 } StoreOps;
+
+/* Forgets what store_error_detail() answered in this thread: store.c calls
+ * it as each transaction begins. */
+void store_error_detail_clear(void);
 
 /* Sets what store_error_detail() answers in this thread (printf-style;
  * trailing newlines dropped). */
