@@ -742,45 +742,9 @@ lmdb_table_recount(StoreTxn *t, uint32_t table);
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 
-int lmdb_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen);
-void lmdb_close(Store *st);
-int64_t lmdb_now(Store *st);
-uint64_t lmdb_changes(Store *st);
-bool lmdb_wait_change(Store *st, uint64_t seen, int64_t until_ns);
-void lmdb_wake(Store *st);
-void lmdb_stats(Store *st, StoreStats *out);
-bool lmdb_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
-int64_t lmdb_txn_now(StoreTxn *txn);
-int lmdb_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx);
-int lmdb_txn_begin(Store *st, bool write, StoreTxn **out);
-int lmdb_txn_commit(StoreTxn *txn);
-void lmdb_txn_abort(StoreTxn *txn);
-void lmdb_txn_use_reserve(StoreTxn *txn);
-void lmdb_txn_lazy(StoreTxn *txn);
-int lmdb_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
-int lmdb_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
-int lmdb_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);
-int lmdb_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def), void *ctx);
-int lmdb_table_drop(StoreTxn *txn, const char *name);
-int lmdb_table_rename(StoreTxn *txn, const char *from, const char *to);
-int lmdb_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out);
-int lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
-int lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
-int lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold);
-int lmdb_record_each(StoreTxn *txn, uint32_t table, StoreBytes from, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
-int lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx, int64_t *claimed);
-int lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int64_t not_before, StoreRecord *out);
-int lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance, int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
-int lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
-int lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out);
-int lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold, bool *given_back);
-int lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q, int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
-int lmdb_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
-int lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
-int lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table, int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
-int lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
-int lmdb_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
-int lmdb_health(StoreTxn *txn, StoreHealth *out);
-int lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat);
+/* lmdb_NAME for each operation NAME of ops.def. */
+#define STORE_OP(ret, op, params, args, self) ret lmdb_##op params;
+#define STORE_VOID_OP(op, params, args, self) void lmdb_##op params;
+#include "ops.def"
 
 #endif

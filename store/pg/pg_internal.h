@@ -303,57 +303,9 @@ int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 
-int pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
-            size_t errlen);
-void pg_close(Store *st);
-int64_t pg_now(Store *st);
-uint64_t pg_changes(Store *st);
-bool pg_wait_change(Store *st, uint64_t seen, int64_t until_ns);
-void pg_wake(Store *st);
-void pg_stats(Store *st, StoreStats *out);
-bool pg_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid);
-int64_t pg_txn_now(StoreTxn *txn);
-int pg_write(Store *st, int (*fn)(StoreTxn *txn, void *ctx), void *ctx);
-int pg_txn_begin(Store *st, bool write, StoreTxn **out);
-int pg_txn_commit(StoreTxn *txn);
-void pg_txn_abort(StoreTxn *txn);
-void pg_txn_use_reserve(StoreTxn *txn);
-void pg_txn_last(StoreTxn *txn);
-int pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_out);
-int pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def);
-int pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out);
-int pg_table_each(StoreTxn *txn,
-                  int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def), void *ctx);
-int pg_table_drop(StoreTxn *txn, const char *name);
-int pg_table_rename(StoreTxn *txn, const char *from, const char *to);
-int pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out);
-int pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
-int pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
-int pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
-                     int64_t hold);
-int pg_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
-                   int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
-int pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
-             int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
-             int64_t *claimed);
-int pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
-               int64_t not_before, StoreRecord *out);
-int pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
-                   int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
-int pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
-int pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
-             StoreRecord *out);
-int pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
-               bool *given_back);
-int pg_queue_refile(StoreTxn *txn, const StoreQueue *q, int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
-int pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
-int pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out);
-int pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
-                          int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx);
-int pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
-int pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id);
-int pg_health(StoreTxn *txn, StoreHealth *out);
-int pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
-                   bool *repeat);
+/* pg_NAME for each operation NAME of ops.def. */
+#define STORE_OP(ret, op, params, args, self) ret pg_##op params;
+#define STORE_VOID_OP(op, params, args, self) void pg_##op params;
+#include "ops.def"
 
 #endif
