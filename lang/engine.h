@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../store/queue.h"
 #include "../store/store.h"
 #include "ast.h"
 #include "buf.h"

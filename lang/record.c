@@ -159,7 +159,7 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
 bool
 lang_record_is_held(const Record *r, int64_t now)
 {
-    return r->claimed_until > now;
+    return queue_hold_runs(r->claimed_until, now);
 }
 
 int64_t
@@ -184,7 +184,7 @@ fields_not_before(const TableDef *def, const Value *fields)
 bool
 lang_record_is_dead(const Record *r, const TableDef *def)
 {
-    return def->decl.attempts && r->attempts >= def->decl.attempts;
+    return queue_ceiling_reached(def->decl.attempts, r->attempts);
 }
 
 LangErrorCode

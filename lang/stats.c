@@ -48,14 +48,12 @@ count_record(void *ctx, const StoreRecord *sr)
     if (lang_record_from_store(sr, f->def, &r, f->err))
         return 1;
     f->records++;
-    if (lang_record_is_held(&r, f->now)) {
-        f->held++;
-    } else if (lang_record_is_dead(&r, f->def)) {
-        f->dead++;
-    } else if (lang_record_not_before(&r, f->def) > f->now) {
-        f->delayed++;
-    } else {
-        f->ready++;
+    StoreQueue q;
+    switch (queue_place(lang_record_queue(f->def, &q), sr, f->now).state) {
+    case QUEUE_HELD: f->held++; break;
+    case QUEUE_RETIRED: f->dead++; break;
+    case QUEUE_DELAYED: f->delayed++; break;
+    case QUEUE_READY: f->ready++; break;
     }
     lang_record_free(&r);
     return 0;
@@ -282,7 +280,7 @@ held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
     Value key;
     /* Only the columns and the identity: a hold taken before holds were
      * numbered has no name here. */
-    if (wake_ns <= w->now || sr->claimed_until <= w->now || sr->hold <= 0 ||
+    if (wake_ns <= w->now || !queue_hold_runs(sr->claimed_until, w->now) || sr->hold <= 0 ||
         lang_record_key_from_store(sr, &key) < 0)
         return 0;
     int stop = w->fn(w->ctx, &key, sr->hold);
@@ -321,7 +319,8 @@ dead_entry(void *ctx, const StoreRecord *sr)
 {
     DeadWalk *w = ctx;
     Value key;
-    if (sr->attempts < w->def->decl.attempts || sr->claimed_until > w->now ||
+    StoreQueue q;
+    if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != QUEUE_RETIRED ||
         lang_record_key_from_store(sr, &key) < 0)
         return 0;
     int stop = w->fn(w->ctx, &key);

@@ -19,6 +19,7 @@
  *     QUEUEFS_TEST_STORE=/path/to/store store/conformance_test
  */
 #include "store_test.h"
+#include "queue.h"
 
 #include <pthread.h>
 #include <sys/wait.h>
@@ -183,6 +184,125 @@ test_lapse_and_ceiling(void)
     CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable after retry");
     CHECK_STR(c.keys, "x");
     CHECK(c.attempts == 1, "attempts start again");
+}
+
+/* ---- the queue's rules (store/queue.h), as each backend files them ----
+ *
+ * Each case brings one record to a situation through the primitives, then
+ * reads it and asks the backend, at one instant, where it stands: the
+ * counts of its one-record queue and whether a claim of it succeeds must
+ * say what queue_place says of the record as read — the check of the
+ * PostgreSQL backend's SQL against the rules it restates. */
+
+enum RuleStep { R_END, R_CLAIM, R_RELEASE, R_RELEASE_LATER, R_LATER, R_LAPSE, R_RETRY };
+#define RULE_TIMEOUT (150 * MS)
+#define RULE_LATER (3600 * SEC)
+
+static const struct RuleCase {
+    const char *what;
+    int64_t ceiling;             /* ATTEMPTS; 0: none */
+    bool created_later;          /* created with not_before an hour ahead */
+    enum RuleStep steps[5];
+    QueueState state, next;      /* what queue_place must say, to be sure the
+                                  * case is the situation it names */
+} rule_cases[] = {
+    {"new: ready", 0, false, {R_END}, QUEUE_READY, QUEUE_READY},
+    {"new, NOT BEFORE ahead: delayed", 0, true, {R_END}, QUEUE_DELAYED, QUEUE_READY},
+    {"claimed: held, then ready", 0, false, {R_CLAIM}, QUEUE_HELD, QUEUE_READY},
+    {"claimed at the ceiling: held, then retired", 1, false, {R_CLAIM}, QUEUE_HELD,
+     QUEUE_RETIRED},
+    {"its hold lapsed: ready", 0, false, {R_CLAIM, R_LAPSE}, QUEUE_READY, QUEUE_READY},
+    {"its hold lapsed at the ceiling: retired", 1, false, {R_CLAIM, R_LAPSE}, QUEUE_RETIRED,
+     QUEUE_RETIRED},
+    {"released: ready", 0, false, {R_CLAIM, R_RELEASE}, QUEUE_READY, QUEUE_READY},
+    {"released at the ceiling: retired", 1, false, {R_CLAIM, R_RELEASE}, QUEUE_RETIRED,
+     QUEUE_RETIRED},
+    {"released NOT BEFORE ahead: delayed", 0, false, {R_CLAIM, R_RELEASE_LATER}, QUEUE_DELAYED,
+     QUEUE_READY},
+    {"held, its NOT BEFORE moved past the hold: held, then delayed", 0, false,
+     {R_CLAIM, R_LATER}, QUEUE_HELD, QUEUE_DELAYED},
+    {"that hold lapsed: delayed", 0, false, {R_CLAIM, R_LATER, R_LAPSE}, QUEUE_DELAYED,
+     QUEUE_READY},
+    {"retired, then RETRY: ready", 1, false, {R_CLAIM, R_LAPSE, R_RETRY}, QUEUE_READY,
+     QUEUE_READY},
+    {"claimed at the ceiling, NOT BEFORE past the hold: held, then retired", 1, false,
+     {R_CLAIM, R_LATER}, QUEUE_HELD, QUEUE_RETIRED},
+};
+
+/* Takes step "step" of a rule case on record "x" of "q"; "*hold" is its
+ * live hold. */
+static void
+rule_step(const StoreQueue *q, enum RuleStep step, int64_t *hold)
+{
+    Claimed c;
+    StoreRecord r;
+    if (step == R_CLAIM) {
+        CHECK(claim(st, q, 1, "x", NULL, &c) == STORE_OK && c.keys[0], "claim");
+        *hold = c.hold;
+        return;
+    }
+    if (step == R_LAPSE) {
+        sleep_ms(RULE_TIMEOUT / MS + 50);
+        return;
+    }
+    StoreTxn *t = begin(st, true);
+    int64_t now = store_txn_now(t);
+    int rc = STORE_OK;
+    if (step == R_RELEASE || step == R_RELEASE_LATER) {
+        rc = store_release(t, q, bytes_of("x"), *hold,
+                           step == R_RELEASE_LATER ? now + RULE_LATER : 0, &r);
+    } else if (step == R_RETRY) {
+        rc = store_retry(t, q, bytes_of("x"), 0, &r);
+    } else if ((rc = store_record_get(t, q->table, bytes_of("x"), &r)) == STORE_OK) {
+        r.not_before = now + RULE_LATER;   /* R_LATER: refiled, its hold kept */
+        rc = store_record_update(t, q->table, q, &r);
+    }
+    CHECK(rc == STORE_OK, "step %d: %s", step, store_strerror(rc));
+    commit(t);
+}
+
+static void
+test_queue_rules(void)
+{
+    for (size_t i = 0; i < sizeof rule_cases / sizeof *rule_cases; i++) {
+        const struct RuleCase *k = &rule_cases[i];
+        StoreQueue q = queue_new(st, "rules", RULE_TIMEOUT, k->ceiling);
+        int64_t hold = 0;
+        StoreTxn *t = begin(st, true);
+        CHECK(add_in(t, &q, "x", "v", NULL, k->created_later ? store_txn_now(t) + RULE_LATER : 0) ==
+                  STORE_OK, "%s: create", k->what);
+        commit(t);
+        for (const enum RuleStep *s = k->steps; *s != R_END; s++)
+            rule_step(&q, *s, &hold);
+        /* Where it stands, by the rules and by the backend, at one instant. */
+        t = begin(st, false);
+        StoreRecord r;
+        CHECK(store_record_get(t, q.table, bytes_of("x"), &r) == STORE_OK, "%s: read", k->what);
+        QueuePlace p = queue_place(&q, &r, store_txn_now(t));
+        StoreQueueCounts n = counts_in(t, q.table);
+        store_txn_abort(t);
+        CHECK(p.state == k->state && p.next == k->next, "%s: the rules say %d, then %d",
+              k->what, p.state, p.next);
+        uint64_t want[] = {[QUEUE_READY] = 0, [QUEUE_HELD] = 0, [QUEUE_DELAYED] = 0,
+                           [QUEUE_RETIRED] = 0};
+        want[p.state] = 1;
+        CHECK(n.records == 1 && n.ready == want[QUEUE_READY] && n.held == want[QUEUE_HELD] &&
+                  n.delayed == want[QUEUE_DELAYED] && n.idle == want[QUEUE_RETIRED],
+              "%s: the backend counts %" PRIu64 " ready, %" PRIu64 " held, %" PRIu64
+              " delayed, %" PRIu64 " retired",
+              k->what, n.ready, n.held, n.delayed, n.idle);
+        CHECK(n.has_head == (p.state == QUEUE_READY), "%s: a head %s", k->what,
+              n.has_head ? "where none is claimable" : "missing");
+        /* A claim takes it exactly when the rules say it is ready (not
+         * kept: the claim is rolled back). */
+        Claimed c;
+        t = begin(st, true);
+        int rc = claim_in(t, &q, 1, "x", NULL, &c);
+        store_txn_abort(t);
+        CHECK(rc == STORE_OK && (c.keys[0] != 0) == (queue_place(&q, &r, store_now(st)).state ==
+                                                       QUEUE_READY),
+              "%s: a claim %s it", k->what, c.keys[0] ? "took" : "did not take");
+    }
 }
 
 static void
@@ -865,6 +985,7 @@ main(void)
     test_paused();
     test_refile();
     test_lapse_and_ceiling();
+    test_queue_rules();
     test_release_touch_fence();
     test_release_all();
     test_unclaim();

@@ -42,15 +42,14 @@ record_copy(const StoreRecord *src, RecordCopy *out)
 static bool
 held(const StoreRecord *r, int64_t now)
 {
-    return r->claimed_until > now;
+    return queue_hold_runs(r->claimed_until, now);
 }
 
 /* True when queue "q" may hand "r" out at "now". */
 static bool
 claimable(const StoreQueue *q, const StoreRecord *r, int64_t now)
 {
-    return !held(r, now) && !(q->max_attempts > 0 && r->attempts >= q->max_attempts) &&
-           r->not_before <= now;
+    return queue_place(q, r, now).state == QUEUE_READY;
 }
 
 /* The number of a new hold: 1 + the last the store handed out. */
@@ -80,12 +79,11 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
     StoreRecord n = before.r;
     n.attempts++;
     n.hold = hold;
-    if (__builtin_add_overflow(now, q->timeout_ns, &n.claimed_until))
-        n.claimed_until = INT64_MAX;
+    n.claimed_until = queue_hold_deadline(q, now);
     n.consumer = c->consumer;
     n.instance = c->instance;
     n.changed = n.claimed = now;
-    int64_t extra[CNT_N] = {[CNT_CLAIMS] = 1, [CNT_LAPSES] = before.r.claimed_until != 0};
+    int64_t extra[CNT_N] = {[CNT_CLAIMS] = 1, [CNT_LAPSES] = queue_claim_lapses(&before.r)};
     rc = lmdb_record_store(txn, q->table, q, &n, false, extra);
     /* "n" is the record as stored (its bytes in "before" and "c"): no
      * read back. */
@@ -157,7 +155,7 @@ end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
          StoreRecord *out)
 {
     int64_t now = lmdb_txn_now(txn);
-    int64_t extra[CNT_N] = {[CNT_RELEASES] = r->claimed_until > now};
+    int64_t extra[CNT_N] = {[CNT_RELEASES] = held(r, now)};
     r->hold = r->claimed_until = 0;
     r->consumer = r->instance = (StoreBytes){NULL, 0};
     r->since = r->changed = now;
@@ -186,8 +184,7 @@ lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Sto
     if (rc)
         return rc;
     r.key = key;
-    if (__builtin_add_overflow(now, q->timeout_ns, &r.claimed_until))
-        r.claimed_until = INT64_MAX;
+    r.claimed_until = queue_hold_deadline(q, now);
     r.changed = now;
     rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
     return rc || !out ? rc : lmdb_record_load(txn, q->table, key, out, NULL);
@@ -267,7 +264,7 @@ lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int6
     back.since = before->since;
     back.changed = before->changed;
     back.claimed = before->claimed;
-    int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = before->claimed_until ? -1 : 0};
+    int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = -queue_claim_lapses(before)};
     if ((rc = lmdb_record_store(txn, q->table, q, &back, false, extra)) == STORE_OK)
         *given_back = true;
     return rc;

@@ -143,6 +143,7 @@
 #endif
 
 #include "backend.h"
+#include "queue.h"
 #include "bigendian.h"
 #include "lmdb_checkpoint.h"
 #include "lmdb_log.h"

@@ -103,12 +103,15 @@ wait_kind(MDB_val v)
 static int64_t
 wait_next(MDB_val v, int64_t now)
 {
-    if (wait_kind(v) != WAIT_HOLD)
-        return 0;
-    int64_t then = (int64_t)be_get64((const unsigned char *)v.mv_data + 1);
-    if (then == THEN_RETIRE)
-        return WAKE_NO_SLOT;
-    return then > now ? then : 0;
+    QueuePlace p = {.state = QUEUE_DELAYED, .next = QUEUE_READY};
+    if (wait_kind(v) == WAIT_HOLD) {
+        int64_t then = (int64_t)be_get64((const unsigned char *)v.mv_data + 1);
+        p.state = QUEUE_HELD;
+        p.next = then == THEN_RETIRE ? QUEUE_RETIRED : then ? QUEUE_DELAYED : QUEUE_READY;
+        p.next_wake = then > 0 ? then : 0;
+    }
+    p = queue_woken(&p, now);   /* (the entry's wake has come: p.wake 0 is past) */
+    return p.state == QUEUE_RETIRED ? WAKE_NO_SLOT : p.state == QUEUE_DELAYED ? p.wake : 0;
 }
 
 /* ---- the queue indexes ---- */

@@ -87,13 +87,21 @@ lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *
     *wake = WAKE_NO_SLOT;
     if (!q)
         return;
-    bool dead = q->max_attempts > 0 && r->attempts >= q->max_attempts;
-    if (r->claimed_until > now) {
-        *wake = r->claimed_until;
+    QueuePlace p = queue_place(q, r, now);
+    switch (p.state) {
+    case QUEUE_HELD:
+        *wake = p.wake;
         *kind = WAIT_HOLD;
-        *then = dead ? THEN_RETIRE : r->not_before > r->claimed_until ? r->not_before : 0;
-    } else if (!dead) {
-        *wake = r->not_before > now ? r->not_before : 0;
+        *then = p.next == QUEUE_RETIRED ? THEN_RETIRE : p.next == QUEUE_DELAYED ? p.next_wake : 0;
+        break;
+    case QUEUE_DELAYED:
+        *wake = p.wake;
+        break;
+    case QUEUE_READY:
+        *wake = 0;
+        break;
+    case QUEUE_RETIRED:
+        break;
     }
 }
 

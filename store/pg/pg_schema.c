@@ -58,7 +58,8 @@ static const char schema_sql[] =
     "CREATE INDEX dedup_seen ON queuefs.dedup (table_id, seen);"
     /* Where a queue record is filed at instant "now": held until its
      * deadline; retired when dead (at the ceiling); delayed until its
-     * not_before; or ready. */
+     * not_before; or ready — store/queue.h's queue_place, restated in SQL
+     * (conformance_test.c's "queue's rules" checks the two agree). */
     "CREATE FUNCTION queuefs.place_state(cu int8, nb int8, dead bool, now int8)"
     "  RETURNS int2 LANGUAGE sql IMMUTABLE AS $$"
     "  SELECT (CASE WHEN cu > now THEN 1 WHEN dead THEN 2 WHEN nb > now THEN 1 ELSE 0 END)::int2"

@@ -43,7 +43,8 @@
     " lapses = queuefs.counts.lapses + EXCLUDED.lapses," \
     " deletes = queuefs.counts.deletes + EXCLUDED.deletes"
 
-/* "dead" for attempts expression A under ceiling $M. */
+/* "dead" for attempts expression A under ceiling $M: store/queue.h's
+ * queue_ceiling_reached, in SQL. */
 #define DEAD(a, m) "(" m "::int8 > 0 AND " a " >= " m "::int8)"
 
 /* The columns of a record whose hold ends at instant NOW, delayed until NB
