@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../lang/lang.h"
+#include "../lang/view.h"
 
 /* How long a claim's record is remembered: one second, as long as a
  * listing's entries are kept. */

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "../lang/lang.h"
+#include "../lang/view.h"
 #include "../store/store.h"
 
 typedef struct Mount {

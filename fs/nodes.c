@@ -14,6 +14,7 @@
 
 #include "../lang/buf.h"
 #include "../lang/lang.h"
+#include "../lang/view.h"
 #include "names.h"
 #include "nodes.h"
 

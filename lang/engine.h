@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "error.h"
 #include "lang.h"
+#include "view.h"
 #include "value.h"
 
 /* The engine's four fields on a queue record.  "hold" is the number of
