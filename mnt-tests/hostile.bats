@@ -6,7 +6,7 @@
 # as it was (every table, record and definition, compared through
 # queuefs-sql before and after).
 #
-# Decisions where SPEC is silent (README, "Hostile input"):
+# Decisions where SPEC is silent (doc/reliability.md, "Hostile input"):
 #  - a record whose content is larger than 16 MiB is TooLarge (EFBIG);
 #  - a write() to ctl carries at most 1 MiB - 4 KiB of statements (the
 #    kernel cuts longer ones in pieces, and only the first piece's error

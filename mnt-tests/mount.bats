@@ -697,7 +697,7 @@ finally:
     assert_output EOVERFLOW
     if on_postgresql; then
         # The identity the rolled-back write drew from the table's sequence
-        # is not handed out again (README: "Many machines"): none is left.
+        # is not handed out again (queuefs(1), POSTGRESQL): none is left.
         run bash -c 'printf "%s\n" "{\"n\":4}" >> "$M/ov/new"'
         assert_failure
         assert_output --partial "Value too large"

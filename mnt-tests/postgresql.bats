@@ -261,8 +261,8 @@ print(json.dumps({'pad': base64.b64encode(os.urandom(30000)).decode()}))" >"$D/b
     assert_output --partial "No space left on device"
     # Reads and deletes need no new room.  A claim writes a new version of
     # its row (PostgreSQL's MVCC) and index entries: unlike a store
-    # directory's reserve, nothing keeps room for it (README: "Many
-    # machines").
+    # directory's reserve, nothing keeps room for it (queuefs(1),
+    # POSTGRESQL).
     [ "$(find "$M/jobs" -maxdepth 1 -type f -name "[0-9]*" | wc -l)" -gt 1000 ] || fail "the listing of a full store"
     run cat "$M/jobs/claim"
     if [ "$status" -ne 0 ]; then

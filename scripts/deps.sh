@@ -9,7 +9,7 @@
 # `make shellcheck` and `make cppcheck`; postgresql: the private servers
 # the PostgreSQL backend's tests start).
 QUEUEFS_RUN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev libpq-dev zlib1g-dev libfuse3-dev fuse3 jq"
-QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang libclang-rt-14-dev systemd rsync shellcheck cppcheck postgresql"
+QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang libclang-rt-14-dev systemd rsync shellcheck cppcheck postgresql mandoc man-db"
 
 # queuefs_install_deps [--run] [PACKAGE…] — the test suite's packages (with
 # --run, only what running needs), and PACKAGE….
