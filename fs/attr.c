@@ -13,6 +13,7 @@
 
 #include "claimed.h"
 #include "handlers.h"
+#include "names.h"
 
 int
 fs_table_check(fuse_req_t req, const Inode *in, LangTableInfo *info)
@@ -105,25 +106,6 @@ stat_record(const Mount *m, struct stat *st, InodeKind kind, const LangTableInfo
 }
 
 int
-fs_release_when(const char *name, Value *when)
-{
-    *when = lang_value_none();
-    const char *at = strchr(name, '@');
-    if (!at)
-        return 0;
-    const char *spec = at + 1;
-    size_t len = strlen(spec);
-    int64_t ns;
-    if (lang_duration_parse(spec, len, &ns) == 0)
-        *when = lang_value_duration(ns);
-    else if (lang_datetime_parse(spec, len, &ns) == 0)
-        *when = lang_value_datetime(ns);
-    else
-        return -EINVAL;
-    return 0;
-}
-
-int
 fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *generation)
 {
     if (generation)
@@ -167,7 +149,8 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
          * @WHEN is neither a duration nor a datetime is refused (EINVAL)
          * when it is looked up, so mv reports the bad name itself rather
          * than failing the rename. */
-        rc = fs_release_when(in->name, &when);
+        size_t id_len;
+        rc = fs_name_when(in->name, &id_len, &when);
         lang_value_free(&when);
         return rc ? rc : -ENOENT;
     case KIND_NONE: return -ENOENT;

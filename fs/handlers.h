@@ -73,10 +73,6 @@ void fs_entry_reply(fuse_req_t req, int rc, const struct fuse_entry_param *e);
 /* Replies to a removal of "name" from "parent" that ended "rc": a name
  * removed no longer has its inode. */
 void fs_removed_reply(fuse_req_t req, int rc, fuse_ino_t parent, const char *name);
-/* The instant a released/ name ID@WHEN asks for into "*when": NONE when
- * it has no "@", a VAL_DURATION or VAL_DATETIME; -EINVAL when WHEN is
- * neither. */
-int fs_release_when(const char *name, Value *when);
 
 /* ---- records being created (files.c) ----
  * Between create() and the flush that stores it, a new record's name must

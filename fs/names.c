@@ -5,15 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reserved[] = {"claim", "new", "released", "wait", "held", "dead", "stats"};
+static const char *const reserved[FS_RESERVED_N] = {
+    [FS_NEW] = "new",     [FS_CLAIM] = "claim",       [FS_WAIT] = "wait", [FS_STATS] = "stats",
+    [FS_RELEASED] = "released", [FS_HELD] = "held", [FS_DEAD] = "dead",
+};
 
-bool
-fs_name_is_reserved(const char *name)
+int
+fs_name_reserved(const char *name)
 {
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+    for (int i = 0; i < FS_RESERVED_N; i++)
         if (strcmp(name, reserved[i]) == 0)
-            return true;
-    return false;
+            return i;
+    return -1;
 }
 
 LangErrorCode
@@ -65,7 +68,7 @@ fs_name_from_key(const Value *key, Buf *out)
     const char *s = key->u.str.s;
     size_t len = key->u.str.len;
     bool escape_first = len == 0 || reads_as_integer(s, len) || s[0] == '.' ||
-                        (strlen(s) == len && fs_name_is_reserved(s));
+                        (strlen(s) == len && fs_name_reserved(s) >= 0);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (must_escape(c) || (i == 0 && escape_first))
@@ -131,5 +134,41 @@ fs_name_to_key(const char *name, Value *key)
         lang_value_free(key);
         return -1;
     }
+    return 0;
+}
+
+int64_t
+fs_name_fence(const char *name, size_t *id_len)
+{
+    const char *tilde = strrchr(name, '~');
+    *id_len = strlen(name);
+    if (!tilde || tilde[1] < '1' || tilde[1] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    long long number = strtoll(tilde + 1, &end, 10);
+    if (errno || *end || number <= 0)
+        return 0;
+    *id_len = (size_t)(tilde - name);
+    return number;
+}
+
+int
+fs_name_when(const char *name, size_t *id_len, Value *when)
+{
+    *when = lang_value_none();
+    const char *at = strchr(name, '@');
+    *id_len = at ? (size_t)(at - name) : strlen(name);
+    if (!at)
+        return 0;
+    const char *spec = at + 1;
+    size_t len = strlen(spec);
+    int64_t ns;
+    if (lang_duration_parse(spec, len, &ns) == 0)
+        *when = lang_value_duration(ns);
+    else if (lang_datetime_parse(spec, len, &ns) == 0)
+        *when = lang_value_datetime(ns);
+    else
+        return -EINVAL;
     return 0;
 }

@@ -199,33 +199,12 @@ out:
     return ino;
 }
 
-/* The names a table directory reserves and what they are; "new" serves
- * every table, the rest only queues. */
-static const struct {
-    const char *name;
-    InodeKind   kind;
-} reserved_entries[] = {
-    {"new", KIND_NEW},           {"claim", KIND_CLAIM}, {"wait", KIND_WAIT},
-    {"stats", KIND_STATS},       {"released", KIND_RELEASED},
-    {"held", KIND_HELD},         {"dead", KIND_DEAD},
+/* What each name a table directory reserves (names.h) is. */
+static const InodeKind reserved_kinds[FS_RESERVED_N] = {
+    [FS_NEW] = KIND_NEW,           [FS_CLAIM] = KIND_CLAIM, [FS_WAIT] = KIND_WAIT,
+    [FS_STATS] = KIND_STATS,       [FS_RELEASED] = KIND_RELEASED,
+    [FS_HELD] = KIND_HELD,         [FS_DEAD] = KIND_DEAD,
 };
-
-/* The hold number N of a held/ entry's name ID~N, cutting "~N" off "id";
- * 0 when the name has none. */
-static int64_t
-held_fence(char *id)
-{
-    char *tilde = strrchr(id, '~');
-    if (!tilde || tilde[1] < '1' || tilde[1] > '9')
-        return 0;
-    char *end;
-    errno = 0;
-    long long number = strtoll(tilde + 1, &end, 10);
-    if (errno || *end || number <= 0)
-        return 0;
-    *tilde = '\0';
-    return number;
-}
 
 /* Copies "src" into "dst" of "size" bytes, cut to fit. */
 static void
@@ -267,23 +246,23 @@ describe(InodeKind parent, const char *name, Inode *out)
     }
     char id[INODE_NAME_MAX];
     const char *identity = name;
+    int reserved;
+    size_t id_len;
     switch (parent) {
     case KIND_TABLE:
-        for (size_t i = 0; i < sizeof reserved_entries / sizeof reserved_entries[0]; i++)
-            if (strcmp(name, reserved_entries[i].name) == 0) {
-                out->kind = reserved_entries[i].kind;
-                return;
-            }
-        if (fs_name_is_reserved(name))
+        if ((reserved = fs_name_reserved(name)) >= 0) {
+            out->kind = reserved_kinds[reserved];
             return;
+        }
         out->kind = KIND_RECORD;
         break;
     case KIND_RELEASED: out->kind = KIND_RELEASED_ENTRY; return;
     case KIND_HELD:
         out->kind = KIND_HELD_ENTRY;
-        memcpy(id, name, len + 1);
-        if (!(out->fence = held_fence(id)))
+        if (!(out->fence = fs_name_fence(name, &id_len)))
             return;   /* no hold's number: the name of no record */
+        memcpy(id, name, id_len);
+        id[id_len] = '\0';
         identity = id;
         break;
     case KIND_DEAD:

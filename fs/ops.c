@@ -30,6 +30,7 @@
 #include "ctl.h"
 #include "claimed.h"
 #include "handlers.h"
+#include "names.h"
 
 /* Called once the kernel has answered FUSE_INIT: the mount now answers
  * requests, which is when the command that mounted it may return. */
@@ -222,8 +223,10 @@ op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static size_t
 id_len(const Inode *in)
 {
-    const char *tilde = in->kind == KIND_HELD_ENTRY ? strrchr(in->name, '~') : NULL;
-    return tilde ? (size_t)(tilde - in->name) : strlen(in->name);
+    size_t len = strlen(in->name);
+    if (in->kind == KIND_HELD_ENTRY)
+        fs_name_fence(in->name, &len);
+    return len;
 }
 
 /* "mv T/ID T/released/ID[@WHEN]" (or from T/held/ID~N) releases the
@@ -236,13 +239,12 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
 {
     if (from->key.kind == VAL_NONE)
         return -ENOENT;
-    const char *at = strchr(to->name, '@');
-    size_t len = at ? (size_t)(at - to->name) : strlen(to->name);
-    if ((len != id_len(from) && len != strlen(from->name)) ||
-        strncmp(to->name, from->name, len) != 0)
-        return -EINVAL;
     Value when;
-    int rc = fs_release_when(to->name, &when);
+    size_t len;
+    int rc = fs_name_when(to->name, &len, &when);
+    if (!rc && ((len != id_len(from) && len != strlen(from->name)) ||
+                strncmp(to->name, from->name, len) != 0))
+        rc = -EINVAL;
     if (!rc) {
         LangSession *s = fs_session(req);
         LangError err = {0};
