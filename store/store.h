@@ -146,23 +146,19 @@ typedef struct StoreStats {
 
 /* ---- the environment ---- */
 
-/* Opens (creating when absent, mode 0700) the store at "location": a
- * directory path for LMDB.  Safe to call in several processes at once on the
- * same location.  Clears reader slots left by dead processes.  The map
- * starts at the larger of the requested size (see StoreOptions) and the
- * data already stored, but no larger than the filesystem has room for.
- * Besides LMDB's files the directory holds "queuefs.sync", through which
- * the processes on the store share syncs, and "queuefs.checkpoint" (see
- * store/lmdb/lmdb_checkpoint.h) and "queuefs.log": opened after an unclean stop (a
- * crash of the processes, or of the machine or its disk) by a process that
- * finds no other with it open, the store is put back to its last checkpoint
- * and the redo log replayed, so that every write acknowledged as durable
- * is there, and nothing torn.  A process takes a checkpoint
- * before its first write (a write fails with STORE_IO while the disk fails
- * to sync), and a thread takes more while the store is open.  On failure
- * "*out" is NULL and
- * "errbuf" (when non-NULL) holds a message; STORE_INVALID when
- * QUEUEFS_MAP_SIZE is malformed. */
+/* Opens the store at "location" — a directory (created when absent, mode
+ * 0700: the embedded store) or a server's URI (store_location_is_server) —
+ * ready for transactions.  Safe to call in several processes (and hosts,
+ * for a server) at once on the same location.  After an unclean stop of
+ * whatever had it open (processes killed, the machine or its disk losing
+ * power), the open that finds the store so brings it back first: every
+ * write acknowledged as durable is there, and nothing torn, whatever the
+ * boot, device or host that opens it.  The space the store starts with
+ * and grows by: see "Space" above.  On failure "*out" is NULL and "errbuf"
+ * (when non-NULL) holds a message naming the location; STORE_INVALID when
+ * an option of the store is malformed (QUEUEFS_MAP_SIZE).  How each
+ * backend keeps these promises: store/lmdb/lmdb_internal.h
+ * ("Durability") and store/pg/pg_internal.h. */
 int store_open(const char *location, const StoreOptions *opts, Store **out,
                char *errbuf, size_t errlen);
 /* True when "location" names a PostgreSQL database (a postgresql:// or
@@ -180,8 +176,9 @@ const char *store_strerror(int status);
  * its last store_txn_begin or store_write began ("" when nothing): for
  * PostgreSQL, the server and its message — never a password. */
 const char *store_error_detail(void);
-/* The store's clock: nanoseconds since the Unix epoch.  LMDB uses the local
- * realtime clock. */
+/* The store's clock: nanoseconds since the Unix epoch — the one every
+ * process and host on the store agrees on (the local realtime clock for a
+ * directory, the server's for a server). */
 int64_t store_now(Store *st);
 
 /* Waiting for a change, without polling:
@@ -197,8 +194,8 @@ int64_t store_now(Store *st);
  * touched or deleted records (no group let go) tells no waiter, since
  * nothing it did can end a wait.  store_wait_change() sleeps while it still equals "seen",
  * until the store's clock reaches "until_ns" (INT64_MAX: no limit); it
- * costs no CPU meanwhile — a futex in "queuefs.sync" that a committer
- * wakes only while someone sleeps on it.  It may return early (a signal,
+ * costs no CPU meanwhile, and a commit that finds nobody waiting pays
+ * nothing for it.  It may return early (a signal,
  * a spurious wake-up): callers look again.  True when the number moved
  * on. */
 uint64_t store_changes(Store *st);
