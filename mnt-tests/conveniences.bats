@@ -765,7 +765,9 @@ figures() {
 }
 
 @test "wait: a hold lapsing wakes it, not before the deadline" {
-    sql "DEFINE QUEUE jobs TIMEOUT 1s; CREATE jobs:7 = {};" >/dev/null
+    # 3 s: time for the waiter (a python3, which a pyenv shim makes slow to
+    # start) to be seen blocked while the hold still runs, on a loaded machine.
+    sql "DEFINE QUEUE jobs TIMEOUT 3s; CREATE jobs:7 = {};" >/dev/null
     mount_ab
     run cat "$M2/jobs/claim"
     deadline=$(jqr .claimed_until "$output")
@@ -776,7 +778,7 @@ figures() {
     assert_equal "$(jqr .attempts "$WOKE")" 2
     assert_equal "$(jqr .claimed_by.consumer "$WOKE")" a
     # Claimed at (its claimed_until - TIMEOUT), which is not before the lapse.
-    claimed_at=$(($(ns_of "$(jqr .claimed_until "$WOKE")") - 1000000000))
+    claimed_at=$(($(ns_of "$(jqr .claimed_until "$WOKE")") - 3000000000))
     [ "$claimed_at" -ge "$(ns_of "$deadline")" ] ||
         fail "claimed at $claimed_at, before the hold lapsed at $deadline"
     [ "$WOKE_NS" -ge "$(ns_of "$deadline")" ] || fail "the wait ended before the deadline $deadline"
@@ -923,7 +925,8 @@ finally:
 @test "wait: a NOT BEFORE instant wakes a blocked wait, not before it" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s NOT BEFORE due; DEFINE FIELD due ON jobs TYPE datetime;" >/dev/null
     mount_fs
-    due=$(date -u -d '+1 second' +%Y-%m-%dT%H:%M:%S.%NZ)
+    # 3 s ahead: time for the waiter to be seen blocked first (see above).
+    due=$(date -u -d '+3 second' +%Y-%m-%dT%H:%M:%S.%NZ)
     printf '{"due":"%s"}\n' "$due" >"$M/jobs/4"
     start_waiter "$M/jobs/wait" "$BATS_TEST_TMPDIR/out"
     finish_waiter "$BATS_TEST_TMPDIR/out"
