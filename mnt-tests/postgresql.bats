@@ -133,28 +133,62 @@ read_when_up() {
     assert_equal "$(jq -r .n "$D/woke")" 2
 }
 
-# queuefs_backends — how many connections the mounts have open.
+# queuefs_backends [Lock] — how many connections the mounts have open (with
+# "Lock": how many of them wait for a lock).
 queuefs_backends() {
+    local waiting=""
+    [ "${1:-}" = Lock ] && waiting="AND wait_event_type = 'Lock'"
     psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_stat_activity
-        WHERE application_name = 'queuefs' AND pid <> pg_backend_pid()"
+        WHERE application_name = 'queuefs' AND pid <> pg_backend_pid() $waiting"
+}
+
+# lock_held TABLE — holds an ACCESS EXCLUSIVE lock of queuefs.TABLE (in the
+# background, for 60 s at most) and returns once it is granted; lock_end
+# lets it go.
+lock_held() {
+    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.$1 IN ACCESS EXCLUSIVE MODE" \
+        -c "SELECT pg_sleep(60) AS held_for_a_test" -c "COMMIT" >/dev/null 2>&1 &
+    LOCKER=$!
+    for _ in $(seq 200); do
+        [ "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_stat_activity
+            WHERE query LIKE '%held_for_a_test%' AND pid <> pg_backend_pid()")" = 1 ] && return 0
+        sleep 0.05
+    done
+    fail "the lock of queuefs.$1 was not taken"
+}
+lock_end() {
+    psql -qXAt "$STORE" -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+        WHERE query LIKE '%held_for_a_test%' AND pid <> pg_backend_pid()" >/dev/null
+    wait "$LOCKER" 2>/dev/null || true
+}
+
+# waiting_for_lock N — polls (10 s at most) until N of the mounts'
+# connections wait for a lock; false when fewer ever do.
+waiting_for_lock() {
+    for _ in $(seq 200); do
+        [ "$(queuefs_backends Lock)" -ge "$1" ] && return 0
+        sleep 0.05
+    done
+    return 1
 }
 
 @test "postgresql: pooled connections the server closed while idle are found out before anything is sent: concurrent claims after the storm all succeed" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
-    local i n
-    for i in $(seq 40); do printf '{"n":%d}\n' $((i * 10 + 1)) $((i * 10 + 2)) $((i * 10 + 3)) \
-        $((i * 10 + 4)) $((i * 10 + 5)) $((i * 10 + 6)) $((i * 10 + 7)) $((i * 10 + 8)) \
-        $((i * 10 + 9)) $((i * 10 + 10)); done >"$D/lines"
+    local i n pids=()
+    for i in $(seq 400); do printf '{"n":%d}\n' "$i"; done >"$D/lines"
     sql "$(jq -rc '"CREATE jobs CONTENT \(.);"' "$D/lines")" >/dev/null
     mount_fs
     # Twelve claims at once, each waiting on a lock the catalog is held
     # under meanwhile, so each takes a connection of the pool of its own.
     cat "$M/jobs/stats" >/dev/null
-    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.catalog IN ACCESS EXCLUSIVE MODE" \
-        -c "SELECT pg_sleep(2)" -c "COMMIT" >/dev/null &
-    sleep 0.5
-    for i in $(seq 12); do cat "$M/jobs/claim" >/dev/null & done
-    wait
+    lock_held catalog
+    for i in $(seq 12); do
+        cat "$M/jobs/claim" >/dev/null &
+        pids+=("$!")
+    done
+    waiting_for_lock 12 || true
+    lock_end
+    wait "${pids[@]}"
     n=$(queuefs_backends)
     [ "$n" -ge 12 ] || fail "the pool holds only $n connections"
     local claimed
@@ -165,16 +199,20 @@ queuefs_backends() {
     sleep 2
     # The first round's claims wait on a lock of the records table, each
     # holding the connection it took, so that together they take every
-    # connection of the pool.
-    psql -qX "$STORE" -c "BEGIN" -c "LOCK queuefs.records IN ACCESS EXCLUSIVE MODE" \
-        -c "SELECT pg_sleep(1.5)" -c "COMMIT" >/dev/null &
-    sleep 0.5
+    # connection of the pool (a claim sent on a dead one fails at once).
+    lock_held records
     local round failed=0
     for round in $(seq 10); do
+        pids=()
         for i in $(seq 12); do
             (cat "$M/jobs/claim" >"$D/claim.$round.$i" 2>"$D/err.$round.$i" || echo failed >>"$D/failed") &
+            pids+=("$!")
         done
-        wait
+        if [ "$round" = 1 ]; then
+            waiting_for_lock 12 || true
+            lock_end
+        fi
+        wait "${pids[@]}"
     done
     [ ! -e "$D/failed" ] || failed=$(wc -l <"$D/failed")
     [ "$failed" -eq 0 ] || fail "$failed of 120 claims failed: $(cat "$D"/err.* | sort | uniq -c)"

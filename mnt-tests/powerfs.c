@@ -141,7 +141,8 @@ apply_pending(size_t count)
         pending_bytes -= pending[i]->len;
         free(pending[i]);
     }
-    memmove(pending, pending + count, (n_pending - count) * sizeof *pending);
+    if (count < n_pending)   /* (none pending: "pending" may be NULL) */
+        memmove(pending, pending + count, (n_pending - count) * sizeof *pending);
     n_pending -= count;
     return err;
 }
