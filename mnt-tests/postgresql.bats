@@ -178,10 +178,12 @@ waiting_for_lock() {
     for i in $(seq 400); do printf '{"n":%d}\n' "$i"; done >"$D/lines"
     sql "$(jq -rc '"CREATE jobs CONTENT \(.);"' "$D/lines")" >/dev/null
     mount_fs
-    # Twelve claims at once, each waiting on a lock the catalog is held
-    # under meanwhile, so each takes a connection of the pool of its own.
+    # Twelve claims at once, each waiting on a lock the records table is
+    # held under meanwhile, so each takes a connection of the pool of its
+    # own.  (Not the catalog's: claims that find it uncached wait for the
+    # one of them that reads it, and never reach the server.)
     cat "$M/jobs/stats" >/dev/null
-    lock_held catalog
+    lock_held records
     for i in $(seq 12); do
         cat "$M/jobs/claim" >/dev/null &
         pids+=("$!")
