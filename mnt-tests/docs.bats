@@ -96,3 +96,20 @@ $output"
     # And each name once.
     [ "$(cut -d' ' -f1 <<<"$page" | sort | uniq -d)" = "" ] || fail "a name appears twice in queuefs.7's table"
 }
+
+@test "docs: every command, man page and the Debian changelog state configure.ac's version" {
+    local version cmd page
+    version=$(sed -n 's/^AC_INIT(\[queuefs\], \[\([^]]*\)\].*/\1/p' "$TOP/configure.ac")
+    [ -n "$version" ] || fail "no version in configure.ac's AC_INIT"
+    for cmd in queuefs queuefs-sql scripts/queuefs-ctl scripts/queuefs-work; do
+        run "$TOP/$cmd" --version
+        assert_success
+        assert_output --regexp "^${cmd#scripts/} ${version//./\\.}( |\$)"
+    done
+    for page in "${PAGES[@]}"; do
+        run sed -n 's/^\.TH [^"]*"queuefs \([^"]*\)".*/\1/p' "$TOP/$page"
+        assert_output "$version"
+    done
+    run sed -n '1s/^queuefs (\([^)]*\)).*/\1/p' "$TOP/debian/changelog"
+    assert_output "$version"
+}
