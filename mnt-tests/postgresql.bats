@@ -428,15 +428,20 @@ scans() {
 # Several hosts: network namespaces, each mounting the store over TCP
 # ---------------------------------------------------------------------------
 
+# The hosts' network: $NET.N.1 here and $NET.N.2 on host N, where NET is
+# 10.X with X taken from this run's pid, so that two runs at once (two
+# checkouts' suites) do not route each other's hosts.
+NET=10.$((64 + $$ % 128))
+
 # host_up N — network namespace qfs<pid>h<N> linked to this one by a veth
-# pair, 10.77.N.1 here and 10.77.N.2 there.
+# pair, $NET.N.1 here and $NET.N.2 there.
 host_up() {
     local ns=qfs$$h$1
     ip netns add "$ns"
     ip link add "qv$$h$1" type veth peer name eth0 netns "$ns"
-    ip addr add "10.77.$1.1/24" dev "qv$$h$1"
+    ip addr add "$NET.$1.1/24" dev "qv$$h$1"
     ip link set "qv$$h$1" up
-    ip -n "$ns" addr add "10.77.$1.2/24" dev eth0
+    ip -n "$ns" addr add "$NET.$1.2/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
     HOSTS+=("$1")
@@ -473,8 +478,8 @@ host_worker() {
     host_up 3
     local port
     port=$(cat "$PG_DIR/port")
-    echo "host all all 10.77.0.0/16 trust" >>"$PG_DIR/data/pg_hba.conf"
-    QUEUEFS_PG_LISTEN=10.77.1.1,10.77.2.1,10.77.3.1 "$PG_SERVER" restart "$PG_DIR"
+    echo "host all all $NET.0.0/16 trust" >>"$PG_DIR/data/pg_hba.conf"
+    QUEUEFS_PG_LISTEN=$NET.1.1,$NET.2.1,$NET.3.1 "$PG_SERVER" restart "$PG_DIR"
     sql "DEFINE QUEUE jobs TIMEOUT 3s;" >/dev/null
     python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(1, 301)))' | sql >/dev/null
     local n user
@@ -482,11 +487,11 @@ host_worker() {
     for n in 1 2 3; do
         mkdir -p "$D/m$n"
         nsenter --net="/run/netns/qfs$$h$n" "$QUEUEFS" \
-            "postgresql://$user@10.77.$n.1:$port/$DB" "$D/m$n" 3>&-
+            "postgresql://$user@$NET.$n.1:$port/$DB" "$D/m$n" 3>&-
         wait_mounted "$D/m$n" || fail "host $n did not mount"
         track_mount "$D/m$n"
     done
-    grep -F " $D/m1 " /proc/mounts | grep -q "postgresql://$user@10.77.1.1:$port/$DB" ||
+    grep -F " $D/m1 " /proc/mounts | grep -q "postgresql://$user@$NET.1.1:$port/$DB" ||
         fail "the mount table does not name the server"
     local pids=()
     # Host 1's workers take their time: its link goes while they hold work.
