@@ -977,29 +977,26 @@ test_races(void)
 int
 main(void)
 {
-    if (!test_store_pick("conformance_test") || !(st = test_store_open(false)))
-        return unit_test_summary() | 1;
-    test_records();
-    test_claim_order();
-    test_claim_named();
-    test_paused();
-    test_refile();
-    test_lapse_and_ceiling();
-    test_queue_rules();
-    test_release_touch_fence();
-    test_release_all();
-    test_unclaim();
-    test_identity();
-    test_dedup();
-    test_waiting_walk();
-    test_queue_filing();
-    test_queue_scale();
-    test_counts();
-    test_counts_two_queues();
-    test_last();
-    test_notification();
-    test_races();
-    store_close(st);
-    test_store_cleanup();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_records,
+                                     test_claim_order,
+                                     test_claim_named,
+                                     test_paused,
+                                     test_refile,
+                                     test_lapse_and_ceiling,
+                                     test_queue_rules,
+                                     test_release_touch_fence,
+                                     test_release_all,
+                                     test_unclaim,
+                                     test_identity,
+                                     test_dedup,
+                                     test_waiting_walk,
+                                     test_queue_filing,
+                                     test_queue_scale,
+                                     test_counts,
+                                     test_counts_two_queues,
+                                     test_last,
+                                     test_notification,
+                                     test_races,
+                                     NULL};
+    return test_store_main("conformance_test", &st, cases);
 }

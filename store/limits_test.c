@@ -393,18 +393,15 @@ test_rate_and_groups(void)
 int
 main(void)
 {
-    if (!test_store_pick("limits_test") || !(st = test_store_open(false)))
-        return unit_test_summary() | 1;
-    test_group_serial();
-    test_group_limit();
-    test_group_lapse();
-    test_group_large();
-    test_group_refile();
-    test_refile_filing();
-    test_rate();
-    test_rate_overtaken();
-    test_rate_and_groups();
-    store_close(st);
-    test_store_cleanup();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_group_serial,
+                                     test_group_limit,
+                                     test_group_lapse,
+                                     test_group_large,
+                                     test_group_refile,
+                                     test_refile_filing,
+                                     test_rate,
+                                     test_rate_overtaken,
+                                     test_rate_and_groups,
+                                     NULL};
+    return test_store_main("limits_test", &st, cases);
 }

@@ -428,16 +428,7 @@ test_machine_crash_log_processes(void)
     snprintf(data, sizeof data, "%s/data.mdb", path_of("logp"));
     snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("logp"));
     CHECK(disk_make("logp-disk", data, ckpt, disk), "the disk at the checkpoint");
-    fflush(NULL);
-    pid_t pids[P];
-    for (int p = 0; p < P; p++)
-        if ((pids[p] = fork()) == 0)
-            child_writers("logp", p, T, W);
-    for (int p = 0; p < P; p++) {
-        int status = -1;
-        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    }
+    child_writers_run("logp", P, T, W);
     CHECK(log_copy(data, "logp-disk") && file_copy_head(data, disk, 2 * 4096),
           "the log as flushed, later meta pages");
     store_close(st);
@@ -578,13 +569,8 @@ test_machine_crash_pages(void)
 int
 main(void)
 {
-    if (!test_root_make("lmdb_crash_test"))
-        return 1;
-    test_machine_crash();
-    test_machine_crash_lazy_claim();
-    test_machine_crash_log();
-    test_machine_crash_log_processes();
-    test_machine_crash_pages();
-    test_root_remove();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_machine_crash,       test_machine_crash_lazy_claim,
+                                     test_machine_crash_log,   test_machine_crash_log_processes,
+                                     test_machine_crash_pages, NULL};
+    return test_root_main("lmdb_crash_test", cases);
 }

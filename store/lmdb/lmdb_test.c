@@ -90,16 +90,7 @@ test_write_processes(void)
     Store *st = open_store("write-procs", true, 0);
     uint32_t id = table_make(st, "x");
     store_close(st);
-    fflush(NULL);
-    pid_t pids[P];
-    for (int p = 0; p < P; p++)
-        if ((pids[p] = fork()) == 0)
-            child_writers("write-procs", p, T, W);
-    for (int p = 0; p < P; p++) {
-        int status = -1;
-        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    }
+    child_writers_run("write-procs", P, T, W);
     st = open_store("write-procs", true, 0);
     CHECK(records_count(st, id) == P * T * W, "every record of both processes");
     StoreTxn *t = begin(st, false);
@@ -333,16 +324,9 @@ test_map_size_env(void)
 int
 main(void)
 {
-    if (!test_root_make("lmdb_test"))
-        return 1;
-    test_two_processes();
-    test_reader_syncs_nothing();
-    test_map_resized_and_full();
-    test_map_resized_while_opening();
-    test_write_grows();
-    test_map_size_env();
-    test_write_processes();
-
-    test_root_remove();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_two_processes,        test_reader_syncs_nothing,
+                                     test_map_resized_and_full, test_map_resized_while_opening,
+                                     test_write_grows,          test_map_size_env,
+                                     test_write_processes,      NULL};
+    return test_root_main("lmdb_test", cases);
 }
