@@ -331,6 +331,33 @@ claim(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *con
     return rc;
 }
 
+/* Claims as claim() does (no consumer) and checks that the claim succeeded
+ * and took exactly the keys "want" ("a,b"; "" for none); "what" names the
+ * step in a failure.  Returns what it found. */
+static inline Claimed
+claim_expect(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *want,
+             const char *what)
+{
+    Claimed c;
+    int rc = claim(s, q, n, key, NULL, &c);
+    CHECK(rc == STORE_OK, "%s: %s", what, store_strerror(rc));
+    CHECK(strcmp(c.keys, want) == 0, "%s: took \"%s\", want \"%s\"", what, c.keys, want);
+    return c;
+}
+
+/* Refiles queue "q" (store_queue_refile with "file" and "ctx") in a
+ * transaction of its own, checking success; "what" names the step. */
+static inline void
+refile(Store *s, const StoreQueue *q,
+       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx,
+       const char *what)
+{
+    StoreTxn *t = begin(s, true);
+    int rc = store_queue_refile(t, q, file, ctx);
+    CHECK(rc == STORE_OK, "%s: %s", what, store_strerror(rc));
+    commit(t);
+}
+
 /* The counts of table "table" in "t". */
 static inline StoreQueueCounts
 counts_in(StoreTxn *t, uint32_t table)
