@@ -38,10 +38,9 @@ static void
 test_two_processes(void)
 {
     Store *st = open_store("shared", true, 0);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "shared");
     StoreRecord v;
-    CHECK(store_table_create(t, "shared", bytes_of(""), &id) == STORE_OK, "create");
+    StoreTxn *t = begin(st, true);
     CHECK(put(t, id, "from-parent", "p") == STORE_OK, "put");
     commit(t);
 
@@ -136,16 +135,13 @@ static void
 test_map_resized_and_full(void)
 {
     Store *st = open_store("grow", false, 1 << 20);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "grow");
     StoreRecord v;
-    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
-    commit(t);
 
     /* Full: a 1 MiB map cannot take 2 MiB. */
     static char val[64 << 10];
     memset(val, 'f', sizeof val);
-    t = begin(st, true);
+    StoreTxn *t = begin(st, true);
     int rc = STORE_OK;
     char key[16];
     for (int i = 0; i < 32 && rc == STORE_OK; i++) {
@@ -219,11 +215,8 @@ static void
 test_map_resized_while_opening(void)
 {
     Store *st = open_store("resize-open", false, 1 << 20);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "grow");
     StoreRecord v;
-    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
-    commit(t);
     store_close(st);
 
     before_log_open = grow_in_child;
@@ -231,7 +224,7 @@ test_map_resized_while_opening(void)
     CHECK(before_log_open == NULL, "the child grew the map during the open");
     if (!st)
         return;
-    t = begin(st, false);
+    StoreTxn *t = begin(st, false);
     CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
           v.value.len == 64 << 10, "reads what the child wrote");
     store_txn_abort(t);
