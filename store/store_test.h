@@ -1,6 +1,7 @@
 /* store_test.h — what the store's unit tests share: the backend
- * conformance suite (store/store_test.c, store/conformance_test.c) and
- * LMDB's own tests (store/lmdb/lmdb_format_test.c, store/lmdb/lmdb_test.c).
+ * conformance suite (store/store_test.c, store/conformance_test.c,
+ * store/limits_test.c) and LMDB's own tests (store/lmdb/lmdb_format_test.c,
+ * store/lmdb/lmdb_test.c, store/lmdb/lmdb_crash_test.c).
  *
  *   - the store under test: $QUEUEFS_TEST_STORE when set (an LMDB
  *     directory, or another backend's location), else a fresh LMDB
@@ -8,7 +9,7 @@
  *   - names no other run uses (unique_name), so that a shared store keeps
  *     every run's tables apart;
  *   - store.h's calls in short forms that check as they go, and queue
- *     helpers (queue_new, add, claim, counts_of);
+ *     helpers (queue_new, add, claim, claim_expect, refile, counts_of);
  *   - the counted writers that the group commit tests run in threads and
  *     processes;
  *   - for LMDB's own tests only: a scratch directory of their stores;
