@@ -76,8 +76,7 @@ test_claim_order(void)
     add(st, &q, "k4", "v", "a", 0);
     add(st, &q, "k5", "v", "d", 0);
     Claimed c;
-    CHECK(claim(st, &q, 3, NULL, NULL, &c) == STORE_OK, "claim 3");
-    CHECK_STR(c.keys, "k2,k4,k3");
+    c = claim_expect(st, &q, 3, NULL, "k2,k4,k3", "claim 3");
     CHECK(c.attempts == 1 && c.before_attempts == 0 && c.before_until == 0, "attempt counted");
     CHECK(c.claimed_until == c.claimed + 30000 * MS, "held for TIMEOUT");
     CHECK_STR(c.instance, "inst-a");
@@ -101,11 +100,10 @@ test_claim_named(void)
     add(st, &q, "later", "v", NULL, INT64_MAX / 2);
     Claimed c;
     CHECK(claim(st, &q, 1, "nope", NULL, &c) == STORE_NOTFOUND, "named absent: NOTFOUND");
-    CHECK(claim(st, &q, 1, "later", NULL, &c) == STORE_OK && c.keys[0] == 0, "delayed: none");
-    CHECK(claim(st, &q, 1, "r", NULL, &c) == STORE_OK, "named ready");
-    CHECK_STR(c.keys, "r");
-    CHECK(claim(st, &q, 1, "r", NULL, &c) == STORE_OK && c.keys[0] == 0, "held: none");
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "nothing ready");
+    claim_expect(st, &q, 1, "later", "", "delayed: none");
+    claim_expect(st, &q, 1, "r", "r", "named ready");
+    claim_expect(st, &q, 1, "r", "", "held: none");
+    claim_expect(st, &q, 5, NULL, "", "nothing ready");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.delayed == 1 && n.held == 1 && n.ready == 0 && !n.has_head, "delayed and held");
 }
@@ -118,14 +116,12 @@ test_paused(void)
     StoreQueue q = queue_new(st, "paused", 30000 * MS, 0);
     add(st, &q, "a", "v", NULL, 0);
     add(st, &q, "b", "v", NULL, 0);
-    Claimed c;
     q.paused = true;
-    CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "paused: none");
-    CHECK(claim(st, &q, 1, "a", NULL, &c) == STORE_OK && c.keys[0] == 0, "paused, named: none");
+    claim_expect(st, &q, 2, NULL, "", "paused: none");
+    claim_expect(st, &q, 1, "a", "", "paused, named: none");
     CHECK(counts_of(st, &q).ready == 2, "still ready");
     q.paused = false;
-    CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK, "resumed");
-    CHECK_STR(c.keys, "a,b");
+    claim_expect(st, &q, 2, NULL, "a,b", "resumed");
 }
 
 /* A changed ceiling, refiled, brings a retired record back and retires
@@ -135,26 +131,20 @@ test_refile(void)
 {
     StoreQueue q = queue_new(st, "refile", 100 * MS, 1);
     add(st, &q, "x", "v", NULL, 0);
-    Claimed c;
-    claim(st, &q, 1, NULL, NULL, &c);
+    claim_expect(st, &q, 1, NULL, "x", "first claim");
     sleep_ms(250);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "retired at 1");
+    claim_expect(st, &q, 1, NULL, "", "retired at 1");
     StoreRecord before, after;
     CHECK(get(st, q.table, "x", &before) == STORE_OK, "read");
     q.max_attempts = 2;
-    StoreTxn *t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile");
-    commit(t);
+    refile(st, &q, NULL, NULL, "refile");
     CHECK(get(st, q.table, "x", &after) == STORE_OK && after.attempts == before.attempts &&
               after.written == before.written && after.changed == before.changed,
           "columns and times stay");
     CHECK(counts_of(st, &q).ready == 1, "ready under ATTEMPTS 2");
     q.max_attempts = 0;
-    t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile without a ceiling");
-    commit(t);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable");
-    CHECK_STR(c.keys, "x");
+    refile(st, &q, NULL, NULL, "refile without a ceiling");
+    claim_expect(st, &q, 1, NULL, "x", "claimable");
 }
 
 static void
@@ -162,27 +152,23 @@ test_lapse_and_ceiling(void)
 {
     StoreQueue q = queue_new(st, "lapse", 150 * MS, 2);
     add(st, &q, "x", "v", NULL, 0);
-    Claimed c;
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "first claim");
+    Claimed c = claim_expect(st, &q, 1, NULL, "x", "first claim");
     int64_t first = c.hold;
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "held: none");
+    claim_expect(st, &q, 1, NULL, "", "held: none");
     sleep_ms(300);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "after the hold lapsed");
-    CHECK_STR(c.keys, "x");
+    c = claim_expect(st, &q, 1, NULL, "x", "after the hold lapsed");
     CHECK(c.attempts == 2 && c.hold != first && c.before_until != 0, "second attempt");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.lapses == 1 && n.claims == 2, "a lapse is counted at the next claim");
     sleep_ms(300);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0,
-          "at the ceiling: handed out no more");
+    claim_expect(st, &q, 1, NULL, "", "at the ceiling: handed out no more");
     n = counts_of(st, &q);
     CHECK(n.idle == 1 && n.ready == 0 && n.held == 0 && n.records == 1, "retired");
     StoreTxn *t = begin(st, true);
     StoreRecord r;
     CHECK(store_retry(t, &q, bytes_of("x"), 0, &r) == STORE_OK && r.attempts == 0, "retry");
     commit(t);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claimable after retry");
-    CHECK_STR(c.keys, "x");
+    c = claim_expect(st, &q, 1, NULL, "x", "claimable after retry");
     CHECK(c.attempts == 1, "attempts start again");
 }
 
@@ -334,7 +320,7 @@ test_release_touch_fence(void)
     CHECK(store_release(t, &q, bytes_of("x"), c.hold, 0, &r) == STORE_CONFLICT,
           "a hold ends once");
     commit(t);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "delayed after release");
+    c = claim_expect(st, &q, 1, NULL, "", "delayed after release");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.delayed == 1 && n.releases == 1 && n.lapses == 0, "counts after release");
     sleep_ms(300);
@@ -517,8 +503,7 @@ test_queue_filing(void)
     CHECK_STR(c.keys, "r2");
     commit(t);
     sleep_ms(250);
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
-    CHECK_STR(c.keys, "r4");
+    claim_expect(st, &q, 1, NULL, "r4", "claim");
     t = begin(st, false);
     check_counts(t, q.table, (uint64_t[6]){5, 3, 2, 0, 0, 0}, "r3", "two held");
     store_txn_abort(t);
@@ -620,15 +605,12 @@ test_queue_scale(void)
     CHECK(n.records == SCALE_N && n.ready == SCALE_N - SCALE_DELAYED &&
               n.delayed == SCALE_DELAYED && n.has_head && n.next_wake == s.base + SCALE_WAIT + 1,
           "filed: %" PRIu64 " ready, %" PRIu64 " delayed", n.ready, n.delayed);
-    Claimed c;
-    CHECK(claim(st, &s.q, 1, NULL, NULL, &c) == STORE_OK, "claim");
-    CHECK_STR(c.keys, "rec10001");
+    claim_expect(st, &s.q, 1, NULL, "rec10001", "claim");
     while (store_now(st) <= s.base + SCALE_WAIT + SCALE_DELAYED)
         sleep_ms(50);
     n = counts_of(st, &s.q);
     CHECK(n.ready == SCALE_N - 1 && n.delayed == 0 && n.held == 1, "all due");
-    CHECK(claim(st, &s.q, 3, NULL, NULL, &c) == STORE_OK, "claim");
-    CHECK_STR(c.keys, "rec00001,rec00002,rec00003");
+    claim_expect(st, &s.q, 3, NULL, "rec00001,rec00002,rec00003", "claim");
     StoreTxn *t = begin(st, false);
     int waiting = 0;
     CHECK(store_queue_each_waiting(t, s.q.table, count_waiting, &waiting) == STORE_OK &&
@@ -890,41 +872,35 @@ enum { RACE_RECORDS = 300, RACE_THREADS = 3, RACE_PROCS = 2 };
 typedef struct Race {
     StoreQueue q;
     int        fd;       /* where each claimed key is written, one a line */
+    int64_t    got;      /* what a racer's last claim took (each has a copy) */
 } Race;
 
 static int
 race_note(void *ctx, const StoreRecord *now, const StoreRecord *before)
 {
     (void)before;
-    Race *r = ctx;
+    const Race *r = ctx;
     char line[64];
     int n = snprintf(line, sizeof line, "%.*s\n", (int)now->key.len, (const char *)now->key.data);
     return write(r->fd, line, (size_t)n) == n ? 0 : -1;
 }
 
-typedef struct RaceClaim {
-    Race   *race;
-    int64_t got;
-} RaceClaim;
-
 static int
 race_claim_fn(StoreTxn *txn, void *ctx)
 {
-    RaceClaim *rc = ctx;
+    Race *r = ctx;
     StoreClaim c = {.n = 2, .instance = bytes_of("racer")};
-    return store_claim(txn, &rc->race->q, &c, race_note, rc->race, &rc->got);
+    return store_claim(txn, &r->q, &c, race_note, r, &r->got);
 }
 
-/* Claims until the queue is empty. */
+/* Claims until the queue is empty, on a copy of the race of its own. */
 static void *
 race_worker(void *arg)
 {
-    Race *r = arg;
-    for (;;) {
-        RaceClaim rc = {r, 0};
-        if (store_write(st, race_claim_fn, &rc) != STORE_OK || rc.got == 0)
-            break;
-    }
+    Race mine = *(const Race *)arg;
+    do {
+        mine.got = 0;
+    } while (store_write(st, race_claim_fn, &mine) == STORE_OK && mine.got > 0);
     return NULL;
 }
 
@@ -977,29 +953,26 @@ test_races(void)
 int
 main(void)
 {
-    if (!test_store_pick("conformance_test") || !(st = test_store_open(false)))
-        return unit_test_summary() | 1;
-    test_records();
-    test_claim_order();
-    test_claim_named();
-    test_paused();
-    test_refile();
-    test_lapse_and_ceiling();
-    test_queue_rules();
-    test_release_touch_fence();
-    test_release_all();
-    test_unclaim();
-    test_identity();
-    test_dedup();
-    test_waiting_walk();
-    test_queue_filing();
-    test_queue_scale();
-    test_counts();
-    test_counts_two_queues();
-    test_last();
-    test_notification();
-    test_races();
-    store_close(st);
-    test_store_cleanup();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_records,
+                                     test_claim_order,
+                                     test_claim_named,
+                                     test_paused,
+                                     test_refile,
+                                     test_lapse_and_ceiling,
+                                     test_queue_rules,
+                                     test_release_touch_fence,
+                                     test_release_all,
+                                     test_unclaim,
+                                     test_identity,
+                                     test_dedup,
+                                     test_waiting_walk,
+                                     test_queue_filing,
+                                     test_queue_scale,
+                                     test_counts,
+                                     test_counts_two_queues,
+                                     test_last,
+                                     test_notification,
+                                     test_races,
+                                     NULL};
+    return test_store_main("conformance_test", &st, cases);
 }

@@ -92,132 +92,37 @@ next_fn(const char *name)
     return fn;
 }
 
-int
-fsync(int fd)
-{
-    static int (*real)(int);
-    if (!real)
-        real = next_fn("fsync");
-    if (fail_now(FAIL_SYNC, fd)) {
-        errno = EIO;
-        return -1;
+/* Defines "name", in place of libc's: -1 with errno EIO when fail_now
+ * says a call of "kind" on descriptor "fd" is to fail, else what libc's
+ * "name" returns.  "params" is its parameter list, "args" the call of
+ * libc's with them. */
+#define FAILING(ret, name, kind, fd, params, args) \
+    ret name params \
+    { \
+        static ret(*real) params; \
+        if (!real) \
+            real = next_fn(#name); \
+        if (fail_now(kind, fd)) { \
+            errno = EIO; \
+            return -1; \
+        } \
+        return real args; \
     }
-    return real(fd);
-}
 
-int
-fdatasync(int fd)
-{
-    static int (*real)(int);
-    if (!real)
-        real = next_fn("fdatasync");
-    if (fail_now(FAIL_SYNC, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd);
-}
-
-int
-msync(void *addr, size_t len, int flags)
-{
-    static int (*real)(void *, size_t, int);
-    if (!real)
-        real = next_fn("msync");
-    if (fail_now(FAIL_SYNC, -1)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(addr, len, flags);
-}
-
-ssize_t
-write(int fd, const void *buf, size_t n)
-{
-    static ssize_t (*real)(int, const void *, size_t);
-    if (!real)
-        real = next_fn("write");
-    if (fail_now(FAIL_WRITE, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, n);
-}
-
-ssize_t
-pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real)
-        real = next_fn("pwrite");
-    if (fail_now(FAIL_WRITE, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, n, off);
-}
-
-ssize_t
-pwrite64(int fd, const void *buf, size_t n, off64_t off)
-{
-    static ssize_t (*real)(int, const void *, size_t, off64_t);
-    if (!real)
-        real = next_fn("pwrite64");
-    if (fail_now(FAIL_WRITE, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, buf, n, off);
-}
-
-ssize_t
-writev(int fd, const struct iovec *iov, int cnt)
-{
-    static ssize_t (*real)(int, const struct iovec *, int);
-    if (!real)
-        real = next_fn("writev");
-    if (fail_now(FAIL_WRITE, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, iov, cnt);
-}
-
-ssize_t
-pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    static ssize_t (*real)(int, const struct iovec *, int, off_t);
-    if (!real)
-        real = next_fn("pwritev");
-    if (fail_now(FAIL_WRITE, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, iov, cnt, off);
-}
-
-int
-sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
-{
-    static int (*real)(int, off_t, off_t, unsigned int);
-    if (!real)
-        real = next_fn("sync_file_range");
-    if (fail_now(FAIL_SYNC, fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, off, n, flags);
-}
-
-ssize_t
-pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    static ssize_t (*real)(int, const struct iovec *, int, off_t, int);
-    if (!real)
-        real = next_fn("pwritev2");
-    if (fail_now(FAIL_WRITE | (flags & RWF_DSYNC ? FAIL_SYNC : 0), fd)) {
-        errno = EIO;
-        return -1;
-    }
-    return real(fd, iov, cnt, off, flags);
-}
+FAILING(int, fsync, FAIL_SYNC, fd, (int fd), (fd))
+FAILING(int, fdatasync, FAIL_SYNC, fd, (int fd), (fd))
+FAILING(int, msync, FAIL_SYNC, -1, (void *addr, size_t len, int flags), (addr, len, flags))
+FAILING(int, sync_file_range, FAIL_SYNC, fd, (int fd, off_t off, off_t n, unsigned int flags),
+        (fd, off, n, flags))
+FAILING(ssize_t, write, FAIL_WRITE, fd, (int fd, const void *buf, size_t n), (fd, buf, n))
+FAILING(ssize_t, pwrite, FAIL_WRITE, fd, (int fd, const void *buf, size_t n, off_t off),
+        (fd, buf, n, off))
+FAILING(ssize_t, pwrite64, FAIL_WRITE, fd, (int fd, const void *buf, size_t n, off64_t off),
+        (fd, buf, n, off))
+FAILING(ssize_t, writev, FAIL_WRITE, fd, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
+FAILING(ssize_t, pwritev, FAIL_WRITE, fd, (int fd, const struct iovec *iov, int cnt, off_t off),
+        (fd, iov, cnt, off))
+/* pwritev2 with RWF_DSYNC is a write and a sync at once. */
+FAILING(ssize_t, pwritev2, FAIL_WRITE | (flags & RWF_DSYNC ? FAIL_SYNC : 0), fd,
+        (int fd, const struct iovec *iov, int cnt, off_t off, int flags),
+        (fd, iov, cnt, off, flags))

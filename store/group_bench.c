@@ -192,6 +192,21 @@ run_threads(Store *st, uint32_t table, int proc, int threads, long per_thread, i
     return r;
 }
 
+/* Runs one phase in the "procs" child processes run_threads runs: a byte
+ * to each on "go" starts it there, and each one's byte on "done" says it
+ * ended there; returns when all have.  Exits when a pipe fails. */
+static void
+phase_run(int go, int done, int procs)
+{
+    char bytes[2] = {0};
+    size_t n = (size_t)procs < sizeof bytes ? (size_t)procs : sizeof bytes;
+    if (write(go, bytes, n) != (ssize_t)n)
+        exit(1);
+    for (int p = 0; p < procs; p++)
+        if (read(done, bytes, 1) != 1)
+            exit(1);
+}
+
 /* Runs "procs" processes of "threads" threads each on a fresh store in
  * "dir" (procs == 1: in this process). */
 static Result
@@ -233,20 +248,10 @@ run_config(const char *dir, bool sync, int procs, int threads, long writes)
         }
     }
     Result total = {0};
-    char bytes[2] = {0};
-    size_t n = (size_t)procs < sizeof bytes ? (size_t)procs : sizeof bytes;
     double t0 = now_s();
-    if (write(go[1], bytes, n) != (ssize_t)n)
-        exit(1);
-    for (int p = 0; p < procs; p++)
-        if (read(done[0], bytes, 1) != 1)
-            exit(1);
+    phase_run(go[1], done[0], procs);   /* the puts */
     double t1 = now_s();
-    if (write(go[1], bytes, n) != (ssize_t)n)
-        exit(1);
-    for (int p = 0; p < procs; p++)
-        if (read(done[0], bytes, 1) != 1)
-            exit(1);
+    phase_run(go[1], done[0], procs);   /* the claims */
     double t2 = now_s();
     for (int p = 0; p < procs; p++) {
         Result r;

@@ -31,6 +31,25 @@ add_grouped(const StoreQueue *q, const char *key, const char *group, const char 
     commit(t);
 }
 
+/* Creates the queue records "spec" lists, in its order, each as
+ * add_grouped does: words separated by spaces, each "key", "key:group" or
+ * "key:group:order". */
+static void
+add_records(const StoreQueue *q, const char *spec)
+{
+    char words[256], *save = NULL;
+    snprintf(words, sizeof words, "%s", spec);
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        char *group = strchr(w, ':'), *order = NULL;
+        if (group) {
+            *group++ = '\0';
+            if ((order = strchr(group, ':')))
+                *order++ = '\0';
+        }
+        add_grouped(q, w, group ? group : "", order);
+    }
+}
+
 /* Ends hold "hold" of "key": released (rm false) or finished (rm true). */
 static void
 end_hold(const StoreQueue *q, const char *key, int64_t hold, bool rm)
@@ -58,39 +77,28 @@ test_group_serial(void)
 {
     StoreQueue q = queue_new(st, "serial", 30000 * MS, 0);
     q.per_group = 1;
-    add_grouped(&q, "a1", "A", NULL);
-    add_grouped(&q, "a2", "A", NULL);
-    add_grouped(&q, "a3", "A", NULL);
-    add_grouped(&q, "b1", "B", NULL);
-    add_grouped(&q, "b2", "B", NULL);
-    add_grouped(&q, "n1", "", NULL);
-    add_grouped(&q, "n2", "", NULL);
+    add_records(&q, "a1:A a2:A a3:A b1:B b2:B n1 n2");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.ready == 4 && n.grouped == 3 && n.groups_full == 0,
           "each group's first is ready, the rest grouped (ready %d grouped %d)", (int)n.ready,
           (int)n.grouped);
     CHECK(n.has_head && bytes_eq(n.head_key, "a1"), "the head is a1");
-    Claimed c;
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim 10");
-    CHECK_STR(c.keys, "a1,b1,n1,n2");
+    claim_expect(st, &q, 10, NULL, "a1,b1,n1,n2", "claim 10");
     n = counts_of(st, &q);
     CHECK(n.ready == 0 && n.held == 4 && n.grouped == 3 && n.groups_full == 2,
           "two groups at their limit (ready %d held %d grouped %d full %d)", (int)n.ready,
           (int)n.held, (int)n.grouped, (int)n.groups_full);
     CHECK(!n.has_head, "no head while both groups are full");
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "nothing claimable");
-    CHECK(claim(st, &q, 1, "a2", NULL, &c) == STORE_OK && c.keys[0] == 0,
-          "a named record of a full group: none");
+    claim_expect(st, &q, 1, NULL, "", "nothing claimable");
+    claim_expect(st, &q, 1, "a2", "", "a named record of a full group: none");
     end_hold(&q, "a1", hold_of(&q, "a1"), false);
     n = counts_of(st, &q);
     CHECK(n.ready == 1 && n.groups_full == 1 && n.has_head && bytes_eq(n.head_key, "a1"),
           "released, a1 is its group's next again");
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim after the release");
-    CHECK_STR(c.keys, "a1");
+    claim_expect(st, &q, 10, NULL, "a1", "claim after the release");
     end_hold(&q, "a1", hold_of(&q, "a1"), true);
     end_hold(&q, "b1", hold_of(&q, "b1"), true);
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim after two finishes");
-    CHECK_STR(c.keys, "a2,b2");
+    claim_expect(st, &q, 10, NULL, "a2,b2", "claim after two finishes");
     n = counts_of(st, &q);
     CHECK(n.grouped == 1 && n.groups_full == 2, "a3 waits behind a2");
 }
@@ -102,31 +110,21 @@ test_group_limit(void)
 {
     StoreQueue q = queue_new(st, "limit", 30000 * MS, 0);
     q.per_group = 2;
-    add_grouped(&q, "k1", "G", "d");
-    add_grouped(&q, "k2", "G", "b");
-    add_grouped(&q, "k3", "G", "c");
-    add_grouped(&q, "k4", "G", "a");
-    add_grouped(&q, "o1", "H", "e");
-    Claimed c;
-    CHECK(claim(st, &q, 1, "k1", NULL, &c) == STORE_OK, "a named claim");
-    CHECK_STR(c.keys, "k1");
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim 10");
-    CHECK_STR(c.keys, "k4,o1");
+    add_records(&q, "k1:G:d k2:G:b k3:G:c k4:G:a o1:H:e");
+    claim_expect(st, &q, 1, "k1", "k1", "a named claim");
+    claim_expect(st, &q, 10, NULL, "k4,o1", "claim 10");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.held == 3 && n.grouped == 2 && n.groups_full == 1 && n.ready == 0,
           "G holds two (held %d grouped %d full %d)", (int)n.held, (int)n.grouped,
           (int)n.groups_full);
-    CHECK(claim(st, &q, 1, "k2", NULL, &c) == STORE_OK && c.keys[0] == 0,
-          "named, G at its limit: none");
+    claim_expect(st, &q, 1, "k2", "", "named, G at its limit: none");
     end_hold(&q, "k1", hold_of(&q, "k1"), true);
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim after a finish");
-    CHECK_STR(c.keys, "k2");
+    claim_expect(st, &q, 10, NULL, "k2", "claim after a finish");
     StoreTxn *t = begin(st, true);
     StoreRecord r;
     CHECK(store_retry(t, &q, bytes_of("k4"), 0, &r) == STORE_OK, "retry ends k4's hold");
     commit(t);
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim after a retry");
-    CHECK_STR(c.keys, "k4");
+    claim_expect(st, &q, 10, NULL, "k4", "claim after a retry");
 }
 
 /* A lapsed hold frees its group's place: the lapsed record is its group's
@@ -136,22 +134,18 @@ test_group_lapse(void)
 {
     StoreQueue q = queue_new(st, "glapse", 150 * MS, 0);
     q.per_group = 1;
-    add_grouped(&q, "x1", "X", NULL);
-    add_grouped(&q, "x2", "X", NULL);
+    add_records(&q, "x1:X x2:X");
     Claimed c;
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "first claim");
-    CHECK_STR(c.keys, "x1");
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "X is full");
+    claim_expect(st, &q, 5, NULL, "x1", "first claim");
+    claim_expect(st, &q, 5, NULL, "", "X is full");
     sleep_ms(300);
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.ready == 1 && n.has_head && bytes_eq(n.head_key, "x1"),
           "a lapse counts as ready again (ready %d)", (int)n.ready);
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "after the lapse");
-    CHECK_STR(c.keys, "x1");
+    c = claim_expect(st, &q, 5, NULL, "x1", "after the lapse");
     CHECK(c.attempts == 2 && counts_of(st, &q).lapses == 1, "a second attempt, a lapse counted");
     end_hold(&q, "x1", c.hold, true);
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "after the finish");
-    CHECK_STR(c.keys, "x2");
+    claim_expect(st, &q, 5, NULL, "x2", "after the finish");
 }
 
 /* The head past one group of many records at its limit: found without
@@ -174,9 +168,7 @@ test_group_large(void)
     StoreRecord z = {.key = bytes_of("z"), .value = bytes_of("v"), .group = bytes_of("small")};
     CHECK(store_record_create(t, q.table, &q, &z) == STORE_OK, "create z");
     commit(t);
-    Claimed c;
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "claim 5");
-    CHECK_STR(c.keys, "a00000,z");
+    claim_expect(st, &q, 5, NULL, "a00000,z", "claim 5");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.grouped == 2999 && n.groups_full == 2 && n.records == 3001, "2999 grouped");
 }
@@ -199,41 +191,28 @@ static void
 test_group_refile(void)
 {
     StoreQueue q = queue_new(st, "grefile", 30000 * MS, 0);
-    add_grouped(&q, "a", "A", NULL);
-    add_grouped(&q, "b", "A", NULL);
-    add_grouped(&q, "c", "B", NULL);
-    add_grouped(&q, "d", "B", NULL);
+    add_records(&q, "a:A b:A c:B d:B");
     Claimed c;
-    CHECK(claim(st, &q, 1, NULL, NULL, &c) == STORE_OK, "no limit yet");
-    CHECK_STR(c.keys, "a");
+    c = claim_expect(st, &q, 1, NULL, "a", "no limit yet");
     int64_t until = c.claimed_until;
     q.per_group = 1;
-    StoreTxn *t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile under AT MOST 1");
-    commit(t);
+    refile(st, &q, NULL, NULL, "refile under AT MOST 1");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.ready == 1 && n.grouped == 2 && n.groups_full == 1 && n.held == 1,
           "A full, B's first ready (ready %d grouped %d full %d)", (int)n.ready, (int)n.grouped,
           (int)n.groups_full);
     StoreRecord r;
     CHECK(get(st, q.table, "a", &r) == STORE_OK && r.claimed_until == until, "a keeps its deadline");
-    t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, file_all_one_group, NULL) == STORE_OK,
-          "refile into one group, reversed");
-    commit(t);
+    refile(st, &q, file_all_one_group, NULL, "refile into one group, reversed");
     n = counts_of(st, &q);
     CHECK(n.ready == 0 && n.grouped == 3 && n.groups_full == 1, "one group, full");
     end_hold(&q, "a", hold_of(&q, "a"), true);
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "claim in the new order");
-    CHECK_STR(c.keys, "d");
+    claim_expect(st, &q, 5, NULL, "d", "claim in the new order");
     q.per_group = 0;
-    t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, NULL, NULL) == STORE_OK, "refile without a limit");
-    commit(t);
+    refile(st, &q, NULL, NULL, "refile without a limit");
     n = counts_of(st, &q);
     CHECK(n.ready == 2 && n.grouped == 0 && n.groups_full == 0, "no groups");
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "claim the rest");
-    CHECK_STR(c.keys, "c,b");
+    claim_expect(st, &q, 5, NULL, "c,b", "claim the rest");
 }
 
 /* A refile that moves records into the future and back by not_before. */
@@ -249,20 +228,15 @@ static void
 test_refile_filing(void)
 {
     StoreQueue q = queue_new(st, "filing", 30000 * MS, 0);
-    add_grouped(&q, "p", "", NULL);
-    add_grouped(&q, "q", "", NULL);
+    add_records(&q, "p q");
     int64_t until = store_now(st) + 3600 * SEC;
-    StoreTxn *t = begin(st, true);
-    CHECK(store_queue_refile(t, &q, file_later, &until) == STORE_OK, "refile p into the future");
-    commit(t);
+    refile(st, &q, file_later, &until, "refile p into the future");
     StoreQueueCounts n = counts_of(st, &q);
     CHECK(n.ready == 1 && n.delayed == 1, "p delayed (ready %d delayed %d)", (int)n.ready,
           (int)n.delayed);
     StoreRecord r;
     CHECK(get(st, q.table, "p", &r) == STORE_OK && r.not_before == until, "p's not_before");
-    Claimed c;
-    CHECK(claim(st, &q, 5, NULL, NULL, &c) == STORE_OK, "claim");
-    CHECK_STR(c.keys, "q");
+    claim_expect(st, &q, 5, NULL, "q", "claim");
 }
 
 /* A new queue of at most "rate" hand-outs a window of "window_ns",
@@ -292,13 +266,11 @@ test_rate(void)
     CHECK(store_queue_rate_next(t, &q, &at) == STORE_OK && at <= now, "room at first");
     store_txn_abort(t);
     Claimed c;
-    CHECK(claim(st, &q, 1, "r7", NULL, &c) == STORE_OK, "a named claim");
-    CHECK_STR(c.keys, "r7");
+    c = claim_expect(st, &q, 1, "r7", "r7", "a named claim");
     int64_t first = c.claimed;
     sleep_ms(250);   /* so r7 leaves the window well before r0 and r1 */
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim 10");
-    CHECK_STR(c.keys, "r0,r1");
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "no room: none");
+    claim_expect(st, &q, 10, NULL, "r0,r1", "claim 10");
+    claim_expect(st, &q, 10, NULL, "", "no room: none");
     t = begin(st, false);
     now = store_txn_now(t);
     CHECK(store_queue_rate_next(t, &q, &at) == STORE_OK && at > now &&
@@ -307,19 +279,16 @@ test_rate(void)
     store_txn_abort(t);
     int64_t wait_ms = (at - now) / MS + 20;
     sleep_ms(wait_ms > 0 ? wait_ms : 1);
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim once the window moved");
-    CHECK_STR(c.keys, "r2");
+    claim_expect(st, &q, 10, NULL, "r2", "claim once the window moved");
     CHECK(counts_of(st, &q).ready == 4, "the rest still ready");
     /* A larger rate has room at once; an unlimited queue always has. */
     q.rate = 5;
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim under a larger rate");
-    CHECK_STR(c.keys, "r3,r4");
+    claim_expect(st, &q, 10, NULL, "r3,r4", "claim under a larger rate");
     q.rate = 0;
     t = begin(st, false);
     CHECK(store_queue_rate_next(t, &q, &at) == STORE_OK && at <= store_txn_now(t), "no rate: room");
     store_txn_abort(t);
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim without a rate");
-    CHECK_STR(c.keys, "r5,r6");
+    claim_expect(st, &q, 10, NULL, "r5,r6", "claim without a rate");
 }
 
 /* The claim of thread "late_claim": one record of queue "q" in a
@@ -352,8 +321,7 @@ test_rate_overtaken(void)
     CHECK(claim(st, &q, 2, NULL, NULL, &c) == STORE_OK, "claim 2");
     int64_t first = c.claimed;
     sleep_ms(300);
-    CHECK(claim(st, &q, 3, NULL, NULL, &c) == STORE_OK, "claim 3 more");
-    CHECK_STR(c.keys, "o2,o3,o4");
+    claim_expect(st, &q, 3, NULL, "o2,o3,o4", "claim 3 more");
     sleep_ms(200);
     StoreTxn *early = begin(st, true);   /* its window holds all five */
     CHECK(store_txn_now(early) < first + q.rate_window_ns, "began within the first window");
@@ -380,31 +348,23 @@ test_rate_and_groups(void)
     q.per_group = 1;
     q.rate = 2;
     q.rate_window_ns = 3600 * SEC;
-    add_grouped(&q, "a1", "A", NULL);
-    add_grouped(&q, "a2", "A", NULL);
-    add_grouped(&q, "b1", "B", NULL);
-    add_grouped(&q, "c1", "C", NULL);
-    Claimed c;
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK, "claim 10");
-    CHECK_STR(c.keys, "a1,b1");
-    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "the rate is spent");
+    add_records(&q, "a1:A a2:A b1:B c1:C");
+    claim_expect(st, &q, 10, NULL, "a1,b1", "claim 10");
+    claim_expect(st, &q, 10, NULL, "", "the rate is spent");
 }
 
 int
 main(void)
 {
-    if (!test_store_pick("limits_test") || !(st = test_store_open(false)))
-        return unit_test_summary() | 1;
-    test_group_serial();
-    test_group_limit();
-    test_group_lapse();
-    test_group_large();
-    test_group_refile();
-    test_refile_filing();
-    test_rate();
-    test_rate_overtaken();
-    test_rate_and_groups();
-    store_close(st);
-    test_store_cleanup();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_group_serial,
+                                     test_group_limit,
+                                     test_group_lapse,
+                                     test_group_large,
+                                     test_group_refile,
+                                     test_refile_filing,
+                                     test_rate,
+                                     test_rate_overtaken,
+                                     test_rate_and_groups,
+                                     NULL};
+    return test_store_main("limits_test", &st, cases);
 }

@@ -9,18 +9,9 @@
 #include <string.h>
 
 static const char *const store_messages[] = {
-    [STORE_OK] = "success",
-    [STORE_NOTFOUND] = "not found",
-    [STORE_EXISTS] = "already exists",
-    [STORE_FULL] = "store is full",
-    [STORE_TOOBIG] = "key too long",
-    [STORE_IO] = "store I/O error",
-    [STORE_BUSY] = "store busy",
-    [STORE_CORRUPT] = "not a queuefs store, or damaged",
-    [STORE_INVALID] = "invalid store option",
-    [STORE_READONLY] = "the store is open for reading only",
-    [STORE_CONFLICT] = "the record's hold is not the one named",
-    [STORE_EXHAUSTED] = "no identity is left to assign",
+#define STORE_STATUS_MESSAGE(name, message) [name] = message,
+    STORE_STATUSES(STORE_STATUS_MESSAGE)
+#undef STORE_STATUS_MESSAGE
 };
 
 static _Thread_local char error_detail[512];

@@ -72,19 +72,37 @@
 typedef struct Store Store;
 typedef struct StoreTxn StoreTxn;
 
+/* The statuses, in the order of their codes (STORE_OK is 0): each its name
+ * and the message store_strerror() gives for it. */
+#define STORE_STATUSES(X) \
+    X(STORE_OK, "success") \
+    /* no such table or record */ \
+    X(STORE_NOTFOUND, "not found") \
+    /* a table of that name is already defined */ \
+    X(STORE_EXISTS, "already exists") \
+    /* the environment cannot grow to hold the write */ \
+    X(STORE_FULL, "store is full") \
+    /* a key longer than STORE_MAX_KEY */ \
+    X(STORE_TOOBIG, "key too long") \
+    /* the disk failed (write, fsync, read) */ \
+    X(STORE_IO, "store I/O error") \
+    /* too many readers, or the environment is locked out */ \
+    X(STORE_BUSY, "store busy") \
+    /* the environment is not a queuefs store, or damaged */ \
+    X(STORE_CORRUPT, "not a queuefs store, or damaged") \
+    /* an option of the store is malformed (QUEUEFS_MAP_SIZE) */ \
+    X(STORE_INVALID, "invalid store option") \
+    /* a write to a store opened for reading only */ \
+    X(STORE_READONLY, "the store is open for reading only") \
+    /* the record's live hold is not the one named */ \
+    X(STORE_CONFLICT, "the record's hold is not the one named") \
+    /* no identity is left to assign */ \
+    X(STORE_EXHAUSTED, "no identity is left to assign")
+
 typedef enum StoreStatus {
-    STORE_OK = 0,
-    STORE_NOTFOUND,   /* no such table or record */
-    STORE_EXISTS,     /* a table of that name is already defined */
-    STORE_FULL,       /* the environment cannot grow to hold the write */
-    STORE_TOOBIG,     /* a key longer than STORE_MAX_KEY */
-    STORE_IO,         /* the disk failed (write, fsync, read) */
-    STORE_BUSY,       /* too many readers, or the environment is locked out */
-    STORE_CORRUPT,    /* the environment is not a queuefs store, or damaged */
-    STORE_INVALID,    /* an option of the store is malformed (QUEUEFS_MAP_SIZE) */
-    STORE_READONLY,   /* a write to a store opened for reading only */
-    STORE_CONFLICT,   /* the record's live hold is not the one named */
-    STORE_EXHAUSTED,  /* no identity is left to assign */
+#define STORE_STATUS_NAME(name, message) name,
+    STORE_STATUSES(STORE_STATUS_NAME)
+#undef STORE_STATUS_NAME
 } StoreStatus;
 
 /* The longest record key, order key or group, in bytes. */

@@ -1,6 +1,7 @@
 /* store_test.h — what the store's unit tests share: the backend
- * conformance suite (store/store_test.c, store/conformance_test.c) and
- * LMDB's own tests (store/lmdb/lmdb_format_test.c, store/lmdb/lmdb_test.c).
+ * conformance suite (store/store_test.c, store/conformance_test.c,
+ * store/limits_test.c) and LMDB's own tests (store/lmdb/lmdb_format_test.c,
+ * store/lmdb/lmdb_test.c, store/lmdb/lmdb_crash_test.c).
  *
  *   - the store under test: $QUEUEFS_TEST_STORE when set (an LMDB
  *     directory, or another backend's location), else a fresh LMDB
@@ -8,10 +9,12 @@
  *   - names no other run uses (unique_name), so that a shared store keeps
  *     every run's tables apart;
  *   - store.h's calls in short forms that check as they go, and queue
- *     helpers (queue_new, add, claim, counts_of);
+ *     helpers (queue_new, add, claim, claim_expect, refile, counts_of);
  *   - the counted writers that the group commit tests run in threads and
  *     processes;
- *   - for LMDB's own tests only: a scratch directory of their stores.
+ *   - for LMDB's own tests only: a scratch directory of their stores;
+ *   - main() of a test program: its cases run in order, on the store under
+ *     test (test_store_main) or in the scratch directory (test_root_main).
  *
  * Test support only: every function is static inline, so that a test
  * program uses what it needs.  Nothing here is LMDB's but the scratch
@@ -60,6 +63,30 @@ sleep_ms(long ms)
         ;
 }
 
+/* ---- directories ---- */
+
+/* Makes a new directory /tmp/<prog>.XXXXXX, its path into "dir" (of "len"
+ * bytes): false (with a message) when it cannot. */
+static inline bool
+test_dir_make(char *dir, size_t len, const char *prog)
+{
+    snprintf(dir, len, "/tmp/%s.XXXXXX", prog);
+    if (mkdtemp(dir))
+        return true;
+    perror("mkdtemp");
+    return false;
+}
+
+/* Removes directory "dir" and all it holds (a message when it cannot). */
+static inline void
+test_dir_remove(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* ---- the store under test ---- */
 
 static char test_location[256];   /* where the store under test is */
@@ -83,11 +110,8 @@ test_store_pick(const char *prog)
         snprintf(test_location, sizeof test_location, "%s", given);
         return true;
     }
-    snprintf(test_made, sizeof test_made, "/tmp/%s.XXXXXX", prog);
-    if (!mkdtemp(test_made)) {
-        perror("mkdtemp");
+    if (!test_dir_make(test_made, sizeof test_made, prog))
         return false;
-    }
     snprintf(test_location, sizeof test_location, "%s/store", test_made);
     return true;
 }
@@ -109,12 +133,8 @@ test_store_open(bool sync)
 static inline void
 test_store_cleanup(void)
 {
-    if (!test_made[0])
-        return;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_made);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", test_made);
+    if (test_made[0])
+        test_dir_remove(test_made);
 }
 
 /* "prefix" and a suffix no other run uses: this process and an instant
@@ -312,6 +332,33 @@ claim(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *con
     return rc;
 }
 
+/* Claims as claim() does (no consumer) and checks that the claim succeeded
+ * and took exactly the keys "want" ("a,b"; "" for none); "what" names the
+ * step in a failure.  Returns what it found. */
+static inline Claimed
+claim_expect(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *want,
+             const char *what)
+{
+    Claimed c;
+    int rc = claim(s, q, n, key, NULL, &c);
+    CHECK(rc == STORE_OK, "%s: %s", what, store_strerror(rc));
+    CHECK(strcmp(c.keys, want) == 0, "%s: took \"%s\", want \"%s\"", what, c.keys, want);
+    return c;
+}
+
+/* Refiles queue "q" (store_queue_refile with "file" and "ctx") in a
+ * transaction of its own, checking success; "what" names the step. */
+static inline void
+refile(Store *s, const StoreQueue *q,
+       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx,
+       const char *what)
+{
+    StoreTxn *t = begin(s, true);
+    int rc = store_queue_refile(t, q, file, ctx);
+    CHECK(rc == STORE_OK, "%s: %s", what, store_strerror(rc));
+    commit(t);
+}
+
 /* The counts of table "table" in "t". */
 static inline StoreQueueCounts
 counts_in(StoreTxn *t, uint32_t table)
@@ -486,27 +533,6 @@ writers_run(Store *s, uint32_t table, int n, int base, int writes, const char *v
 
 static char test_root[64];
 
-/* Makes the scratch directory /tmp/<prog>.XXXXXX: false (with a message)
- * when it cannot. */
-static inline bool
-test_root_make(const char *prog)
-{
-    snprintf(test_root, sizeof test_root, "/tmp/%s.XXXXXX", prog);
-    if (mkdtemp(test_root))
-        return true;
-    perror("mkdtemp");
-    return false;
-}
-
-/* Removes the scratch directory and all it holds. */
-static inline void
-test_root_remove(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", test_root);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", test_root);
-}
 
 /* A path under the scratch directory (static storage, four at a time). */
 static inline const char *
@@ -550,6 +576,15 @@ child_writers(const char *name, int proc, int threads, int writes)
     _exit(failures < 0 ? 3 : failures ? 4 : 0);
 }
 
+/* Waits for the child "pid" (what fork() returned) and checks it exited 0. */
+static inline void
+child_check(pid_t pid)
+{
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+}
+
 /* Runs "fn" (which exits) in a child process and checks it exited 0. */
 static inline void
 child_run(void (*fn)(const char *name), const char *name)
@@ -558,9 +593,61 @@ child_run(void (*fn)(const char *name), const char *name)
     pid_t pid = fork();
     if (pid == 0)
         fn(name);
-    int status = -1;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    child_check(pid);
+}
+
+/* Runs "procs" (<= 16) child processes of child_writers on store "name" at
+ * once, process p numbered p, and checks each exited 0. */
+static inline void
+child_writers_run(const char *name, int procs, int threads, int writes)
+{
+    pid_t pids[16];
+    fflush(NULL);
+    for (int p = 0; p < procs && p < 16; p++)
+        if ((pids[p] = fork()) == 0)
+            child_writers(name, p, threads, writes);
+    for (int p = 0; p < procs && p < 16; p++)
+        child_check(pids[p]);
+}
+
+/* ---- main() ---- */
+
+/* A case of a test program: it checks as it goes (CHECK). */
+typedef void (*TestCase)(void);
+
+/* Runs "cases", up to the NULL that ends them, in order. */
+static inline void
+test_cases_run(const TestCase *cases)
+{
+    for (; *cases; cases++)
+        (*cases)();
+}
+
+/* main() of a program of cases on the store under test: picks the store
+ * (test_store_pick), opens it into "*st" with sync off, runs "cases",
+ * closes it and removes what was made for it.  Returns main's status:
+ * non-zero when a check failed or the store did not open. */
+static inline int
+test_store_main(const char *prog, Store **st, const TestCase *cases)
+{
+    if (!test_store_pick(prog) || !(*st = test_store_open(false)))
+        return unit_test_summary() | 1;
+    test_cases_run(cases);
+    store_close(*st);
+    test_store_cleanup();
+    return unit_test_summary();
+}
+
+/* main() of a program of cases in the scratch directory (LMDB's own
+ * tests): makes it, runs "cases", removes it.  Returns main's status. */
+static inline int
+test_root_main(const char *prog, const TestCase *cases)
+{
+    if (!test_dir_make(test_root, sizeof test_root, prog))
+        return 1;
+    test_cases_run(cases);
+    test_dir_remove(test_root);
+    return unit_test_summary();
 }
 
 #endif

@@ -12,10 +12,9 @@ lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, 
 {
     MDB_cursor *cur;
     KeyBuf prefix;
-    int rc = mdb_cursor_open(t->txn, dbi, &cur);
+    int rc = lmdb_table_cursor(t, dbi, table, &cur, &prefix);
     if (rc)
-        return lmdb_status_of(rc);
-    lmdb_key_set_table(&prefix, table);
+        return rc;
     lmdb_key_append(&prefix, sub, n);
     for (;;) {
         MDB_val k = lmdb_key_val(&prefix), v;

@@ -53,41 +53,58 @@ file_copy_head(const char *from, const char *to, size_t len)
     return ok;
 }
 
-/* Copies the redo log beside the data file "data" into directory "name"
- * (when there is one): the log as a crash leaves it, every flushed entry
- * in it. */
-static bool
-log_copy(const char *data, const char *name)
+/* The paths of the files of store "name": its data file, checkpoint
+ * record and redo log. */
+typedef struct StoreFiles {
+    char data[300], ckpt[300], log[300];
+} StoreFiles;
+
+static StoreFiles
+files_of(const char *name)
 {
-    char from[300], to[300];
-    snprintf(from, sizeof from, "%.*s/" LOG_FILE, (int)(strrchr(data, '/') - data), data);
-    snprintf(to, sizeof to, "%s/" LOG_FILE, path_of(name));
-    return access(from, F_OK) != 0 || file_copy(from, to);
+    StoreFiles f;
+    snprintf(f.data, sizeof f.data, "%s/data.mdb", path_of(name));
+    snprintf(f.ckpt, sizeof f.ckpt, "%s/" CHECKPOINT_FILE, path_of(name));
+    snprintf(f.log, sizeof f.log, "%s/" LOG_FILE, path_of(name));
+    return f;
 }
 
-/* Makes directory "name", as the disk of a crashed machine, from the data
- * file "data" and the checkpoint file "ckpt" (and the redo log beside
- * "data", as it is now); fills "data_out" with its data file's path.  True
- * on success. */
+/* Copies the redo log of store "from" into directory "to" (when there is
+ * one): the log as a crash leaves it, every flushed entry in it. */
 static bool
-disk_make(const char *name, const char *data, const char *ckpt, char data_out[300])
+log_copy(const char *from, const char *to)
 {
-    char ckpt_out[300];
-    snprintf(data_out, 300, "%s/data.mdb", path_of(name));
-    snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of(name));
-    return mkdir(path_of(name), 0700) == 0 && file_copy(data, data_out) &&
-           file_copy(ckpt, ckpt_out) && log_copy(data, name);
+    StoreFiles f = files_of(from);
+    return access(f.log, F_OK) != 0 || file_copy(f.log, files_of(to).log);
+}
+
+/* Copies the meta pages of store "from"'s data file over those of store
+ * "to"'s: the meta pages of later commits, which may reach the disk before
+ * the pages they point at. */
+static bool
+meta_copy(const char *from, const char *to)
+{
+    return file_copy_head(files_of(from).data, files_of(to).data, 2 * 4096);
+}
+
+/* Makes directory "name", as the disk of a crashed machine, from the files
+ * of store "from" as they are now: its data file, checkpoint record and
+ * redo log.  True on success. */
+static bool
+disk_make(const char *name, const char *from)
+{
+    StoreFiles f = files_of(from), out = files_of(name);
+    return mkdir(path_of(name), 0700) == 0 && file_copy(f.data, out.data) &&
+           file_copy(f.ckpt, out.ckpt) && log_copy(from, name);
 }
 
 /* The newest transaction id of store "name"'s data file (0: unknown). */
 static uint64_t
 last_txnid(const char *name)
 {
-    char path[300];
     unsigned char meta[2][CHECKPOINT_META_LEN];
     uint64_t newest = 0;
-    snprintf(path, sizeof path, "%s/data.mdb", path_of(name));
-    int fd = open(path, O_RDONLY);
+    int fd = open(files_of(name).data, O_RDONLY);
     if (fd < 0)
         return 0;
     if (lmdb_checkpoint_meta_read(fd, (unsigned)sysconf(_SC_PAGESIZE), meta, &newest) != 0)
@@ -101,11 +118,10 @@ last_txnid(const char *name)
 static uint64_t
 checkpoint_wait(const char *name)
 {
-    char path[300];
-    snprintf(path, sizeof path, "%s/%s", path_of(name), CHECKPOINT_FILE);
+    StoreFiles f = files_of(name);
     uint64_t want = last_txnid(name);
     for (int i = 0; i < 200; i++) {
-        int fd = open(path, O_RDONLY);
+        int fd = open(f.ckpt, O_RDONLY);
         Checkpoint c;
         bool done = fd >= 0 && lmdb_checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
         if (fd >= 0)
@@ -157,6 +173,22 @@ count_prefixed(void *ctx, const StoreRecord *r)
     return 0;
 }
 
+/* Opens store "name" with sync "sync", puts "n" records "a0" … into its new
+ * table "q" (its id into "*table"), a commit each, and checks that a
+ * checkpoint comes to cover them: the open store, or NULL (a failed check)
+ * when it did not open. */
+static Store *
+store_checkpointed(const char *name, bool sync, int n, uint32_t *table)
+{
+    Store *st = open_store(name, sync, 0);
+    if (!st)
+        return NULL;
+    *table = table_make(st, "q");
+    puts_each(st, *table, "a", n);
+    CHECK(checkpoint_wait(name) > 0, "%s: a checkpoint covers the first records", name);
+    return st;
+}
+
 /* Opens store "name" (the first open after a crash recovers it) and counts
  * the records of "table" whose keys start with "prefix" (-1 when it cannot
  * open). */
@@ -187,25 +219,16 @@ count_prefix(const char *name, uint32_t table, const char *prefix)
 static void
 test_machine_crash(void)
 {
-    StoreOptions opts = {.sync = false};
-    Store *st = NULL;
-    CHECK(store_open(path_of("crash"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    uint32_t id;
+    Store *st = store_checkpointed("crash", false, 300, &id);
     if (!st)
         return;
-    uint32_t id = table_make(st, "q");
-    puts_each(st, id, "a", 300);
-    CHECK(checkpoint_wait("crash") > 0, "a checkpoint covers the first records");
-    char data[300], ckpt[300];
-    snprintf(data, sizeof data, "%s/data.mdb", path_of("crash"));
-    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("crash"));
-    char disk_data[300], same_data[300];
-    CHECK(disk_make("crash-disk", data, ckpt, disk_data), "the disk at the checkpoint");
+    CHECK(disk_make("crash-disk", "crash"), "the disk at the checkpoint");
 
     puts_each(st, id, "b", 300);   /* unsynced; a checkpoint may follow */
-    CHECK(disk_make("crash-same", data, ckpt, same_data),
-          "the page cache after the processes died");
+    CHECK(disk_make("crash-same", "crash"), "the page cache after the processes died");
     /* The newest meta pages reached the disk; the pages they point at did not. */
-    CHECK(file_copy_head(data, disk_data, 2 * 4096), "later meta pages on the disk");
+    CHECK(meta_copy("crash", "crash-disk"), "later meta pages on the disk");
     store_close(st);
 
     /* Without the checkpoint the crashed disk is not the store it was. */
@@ -214,9 +237,8 @@ test_machine_crash(void)
     if (pid == 0) {
         StoreOptions same = {.sync = false};
         Store *s2 = NULL;
-        char copy[300];
-        snprintf(copy, sizeof copy, "%s/data.mdb", path_of("crash-raw"));
-        if (mkdir(path_of("crash-raw"), 0700) || !file_copy(disk_data, copy))
+        if (mkdir(path_of("crash-raw"), 0700) ||
+            !file_copy(files_of("crash-disk").data, files_of("crash-raw").data))
             _exit(3);
         if (store_open(path_of("crash-raw"), &same, &s2, NULL, 0) != STORE_OK)
             _exit(2);
@@ -236,8 +258,7 @@ test_machine_crash(void)
           "after the machine crash: every record of the checkpoint");
     CHECK(count_prefix("crash-disk", id, "b") == 0,
           "and none of the commits after it");
-    st = NULL;
-    CHECK(store_open(path_of("crash-disk"), &opts, &st, NULL, 0) == STORE_OK, "reopen");
+    st = open_store("crash-disk", false, 0);
     if (st) {
         puts_each(st, id, "c", 50);
         store_close(st);
@@ -273,9 +294,7 @@ lazy_claim(StoreTxn *txn, void *ctx)
 static void
 test_machine_crash_lazy_claim(void)
 {
-    StoreOptions opts = {.sync = true};
-    Store *st = NULL;
-    CHECK(store_open(path_of("lazy"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    Store *st = open_store("lazy", true, 0);
     if (!st)
         return;
     StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
@@ -287,13 +306,10 @@ test_machine_crash_lazy_claim(void)
     CHECK(store_record_delete(t, q.table, &q, bytes_of("x1"), c.hold) == STORE_OK, "finish x1");
     CHECK(store_txn_commit(t) == STORE_OK, "a durable finish");
     /* The disk now: the finish is durable, so a checkpoint covers it. */
-    char data[300], ckpt[300], disk_data[300];
-    snprintf(data, sizeof data, "%s/data.mdb", path_of("lazy"));
-    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("lazy"));
-    CHECK(disk_make("lazy-disk", data, ckpt, disk_data), "the disk after the finish");
+    CHECK(disk_make("lazy-disk", "lazy"), "the disk after the finish");
     LazyClaim lc = {&q, "x2", 0};
     CHECK(store_write(st, lazy_claim, &lc) == STORE_OK && lc.claimed == 1, "a lazy claim of x2");
-    CHECK(file_copy_head(data, disk_data, 2 * 4096), "its meta pages reached the disk");
+    CHECK(meta_copy("lazy", "lazy-disk"), "its meta pages reached the disk");
     CHECK(checkpoint_wait("lazy") > 0, "a checkpoint covers the claim by itself");
     /* Lazy claims do not sync each; durable writes do (a checkpoint every
      * 20 ms may add a few to either). */
@@ -326,9 +342,7 @@ test_machine_crash_lazy_claim(void)
           s1.syncs - s0.syncs, s2.syncs - s1.syncs);
     store_close(st);
 
-    st = NULL;
-    CHECK(store_open(path_of("lazy-disk"), &opts, &st, NULL, 0) == STORE_OK,
-          "open after the machine crash");
+    st = open_store("lazy-disk", true, 0);   /* after the machine crash */
     if (!st)
         return;
     StoreRecord r;
@@ -366,19 +380,12 @@ puts_large(Store *st, uint32_t table, const char *prefix, int n, size_t len)
 static void
 test_machine_crash_log(void)
 {
-    StoreOptions opts = {.sync = true};
-    Store *st = NULL;
-    CHECK(store_open(path_of("log"), &opts, &st, NULL, 0) == STORE_OK, "open");
+    uint32_t id;
+    Store *st = store_checkpointed("log", true, 20, &id);
     if (!st)
         return;
-    uint32_t id = table_make(st, "q");
-    puts_each(st, id, "a", 20);
-    CHECK(checkpoint_wait("log") > 0, "a checkpoint covers the first records");
-    char data[300], ckpt[300], disk1[300], disk2[300], bare[300];
-    snprintf(data, sizeof data, "%s/data.mdb", path_of("log"));
-    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("log"));
-    CHECK(disk_make("log-disk1", data, ckpt, disk1), "the disk at the checkpoint");
-    CHECK(disk_make("log-bare", data, ckpt, bare), "the same disk, to lose its log");
+    CHECK(disk_make("log-disk1", "log"), "the disk at the checkpoint");
+    CHECK(disk_make("log-bare", "log"), "the same disk, to lose its log");
     StoreStats s0, s1;
     store_stats(st, &s0);
     puts_each(st, id, "d", 10);    /* durable, each one flush of the log */
@@ -386,14 +393,13 @@ test_machine_crash_log(void)
     CHECK(s1.syncs - s0.syncs >= 10, "10 durable writes, %" PRIu64 " flushes", s1.syncs - s0.syncs);
 
     puts_large(st, id, "big", 24, 128 * 1024);   /* 3 MiB: more than the log takes */
-    CHECK(disk_make("log-disk2", data, ckpt, disk2), "the disk at the large commit's checkpoint");
+    CHECK(disk_make("log-disk2", "log"), "the disk at the large commit's checkpoint");
     puts_each(st, id, "e", 10);
-    char log_bare[300];
-    snprintf(log_bare, sizeof log_bare, "%s/" LOG_FILE, path_of("log-bare"));
-    CHECK(log_copy(data, "log-disk1") && log_copy(data, "log-disk2") && unlink(log_bare) == 0,
+    CHECK(log_copy("log", "log-disk1") && log_copy("log", "log-disk2") &&
+              unlink(files_of("log-bare").log) == 0,
           "the log as flushed");
-    CHECK(file_copy_head(data, disk1, 2 * 4096) && file_copy_head(data, disk2, 2 * 4096) &&
-              file_copy_head(data, bare, 2 * 4096),
+    CHECK(meta_copy("log", "log-disk1") && meta_copy("log", "log-disk2") &&
+              meta_copy("log", "log-bare"),
           "later meta pages on the disks");
     store_close(st);
 
@@ -424,26 +430,12 @@ test_machine_crash_log_processes(void)
     Store *st = open_store("logp", true, 0);
     uint32_t id = table_make(st, "x");
     CHECK(checkpoint_wait("logp") > 0, "a checkpoint covers the table");
-    char data[300], ckpt[300], disk[300];
-    snprintf(data, sizeof data, "%s/data.mdb", path_of("logp"));
-    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("logp"));
-    CHECK(disk_make("logp-disk", data, ckpt, disk), "the disk at the checkpoint");
-    fflush(NULL);
-    pid_t pids[P];
-    for (int p = 0; p < P; p++)
-        if ((pids[p] = fork()) == 0)
-            child_writers("logp", p, T, W);
-    for (int p = 0; p < P; p++) {
-        int status = -1;
-        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    }
-    CHECK(log_copy(data, "logp-disk") && file_copy_head(data, disk, 2 * 4096),
+    CHECK(disk_make("logp-disk", "logp"), "the disk at the checkpoint");
+    child_writers_run("logp", P, T, W);
+    CHECK(log_copy("logp", "logp-disk") && meta_copy("logp", "logp-disk"),
           "the log as flushed, later meta pages");
     store_close(st);
-    StoreOptions opts = {.sync = true};
-    st = NULL;
-    CHECK(store_open(path_of("logp-disk"), &opts, &st, NULL, 0) == STORE_OK, "open after the crash");
+    st = open_store("logp-disk", true, 0);   /* after the crash */
     if (!st)
         return;
     CHECK(records_count(st, id) == P * T * W, "every durable write of both processes: %d",
@@ -518,16 +510,15 @@ test_machine_crash_pages(void)
 {
     Store *st = open_store("pages", true, 0);
     StoreQueue q = {.table = table_make(st, "q"), .timeout_ns = 3600 * SEC};
-    char data[300], ckpt[300], key[32];
+    char key[32];
     struct stat sb;
-    snprintf(data, sizeof data, "%s/data.mdb", path_of("pages"));
-    snprintf(ckpt, sizeof ckpt, "%s/" CHECKPOINT_FILE, path_of("pages"));
     for (int i = 0; i < 200; i++) {
         snprintf(key, sizeof key, "a%03d", i);
         add(st, &q, key, "value", NULL, 0);
     }
     CHECK(checkpoint_wait("pages") > 0, "a checkpoint covers the first records");
-    CHECK(disk_make("pages-disk", data, ckpt, synced.disk) && stat(data, &sb) == 0,
+    snprintf(synced.disk, sizeof synced.disk, "%s", files_of("pages-disk").data);
+    CHECK(disk_make("pages-disk", "pages") && stat(files_of("pages").data, &sb) == 0,
           "the disk at the checkpoint");
     synced.ino = sb.st_ino;
     int finished = 0;
@@ -544,13 +535,11 @@ test_machine_crash_pages(void)
         CHECK(checkpoint_wait("pages") > 0, "a checkpoint after round %d", round);
     }
     synced.ino = 0;
-    char ckpt_out[300], later[300];
-    snprintf(ckpt_out, sizeof ckpt_out, "%s/" CHECKPOINT_FILE, path_of("pages-disk"));
-    CHECK(file_copy(ckpt, ckpt_out) && log_copy(data, "pages-disk"),
+    CHECK(file_copy(files_of("pages").ckpt, files_of("pages-disk").ckpt) &&
+              log_copy("pages", "pages-disk"),
           "the record and the log");
     /* The same disk, but with the meta pages of later commits. */
-    CHECK(disk_make("pages-later", synced.disk, ckpt_out, later) &&
-              file_copy_head(data, later, 2 * 4096),
+    CHECK(disk_make("pages-later", "pages-disk") && meta_copy("pages", "pages-later"),
           "the disk with later meta pages");
     store_close(st);
     struct statfs fs;
@@ -578,13 +567,8 @@ test_machine_crash_pages(void)
 int
 main(void)
 {
-    if (!test_root_make("lmdb_crash_test"))
-        return 1;
-    test_machine_crash();
-    test_machine_crash_lazy_claim();
-    test_machine_crash_log();
-    test_machine_crash_log_processes();
-    test_machine_crash_pages();
-    test_root_remove();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_machine_crash,       test_machine_crash_lazy_claim,
+                                     test_machine_crash_log,   test_machine_crash_log_processes,
+                                     test_machine_crash_pages, NULL};
+    return test_root_main("lmdb_crash_test", cases);
 }

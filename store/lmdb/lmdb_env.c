@@ -498,6 +498,46 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     return lmdb_last_txnid(st) == 0 ? lmdb_checkpoint_first(st) : 0;
 }
 
+/* How many locks store_lock makes or destroys. */
+enum { STORE_LOCKS = 7 };
+
+/* Makes (when "make") or destroys lock "i" of "st", 0 .. STORE_LOCKS - 1
+ * in the order they are made (the last, tick_cv, waits by the clock of
+ * "monotonic"): 0 or pthread's errno.  Each lock is made and destroyed
+ * here alone, so that the two stay in step. */
+static int
+store_lock(Store *st, int i, bool make, const pthread_condattr_t *monotonic)
+{
+    switch (i) {
+    case 0:
+        return make ? pthread_rwlock_init(&st->map_lock, NULL)
+                    : pthread_rwlock_destroy(&st->map_lock);
+    case 1:
+        return make ? pthread_mutex_init(&st->group_mu, NULL)
+                    : pthread_mutex_destroy(&st->group_mu);
+    case 2:
+        return make ? pthread_mutex_init(&st->sync_mu, NULL) : pthread_mutex_destroy(&st->sync_mu);
+    case 3:
+        return make ? pthread_cond_init(&st->sync_cv, NULL) : pthread_cond_destroy(&st->sync_cv);
+    case 4:
+        return make ? pthread_cond_init(&st->group_cv, NULL) : pthread_cond_destroy(&st->group_cv);
+    case 5:
+        return make ? pthread_mutex_init(&st->tick_mu, NULL) : pthread_mutex_destroy(&st->tick_mu);
+    case 6:
+        return make ? pthread_cond_init(&st->tick_cv, monotonic)
+                    : pthread_cond_destroy(&st->tick_cv);
+    default: return EINVAL;
+    }
+}
+
+/* Destroys the first "made" locks of "st", the last made first. */
+static void
+store_locks_destroy(Store *st, int made)
+{
+    while (made-- > 0)
+        store_lock(st, made, false, NULL);
+}
+
 /* Releases what lmdb_open() set up; "locks" says whether its locks were
  * initialised. */
 static void
@@ -517,15 +557,8 @@ store_free(Store *st, bool locks)
     lmdb_pages_forget(&st->pages);
     pthread_mutex_destroy(&st->log_sync_mu);
     pthread_mutex_destroy(&st->log_mu);
-    if (locks) {
-        pthread_cond_destroy(&st->tick_cv);
-        pthread_mutex_destroy(&st->tick_mu);
-        pthread_cond_destroy(&st->group_cv);
-        pthread_cond_destroy(&st->sync_cv);
-        pthread_mutex_destroy(&st->sync_mu);
-        pthread_mutex_destroy(&st->group_mu);
-        pthread_rwlock_destroy(&st->map_lock);
-    }
+    if (locks)
+        store_locks_destroy(st, STORE_LOCKS);
     free(st);
 }
 
@@ -538,36 +571,12 @@ store_locks_init(Store *st)
     if (rc)
         return rc;
     pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    bool rw = false, group = false, sync = false, scv = false, gcv = false, tick = false;
-    if (!(rc = pthread_rwlock_init(&st->map_lock, NULL)))
-        rw = true;
-    if (!rc && !(rc = pthread_mutex_init(&st->group_mu, NULL)))
-        group = true;
-    if (!rc && !(rc = pthread_mutex_init(&st->sync_mu, NULL)))
-        sync = true;
-    if (!rc && !(rc = pthread_cond_init(&st->sync_cv, NULL)))
-        scv = true;
-    if (!rc && !(rc = pthread_cond_init(&st->group_cv, NULL)))
-        gcv = true;
-    if (!rc && !(rc = pthread_mutex_init(&st->tick_mu, NULL)))
-        tick = true;
-    if (!rc && (rc = pthread_cond_init(&st->tick_cv, &monotonic)) == 0) {
-        pthread_condattr_destroy(&monotonic);
-        return 0;
-    }
+    int made = 0;
+    while (made < STORE_LOCKS && !(rc = store_lock(st, made, true, &monotonic)))
+        made++;
     pthread_condattr_destroy(&monotonic);
-    if (tick)
-        pthread_mutex_destroy(&st->tick_mu);
-    if (gcv)
-        pthread_cond_destroy(&st->group_cv);
-    if (scv)
-        pthread_cond_destroy(&st->sync_cv);
-    if (sync)
-        pthread_mutex_destroy(&st->sync_mu);
-    if (group)
-        pthread_mutex_destroy(&st->group_mu);
-    if (rw)
-        pthread_rwlock_destroy(&st->map_lock);
+    if (rc)
+        store_locks_destroy(st, made);
     return rc;
 }
 

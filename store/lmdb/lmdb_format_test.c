@@ -443,13 +443,7 @@ test_format2_upgrade(void)
 int
 main(void)
 {
-    if (!test_root_make("lmdb_format_test"))
-        return 1;
-    test_not_a_store();
-    test_dir_mode();
-    test_format1_upgrade();
-    test_format2_upgrade();
-
-    test_root_remove();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_not_a_store, test_dir_mode, test_format1_upgrade,
+                                     test_format2_upgrade, NULL};
+    return test_root_main("lmdb_format_test", cases);
 }

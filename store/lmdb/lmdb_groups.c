@@ -154,10 +154,9 @@ group_first(StoreTxn *t, uint32_t table, StoreBytes group, GroupEntry *out)
 {
     MDB_cursor *cur;
     KeyBuf prefix;
-    int rc = mdb_cursor_open(t->txn, t->st->group_index, &cur);
+    int rc = lmdb_table_cursor(t, t->st->group_index, table, &cur, &prefix);
     if (rc)
-        return lmdb_status_of(rc);
-    lmdb_key_set_table(&prefix, table);
+        return rc;
     lmdb_key_append_u64(&prefix, group_hash(group));
     MDB_val k = lmdb_key_val(&prefix), v;
     for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;

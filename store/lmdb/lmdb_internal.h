@@ -543,6 +543,19 @@ lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, Reco
 int
 lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
 
+/* Opens a cursor of "txn" on database "dbi" into "*cur" and sets "prefix"
+ * to table id "table" (where a walk of the table's entries starts): a
+ * store status.  The caller closes the cursor. */
+int
+lmdb_table_cursor(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_cursor **cur, KeyBuf *prefix);
+
+/* Moves "cur" as lmdb_cursor_in_table does: true when it is at an entry of
+ * "table" (in "*k" and "*v"); false past the table's last entry ("*rc"
+ * STORE_OK) or when LMDB failed ("*rc" its status). */
+bool
+lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table,
+                int *rc);
+
 /* Calls "fn" with each entry of database "dbi" under table "table"'s key
  * prefix, in key order from the first key >= "start", until "fn" returns
  * non-zero, which is returned; STORE_OK at the table's end. */

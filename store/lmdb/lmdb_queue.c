@@ -274,23 +274,15 @@ queue_drain(StoreTxn *t, const StoreQueue *q, int64_t now)
 {
     uint32_t table = q->table;
     MDB_cursor *cur;
-    int rc = mdb_cursor_open(t->txn, t->st->deadline, &cur);
-    if (rc)
-        return lmdb_status_of(rc);
     KeyBuf prefix, rk;
+    int rc = lmdb_table_cursor(t, t->st->deadline, table, &cur, &prefix);
+    if (rc)
+        return rc;
     int64_t delta[CNT_N] = {0};
-    lmdb_key_set_table(&prefix, table);
     for (;;) {
         MDB_val k = lmdb_key_val(&prefix), v;
-        rc = lmdb_cursor_in_table(cur, &k, &v, MDB_SET_RANGE, table);
-        if (rc == MDB_NOTFOUND) {
-            rc = STORE_OK;
+        if (!lmdb_table_next(cur, &k, &v, MDB_SET_RANGE, table, &rc))
             break;
-        }
-        if (rc) {
-            rc = lmdb_status_of(rc);
-            break;
-        }
         if (k.mv_size < 12 || k.mv_size > 12 + STORE_MAX_KEY) {
             rc = STORE_CORRUPT;
             break;
@@ -398,10 +390,9 @@ ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
 {
     MDB_cursor *cur;
     KeyBuf prefix;
-    int rc = mdb_cursor_open(t->txn, t->st->ready, &cur);
+    int rc = lmdb_table_cursor(t, t->st->ready, table, &cur, &prefix);
     if (rc)
-        return lmdb_status_of(rc);
-    lmdb_key_set_table(&prefix, table);
+        return rc;
     MDB_val k = lmdb_key_val(&prefix), v;
     rc = lmdb_cursor_in_table(cur, &k, &v, MDB_SET_RANGE, table);
     mdb_cursor_close(cur);

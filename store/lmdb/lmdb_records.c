@@ -42,6 +42,25 @@ lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *dat
 }
 
 int
+lmdb_table_cursor(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_cursor **cur, KeyBuf *prefix)
+{
+    int rc = mdb_cursor_open(txn->txn, dbi, cur);
+    if (rc)
+        return lmdb_status_of(rc);
+    lmdb_key_set_table(prefix, table);
+    return STORE_OK;
+}
+
+bool
+lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table,
+                int *rc)
+{
+    int got = lmdb_cursor_in_table(cur, k, v, op, table);
+    *rc = got == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(got);
+    return got == MDB_SUCCESS;
+}
+
+int
 lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
                 int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx)
 {
@@ -50,19 +69,10 @@ lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
     if (rc)
         return lmdb_status_of(rc);
     MDB_val k = start, v;
-    for (MDB_cursor_op op = MDB_SET_RANGE;; op = MDB_NEXT) {
-        rc = lmdb_cursor_in_table(cur, &k, &v, op, table);
-        if (rc == MDB_NOTFOUND) {
-            rc = STORE_OK;
-            break;
-        }
-        if (rc) {
-            rc = lmdb_status_of(rc);
-            break;
-        }
+    for (MDB_cursor_op op = MDB_SET_RANGE; lmdb_table_next(cur, &k, &v, op, table, &rc);
+         op = MDB_NEXT)
         if ((rc = fn(ctx, k, v)))
             break;
-    }
     mdb_cursor_close(cur);
     return rc;
 }
@@ -377,7 +387,7 @@ typedef struct RecordWalk {
 static int
 each_record(void *ctx, MDB_val k, MDB_val v)
 {
-    RecordWalk *w = ctx;
+    const RecordWalk *w = ctx;
     RecordHead h;
     StoreRecord r;
     int rc = lmdb_record_head_parse(v, &h);

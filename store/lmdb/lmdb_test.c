@@ -38,10 +38,9 @@ static void
 test_two_processes(void)
 {
     Store *st = open_store("shared", true, 0);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "shared");
     StoreRecord v;
-    CHECK(store_table_create(t, "shared", bytes_of(""), &id) == STORE_OK, "create");
+    StoreTxn *t = begin(st, true);
     CHECK(put(t, id, "from-parent", "p") == STORE_OK, "put");
     commit(t);
 
@@ -90,16 +89,7 @@ test_write_processes(void)
     Store *st = open_store("write-procs", true, 0);
     uint32_t id = table_make(st, "x");
     store_close(st);
-    fflush(NULL);
-    pid_t pids[P];
-    for (int p = 0; p < P; p++)
-        if ((pids[p] = fork()) == 0)
-            child_writers("write-procs", p, T, W);
-    for (int p = 0; p < P; p++) {
-        int status = -1;
-        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p], "fork/wait");
-        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    }
+    child_writers_run("write-procs", P, T, W);
     st = open_store("write-procs", true, 0);
     CHECK(records_count(st, id) == P * T * W, "every record of both processes");
     StoreTxn *t = begin(st, false);
@@ -145,16 +135,13 @@ static void
 test_map_resized_and_full(void)
 {
     Store *st = open_store("grow", false, 1 << 20);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "grow");
     StoreRecord v;
-    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
-    commit(t);
 
     /* Full: a 1 MiB map cannot take 2 MiB. */
     static char val[64 << 10];
     memset(val, 'f', sizeof val);
-    t = begin(st, true);
+    StoreTxn *t = begin(st, true);
     int rc = STORE_OK;
     char key[16];
     for (int i = 0; i < 32 && rc == STORE_OK; i++) {
@@ -228,11 +215,8 @@ static void
 test_map_resized_while_opening(void)
 {
     Store *st = open_store("resize-open", false, 1 << 20);
-    StoreTxn *t = begin(st, true);
-    uint32_t id;
+    uint32_t id = table_make(st, "grow");
     StoreRecord v;
-    CHECK(store_table_create(t, "grow", bytes_of(""), &id) == STORE_OK, "create");
-    commit(t);
     store_close(st);
 
     before_log_open = grow_in_child;
@@ -240,7 +224,7 @@ test_map_resized_while_opening(void)
     CHECK(before_log_open == NULL, "the child grew the map during the open");
     if (!st)
         return;
-    t = begin(st, false);
+    StoreTxn *t = begin(st, false);
     CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
           v.value.len == 64 << 10, "reads what the child wrote");
     store_txn_abort(t);
@@ -333,16 +317,9 @@ test_map_size_env(void)
 int
 main(void)
 {
-    if (!test_root_make("lmdb_test"))
-        return 1;
-    test_two_processes();
-    test_reader_syncs_nothing();
-    test_map_resized_and_full();
-    test_map_resized_while_opening();
-    test_write_grows();
-    test_map_size_env();
-    test_write_processes();
-
-    test_root_remove();
-    return unit_test_summary();
+    static const TestCase cases[] = {test_two_processes,        test_reader_syncs_nothing,
+                                     test_map_resized_and_full, test_map_resized_while_opening,
+                                     test_write_grows,          test_map_size_env,
+                                     test_write_processes,      NULL};
+    return test_root_main("lmdb_test", cases);
 }
