@@ -214,5 +214,7 @@ struct Stmt {
 
 /* Frees "s" (NULL is allowed) and everything it owns (parse_stmt.c). */
 void lang_stmt_free(Stmt *s);
+/* Frees the strings "d" owns (parse_stmt.c); "d" itself is the caller's. */
+void lang_table_decl_free(TableDecl *d);
 
 #endif

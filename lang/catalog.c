@@ -297,12 +297,7 @@ lang_table_redefine(StoreTxn *txn, const char *name, const TableDef *def)
 void
 lang_table_def_free(TableDef *def)
 {
-    TableDecl *d = &def->decl;
-    free(d->name);
-    free(d->priority_by);
-    free(d->not_before);
-    free(d->per_field);
-    free(d->graph);
+    lang_table_decl_free(&def->decl);
     for (size_t i = 0; i < def->nfields; i++) {
         free(def->fields[i].name);
         free(def->fields[i].type);
@@ -404,34 +399,49 @@ table_def_statement(const TableDef *def, Buf *out)
     }
 }
 
-/* "DEFINE FIELD url ON jobs TYPE string REQUIRED" */
+/* The opening of a DEFINE FIELD or DEFINE INDEX ("kind") statement on
+ * table "def": "DEFINE <kind> <name> ON <table>", its name as "format"
+ * writes it. */
 static void
-field_statement(const TableDef *def, const FieldDef *f, Buf *out)
+define_on_statement(const char *kind, const char *name, void (*format)(const char *, Buf *),
+                    const TableDef *def, Buf *out)
 {
-    lang_buf_puts(out, "DEFINE FIELD ");
-    path_format(f->name, out);
+    lang_buf_printf(out, "DEFINE %s ", kind);
+    format(name, out);
     lang_buf_puts(out, " ON ");
     ident_format(def->decl.name, out);
-    if (f->type)
-        lang_buf_printf(out, " TYPE %s", f->type);
-    if (f->required)
-        lang_buf_puts(out, " REQUIRED");
 }
 
-/* "DEFINE INDEX by_severity ON alerts FIELDS severity" */
-static void
-index_statement(const TableDef *def, const IndexDef *ix, Buf *out)
+/* "DEFINE FIELD url ON jobs TYPE string REQUIRED", as a string value. */
+static Value
+field_statement(const TableDef *def, const FieldDef *f)
 {
-    lang_buf_puts(out, "DEFINE INDEX ");
-    ident_format(ix->name, out);
-    lang_buf_puts(out, " ON ");
-    ident_format(def->decl.name, out);
-    lang_buf_puts(out, " FIELDS ");
+    Buf b = {0};
+    define_on_statement("FIELD", f->name, path_format, def, &b);
+    if (f->type)
+        lang_buf_printf(&b, " TYPE %s", f->type);
+    if (f->required)
+        lang_buf_puts(&b, " REQUIRED");
+    Value text = lang_value_string(b.data, b.len);
+    lang_buf_free(&b);
+    return text;
+}
+
+/* "DEFINE INDEX by_severity ON alerts FIELDS severity", as a string value. */
+static Value
+index_statement(const TableDef *def, const IndexDef *ix)
+{
+    Buf b = {0};
+    define_on_statement("INDEX", ix->name, ident_format, def, &b);
+    lang_buf_puts(&b, " FIELDS ");
     for (size_t i = 0; i < ix->nfields; i++) {
         if (i)
-            lang_buf_puts(out, ", ");
-        path_format(ix->fields[i], out);
+            lang_buf_puts(&b, ", ");
+        path_format(ix->fields[i], &b);
     }
+    Value text = lang_value_string(b.data, b.len);
+    lang_buf_free(&b);
+    return text;
 }
 
 Value
@@ -472,20 +482,15 @@ lang_table_def_info(const TableDef *def)
     lang_value_object_set(&o, "schemafull", lang_value_bool(d->schema == SCHEMA_FULL));
     lang_value_object_set(&o, "graph", d->graph ? lang_value_cstring(d->graph) : lang_value_null());
 
+    lang_buf_free(&b);
     Value fields = lang_value_object();
-    for (size_t i = 0; i < def->nfields; i++) {
-        lang_buf_reset(&b);
-        field_statement(def, &def->fields[i], &b);
-        lang_value_object_set(&fields, def->fields[i].name, lang_value_string(b.data, b.len));
-    }
+    for (size_t i = 0; i < def->nfields; i++)
+        lang_value_object_set(&fields, def->fields[i].name, field_statement(def, &def->fields[i]));
     lang_value_object_set(&o, "fields", fields);
     Value indexes = lang_value_object();
-    for (size_t i = 0; i < def->nindexes; i++) {
-        lang_buf_reset(&b);
-        index_statement(def, &def->indexes[i], &b);
-        lang_value_object_set(&indexes, def->indexes[i].name, lang_value_string(b.data, b.len));
-    }
+    for (size_t i = 0; i < def->nindexes; i++)
+        lang_value_object_set(&indexes, def->indexes[i].name,
+                              index_statement(def, &def->indexes[i]));
     lang_value_object_set(&o, "indexes", indexes);
-    lang_buf_free(&b);
     return o;
 }

@@ -250,6 +250,41 @@ static const Case cases[] = {
      "null\n[{\"a\":\"T\",\"b\":3.5,\"c\":7,\"id\":\"t:1\"}]\n", LANG_OK},
 };
 
+/* A store of its own in a fresh temporary directory, and a session on it. */
+typedef struct Fixture {
+    char         dir[32];
+    Store       *store;
+    LangSession *s;
+} Fixture;
+
+/* Opens "f": its directory, a store there and a session on the store.
+ * False, after a failed CHECK, when the store does not open. */
+static bool
+fixture_open(Fixture *f)
+{
+    StoreOptions opts = {.sync = false};
+    char msg[256];
+    *f = (Fixture){.dir = "/tmp/queuefs-eval-XXXXXX"};
+    CHECK(mkdtemp(f->dir) != NULL, "mkdtemp");
+    if (store_open(f->dir, &opts, &f->store, msg, sizeof msg)) {
+        CHECK(0, "store_open: %s", msg);
+        return false;
+    }
+    f->s = lang_session_new(f->store, NULL, NULL);
+    return true;
+}
+
+/* Frees the session and the store of "f" and removes its directory. */
+static void
+fixture_close(Fixture *f)
+{
+    char cmd[64];
+    lang_session_free(f->s);
+    store_close(f->store);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+    CHECK(system(cmd) == 0, "rm");
+}
+
 /* Runs "script" as "s"; the code of the error it ends with. */
 static LangErrorCode
 run_as(LangSession *s, const char *script)
@@ -264,17 +299,16 @@ run_as(LangSession *s, const char *script)
 static void
 test_unowned_table(void)
 {
-    char dir[] = "/tmp/queuefs-eval-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    StoreOptions opts = {.sync = false};
-    Store *st;
-    char msg[256];
+    Fixture f;
     struct stat sb;
-    if (store_open(dir, &opts, &st, msg, sizeof msg) || stat(dir, &sb)) {
-        CHECK(0, "store_open: %s", msg);
+    if (!fixture_open(&f))
+        return;
+    if (stat(f.dir, &sb)) {
+        CHECK(0, "stat %s", f.dir);
+        fixture_close(&f);
         return;
     }
-    LangSession *anon = lang_session_new(st, NULL, NULL);
+    LangSession *anon = f.s;
     LangError err = {0};
     CHECK(run_as(anon, "DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {};") == LANG_OK, "define");
     CHECK(lang_view_chattr(anon, "jobs", 0700, -1, -1, &err) == LANG_OK, "chmod: %s", err.message);
@@ -284,7 +318,7 @@ test_unowned_table(void)
           "the directory shows the store's owner: %d %u:%u %o", info.has_owner, info.uid,
           info.gid, info.mode);
 
-    LangSession *other = lang_session_new(st, NULL, NULL);
+    LangSession *other = lang_session_new(f.store, NULL, NULL);
     uint32_t stranger = sb.st_uid == 65534 ? 65533 : 65534;
     lang_session_set_caller(other, stranger, stranger, NULL, 0, true);
     static const char *const refused[] = {
@@ -303,7 +337,7 @@ test_unowned_table(void)
           "a stranger cannot read the record's file");
     lang_buf_free(&b);
 
-    LangSession *owner = lang_session_new(st, NULL, NULL);
+    LangSession *owner = lang_session_new(f.store, NULL, NULL);
     lang_session_set_caller(owner, sb.st_uid, sb.st_gid, NULL, 0, true);
     CHECK(run_as(owner, "CLAIM FROM jobs; DEFINE FIELD n ON jobs TYPE int;") == LANG_OK,
           "the store's owner may");
@@ -320,11 +354,7 @@ test_unowned_table(void)
           "the owner may ALTER and PAUSE");
     lang_session_free(owner);
     lang_session_free(other);
-    lang_session_free(anon);
-    store_close(st);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0, "rm");
+    fixture_close(&f);
 }
 
 /* A record as lang stored it in a store of format 2: the engine's fields
@@ -395,40 +425,25 @@ test_record_upgrade(void)
     lang_buf_free(&v);
 }
 
-/* A fresh store in "dir" (a mkdtemp template) and a session on it. */
-static LangSession *
-fresh(char *dir, Store **st)
+/* Runs "script" as "s" into "out" (reset first), masked; the error it
+ * ends with into "err". */
+static LangErrorCode
+run_script(LangSession *s, const char *script, Buf *out, LangError *err)
 {
-    StoreOptions opts = {.sync = false};
-    char msg[256];
-    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    if (store_open(dir, &opts, st, msg, sizeof msg)) {
-        CHECK(0, "store_open: %s", msg);
-        return NULL;
-    }
-    return lang_session_new(*st, NULL, NULL);
+    *err = (LangError){0};
+    lang_buf_reset(out);
+    lang_session_exec(s, script, strlen(script), collect, out, err);
+    if (out->data)
+        mask(out->data);
+    return err->code;
 }
 
-static void
-gone(char *dir, Store *st, LangSession *s)
-{
-    char cmd[64];
-    lang_session_free(s);
-    store_close(st);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK(system(cmd) == 0, "rm");
-}
-
-/* Runs "script" as "s" into "out" (reset first), masked. */
+/* run_script, for a caller that needs only the error's code. */
 static LangErrorCode
 run_into(LangSession *s, const char *script, Buf *out)
 {
-    LangError err = {0};
-    lang_buf_reset(out);
-    lang_session_exec(s, script, strlen(script), collect, out, &err);
-    if (out->data)
-        mask(out->data);
-    return err.code;
+    LangError err;
+    return run_script(s, script, out, &err);
 }
 
 /* A PER value whose encoding is longer than STORE_MAX_KEY: a CREATE of it
@@ -437,32 +452,30 @@ run_into(LangSession *s, const char *script, Buf *out)
 static void
 test_group_too_long(void)
 {
-    char dir[] = "/tmp/queuefs-eval-XXXXXX";
-    Store *st;
-    LangSession *s = fresh(dir, &st);
-    if (!s)
+    Fixture f;
+    if (!fixture_open(&f))
         return;
     Buf b = {0}, out = {0};
     char big[501];
     memset(big, 'x', 500);
     big[500] = '\0';
     lang_buf_printf(&b, "DEFINE QUEUE g TIMEOUT 1m AT MOST 1 PER k; CREATE g:1 = {k: '%s'};", big);
-    CHECK(run_into(s, b.data, &out) == LANG_TOO_LARGE, "CREATE of a long group: %s", out.data);
+    CHECK(run_into(f.s, b.data, &out) == LANG_TOO_LARGE, "CREATE of a long group: %s", out.data);
     CHECK_STR(out.data, "null\n");
     lang_buf_reset(&b);
     lang_buf_printf(&b, "DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p; CREATE q:1 = {k: 'a', p: 1};"
                         "CREATE q:2 = {k: '%s', p: 2};", big);
-    CHECK(run_into(s, b.data, &out) == LANG_OK, "a long value without PER");
-    CHECK(run_into(s, "ALTER QUEUE q DROP PRIORITY BY AT MOST 1 PER k;", &out) == LANG_TOO_LARGE,
+    CHECK(run_into(f.s, b.data, &out) == LANG_OK, "a long value without PER");
+    CHECK(run_into(f.s, "ALTER QUEUE q DROP PRIORITY BY AT MOST 1 PER k;", &out) == LANG_TOO_LARGE,
           "ALTER grouping a long value: %s", out.data);
-    CHECK(run_into(s, "INFO FOR TABLE q;", &out) == LANG_OK, "INFO");
+    CHECK(run_into(f.s, "INFO FOR TABLE q;", &out) == LANG_OK, "INFO");
     CHECK(strstr(out.data, "\"definition\":\"DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p\"") != NULL,
           "the definition is as it was: %s", out.data);
-    CHECK(run_into(s, "CLAIM FROM q;", &out) == LANG_OK && strstr(out.data, "\"id\":\"q:2\""),
+    CHECK(run_into(f.s, "CLAIM FROM q;", &out) == LANG_OK && strstr(out.data, "\"id\":\"q:2\""),
           "the records are filed as they were: %s", out.data);
     lang_buf_free(&b);
     lang_buf_free(&out);
-    gone(dir, st, s);
+    fixture_close(&f);
 }
 
 /* A definition stored before AT MOST existed loads with neither limit;
@@ -550,16 +563,14 @@ test_group_bytes(void)
 static void
 test_stats_keys(void)
 {
-    char dir[] = "/tmp/queuefs-eval-XXXXXX";
-    Store *st;
-    LangSession *s = fresh(dir, &st);
-    if (!s)
+    Fixture f;
+    if (!fixture_open(&f))
         return;
     Buf out = {0};
     LangError err = {0};
-    CHECK(run_into(s, "DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {};", &out) == LANG_OK, "define");
+    CHECK(run_into(f.s, "DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {};", &out) == LANG_OK, "define");
     lang_buf_reset(&out);
-    CHECK(lang_view_stats(s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
+    CHECK(lang_view_stats(f.s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
     CHECK(strncmp(out.data, "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"grouped\":0,"
                             "\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
                             "\"oldest_ready_age_seconds\":", 124) == 0 &&
@@ -567,43 +578,30 @@ test_stats_keys(void)
                                "\"releases\":0}\n"),
           "the keys of stats: %s", out.data);
     lang_buf_reset(&out);
-    CHECK(lang_view_metrics(s, &out, &err) == LANG_OK, "metrics: %s", err.message);
+    CHECK(lang_view_metrics(f.s, &out, &err) == LANG_OK, "metrics: %s", err.message);
     CHECK(strstr(out.data, "# TYPE queuefs_grouped_records gauge\nqueuefs_grouped_records{queue=\"q\"} 0\n") &&
               strstr(out.data, "# TYPE queuefs_groups_at_limit gauge\nqueuefs_groups_at_limit{queue=\"q\"} 0\n") &&
               strstr(out.data, "queuefs_paused{queue=\"q\"} 0\n"),
           "metrics: %s", out.data);
     lang_buf_free(&out);
-    gone(dir, st, s);
+    fixture_close(&f);
 }
 
 int
 main(void)
 {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char dir[] = "/tmp/queuefs-eval-XXXXXX";
-        CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-        StoreOptions opts = {.sync = false};
-        Store *st;
-        char msg[256];
-        if (store_open(dir, &opts, &st, msg, sizeof msg)) {
-            CHECK(0, "store_open: %s", msg);
+        Fixture f;
+        if (!fixture_open(&f))
             continue;
-        }
-        LangSession *s = lang_session_new(st, NULL, NULL);
         Buf out = {0};
-        LangError err = {0};
-        lang_session_exec(s, cases[i].script, strlen(cases[i].script), collect, &out, &err);
-        if (out.data)
-            mask(out.data);
+        LangError err;
+        run_script(f.s, cases[i].script, &out, &err);
         CHECK_STR(out.data ? out.data : "", cases[i].want);
         CHECK(err.code == cases[i].error, "case %zu: error %s (%s), want %s", i,
               lang_error_name(err.code), err.message, lang_error_name(cases[i].error));
         lang_buf_free(&out);
-        lang_session_free(s);
-        store_close(st);
-        char cmd[64];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-        CHECK(system(cmd) == 0, "rm");
+        fixture_close(&f);
     }
     test_unowned_table();
     test_record_upgrade();

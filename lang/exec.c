@@ -81,6 +81,32 @@ lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes)
     return LANG_OK;
 }
 
+LangErrorCode
+lang_exec_each_record(Exec *x, const TableDef *def, const Target *t, const Expr *where,
+                      bool skip_absent, RecordStep *step, void *ctx)
+{
+    Value keys;
+    lang_exec_target_keys(x, def, t, &keys);
+    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
+        Record r = {0};
+        LangError absent = {0};
+        if (lang_record_load(x->txn, def, &keys.u.arr.items[i], &r, &absent)) {
+            if (!skip_absent || absent.code != LANG_NO_SUCH_RECORD)
+                *x->err = absent;
+            lang_record_free(&r);
+            continue;
+        }
+        Value view = lang_record_view(&r, def);
+        bool yes;
+        if (!lang_exec_where(x, where, &view, &yes) && yes)
+            step(x, def, &r, &view, ctx);
+        lang_value_free(&view);
+        lang_record_free(&r);
+    }
+    lang_value_free(&keys);
+    return x->err->code;
+}
+
 /* Runs "st" in x->txn by what kind of statement it is. */
 static LangErrorCode
 lang_exec_stmt(Exec *x, const Stmt *st)
@@ -88,25 +114,25 @@ lang_exec_stmt(Exec *x, const Stmt *st)
     switch (st->kind) {
     case ST_DEFINE_QUEUE:
     case ST_DEFINE_COLLECTION: return lang_exec_define_table(x, st);
-    case ST_DEFINE_FIELD: return lang_exec_define_field(x, st);
-    case ST_DEFINE_INDEX: return lang_exec_define_index(x, st);
-    case ST_CREATE: return lang_exec_create(x, st);
-    case ST_UPDATE: return lang_exec_update(x, st);
-    case ST_UPSERT: return lang_exec_upsert(x, st);
-    case ST_DELETE: return lang_exec_delete(x, st);
-    case ST_SELECT: return lang_exec_select(x, st);
+    case ST_DEFINE_FIELD:
+    case ST_DEFINE_INDEX:
+    case ST_CREATE:
+    case ST_UPDATE:
+    case ST_UPSERT:
+    case ST_DELETE:
+    case ST_SELECT:
+    case ST_PAUSE:
+    case ST_RESUME:
+    case ST_ALTER_QUEUE:
+    case ST_INFO_TABLE:
+    case ST_DROP: return lang_exec_table_statement(x, st);
     case ST_CLAIM: return lang_exec_claim(x, st);
     case ST_RELEASE: return lang_exec_release(x, st);
     case ST_RELEASE_ALL: return lang_exec_release_all(x, st);
     case ST_TOUCH: return lang_exec_touch(x, st);
     case ST_RETRY:
     case ST_RETRY_ALL: return lang_exec_retry(x, st);
-    case ST_PAUSE:
-    case ST_RESUME: return lang_exec_pause(x, st);
-    case ST_ALTER_QUEUE: return lang_exec_alter(x, st);
     case ST_USE_CONSUMER: return lang_exec_use_consumer(x, st);
-    case ST_INFO_TABLE: return lang_exec_info(x, st);
-    case ST_DROP: return lang_exec_drop(x, st);
     case ST_BEGIN:
     case ST_COMMIT:
     case ST_CANCEL: break;

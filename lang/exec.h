@@ -128,29 +128,34 @@ LangErrorCode lang_exec_where(Exec *x, const Expr *where, const Value *view, boo
 /* The identities target "t" names, as an array into "*keys" (caller
  * frees, also on error): its one record, or all of a table's. */
 LangErrorCode lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys);
+/* What lang_exec_each_record does with one record: "r" as loaded (it may
+ * change it, but not keep it) and "view", the record as users see it (it
+ * may take it, leaving lang_value_none()).  It sets x->err to stop. */
+typedef void RecordStep(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx);
+/* Runs "step" on each record of "def" that target "t" names and "where"
+ * (NULL: always) holds for, in turn, until x->err is set: by reading the
+ * identities or a record, by WHERE, or by "step".  A record "t" names
+ * that does not exist is NoSuchRecord, or passed over when "skip_absent".
+ * Returns x->err->code. */
+LangErrorCode lang_exec_each_record(Exec *x, const TableDef *def, const Target *t,
+                                    const Expr *where, bool skip_absent, RecordStep *step,
+                                    void *ctx);
 
 /* ---- the statements (statements.c and holds.c) ----
  * Each runs "st" in x->txn, writing its result line to x->out. */
 LangErrorCode lang_exec_define_table(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_define_field(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_define_index(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_create(Exec *x, const Stmt *st);
-/* With x->changed set, keeps the changed records' keys there and answers
- * nothing (a streamed answer). */
-LangErrorCode lang_exec_update(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_upsert(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_delete(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_select(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_info(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_drop(Exec *x, const Stmt *st);
+/* The statements that work on the table they name, once it is loaded for
+ * the access each needs: DEFINE FIELD, DEFINE INDEX, CREATE, UPDATE,
+ * UPSERT, DELETE, SELECT, PAUSE, RESUME, ALTER QUEUE, INFO and DROP.  An
+ * UPDATE run with x->changed set keeps the changed records' keys there and
+ * answers nothing (a streamed answer). */
+LangErrorCode lang_exec_table_statement(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_use_consumer(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_claim(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_release(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_release_all(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_touch(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_retry(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_pause(Exec *x, const Stmt *st);
-LangErrorCode lang_exec_alter(Exec *x, const Stmt *st);
 /* One row of SELECT "st": the whole record view, or the fields asked for,
  * into "*row" (caller frees); the evaluation's error otherwise. */
 LangErrorCode lang_select_project(Exec *x, const Stmt *st, const Value *view, Value *row);

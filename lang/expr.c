@@ -147,6 +147,29 @@ call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
     return rc;
 }
 
+/* Evaluates the "n" expressions "items" into "*out": "all", an empty
+ * array or object (taken), with their values pushed, or, in an object,
+ * each set under its key of "keys".  The first error, with nothing left in
+ * "*out" to free. */
+static LangErrorCode
+eval_all(Value all, Expr *const *items, char *const *keys, size_t n, const EvalContext *cx,
+         Value *out, LangError *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        Value v;
+        if (lang_expr_eval(items[i], cx, &v, err)) {
+            lang_value_free(&all);
+            return err->code;
+        }
+        if (all.kind == VAL_OBJECT)
+            lang_value_object_set(&all, keys[i], v);
+        else
+            lang_value_array_push(&all, v);
+    }
+    *out = all;
+    return LANG_OK;
+}
+
 LangErrorCode
 lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
 {
@@ -162,32 +185,11 @@ lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
             *out = lang_value_clone(v);
         return LANG_OK;
     }
-    case EX_OBJECT: {
-        Value o = lang_value_object();
-        for (size_t i = 0; i < e->u.object.len; i++) {
-            Value v;
-            if (lang_expr_eval(e->u.object.vals[i], cx, &v, err)) {
-                lang_value_free(&o);
-                return err->code;
-            }
-            lang_value_object_set(&o, e->u.object.keys[i], v);
-        }
-        *out = o;
-        return LANG_OK;
-    }
-    case EX_ARRAY: {
-        Value a = lang_value_array();
-        for (size_t i = 0; i < e->u.array.len; i++) {
-            Value v;
-            if (lang_expr_eval(e->u.array.items[i], cx, &v, err)) {
-                lang_value_free(&a);
-                return err->code;
-            }
-            lang_value_array_push(&a, v);
-        }
-        *out = a;
-        return LANG_OK;
-    }
+    case EX_OBJECT:
+        return eval_all(lang_value_object(), e->u.object.vals, e->u.object.keys, e->u.object.len,
+                        cx, out, err);
+    case EX_ARRAY:
+        return eval_all(lang_value_array(), e->u.array.items, NULL, e->u.array.len, cx, out, err);
     case EX_UNARY: {
         Value v;
         if (lang_expr_eval(e->u.unary.arg, cx, &v, err))

@@ -344,6 +344,22 @@ retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Valu
     return answer_stored(x, def, &sr, results);
 }
 
+/* What a RETRY ALL runs with: the instant its records are delayed to (0:
+ * none), and its answer so far. */
+typedef struct RetryRun {
+    int64_t delay_to;
+    Value  *results;
+} RetryRun;
+
+/* Retries record "r", which the RETRY ALL's WHERE holds for. */
+static void
+retried_one(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx)
+{
+    (void)view;
+    RetryRun *run = ctx;
+    retry_one(x, def, &r->key, run->delay_to, run->results);
+}
+
 /* retry -> RETRY record [NOT BEFORE expr]
  *        | RETRY ALL FROM table [WHERE expr] [NOT BEFORE expr]
  * Ends any hold and sets attempts back to 0, so a dead record is
@@ -352,35 +368,18 @@ LangErrorCode
 lang_exec_retry(Exec *x, const Stmt *st)
 {
     TableDef def;
-    Record r = {0};
-    int64_t delay_to = 0;
-    Value results = lang_value_array(), keys = lang_value_none();
+    Value results = lang_value_array();
+    RetryRun run = {0, &results};
     if (st->kind == ST_RETRY) {
-        if (!hold_open(x, st, &def, &r, &delay_to))
-            retry_one(x, &def, &r.key, delay_to, &results);
+        Record r = {0};
+        if (!hold_open(x, st, &def, &r, &run.delay_to))
+            retry_one(x, &def, &r.key, run.delay_to, &results);
         lang_record_free(&r);
-        lang_table_def_free(&def);
-        return lang_exec_answer_records(x, &results);
+    } else if (!lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def) &&
+               !release_delay(x, &def, st, &run.delay_to)) {
+        lang_exec_each_record(x, &def, &st->u.release.target, st->u.release.where, false,
+                              retried_one, &run);
     }
-    if (lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def))
-        return x->err->code;
-    if (!release_delay(x, &def, st, &delay_to) &&
-        !lang_exec_target_keys(x, &def, &st->u.release.target, &keys)) {
-        for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
-            bool yes = true;
-            if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
-                break;
-            if (st->u.release.where) {
-                Value view = lang_record_view(&r, &def);
-                lang_exec_where(x, st->u.release.where, &view, &yes);
-                lang_value_free(&view);
-            }
-            if (!x->err->code && yes)
-                retry_one(x, &def, &r.key, delay_to, &results);
-            lang_record_free(&r);
-        }
-    }
-    lang_value_free(&keys);
     lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }

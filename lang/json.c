@@ -8,6 +8,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The one-letter escapes: the bytes, and at the same place the letter
+ * each is written as after a backslash. */
+static const char escaped_bytes[] = "\"\\\n\r\t\b\f";
+static const char escape_letters[] = "\"\\nrtbf";
+
+char
+lang_escape_letter(unsigned char c)
+{
+    const char *at = c ? strchr(escaped_bytes, c) : NULL;
+    return at ? escape_letters[at - escaped_bytes] : 0;
+}
+
+int
+lang_escape_byte(unsigned char e)
+{
+    const char *at = e ? strchr(escape_letters, e) : NULL;
+    return at ? (unsigned char)escaped_bytes[at - escape_letters] : -1;
+}
+
 /* Appends "s" as a quoted JSON string; UTF-8 passes through unchanged. */
 static void
 json_string(const char *s, size_t len, Buf *out)
@@ -16,24 +35,10 @@ json_string(const char *s, size_t len, Buf *out)
     size_t run = 0;   /* start of the pending run of plain bytes */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char hex[8];
-        switch (c) {
-        case '"':  esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        default:
-            if (c < 0x20 || c == 0x7f) {
-                snprintf(hex, sizeof hex, "\\u%04x", c);
-                esc = hex;
-            }
-            break;
-        }
-        if (!esc)
+        char esc[8] = {'\\', lang_escape_letter(c)};
+        if (!esc[1] && (c < 0x20 || c == 0x7f))
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+        else if (!esc[1])
             continue;
         lang_buf_append(out, s + run, i - run);
         lang_buf_puts(out, esc);

@@ -75,6 +75,17 @@ utf8_len(const Lexer *lx, const char *q)
     return n;
 }
 
+/* Ends the text after an error set in lx->err: "t" is TK_ERROR, and so
+ * is every token asked for after it. */
+static TokKind
+lex_stop(Lexer *lx, Token *t)
+{
+    t->kind = TK_ERROR;
+    lx->p = lx->end;
+    lx->failed = true;
+    return TK_ERROR;
+}
+
 static TokKind
 lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -89,10 +100,7 @@ lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
     va_end(ap);
     lang_error_set(lx->err, LANG_PARSE_ERROR, "%s at line %d, column %d", msg,
                    lx->line, col_of(lx, at));
-    t->kind = TK_ERROR;
-    lx->p = lx->end;
-    lx->failed = true;
-    return TK_ERROR;
+    return lex_stop(lx, t);
 }
 
 /* A string or quoted identifier that "start" opens and nothing closes
@@ -103,10 +111,7 @@ unterminated(Lexer *lx, Token *t, const char *start, const char *what)
     lang_error_set(lx->err, LANG_PARSE_ERROR,
                    "unterminated %s starting at line %d, column %d", what, lx->line,
                    col_of(lx, start));
-    t->kind = TK_ERROR;
-    lx->p = lx->end;
-    lx->failed = true;
-    return TK_ERROR;
+    return lex_stop(lx, t);
 }
 
 /* Reports the byte at "at", which no token may contain: NUL, invalid
@@ -284,36 +289,15 @@ lex_string(Lexer *lx, Token *t)
         /* c == '\\' */
         const char *esc = lx->p;
         unsigned char e = byte_at(lx, lx->p, 1);
-        char out;
-        switch (e) {
-        case '\\': out = '\\'; break;
-        case '\'': out = '\''; break;
-        case '"': out = '"'; break;
-        case '/': out = '/'; break;
-        case '`': out = '`'; break;
-        case 'n': out = '\n'; break;
-        case 'r': out = '\r'; break;
-        case 't': out = '\t'; break;
-        case 'b': out = '\b'; break;
-        case 'f': out = '\f'; break;
-        case 'u': {
-            uint32_t cp, lo;
-            if (!hex4(lx, lx->p + 2, &cp))
-                return lex_fail(lx, t, esc, "expected four hex digits after \\u");
-            lx->p += 6;
-            if (cp >= 0xDC00 && cp <= 0xDFFF)
-                return lex_fail(lx, t, esc, "unpaired surrogate \\u%.4s in a string", esc + 2);
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                if (byte_at(lx, lx->p, 0) != '\\' || byte_at(lx, lx->p, 1) != 'u' ||
-                    !hex4(lx, lx->p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-                    return lex_fail(lx, t, esc, "unpaired surrogate \\u%.4s in a string", esc + 2);
-                lx->p += 6;
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            }
-            put_utf8(&t->buf, cp);
+        int out = lang_escape_byte(e);   /* JSON's one-letter escapes */
+        if (out < 0 && (e == '\'' || e == '/' || e == '`'))
+            out = e;   /* the quotes and the slash stand for themselves */
+        if (out >= 0) {
+            lang_buf_putc(&t->buf, (char)out);
+            lx->p += 2;
             continue;
         }
-        default: {
+        if (e != 'u') {
             char what[16];
             if (e >= 0x20 && e < 0x7F)
                 snprintf(what, sizeof what, "\\%c", e);
@@ -321,9 +305,20 @@ lex_string(Lexer *lx, Token *t)
                 snprintf(what, sizeof what, "\\ (byte 0x%02x)", e);
             return lex_fail(lx, t, esc, "invalid escape '%s' in a string", what);
         }
+        uint32_t cp, lo;
+        if (!hex4(lx, lx->p + 2, &cp))
+            return lex_fail(lx, t, esc, "expected four hex digits after \\u");
+        lx->p += 6;
+        if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return lex_fail(lx, t, esc, "unpaired surrogate \\u%.4s in a string", esc + 2);
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (byte_at(lx, lx->p, 0) != '\\' || byte_at(lx, lx->p, 1) != 'u' ||
+                !hex4(lx, lx->p + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
+                return lex_fail(lx, t, esc, "unpaired surrogate \\u%.4s in a string", esc + 2);
+            lx->p += 6;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
         }
-        lang_buf_putc(&t->buf, out);
-        lx->p += 2;
+        put_utf8(&t->buf, cp);
     }
     t->text = t->buf.data ? t->buf.data : "";
     t->len = t->buf.len;
@@ -446,6 +441,48 @@ lex_number(Lexer *lx, Token *t)
     return TK_INT;
 }
 
+/* The punctuation of the grammar: a character alone, and the token it
+ * makes with "second" after it (TK_ERROR: alone, it is no token). */
+static const struct Punctuation {
+    char    c, second;
+    TokKind alone, paired;
+} punctuation[] = {
+    {';', 0, TK_SEMI, TK_ERROR},      {',', 0, TK_COMMA, TK_ERROR},
+    {'.', 0, TK_DOT, TK_ERROR},       {'(', 0, TK_LPAREN, TK_ERROR},
+    {')', 0, TK_RPAREN, TK_ERROR},    {'{', 0, TK_LBRACE, TK_ERROR},
+    {'}', 0, TK_RBRACE, TK_ERROR},    {'[', 0, TK_LBRACKET, TK_ERROR},
+    {']', 0, TK_RBRACKET, TK_ERROR},  {'+', 0, TK_PLUS, TK_ERROR},
+    {'-', 0, TK_MINUS, TK_ERROR},     {'*', 0, TK_STAR, TK_ERROR},
+    {'/', 0, TK_SLASH, TK_ERROR},     {':', ':', TK_COLON, TK_DCOLON},
+    {'=', '=', TK_EQ, TK_EQEQ},       {'!', '=', TK_BANG, TK_NE},
+    {'<', '=', TK_LT, TK_LE},         {'>', '=', TK_GT, TK_GE},
+    {'&', '&', TK_ERROR, TK_ANDAND},  {'|', '|', TK_ERROR, TK_OROR},
+};
+
+/* punct -> ; , . ( ) { } [ ] + - * / : :: = == ! != < <= > >= && ||
+ * The punctuation at lx->p, the longer token first; anything else is an
+ * unexpected character. */
+static TokKind
+lex_punctuation(Lexer *lx, Token *t)
+{
+    const char *s = lx->p;
+    for (size_t i = 0; i < sizeof punctuation / sizeof *punctuation; i++) {
+        const struct Punctuation *p = &punctuation[i];
+        if (*s != p->c)
+            continue;
+        if (p->second && byte_at(lx, s, 1) == (unsigned char)p->second) {
+            lx->p += 2;
+            return p->paired;
+        }
+        if (p->alone != TK_ERROR) {
+            lx->p += 1;
+            return p->alone;
+        }
+        break;
+    }
+    return bad_byte(lx, t, s, "");
+}
+
 TokKind
 lang_lex_next(Lexer *lx, Token *t)
 {
@@ -503,53 +540,12 @@ lang_lex_next(Lexer *lx, Token *t)
             }
         } else if (IS_DIGIT(c)) {
             k = lex_number(lx, t);
+        } else if (c == '\'' || c == '"') {
+            k = lex_string(lx, t);
+        } else if (c == '`') {
+            k = lex_backtick(lx, t);
         } else {
-            lx->p++;
-            switch (c) {
-            case '\'': case '"': lx->p--; k = lex_string(lx, t); break;
-            case '`': lx->p--; k = lex_backtick(lx, t); break;
-            case ';': k = TK_SEMI; break;
-            case ',': k = TK_COMMA; break;
-            case '.': k = TK_DOT; break;
-            case '(': k = TK_LPAREN; break;
-            case ')': k = TK_RPAREN; break;
-            case '{': k = TK_LBRACE; break;
-            case '}': k = TK_RBRACE; break;
-            case '[': k = TK_LBRACKET; break;
-            case ']': k = TK_RBRACKET; break;
-            case '+': k = TK_PLUS; break;
-            case '-': k = TK_MINUS; break;
-            case '*': k = TK_STAR; break;
-            case '/': k = TK_SLASH; break;
-            case ':':
-                if (c1 == ':') { lx->p++; k = TK_DCOLON; } else k = TK_COLON;
-                break;
-            case '=':
-                if (c1 == '=') { lx->p++; k = TK_EQEQ; } else k = TK_EQ;
-                break;
-            case '!':
-                if (c1 == '=') { lx->p++; k = TK_NE; } else k = TK_BANG;
-                break;
-            case '<':
-                if (c1 == '=') { lx->p++; k = TK_LE; } else k = TK_LT;
-                break;
-            case '>':
-                if (c1 == '=') { lx->p++; k = TK_GE; } else k = TK_GT;
-                break;
-            case '&':
-                if (c1 != '&') { k = bad_byte(lx, t, s, ""); break; }
-                lx->p++;
-                k = TK_ANDAND;
-                break;
-            case '|':
-                if (c1 != '|') { k = bad_byte(lx, t, s, ""); break; }
-                lx->p++;
-                k = TK_OROR;
-                break;
-            default:
-                k = bad_byte(lx, t, s, "");
-                break;
-            }
+            k = lex_punctuation(lx, t);
         }
     }
     t->kind = k;

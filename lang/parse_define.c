@@ -283,9 +283,8 @@ type_name(ParseState *ps)
 static void
 define_field(ParseState *ps, Stmt *s)
 {
-    if (!(s->u.define_field.name = path_text(ps, "a field name after DEFINE FIELD")))
-        return;
-    if (!(s->u.define_field.table = on_table(ps, "ON after the field name")))
+    if (!(s->u.define_field.name = path_text(ps, "a field name after DEFINE FIELD")) ||
+        !(s->u.define_field.table = on_table(ps, "ON after the field name")))
         return;
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
@@ -319,9 +318,8 @@ index_field(ParseState *ps, void *ctx)
 static void
 define_index(ParseState *ps, Stmt *s)
 {
-    if (!(s->u.define_index.name = lang_parse_name(ps, "an index name after DEFINE INDEX")))
-        return;
-    if (!(s->u.define_index.table = on_table(ps, "ON after the index name")))
+    if (!(s->u.define_index.name = lang_parse_name(ps, "an index name after DEFINE INDEX")) ||
+        !(s->u.define_index.table = on_table(ps, "ON after the index name")))
         return;
     if (!accept_kw(ps, "FIELDS") && !accept_kw(ps, "COLUMNS")) {
         lang_parse_expected(ps, "FIELDS after the table name");

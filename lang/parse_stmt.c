@@ -20,6 +20,26 @@ target_free(Target *t)
     lang_value_free(&t->id);
 }
 
+/* Frees a statement's target "t" and the expressions "a" and "b" that go
+ * with it (NULL for none). */
+static void
+target_and_exprs_free(Target *t, Expr *a, Expr *b)
+{
+    target_free(t);
+    lang_expr_free(a);
+    lang_expr_free(b);
+}
+
+void
+lang_table_decl_free(TableDecl *d)
+{
+    free(d->name);
+    free(d->priority_by);
+    free(d->not_before);
+    free(d->per_field);
+    free(d->graph);
+}
+
 void
 lang_stmt_free(Stmt *s)
 {
@@ -28,11 +48,7 @@ lang_stmt_free(Stmt *s)
     switch (s->kind) {
     case ST_DEFINE_QUEUE:
     case ST_DEFINE_COLLECTION:
-        free(s->u.define_table.name);
-        free(s->u.define_table.priority_by);
-        free(s->u.define_table.not_before);
-        free(s->u.define_table.per_field);
-        free(s->u.define_table.graph);
+        lang_table_decl_free(&s->u.define_table);
         break;
     case ST_DEFINE_FIELD:
         free(s->u.define_field.name);
@@ -47,13 +63,10 @@ lang_stmt_free(Stmt *s)
     case ST_CREATE:
     case ST_UPDATE:
     case ST_UPSERT:
-        target_free(&s->u.write.target);
-        lang_expr_free(s->u.write.content);
-        lang_expr_free(s->u.write.where);
+        target_and_exprs_free(&s->u.write.target, s->u.write.content, s->u.write.where);
         break;
     case ST_DELETE:
-        target_free(&s->u.del.target);
-        lang_expr_free(s->u.del.where);
+        target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL);
         break;
     case ST_SELECT:
         for (size_t i = 0; i < s->u.select.nfields; i++) {
@@ -61,8 +74,7 @@ lang_stmt_free(Stmt *s)
             free(s->u.select.fields[i].alias);
         }
         free(s->u.select.fields);
-        target_free(&s->u.select.from);
-        lang_expr_free(s->u.select.where);
+        target_and_exprs_free(&s->u.select.from, s->u.select.where, NULL);
         for (size_t i = 0; i < s->u.select.norder; i++)
             lang_parse_free_parts(s->u.select.order[i].parts, s->u.select.order[i].len);
         free(s->u.select.order);
@@ -75,9 +87,7 @@ lang_stmt_free(Stmt *s)
     case ST_RETRY:
     case ST_RETRY_ALL:
     case ST_TOUCH:
-        target_free(&s->u.release.target);
-        lang_expr_free(s->u.release.where);
-        lang_expr_free(s->u.release.not_before);
+        target_and_exprs_free(&s->u.release.target, s->u.release.where, s->u.release.not_before);
         free(s->u.release.for_consumer);
         break;
     case ST_USE_CONSUMER:
@@ -95,10 +105,7 @@ lang_stmt_free(Stmt *s)
         break;
     case ST_ALTER_QUEUE:
         free(s->u.alter.table);
-        free(s->u.alter.set.priority_by);
-        free(s->u.alter.set.not_before);
-        free(s->u.alter.set.per_field);
-        free(s->u.alter.set.graph);
+        lang_table_decl_free(&s->u.alter.set);   /* names no table: its name is NULL */
         break;
     }
     free(s);
@@ -357,22 +364,30 @@ touch(ParseState *ps, Stmt *s)
     record_target(ps, &s->u.release.target, "a record id (table:key) after TOUCH");
 }
 
+/* The target of RELEASE or RETRY: a record id ("what_record" names what
+ * must follow), which makes "s" of kind "one", or ALL FROM name, a queue
+ * ("what_queue"), which makes it of kind "all".  False after an error. */
+static bool
+all_or_record(ParseState *ps, Stmt *s, StmtKind one, StmtKind all, const char *what_queue,
+              const char *what_record)
+{
+    s->kind = one;
+    if (!is_kw(&ps->tok, "ALL") || !is_kw(peek(ps), "FROM"))
+        return record_target(ps, &s->u.release.target, what_record);
+    s->kind = all;
+    next(ps);
+    next(ps);
+    return (s->u.release.target.table = lang_parse_table_name(ps, what_queue)) != NULL;
+}
+
 /* release -> RELEASE ALL FROM name {relclause} | RELEASE record {relclause}
  * relclause -> NOT BEFORE expr | FOR CONSUMER consumer   (each at most once) */
 static void
 release(ParseState *ps, Stmt *s)
 {
-    s->kind = ST_RELEASE;
-    if (is_kw(&ps->tok, "ALL") && is_kw(peek(ps), "FROM")) {
-        s->kind = ST_RELEASE_ALL;
-        next(ps);
-        next(ps);
-        if (!(s->u.release.target.table = lang_parse_table_name(ps, "a queue name after RELEASE ALL FROM")))
-            return;
-    } else if (!record_target(ps, &s->u.release.target,
-                              "a record id (table:key) or ALL FROM after RELEASE")) {
+    if (!all_or_record(ps, s, ST_RELEASE, ST_RELEASE_ALL, "a queue name after RELEASE ALL FROM",
+                       "a record id (table:key) or ALL FROM after RELEASE"))
         return;
-    }
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
         if (is_kw(t, "NOT")) {
@@ -394,19 +409,11 @@ release(ParseState *ps, Stmt *s)
 static void
 retry(ParseState *ps, Stmt *s)
 {
-    s->kind = ST_RETRY;
-    if (is_kw(&ps->tok, "ALL") && is_kw(peek(ps), "FROM")) {
-        s->kind = ST_RETRY_ALL;
-        next(ps);
-        next(ps);
-        if (!(s->u.release.target.table = lang_parse_table_name(ps, "a queue name after RETRY ALL FROM")))
-            return;
-        if (accept_kw(ps, "WHERE"))
-            s->u.release.where = lang_parse_expr(ps);
-    } else if (!record_target(ps, &s->u.release.target,
-                              "a record id (table:key) or ALL FROM after RETRY")) {
+    if (!all_or_record(ps, s, ST_RETRY, ST_RETRY_ALL, "a queue name after RETRY ALL FROM",
+                       "a record id (table:key) or ALL FROM after RETRY"))
         return;
-    }
+    if (s->kind == ST_RETRY_ALL && accept_kw(ps, "WHERE"))
+        s->u.release.where = lang_parse_expr(ps);
     if (!FAILED(ps) && accept_kw(ps, "NOT") &&
         lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
         s->u.release.not_before = lang_parse_expr(ps);

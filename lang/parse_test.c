@@ -2,7 +2,7 @@
  *
  * Statements are rendered back as a compact canonical text (dump_stmt) and
  * compared with the expected rendering; literals are compared as JSON;
- * errors by a fragment of their message. */
+ * errors, written "ERROR: fragment", by a fragment of their message. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +47,17 @@ dump_path(char **parts, size_t len, Buf *b)
     }
 }
 
+/* Appends the "n" expressions "items", separated by commas, and "close". */
+static void
+dump_exprs(Expr *const *items, size_t n, char close, Buf *b)
+{
+    for (size_t i = 0; i < n; i++) {
+        lang_buf_puts(b, i ? "," : "");
+        dump_expr(items[i], b);
+    }
+    lang_buf_putc(b, close);
+}
+
 static void
 dump_expr(const Expr *e, Buf *b)
 {
@@ -63,12 +74,7 @@ dump_expr(const Expr *e, Buf *b)
         break;
     case EX_ARRAY:
         lang_buf_putc(b, '[');
-        for (size_t i = 0; i < e->u.array.len; i++) {
-            if (i)
-                lang_buf_putc(b, ',');
-            dump_expr(e->u.array.items[i], b);
-        }
-        lang_buf_putc(b, ']');
+        dump_exprs(e->u.array.items, e->u.array.len, ']', b);
         break;
     case EX_UNARY:
         lang_buf_printf(b, "(%s ", op_names[e->u.unary.op]);
@@ -84,12 +90,7 @@ dump_expr(const Expr *e, Buf *b)
         break;
     case EX_CALL:
         lang_buf_printf(b, "%s(", e->u.call.name);
-        for (size_t i = 0; i < e->u.call.len; i++) {
-            if (i)
-                lang_buf_putc(b, ',');
-            dump_expr(e->u.call.args[i], b);
-        }
-        lang_buf_putc(b, ')');
+        dump_exprs(e->u.call.args, e->u.call.len, ')', b);
         break;
     }
 }
@@ -126,6 +127,16 @@ dump_clauses(const TableDecl *d, Buf *b)
     if (d->schema == SCHEMA_FULL) lang_buf_puts(b, " full");
     if (d->schema == SCHEMA_LESS) lang_buf_puts(b, " less");
     if (d->graph) lang_buf_printf(b, " in=%s", d->graph);
+}
+
+/* Appends " word expr" when "e" is given. */
+static void
+dump_clause(const char *word, const Expr *e, Buf *b)
+{
+    if (!e)
+        return;
+    lang_buf_printf(b, " %s ", word);
+    dump_expr(e, b);
 }
 
 static void
@@ -166,18 +177,12 @@ dump_stmt(const Stmt *s, Buf *b)
             lang_buf_puts(b, s->u.write.mode == WRITE_MERGE ? " merge " : " content ");
             dump_expr(s->u.write.content, b);
         }
-        if (s->u.write.where) {
-            lang_buf_puts(b, " where ");
-            dump_expr(s->u.write.where, b);
-        }
+        dump_clause("where", s->u.write.where, b);
         break;
     case ST_DELETE:
         lang_buf_puts(b, "delete ");
         dump_target(&s->u.del.target, b);
-        if (s->u.del.where) {
-            lang_buf_puts(b, " where ");
-            dump_expr(s->u.del.where, b);
-        }
+        dump_clause("where", s->u.del.where, b);
         break;
     case ST_SELECT:
         lang_buf_puts(b, "select ");
@@ -192,10 +197,7 @@ dump_stmt(const Stmt *s, Buf *b)
         }
         lang_buf_puts(b, " from ");
         dump_target(&s->u.select.from, b);
-        if (s->u.select.where) {
-            lang_buf_puts(b, " where ");
-            dump_expr(s->u.select.where, b);
-        }
+        dump_clause("where", s->u.select.where, b);
         if (s->u.select.norder)
             lang_buf_puts(b, " order ");
         for (size_t i = 0; i < s->u.select.norder; i++) {
@@ -221,10 +223,7 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_TOUCH:
         lang_buf_puts(b, s->kind == ST_RELEASE ? "release " : s->kind == ST_TOUCH ? "touch " : "release all ");
         dump_target(&s->u.release.target, b);
-        if (s->u.release.not_before) {
-            lang_buf_puts(b, " notbefore ");
-            dump_expr(s->u.release.not_before, b);
-        }
+        dump_clause("notbefore", s->u.release.not_before, b);
         if (s->u.release.for_consumer)
             lang_buf_printf(b, " for %s", s->u.release.for_consumer);
         break;
@@ -238,14 +237,8 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_RETRY_ALL:
         lang_buf_puts(b, s->kind == ST_RETRY ? "retry " : "retry all ");
         dump_target(&s->u.release.target, b);
-        if (s->u.release.where) {
-            lang_buf_puts(b, " where ");
-            dump_expr(s->u.release.where, b);
-        }
-        if (s->u.release.not_before) {
-            lang_buf_puts(b, " notbefore ");
-            dump_expr(s->u.release.not_before, b);
-        }
+        dump_clause("where", s->u.release.where, b);
+        dump_clause("notbefore", s->u.release.not_before, b);
         break;
     case ST_ALTER_QUEUE: {
         /* the clauses given, by bit, then their values */
@@ -295,6 +288,16 @@ parse_all(const char *sql, size_t len)
     }
     lang_parser_free(p);
     return lang_buf_steal(&b);
+}
+
+/* True when "got" is "want", or, for a "want" of "ERROR: fragment", when
+ * "got" is an error whose message contains the fragment. */
+static bool
+result_is(const char *got, const char *want)
+{
+    if (strncmp(want, "ERROR: ", 7) != 0)
+        return strcmp(got, want) == 0;
+    return strncmp(got, "ERROR: ", 7) == 0 && strstr(got + 7, want + 7);
 }
 
 /* ---- statements ---- */
@@ -437,127 +440,122 @@ static const struct {
     {" ;; -- nothing\n # nor this\n /* nor \n this */ ;", ""},
     {";;CLAIM FROM a;;; CLAIM FROM b /* x */ ; -- end", "claim 1 from a | claim 1 from b"},
     {"SELECT * FROM t WHERE a = 5--3", "select * from t where (= a 5)"},
-};
-
-/* Statements that fail, with a fragment the message must contain. */
-static const struct {
-    const char *sql, *want;
-} stmt_errors[] = {
+    /* statements that fail: "ERROR: " and a fragment the message must contain */
     {"DEFINE QUEUE q TIMEOUT 1s PRIORITY BY p ATTEMPTS 3",
-     "ATTEMPTS must follow TIMEOUT, found it after PRIORITY BY at line 1, column 41"},
-    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMAFULL", "SCHEMAFULL repeats the schema clause"},
+     "ERROR: ATTEMPTS must follow TIMEOUT, found it after PRIORITY BY at line 1, column 41"},
+    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMAFULL", "ERROR: SCHEMAFULL repeats the schema clause"},
     {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMALESS",
-     "SCHEMALESS repeats the schema clause (SCHEMAFULL was given already) at line 1, column 38"},
-    {"DEFINE QUEUE q TIMEOUT 1s IN a IN b", "IN given twice"},
-    {"DEFINE QUEUE q TIMEOUT 1s NOT BEFORE a NOT BEFORE b", "NOT BEFORE given twice"},
-    {"DEFINE QUEUE q TIMEOUT 1s DEDUPLICATE 1s DEDUPLICATE 2s", "DEDUPLICATE given twice"},
-    {"DEFINE QUEUE q TIMEOUT 1s TIMEOUT 2s", "TIMEOUT given twice"},
+     "ERROR: SCHEMALESS repeats the schema clause (SCHEMAFULL was given already) at line 1, column 38"},
+    {"DEFINE QUEUE q TIMEOUT 1s IN a IN b", "ERROR: IN given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s NOT BEFORE a NOT BEFORE b", "ERROR: NOT BEFORE given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s DEDUPLICATE 1s DEDUPLICATE 2s", "ERROR: DEDUPLICATE given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s TIMEOUT 2s", "ERROR: TIMEOUT given twice"},
     {"DEFINE QUEUE jobs;",
-     "expected TIMEOUT after the queue name (a queue needs TIMEOUT), found ';' at line 1, column 18"},
-    {"DEFINE QUEUE jobs ATTEMPTS 3 TIMEOUT 1s", "a queue needs TIMEOUT"},
-    {"DEFINE QUEUE jobs TIMEOUT 30", "expected a duration (such as 30s or 5m) after TIMEOUT, found '30'"},
-    {"DEFINE QUEUE jobs TIMEOUT 0s", "TIMEOUT must be a positive duration"},
-    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 0", "expected a positive integer after ATTEMPTS, found '0'"},
-    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS -1", "expected a positive integer after ATTEMPTS"},
-    {"DEFINE QUEUE jobs TIMEOUT 1s WIBBLE", "expected a queue clause"},
-    {"DEFINE QUEUE jobs TIMEOUT 5x", "invalid number or duration '5x'"},
-    {"DEFINE QUEUE IF NOT q TIMEOUT 1s", "expected EXISTS after IF NOT, found 'q'"},
-    {"DEFINE COLLECTION c TIMEOUT 1s", "expected SCHEMAFULL, SCHEMALESS, IN or ';'"},
-    {"DEFINE FIELD f ON t TYPE thing", "expected a type (any, bool, int"},
-    {"DEFINE FIELD f ON t TYPE option<int", "'>' expected (to close '<' at line 1, column 32), found end of text"},
-    {"DEFINE FIELD f t", "expected ON after the field name, found 't'"},
-    {"DEFINE INDEX i ON t", "expected FIELDS after the table name, found end of text at line 1, column 20"},
-    {"DEFINE VIEW v", "expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
-    {"CLAIM 0 FROM jobs", "CLAIM 0 is not a claim"},
-    {"CLAIM -3 FROM jobs", "CLAIM -3 is not a claim"},
-    {"CLAIM jobs", "expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
-    {"CLAIM 2 jobs", "expected FROM after the CLAIM count"},
-    {"TOUCH jobs", "expected a record id (table:key) after TOUCH, found 'jobs'"},
-    {"RETRY jobs", "expected a record id (table:key) or ALL FROM after RETRY"},
-    {"PAUSE jobs", "expected QUEUE after PAUSE"},
-    {"ALTER QUEUE jobs", "expected a clause (TIMEOUT, ATTEMPTS, PRIORITY BY, NOT BEFORE, "
+     "ERROR: expected TIMEOUT after the queue name (a queue needs TIMEOUT), found ';' at line 1, column 18"},
+    {"DEFINE QUEUE jobs ATTEMPTS 3 TIMEOUT 1s", "ERROR: a queue needs TIMEOUT"},
+    {"DEFINE QUEUE jobs TIMEOUT 30", "ERROR: expected a duration (such as 30s or 5m) after TIMEOUT, found '30'"},
+    {"DEFINE QUEUE jobs TIMEOUT 0s", "ERROR: TIMEOUT must be a positive duration"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 0", "ERROR: expected a positive integer after ATTEMPTS, found '0'"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS -1", "ERROR: expected a positive integer after ATTEMPTS"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s WIBBLE", "ERROR: expected a queue clause"},
+    {"DEFINE QUEUE jobs TIMEOUT 5x", "ERROR: invalid number or duration '5x'"},
+    {"DEFINE QUEUE IF NOT q TIMEOUT 1s", "ERROR: expected EXISTS after IF NOT, found 'q'"},
+    {"DEFINE COLLECTION c TIMEOUT 1s", "ERROR: expected SCHEMAFULL, SCHEMALESS, IN or ';'"},
+    {"DEFINE FIELD f ON t TYPE thing", "ERROR: expected a type (any, bool, int"},
+    {"DEFINE FIELD f ON t TYPE option<int", "ERROR: '>' expected (to close '<' at line 1, column 32), found end of text"},
+    {"DEFINE FIELD f t", "ERROR: expected ON after the field name, found 't'"},
+    {"DEFINE INDEX i ON t", "ERROR: expected FIELDS after the table name, found end of text at line 1, column 20"},
+    {"DEFINE VIEW v", "ERROR: expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
+    {"CLAIM 0 FROM jobs", "ERROR: CLAIM 0 is not a claim"},
+    {"CLAIM -3 FROM jobs", "ERROR: CLAIM -3 is not a claim"},
+    {"CLAIM jobs", "ERROR: expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
+    {"CLAIM 2 jobs", "ERROR: expected FROM after the CLAIM count"},
+    {"TOUCH jobs", "ERROR: expected a record id (table:key) after TOUCH, found 'jobs'"},
+    {"RETRY jobs", "ERROR: expected a record id (table:key) or ALL FROM after RETRY"},
+    {"PAUSE jobs", "ERROR: expected QUEUE after PAUSE"},
+    {"ALTER QUEUE jobs", "ERROR: expected a clause (TIMEOUT, ATTEMPTS, PRIORITY BY, NOT BEFORE, "
                          "DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN or DROP) after the "
                          "queue name"},
-    {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "TIMEOUT given twice at line 1, column 29"},
-    {"ALTER QUEUE jobs DROP TIMEOUT", "expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
+    {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "ERROR: TIMEOUT given twice at line 1, column 29"},
+    {"ALTER QUEUE jobs DROP TIMEOUT", "ERROR: expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
                                       "AT MOST PER, AT MOST EVERY or IN after DROP"},
-    {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ATTEMPTS given twice"},
-    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "AT MOST … PER given twice"},
-    {"ALTER QUEUE jobs DROP IN IN g", "IN given twice"},
-    {"ALTER QUEUE jobs DROP PRIORITY", "expected BY after DROP PRIORITY, found end of text"},
-    {"ALTER QUEUE jobs DROP AT MOST 3", "expected PER or EVERY after DROP AT MOST, found '3'"},
-    {"ALTER QUEUE jobs WIBBLE", "expected TIMEOUT, ATTEMPTS, PRIORITY BY"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 0 PER a", "expected a positive integer after AT MOST, found '0'"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST -1 PER a", "expected a positive integer after AT MOST"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1.5 PER a", "expected a positive integer after AT MOST"},
+    {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ERROR: ATTEMPTS given twice"},
+    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "ERROR: AT MOST … PER given twice"},
+    {"ALTER QUEUE jobs DROP IN IN g", "ERROR: IN given twice"},
+    {"ALTER QUEUE jobs DROP PRIORITY", "ERROR: expected BY after DROP PRIORITY, found end of text"},
+    {"ALTER QUEUE jobs DROP AT MOST 3", "ERROR: expected PER or EVERY after DROP AT MOST, found '3'"},
+    {"ALTER QUEUE jobs WIBBLE", "ERROR: expected TIMEOUT, ATTEMPTS, PRIORITY BY"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 0 PER a", "ERROR: expected a positive integer after AT MOST, found '0'"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST -1 PER a", "ERROR: expected a positive integer after AT MOST"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1.5 PER a", "ERROR: expected a positive integer after AT MOST"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1000001 EVERY 1s",
-     "AT MOST 1000001 is above the greatest allowed, 1000000 at line 1, column 35"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2", "expected PER or EVERY after AT MOST n, found end of text"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT LEAST 2 PER a", "expected MOST after AT, found 'LEAST'"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 PER", "expected a field name after AT MOST n PER"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 10", "expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s", "AT MOST n EVERY must be a positive duration"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b", "AT MOST … PER given twice"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m", "AT MOST … EVERY given twice"},
+     "ERROR: AT MOST 1000001 is above the greatest allowed, 1000000 at line 1, column 35"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2", "ERROR: expected PER or EVERY after AT MOST n, found end of text"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT LEAST 2 PER a", "ERROR: expected MOST after AT, found 'LEAST'"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 PER", "ERROR: expected a field name after AT MOST n PER"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 10", "ERROR: expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s", "ERROR: AT MOST n EVERY must be a positive duration"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b", "ERROR: AT MOST … PER given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m", "ERROR: AT MOST … EVERY given twice"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a ATTEMPTS 2",
-     "ATTEMPTS must follow TIMEOUT, found it after AT MOST … PER"},
-    {"CLAIM FROM jobs:1", "expected ';' or end of text after the statement, found ':'"},
-    {"RELEASE jobs", "expected a record id (table:key) or ALL FROM after RELEASE"},
-    {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "NOT BEFORE given twice"},
-    {"RELEASE jobs:1 FOR CONSUMER 'a' FOR CONSUMER 'b'", "FOR CONSUMER given twice"},
-    {"RELEASE jobs:1 FOR CONSUMER 'a\\u0000b'", "a consumer name cannot contain a NUL character"},
-    {"RELEASE jobs:1 LATER", "expected NOT BEFORE, FOR CONSUMER or ';'"},
-    {"USE CONSUMER", "expected a consumer name after USE CONSUMER, found end of text"},
-    {"USE jobs", "expected CONSUMER after USE"},
-    {"UPDATE t", "expected '=', CONTENT or MERGE after the target"},
-    {"CREATE t = ", "expected an expression, found end of text"},
-    {"CREATE t:1 = {a: 1 b: 2}", "'}' expected (to close '{' at line 1, column 14), found 'b' at line 1, column 20"},
-    {"CREATE t:1 = {\n  a: [1,\n  2", "']' expected (to close '[' at line 2, column 6), found end of text at line 3, column 4"},
-    {"CREATE t:1 = time::now(1 2)", "')' expected (to close '(' at line 1, column 23), found '2'"},
-    {"CREATE t:1 = {a 1}", "expected ':' after the field name, found '1'"},
-    {"CREATE t:1 = [1 2]", "']' expected (to close '[' at line 1, column 14), found '2'"},
-    {"CREATE t:1 = [,]", "expected an expression, found ','"},
-    {"CREATE t:1 = f(1)", "expected ';' or end of text after the statement, found '('"},
-    {"CREATE t:1 = time::now(1,", "expected an expression, found end of text"},
-    {"CREATE t:1 = (1", "')' expected (to close '(' at line 1, column 14), found end of text at line 1, column 16"},
-    {"CREATE t:", "expected a record key (integer, name or quoted string) after ':'"},
-    {"CREATE t:1 = 9223372036854775808", "integer 9223372036854775808 is out of range"},
-    {"CREATE t:1 = 99999999999999999999", "integer '99999999999999999999' is out of range"},
-    {"CREATE t:1 = r'nope'", "expected a record id such as r'jobs:1', found r'nope'"},
-    {"CREATE t:1 = d'yesterday'", "invalid datetime d'yesterday' at line 1, column 14"},
-    {"SELECT FROM t", "expected '*' or a field list after SELECT, found 'FROM'"},
-    {"SELECT * t", "expected FROM after the selected fields, found 't'"},
-    {"SELECT * FROM t LIMIT -1", "expected a non-negative integer after LIMIT"},
-    {"SELECT * FROM t ORDER BY", "expected a field name after ORDER BY, found end of text"},
-    {"SELECT a AS FROM t", "expected FROM after the selected fields, found 't'"},
-    {"SELECT * FROM t WHERE a & b", "unexpected character '&' at line 1, column 25"},
-    {"INFO FOR t", "expected TABLE after INFO FOR"},
-    {"DROP INDEX i", "expected QUEUE, COLLECTION or TABLE after DROP"},
-    {"FROB jobs", "expected a statement (DEFINE"},
-    {"`CLAIM` FROM jobs", "expected a statement, found `CLAIM`"},
-    {"CLAIM FROM a CLAIM FROM b", "expected ';' or end of text after the statement, found 'CLAIM' at line 1, column 14"},
+     "ERROR: ATTEMPTS must follow TIMEOUT, found it after AT MOST … PER"},
+    {"CLAIM FROM jobs:1", "ERROR: expected ';' or end of text after the statement, found ':'"},
+    {"RELEASE jobs", "ERROR: expected a record id (table:key) or ALL FROM after RELEASE"},
+    {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "ERROR: NOT BEFORE given twice"},
+    {"RELEASE jobs:1 FOR CONSUMER 'a' FOR CONSUMER 'b'", "ERROR: FOR CONSUMER given twice"},
+    {"RELEASE jobs:1 FOR CONSUMER 'a\\u0000b'", "ERROR: a consumer name cannot contain a NUL character"},
+    {"RELEASE jobs:1 LATER", "ERROR: expected NOT BEFORE, FOR CONSUMER or ';'"},
+    {"USE CONSUMER", "ERROR: expected a consumer name after USE CONSUMER, found end of text"},
+    {"USE jobs", "ERROR: expected CONSUMER after USE"},
+    {"UPDATE t", "ERROR: expected '=', CONTENT or MERGE after the target"},
+    {"CREATE t = ", "ERROR: expected an expression, found end of text"},
+    {"CREATE t:1 = {a: 1 b: 2}", "ERROR: '}' expected (to close '{' at line 1, column 14), found 'b' at line 1, column 20"},
+    {"CREATE t:1 = {\n  a: [1,\n  2", "ERROR: ']' expected (to close '[' at line 2, column 6), found end of text at line 3, column 4"},
+    {"CREATE t:1 = time::now(1 2)", "ERROR: ')' expected (to close '(' at line 1, column 23), found '2'"},
+    {"CREATE t:1 = {a 1}", "ERROR: expected ':' after the field name, found '1'"},
+    {"CREATE t:1 = [1 2]", "ERROR: ']' expected (to close '[' at line 1, column 14), found '2'"},
+    {"CREATE t:1 = [,]", "ERROR: expected an expression, found ','"},
+    {"CREATE t:1 = f(1)", "ERROR: expected ';' or end of text after the statement, found '('"},
+    {"CREATE t:1 = time::now(1,", "ERROR: expected an expression, found end of text"},
+    {"CREATE t:1 = (1", "ERROR: ')' expected (to close '(' at line 1, column 14), found end of text at line 1, column 16"},
+    {"CREATE t:", "ERROR: expected a record key (integer, name or quoted string) after ':'"},
+    {"CREATE t:1 = 9223372036854775808", "ERROR: integer 9223372036854775808 is out of range"},
+    {"CREATE t:1 = 99999999999999999999", "ERROR: integer '99999999999999999999' is out of range"},
+    {"CREATE t:1 = r'nope'", "ERROR: expected a record id such as r'jobs:1', found r'nope'"},
+    {"CREATE t:1 = d'yesterday'", "ERROR: invalid datetime d'yesterday' at line 1, column 14"},
+    {"SELECT FROM t", "ERROR: expected '*' or a field list after SELECT, found 'FROM'"},
+    {"SELECT * t", "ERROR: expected FROM after the selected fields, found 't'"},
+    {"SELECT * FROM t LIMIT -1", "ERROR: expected a non-negative integer after LIMIT"},
+    {"SELECT * FROM t ORDER BY", "ERROR: expected a field name after ORDER BY, found end of text"},
+    {"SELECT a AS FROM t", "ERROR: expected FROM after the selected fields, found 't'"},
+    {"SELECT * FROM t WHERE a & b", "ERROR: unexpected character '&' at line 1, column 25"},
+    {"INFO FOR t", "ERROR: expected TABLE after INFO FOR"},
+    {"DROP INDEX i", "ERROR: expected QUEUE, COLLECTION or TABLE after DROP"},
+    {"FROB jobs", "ERROR: expected a statement (DEFINE"},
+    {"`CLAIM` FROM jobs", "ERROR: expected a statement, found `CLAIM`"},
+    {"CLAIM FROM a CLAIM FROM b", "ERROR: expected ';' or end of text after the statement, found 'CLAIM' at line 1, column 14"},
     /* lexical errors */
-    {"CREATE t:1 = 'abc", "unterminated string starting at line 1, column 14"},
-    {"CLAIM FROM a;\n\n  CREATE t:1 = {a: \"abc\n", "unterminated string starting at line 3, column 20"},
-    {"CREATE t:1 = 'a\tb'", "control character (byte 0x09) in a string"},
-    {"CREATE t:1 = 'a\\qb'", "invalid escape '\\q' in a string at line 1, column 16"},
-    {"CREATE t:1 = 'a\\0'", "invalid escape '\\0'"},
-    {"CREATE t:1 = '\\ud800'", "unpaired surrogate \\ud800"},
-    {"CREATE t:1 = '\\udc00'", "unpaired surrogate \\udc00"},
-    {"CREATE t:1 = '\\u12'", "expected four hex digits after \\u"},
-    {"CREATE t:1 = '\xff'", "invalid UTF-8 in a string at line 1, column 15"},
-    {"CREATE t:1 = 'a\xc0\x80'", "invalid UTF-8"},
-    {"CREATE t:1 = '\xed\xa0\x80'", "invalid UTF-8"},  /* an encoded surrogate */
-    {"CLAIM FROM a -- \xfe\n", "invalid UTF-8 in a comment at line 1, column 17"},
-    {"CLAIM FROM a /* é \xe9 */", "invalid UTF-8 in a comment at line 1, column 20"},
-    {"CLAIM FROM a /* open", "unterminated comment starting at line 1, column 14"},
-    {"CLAIM FROM `a", "unterminated `identifier` starting at line 1, column 12"},
-    {"CLAIM FROM ``", "empty `identifier`"},
-    {"CLAIM FROM é", "unexpected character 'é' at line 1, column 12"},
-    {"CLAIM FROM a\x01", "unexpected control character (byte 0x01)"},
-    {"SELECT * FROM t WHERE a = 1.5s", "invalid number or duration '1.5s'"},
-    {"SELECT * FROM t WHERE a = 1e999", "number '1e999' is out of range"},
-    {"SELECT * FROM t WHERE a = 99999999999999999999y", "invalid number or duration"},
+    {"CREATE t:1 = 'abc", "ERROR: unterminated string starting at line 1, column 14"},
+    {"CLAIM FROM a;\n\n  CREATE t:1 = {a: \"abc\n", "ERROR: unterminated string starting at line 3, column 20"},
+    {"CREATE t:1 = 'a\tb'", "ERROR: control character (byte 0x09) in a string"},
+    {"CREATE t:1 = 'a\\qb'", "ERROR: invalid escape '\\q' in a string at line 1, column 16"},
+    {"CREATE t:1 = 'a\\0'", "ERROR: invalid escape '\\0'"},
+    {"CREATE t:1 = '\\ud800'", "ERROR: unpaired surrogate \\ud800"},
+    {"CREATE t:1 = '\\udc00'", "ERROR: unpaired surrogate \\udc00"},
+    {"CREATE t:1 = '\\u12'", "ERROR: expected four hex digits after \\u"},
+    {"CREATE t:1 = '\xff'", "ERROR: invalid UTF-8 in a string at line 1, column 15"},
+    {"CREATE t:1 = 'a\xc0\x80'", "ERROR: invalid UTF-8"},
+    {"CREATE t:1 = '\xed\xa0\x80'", "ERROR: invalid UTF-8"},  /* an encoded surrogate */
+    {"CLAIM FROM a -- \xfe\n", "ERROR: invalid UTF-8 in a comment at line 1, column 17"},
+    {"CLAIM FROM a /* é \xe9 */", "ERROR: invalid UTF-8 in a comment at line 1, column 20"},
+    {"CLAIM FROM a /* open", "ERROR: unterminated comment starting at line 1, column 14"},
+    {"CLAIM FROM `a", "ERROR: unterminated `identifier` starting at line 1, column 12"},
+    {"CLAIM FROM ``", "ERROR: empty `identifier`"},
+    {"CLAIM FROM é", "ERROR: unexpected character 'é' at line 1, column 12"},
+    {"CLAIM FROM a\x01", "ERROR: unexpected control character (byte 0x01)"},
+    {"SELECT * FROM t WHERE a = 1.5s", "ERROR: invalid number or duration '1.5s'"},
+    {"SELECT * FROM t WHERE a = 1e999", "ERROR: number '1e999' is out of range"},
+    {"SELECT * FROM t WHERE a = 99999999999999999999y", "ERROR: invalid number or duration"},
 };
 
 static void
@@ -565,14 +563,8 @@ test_statements(void)
 {
     for (size_t i = 0; i < sizeof stmt_cases / sizeof stmt_cases[0]; i++) {
         char *got = parse_all(stmt_cases[i].sql, strlen(stmt_cases[i].sql));
-        CHECK(strcmp(got, stmt_cases[i].want) == 0, "%s\n   got  %s\n   want %s",
+        CHECK(result_is(got, stmt_cases[i].want), "%s\n   got  %s\n   want %s",
               stmt_cases[i].sql, got, stmt_cases[i].want);
-        free(got);
-    }
-    for (size_t i = 0; i < sizeof stmt_errors / sizeof stmt_errors[0]; i++) {
-        char *got = parse_all(stmt_errors[i].sql, strlen(stmt_errors[i].sql));
-        CHECK(strncmp(got, "ERROR: ", 7) == 0 && strstr(got, stmt_errors[i].want),
-              "%s\n   got  %s\n   want %s", stmt_errors[i].sql, got, stmt_errors[i].want);
         free(got);
     }
 }
@@ -647,7 +639,7 @@ test_parser_walk(void)
 /* ---- literals ---- */
 
 static const struct {
-    const char *text, *json;
+    const char *text, *want;   /* its JSON, or "ERROR: fragment" */
 } literal_cases[] = {
     {"{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": -2.5e3}, \"e\": \"x\\ny\"}",
      "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":-2500.0},\"e\":\"x\\ny\"}"},
@@ -675,67 +667,67 @@ static const struct {
     {"[]", "[]"},
     {"{`odd key`: 1}", "{\"odd key\":1}"},
     {"/* c */ 5 -- trailing comment", "5"},
+    /* texts that are no literal: "ERROR: " and a fragment the message must contain */
+    {"{url: 'a}", "ERROR: unterminated string starting at line 1, column 7"},
+    {"'\xc3'", "ERROR: invalid UTF-8"},
+    {"{a: 'b\x01'}", "ERROR: control character (byte 0x01) in a string"},
+    {"99999999999999999999", "ERROR: integer '99999999999999999999' is out of range"},
+    {"9223372036854775808", "ERROR: integer 9223372036854775808 is out of range"},
+    {"{a: 1} x", "ERROR: record content must be a literal value, found 'x'"},
+    {"{a: 1} }", "ERROR: expected end of text after the value, found '}'"},
+    {"1 2", "ERROR: expected end of text after the value, found '2'"},
+    {"{a: b}", "ERROR: record content must be a literal value, found 'b' at line 1, column 5"},
+    {"{a: 1 + 2}", "ERROR: record content must be a literal value, found '+'"},
+    {"{a: time::now()}", "ERROR: record content must be a literal value, found 'time'"},
+    {"[(1)]", "ERROR: record content must be a literal value, found '('"},
+    {"[- x]", "ERROR: record content must be a literal value, found 'x'"},
+    {"-5s", "ERROR: a duration cannot be negative"},
+    {"1 + 2", "ERROR: record content must be a literal value, found '+'"},
+    {"", "ERROR: expected a value, found end of text"},
+    {"   ", "ERROR: expected a value, found end of text at line 1, column 4"},
+    {"{a: 1,,}", "ERROR: expected a field name or '}', found ','"},
+    {"{a 1}", "ERROR: expected ':' after the field name"},
+    {"[1,", "ERROR: expected a value, found end of text"},
+    {"{\"a\": 1", "ERROR: '}' expected (to close '{' at line 1, column 1), found end of text at line 1, column 8"},
+    {"[1 2]", "ERROR: ']' expected (to close '[' at line 1, column 1), found '2'"},
+    {"[1 -2]", "ERROR: record content must be a literal value, found '-'"},
+    {"{a: [1] . b}", "ERROR: record content must be a literal value, found '.'"},
+    {"-d'2026-12-01'", "ERROR: record content must be a literal value, found d'2026-12-01'"},
+    {"{\"a\\u0000\": 1}", "ERROR: a field name cannot contain a NUL character"},
+    {"d'2026-13-01'", "ERROR: invalid datetime"},
+    {"5x", "ERROR: invalid number or duration '5x'"},
+    {"`x`", "ERROR: record content must be a literal value, found `x`"},
 };
 
-static const struct {
-    const char *text, *want;
-} literal_errors[] = {
-    {"{url: 'a}", "unterminated string starting at line 1, column 7"},
-    {"'\xc3'", "invalid UTF-8"},
-    {"{a: 'b\x01'}", "control character (byte 0x01) in a string"},
-    {"99999999999999999999", "integer '99999999999999999999' is out of range"},
-    {"9223372036854775808", "integer 9223372036854775808 is out of range"},
-    {"{a: 1} x", "record content must be a literal value, found 'x'"},
-    {"{a: 1} }", "expected end of text after the value, found '}'"},
-    {"1 2", "expected end of text after the value, found '2'"},
-    {"{a: b}", "record content must be a literal value, found 'b' at line 1, column 5"},
-    {"{a: 1 + 2}", "record content must be a literal value, found '+'"},
-    {"{a: time::now()}", "record content must be a literal value, found 'time'"},
-    {"[(1)]", "record content must be a literal value, found '('"},
-    {"[- x]", "record content must be a literal value, found 'x'"},
-    {"-5s", "a duration cannot be negative"},
-    {"1 + 2", "record content must be a literal value, found '+'"},
-    {"", "expected a value, found end of text"},
-    {"   ", "expected a value, found end of text at line 1, column 4"},
-    {"{a: 1,,}", "expected a field name or '}', found ','"},
-    {"{a 1}", "expected ':' after the field name"},
-    {"[1,", "expected a value, found end of text"},
-    {"{\"a\": 1", "'}' expected (to close '{' at line 1, column 1), found end of text at line 1, column 8"},
-    {"[1 2]", "']' expected (to close '[' at line 1, column 1), found '2'"},
-    {"[1 -2]", "record content must be a literal value, found '-'"},
-    {"{a: [1] . b}", "record content must be a literal value, found '.'"},
-    {"-d'2026-12-01'", "record content must be a literal value, found d'2026-12-01'"},
-    {"{\"a\\u0000\": 1}", "a field name cannot contain a NUL character"},
-    {"d'2026-13-01'", "invalid datetime"},
-    {"5x", "invalid number or duration '5x'"},
-    {"`x`", "record content must be a literal value, found `x`"},
-};
+/* Parses literal "text": its JSON, or "ERROR: message" for a ParseError
+ * that leaves NONE behind; any other failure is a "WRONG ERROR", which no
+ * case wants. */
+static char *
+literal_result(const char *text)
+{
+    Value v;
+    LangError err = {0};
+    Buf b = {0};
+    int rc = lang_literal_parse(text, strlen(text), &v, &err);
+    if (rc == 0)
+        lang_value_to_json(&v, &b);
+    else if (rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE)
+        lang_buf_printf(&b, "ERROR: %s", err.message);
+    else
+        lang_buf_printf(&b, "WRONG ERROR (rc %d, code %d, kind %d): %s", rc, err.code,
+                        (int)v.kind, err.message);
+    lang_value_free(&v);
+    return lang_buf_steal(&b);
+}
 
 static void
 test_literals(void)
 {
     for (size_t i = 0; i < sizeof literal_cases / sizeof literal_cases[0]; i++) {
-        Value v;
-        LangError err = {0};
-        int rc = lang_literal_parse(literal_cases[i].text, strlen(literal_cases[i].text), &v, &err);
-        Buf b = {0};
-        if (rc == 0)
-            lang_value_to_json(&v, &b);
-        CHECK(rc == 0 && b.data && strcmp(b.data, literal_cases[i].json) == 0,
-              "%s\n   got  %s\n   want %s", literal_cases[i].text,
-              rc == 0 ? (b.data ? b.data : "") : err.message, literal_cases[i].json);
-        lang_buf_free(&b);
-        lang_value_free(&v);
-    }
-    for (size_t i = 0; i < sizeof literal_errors / sizeof literal_errors[0]; i++) {
-        Value v;
-        LangError err = {0};
-        int rc = lang_literal_parse(literal_errors[i].text, strlen(literal_errors[i].text), &v, &err);
-        CHECK(rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE &&
-                  strstr(err.message, literal_errors[i].want),
-              "%s\n   got  %s\n   want %s", literal_errors[i].text, rc ? err.message : "success",
-              literal_errors[i].want);
-        lang_value_free(&v);
+        char *got = literal_result(literal_cases[i].text);
+        CHECK(result_is(got, literal_cases[i].want), "%s\n   got  %s\n   want %s",
+              literal_cases[i].text, got, literal_cases[i].want);
+        free(got);
     }
 
     /* kinds that JSON cannot show */

@@ -104,6 +104,37 @@ guard_engine_fields(Exec *x, const TableDef *def, const Record *old, Value *inco
     return LANG_OK;
 }
 
+/* ---- what the statements share ---- */
+
+/* What a statement does once the table it names is loaded: its answer in
+ * x->out, or the error it left in x->err. */
+typedef LangErrorCode TableStatement(Exec *x, const Stmt *st, TableDef *def);
+
+/* Loads table "name" for a statement that needs "want" on it (see
+ * lang_table_load), runs "run" on the definition and frees it: the error
+ * loading it, or what "run" returned. */
+static LangErrorCode
+on_table(Exec *x, const Stmt *st, const char *name, int want, TableStatement *run)
+{
+    TableDef def;
+    if (lang_table_load(x, name, want, &def))
+        return x->err->code;
+    LangErrorCode rc = run(x, st, &def);
+    lang_table_def_free(&def);
+    return rc;
+}
+
+/* Ends a statement that answers null: that answer when the store's "rc"
+ * is 0, else the store's error while "doing". */
+static LangErrorCode
+answer_null(Exec *x, int rc, const char *doing)
+{
+    if (rc)
+        return lang_store_error(rc, doing, x->err);
+    lang_buf_puts(x->out, "null");
+    return LANG_OK;
+}
+
 /* ---- DEFINE ---- */
 
 static TableDecl
@@ -160,34 +191,27 @@ lang_exec_define_table(Exec *x, const Stmt *st)
                               d->name);
     if (rc == STORE_EXISTS && existing_kind_differs(x, d->name, st->kind == ST_DEFINE_QUEUE))
         return x->err->code;
-    if (rc && rc != STORE_EXISTS)
-        return lang_store_error(rc, "defining a table", x->err);
-    lang_buf_puts(x->out, "null");
-    return LANG_OK;
+    /* what is left of STORE_EXISTS is IF NOT EXISTS finding the kind asked for */
+    return answer_null(x, rc == STORE_EXISTS ? STORE_OK : rc, "defining a table");
 }
 
-/* Stores "def" as its table's definition, answering null, and frees it. */
+/* Stores "def" as its table's definition, answering null. */
 static LangErrorCode
-save_def(Exec *x, TableDef *def)
+save_def(Exec *x, const TableDef *def)
 {
-    int rc = lang_table_redefine(x->txn, def->decl.name, def);
-    lang_table_def_free(def);
-    if (rc)
-        return lang_store_error(rc, "updating a definition", x->err);
-    lang_buf_puts(x->out, "null");
-    return LANG_OK;
+    return answer_null(x, lang_table_redefine(x->txn, def->decl.name, def),
+                       "updating a definition");
 }
 
 /* pause -> (PAUSE | RESUME) QUEUE name: the queue's owner stops claims
  * handing out its records, durably, or lets them go on. */
-LangErrorCode
-lang_exec_pause(Exec *x, const Stmt *st)
+static LangErrorCode
+pause_queue(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def;
-    if (lang_queue_load(x, st->u.table_op.table, ACCESS_OWNER, &def))
+    if (lang_queue_check(def, st->u.table_op.table, x->err))
         return x->err->code;
-    def.paused = st->kind == ST_PAUSE;
-    return save_def(x, &def);
+    def->paused = st->kind == ST_PAUSE;
+    return save_def(x, def);
 }
 
 /* Replaces the string "*slot" with a copy of "s" (NULL allowed). */
@@ -211,16 +235,16 @@ str_same(const char *a, const char *b)
  * anew as they are filed; a changed PRIORITY BY, NOT BEFORE or PER field
  * files each by its fields under the new definition (lang_record_refile:
  * O(n), in the statement's transaction, so a failure changes nothing). */
-LangErrorCode
-lang_exec_alter(Exec *x, const Stmt *st)
+static LangErrorCode
+alter_queue(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def, old;
-    if (lang_queue_load(x, st->u.alter.table, ACCESS_OWNER, &def))
+    if (lang_queue_check(def, st->u.alter.table, x->err))
         return x->err->code;
-    lang_table_def_copy(&def, &old);
+    TableDef old;
+    lang_table_def_copy(def, &old);
     const TableDecl *set = &st->u.alter.set;
     unsigned given = st->u.alter.given;
-    TableDecl *d = &def.decl;
+    TableDecl *d = &def->decl;
     if (given & CLAUSE_TIMEOUT)
         d->timeout_ns = set->timeout_ns;
     if (given & CLAUSE_ATTEMPTS)
@@ -248,14 +272,10 @@ lang_exec_alter(Exec *x, const Stmt *st)
                      !str_same(o->not_before, d->not_before) ||
                      !str_same(o->per_field, d->per_field);
     bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group;
-    LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, &def, by_fields, x->err)
+    LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, def, by_fields, x->err)
                               : LANG_OK;
     lang_table_def_free(&old);
-    if (rc) {
-        lang_table_def_free(&def);
-        return rc;
-    }
-    return save_def(x, &def);
+    return rc ? rc : save_def(x, def);
 }
 
 /* The position of the entry named "name" in the array "*array" points to
@@ -281,30 +301,24 @@ entry_named(void *array, size_t *n, size_t size, const char *name)
 }
 
 /* define_field -> DEFINE FIELD name ON table [TYPE t] [REQUIRED] */
-LangErrorCode
-lang_exec_define_field(Exec *x, const Stmt *st)
+static LangErrorCode
+define_field(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def;
-    if (lang_table_load(x, st->u.define_field.table, ACCESS_OWNER, &def))
-        return x->err->code;
-    size_t i = entry_named(&def.fields, &def.nfields, sizeof *def.fields, st->u.define_field.name);
-    FieldDef *f = &def.fields[i];
-    free(f->type);
-    f->type = st->u.define_field.type ? lang_xstrdup(st->u.define_field.type) : NULL;
+    size_t i =
+        entry_named(&def->fields, &def->nfields, sizeof *def->fields, st->u.define_field.name);
+    FieldDef *f = &def->fields[i];
+    str_replace(&f->type, st->u.define_field.type);
     f->required = st->u.define_field.required;
-    return save_def(x, &def);
+    return save_def(x, def);
 }
 
 /* define_index -> DEFINE INDEX name ON table FIELDS f {, f} */
-LangErrorCode
-lang_exec_define_index(Exec *x, const Stmt *st)
+static LangErrorCode
+define_index(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def;
-    if (lang_table_load(x, st->u.define_index.table, ACCESS_OWNER, &def))
-        return x->err->code;
-    size_t i = entry_named(&def.indexes, &def.nindexes, sizeof *def.indexes,
-                           st->u.define_index.name);
-    IndexDef *ix = &def.indexes[i];
+    size_t i =
+        entry_named(&def->indexes, &def->nindexes, sizeof *def->indexes, st->u.define_index.name);
+    IndexDef *ix = &def->indexes[i];
     for (size_t j = 0; j < ix->nfields; j++)
         free(ix->fields[j]);
     free(ix->fields);
@@ -312,50 +326,46 @@ lang_exec_define_index(Exec *x, const Stmt *st)
     ix->fields = lang_xcalloc(ix->nfields, sizeof *ix->fields);
     for (size_t j = 0; j < ix->nfields; j++)
         ix->fields[j] = lang_xstrdup(st->u.define_index.fields[j]);
-    return save_def(x, &def);
+    return save_def(x, def);
 }
 
 /* ---- CREATE, UPDATE, DELETE, SELECT ---- */
 
 /* create -> CREATE target [(= | CONTENT) expr] */
-LangErrorCode
-lang_exec_create(Exec *x, const Stmt *st)
+static LangErrorCode
+create_record(Exec *x, const Stmt *st, TableDef *def)
 {
     const Target *t = &st->u.write.target;
-    TableDef def;
-    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
     Record r = {0};
     Value results = lang_value_array();
     const Value *named = t->id.kind == VAL_RECORD ? t->id.u.rec.key : NULL;
     bool repeat = false;
     if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
         strip_id(x, &r.fields, t->table, named) ||
-        guard_engine_fields(x, &def, NULL, &r.fields) ||
-        lang_record_validate(&def, &r.fields, x->err))
+        guard_engine_fields(x, def, NULL, &r.fields) ||
+        lang_record_validate(def, &r.fields, x->err))
         goto done;
     if (named) {
         r.key = lang_value_clone(named);
-        if (def.is_queue && def.decl.deduplicate_ns && lang_dedup_check(x, &def, named, &repeat))
+        if (def->is_queue && def->decl.deduplicate_ns && lang_dedup_check(x, def, named, &repeat))
             goto done;
         if (repeat)
             goto done;
-        if (lang_record_exists(x->txn, &def, named)) {
+        if (lang_record_exists(x->txn, def, named)) {
             Buf name = {0};
             lang_record_id_format(&t->id.u.rec, &name);
             lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
             lang_buf_free(&name);
             goto done;
         }
-    } else if (lang_identity_next(x, &def, &r.key)) {
+    } else if (lang_identity_next(x, def, &r.key)) {
         goto done;
     }
-    if (lang_identity_note(x, &def, &r.key) || lang_record_store(x->txn, &def, &r, true, x->err))
+    if (lang_identity_note(x, def, &r.key) || lang_record_store(x->txn, def, &r, true, x->err))
         goto done;
-    lang_value_array_push(&results, lang_record_view(&r, &def));
+    lang_value_array_push(&results, lang_record_view(&r, def));
 done:
     lang_record_free(&r);
-    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -369,72 +379,61 @@ changed_key(Buf *keys, const Value *key)
     lang_buf_free(&kb);
 }
 
-/* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
-LangErrorCode
-lang_exec_update(Exec *x, const Stmt *st)
+/* What an UPDATE runs with: the statement, and its answer so far. */
+typedef struct UpdateRun {
+    const Stmt *st;
+    Value      *results;
+} UpdateRun;
+
+/* Updates record "r", whose view "view" the UPDATE's WHERE holds for:
+ * its content replaces the record's fields, or is merged into them. */
+static void
+update_one(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx)
 {
-    const Target *t = &st->u.write.target;
-    TableDef def;
-    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
-    Value keys, results = lang_value_array();
-    if (lang_exec_target_keys(x, &def, t, &keys)) {
-        lang_table_def_free(&def);
-        return x->err->code;
+    const UpdateRun *u = ctx;
+    const Stmt *st = u->st;
+    Value content = {0};
+    if (eval_content(x, st->u.write.content, view, &content) ||
+        strip_id(x, &content, st->u.write.target.table, &r->key) ||
+        guard_engine_fields(x, def, r, &content))
+        goto done;
+    if (st->u.write.mode == WRITE_MERGE) {
+        for (size_t j = 0; j < content.u.obj.len; j++)
+            lang_value_object_set(&r->fields, content.u.obj.keys[j],
+                                  lang_value_clone(&content.u.obj.vals[j]));
+    } else {
+        lang_value_free(&r->fields);
+        r->fields = content;
+        content = lang_value_none();
     }
-    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
-        Record r = {0};
-        Value view = {0}, content = {0};
-        bool yes;
-        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
-            break;
-        view = lang_record_view(&r, &def);
-        if (lang_exec_where(x, st->u.write.where, &view, &yes) || !yes ||
-            eval_content(x, st->u.write.content, &view, &content) ||
-            strip_id(x, &content, t->table, &r.key))
-            goto next;
-        if (st->u.write.mode == WRITE_MERGE) {
-            if (guard_engine_fields(x, &def, &r, &content))
-                goto next;
-            for (size_t j = 0; j < content.u.obj.len; j++)
-                lang_value_object_set(&r.fields, content.u.obj.keys[j],
-                                 lang_value_clone(&content.u.obj.vals[j]));
-        } else {
-            if (guard_engine_fields(x, &def, &r, &content))
-                goto next;
-            lang_value_free(&r.fields);
-            r.fields = content;
-            content = lang_value_none();
-        }
-        if (lang_record_validate(&def, &r.fields, x->err) ||
-            lang_record_store(x->txn, &def, &r, false, x->err))
-            goto next;
-        if (x->changed)
-            changed_key(x->changed, &r.key);
-        else
-            lang_value_array_push(&results, lang_record_view(&r, &def));
-    next:
-        lang_value_free(&view);
-        lang_value_free(&content);
-        lang_record_free(&r);
-    }
-    lang_value_free(&keys);
-    lang_table_def_free(&def);
+    if (lang_record_validate(def, &r->fields, x->err) ||
+        lang_record_store(x->txn, def, r, false, x->err))
+        goto done;
+    if (x->changed)
+        changed_key(x->changed, &r->key);
+    else
+        lang_value_array_push(u->results, lang_record_view(r, def));
+done:
+    lang_value_free(&content);
+}
+
+/* update -> UPDATE target (= | CONTENT | MERGE) expr [WHERE expr] */
+static LangErrorCode
+update_records(Exec *x, const Stmt *st, TableDef *def)
+{
+    Value results = lang_value_array();
+    UpdateRun run = {st, &results};
+    lang_exec_each_record(x, def, &st->u.write.target, st->u.write.where, false, update_one, &run);
     return lang_exec_answer_records(x, &results);
 }
 
 /* The file view's write of a named record: a whole-record UPDATE of the
  * record when it exists, else its CREATE. */
-LangErrorCode
-lang_exec_upsert(Exec *x, const Stmt *st)
+static LangErrorCode
+upsert_record(Exec *x, const Stmt *st, TableDef *def)
 {
-    const Target *t = &st->u.write.target;
-    TableDef def;
-    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
-    bool exists = lang_record_exists(x->txn, &def, t->id.u.rec.key);
-    lang_table_def_free(&def);
-    return exists ? lang_exec_update(x, st) : lang_exec_create(x, st);
+    bool exists = lang_record_exists(x->txn, def, st->u.write.target.id.u.rec.key);
+    return exists ? update_records(x, st, def) : create_record(x, st, def);
 }
 
 /* The store's delete of record "key" of "def" when its live hold is
@@ -470,48 +469,30 @@ delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence)
     return true;
 }
 
+/* Deletes record "r", which the DELETE's WHERE holds for, when the fence
+ * "*fence" points to (0: none) holds for it. */
+static void
+delete_one(Exec *x, const TableDef *def, Record *r, Value *view, void *fence)
+{
+    (void)view;
+    int64_t hold = *(const int64_t *)fence;
+    if (hold && lang_record_fence(def, r, hold, lang_exec_now(x), x->err))
+        return;
+    int rc = delete_stored(x, def, &r->key, hold > 0 ? hold : 0);
+    if (rc)
+        lang_record_missing(rc, def, &r->key, "deleting a record", x->err);
+}
+
 /* delete -> DELETE [FROM] target [WHERE expr] */
-LangErrorCode
-lang_exec_delete(Exec *x, const Stmt *st)
+static LangErrorCode
+delete_records(Exec *x, const Stmt *st, TableDef *def)
 {
     const Target *t = &st->u.del.target;
-    TableDef def;
-    if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
-        return x->err->code;
-    if (t->id.kind == VAL_RECORD && !st->u.del.where && st->u.del.fence >= 0 &&
-        delete_settled(x, &def, t, st->u.del.fence)) {
-        lang_table_def_free(&def);
-        if (x->err->code)
-            return x->err->code;
-        lang_buf_puts(x->out, "[]");
-        return LANG_OK;
-    }
-    Value keys;
-    if (lang_exec_target_keys(x, &def, t, &keys)) {
-        lang_table_def_free(&def);
-        return x->err->code;
-    }
-    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
-        Record r = {0};
-        bool yes = true;
-        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, x->err))
-            break;
-        if (st->u.del.where) {
-            Value view = lang_record_view(&r, &def);
-            lang_exec_where(x, st->u.del.where, &view, &yes);
-            lang_value_free(&view);
-        }
-        if (!x->err->code && st->u.del.fence)
-            lang_record_fence(&def, &r, st->u.del.fence, lang_exec_now(x), x->err);
-        if (!x->err->code && yes) {
-            int rc = delete_stored(x, &def, &r.key, st->u.del.fence > 0 ? st->u.del.fence : 0);
-            if (rc)
-                lang_record_missing(rc, &def, &r.key, "deleting a record", x->err);
-        }
-        lang_record_free(&r);
-    }
-    lang_value_free(&keys);
-    lang_table_def_free(&def);
+    int64_t fence = st->u.del.fence;
+    bool settled = t->id.kind == VAL_RECORD && !st->u.del.where && fence >= 0 &&
+                   delete_settled(x, def, t, fence);
+    if (!settled)
+        lang_exec_each_record(x, def, t, st->u.del.where, false, delete_one, &fence);
     if (x->err->code)
         return x->err->code;
     lang_buf_puts(x->out, "[]");
@@ -567,36 +548,23 @@ compare_rows(const void *pa, const void *pb)
     return 0;
 }
 
-/* select -> SELECT fields FROM target [WHERE] [ORDER BY] [LIMIT] */
-LangErrorCode
-lang_exec_select(Exec *x, const Stmt *st)
+/* Keeps the view of a record the SELECT's WHERE holds for in the array
+ * "views". */
+static void
+keep_view(Exec *x, const TableDef *def, Record *r, Value *view, void *views)
 {
-    const Target *t = &st->u.select.from;
-    TableDef def;
-    if (lang_table_load(x, t->table, ACCESS_READ, &def))
-        return x->err->code;
-    Value keys, views = lang_value_array(), rows = lang_value_array();
-    if (lang_exec_target_keys(x, &def, t, &keys)) {
-        lang_table_def_free(&def);
-        return x->err->code;
-    }
-    for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
-        Record r = {0};
-        LangError missing = {0};
-        if (lang_record_load(x->txn, &def, &keys.u.arr.items[i], &r, &missing)) {
-            if (missing.code != LANG_NO_SUCH_RECORD)
-                *x->err = missing;
-            lang_record_free(&r);
-            continue;   /* SELECT of a record that does not exist answers [] */
-        }
-        Value view = lang_record_view(&r, &def);
-        bool yes;
-        if (!lang_exec_where(x, st->u.select.where, &view, &yes) && yes)
-            lang_value_array_push(&views, view);
-        else
-            lang_value_free(&view);
-        lang_record_free(&r);
-    }
+    (void)x, (void)def, (void)r;
+    lang_value_array_push(views, *view);
+    *view = lang_value_none();
+}
+
+/* select -> SELECT fields FROM target [WHERE] [ORDER BY] [LIMIT] */
+static LangErrorCode
+select_records(Exec *x, const Stmt *st, TableDef *def)
+{
+    Value views = lang_value_array(), rows = lang_value_array();
+    /* SELECT of a record that does not exist answers [] */
+    lang_exec_each_record(x, def, &st->u.select.from, st->u.select.where, true, keep_view, &views);
     if (!x->err->code && st->u.select.norder && views.u.arr.len) {
         sort_stmt = st;
         qsort(views.u.arr.items, views.u.arr.len, sizeof(Value), compare_rows);
@@ -609,47 +577,55 @@ lang_exec_select(Exec *x, const Stmt *st)
         if (!lang_select_project(x, st, &views.u.arr.items[i], &row))
             lang_value_array_push(&rows, row);
     }
-    lang_value_free(&keys);
     lang_value_free(&views);
-    lang_table_def_free(&def);
     return lang_exec_answer_records(x, &rows);
 }
 
 /* ---- tables and the session ---- */
 
 /* info -> INFO FOR TABLE name */
-LangErrorCode
-lang_exec_info(Exec *x, const Stmt *st)
+static LangErrorCode
+table_info(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def;
-    if (lang_table_load(x, st->u.table_op.table, ACCESS_READ, &def))
-        return x->err->code;
-    Value info = lang_table_def_info(&def);
-    lang_table_def_free(&def);
+    (void)st;
+    Value info = lang_table_def_info(def);
     lang_exec_answer(x, &info);
     return LANG_OK;
 }
 
 /* drop -> DROP (QUEUE | COLLECTION | TABLE) name */
-LangErrorCode
-lang_exec_drop(Exec *x, const Stmt *st)
+static LangErrorCode
+drop_table(Exec *x, const Stmt *st, TableDef *def)
 {
-    TableDef def;
     const char *name = st->u.table_op.table;
-    if (lang_table_load(x, name, ACCESS_OWNER, &def))
-        return x->err->code;
-    bool is_queue = def.is_queue;
-    lang_table_def_free(&def);
     int want = st->u.table_op.kind;
-    if ((want == 1 && !is_queue) || (want == 2 && is_queue))
+    if ((want == 1 && !def->is_queue) || (want == 2 && def->is_queue))
         return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a %s: DROP %s refuses it", name,
-                              is_queue ? "queue" : "collection",
+                              def->is_queue ? "queue" : "collection",
                               want == 1 ? "QUEUE" : "COLLECTION");
-    int rc = store_table_drop(x->txn, name);
-    if (rc)
-        return lang_store_error(rc, "dropping a table", x->err);
-    lang_buf_puts(x->out, "null");
-    return LANG_OK;
+    return answer_null(x, store_table_drop(x->txn, name), "dropping a table");
+}
+
+LangErrorCode
+lang_exec_table_statement(Exec *x, const Stmt *st)
+{
+    switch (st->kind) {
+    case ST_DEFINE_FIELD:
+        return on_table(x, st, st->u.define_field.table, ACCESS_OWNER, define_field);
+    case ST_DEFINE_INDEX:
+        return on_table(x, st, st->u.define_index.table, ACCESS_OWNER, define_index);
+    case ST_CREATE: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, create_record);
+    case ST_UPDATE: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, update_records);
+    case ST_UPSERT: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, upsert_record);
+    case ST_DELETE: return on_table(x, st, st->u.del.target.table, ACCESS_WRITE, delete_records);
+    case ST_SELECT: return on_table(x, st, st->u.select.from.table, ACCESS_READ, select_records);
+    case ST_PAUSE:
+    case ST_RESUME: return on_table(x, st, st->u.table_op.table, ACCESS_OWNER, pause_queue);
+    case ST_ALTER_QUEUE: return on_table(x, st, st->u.alter.table, ACCESS_OWNER, alter_queue);
+    case ST_INFO_TABLE: return on_table(x, st, st->u.table_op.table, ACCESS_READ, table_info);
+    case ST_DROP: return on_table(x, st, st->u.table_op.table, ACCESS_OWNER, drop_table);
+    default: return lang_error_set(x->err, LANG_PARSE_ERROR, "unexpected statement");
+    }
 }
 
 /* use -> USE CONSUMER name */
@@ -662,4 +638,3 @@ lang_exec_use_consumer(Exec *x, const Stmt *st)
     lang_buf_puts(x->out, "null");
     return LANG_OK;
 }
-

@@ -265,35 +265,63 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
 
 /* ---- the held and dead views ---- */
 
-typedef struct HeldWalk {
+/* A walk of a queue's held records or of its dead ones, each handed on by
+ * its identity: to "held" with its hold's number, or to "dead". */
+typedef struct QueueKeyWalk {
     const TableDef *def;
     int64_t now;
-    int (*fn)(void *ctx, const Value *key, int64_t hold);
+    int (*held)(void *ctx, const Value *key, int64_t hold);   /* or NULL */
+    int (*dead)(void *ctx, const Value *key);                 /* or NULL */
     void *ctx;
     LangError *err;
-} HeldWalk;
+} QueueKeyWalk;
 
+/* Hands record "sr" on by its identity: what the walk's function returns
+ * (non-zero: stop), or 0 for a record whose identity cannot be read. */
 static int
-held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
+hand_key(QueueKeyWalk *w, const StoreRecord *sr)
 {
-    HeldWalk *w = ctx;
     Value key;
-    /* Only the columns and the identity: a hold taken before holds were
-     * numbered has no name here. */
-    if (wake_ns <= w->now || !queue_hold_runs(sr->claimed_until, w->now) || sr->hold <= 0 ||
-        lang_record_key_from_store(sr, &key) < 0)
+    if (lang_record_key_from_store(sr, &key) < 0)
         return 0;
-    int stop = w->fn(w->ctx, &key, sr->hold);
+    int stop = w->held ? w->held(w->ctx, &key, sr->hold) : w->dead(w->ctx, &key);
     lang_value_free(&key);
     return stop;
 }
 
-static LangErrorCode
-walk_held(StoreTxn *txn, const TableDef *def, void *ctx)
+static int
+held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
 {
-    HeldWalk *w = ctx;
+    QueueKeyWalk *w = ctx;
+    /* Only the columns and the identity: a hold taken before holds were
+     * numbered has no name here. */
+    if (wake_ns <= w->now || !queue_hold_runs(sr->claimed_until, w->now) || sr->hold <= 0)
+        return 0;
+    return hand_key(w, sr);
+}
+
+static int
+dead_entry(void *ctx, const StoreRecord *sr)
+{
+    QueueKeyWalk *w = ctx;
+    StoreQueue q;
+    if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != QUEUE_RETIRED)
+        return 0;
+    return hand_key(w, sr);
+}
+
+/* Walks queue "def" for the held view, through its waiting records, or
+ * for the dead one, through all of them (none without ATTEMPTS: nothing
+ * dies there). */
+static LangErrorCode
+walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
+{
+    QueueKeyWalk *w = ctx;
     w->def = def;
-    store_queue_each_waiting(txn, def->id, held_entry, w);
+    if (w->held)
+        store_queue_each_waiting(txn, def->id, held_entry, w);
+    else if (def->decl.attempts)
+        store_record_each(txn, def->id, (StoreBytes){NULL, 0}, dead_entry, w);
     return w->err->code;
 }
 
@@ -302,46 +330,14 @@ lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
                LangError *err)
 {
-    HeldWalk w = {NULL, store_now(lang_session_store(s)), fn, ctx, err};
-    return with_queue(s, table, walk_held, &w, err);
-}
-
-typedef struct DeadWalk {
-    const TableDef *def;
-    int64_t now;
-    int (*fn)(void *ctx, const Value *key);
-    void *ctx;
-    LangError *err;
-} DeadWalk;
-
-static int
-dead_entry(void *ctx, const StoreRecord *sr)
-{
-    DeadWalk *w = ctx;
-    Value key;
-    StoreQueue q;
-    if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != QUEUE_RETIRED ||
-        lang_record_key_from_store(sr, &key) < 0)
-        return 0;
-    int stop = w->fn(w->ctx, &key);
-    lang_value_free(&key);
-    return stop;
-}
-
-static LangErrorCode
-walk_dead(StoreTxn *txn, const TableDef *def, void *ctx)
-{
-    DeadWalk *w = ctx;
-    w->def = def;
-    if (def->decl.attempts)
-        store_record_each(txn, def->id, (StoreBytes){NULL, 0}, dead_entry, w);
-    return w->err->code;
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, ctx, err};
+    return with_queue(s, table, walk_keys, &w, err);
 }
 
 LangErrorCode
 lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
                void *ctx, LangError *err)
 {
-    DeadWalk w = {NULL, store_now(lang_session_store(s)), fn, ctx, err};
-    return with_queue(s, table, walk_dead, &w, err);
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, ctx, err};
+    return with_queue(s, table, walk_keys, &w, err);
 }

@@ -209,7 +209,7 @@ update_txn(StoreTxn *txn, void *ctx)
     lang_buf_reset(u->keys);
     *u->err = (LangError){0};
     Exec x = {u->s, txn, 0, &unused, u->err, u->keys, false};
-    int rc = lang_exec_update(&x, u->st) ? -1 : 0;
+    int rc = lang_exec_table_statement(&x, u->st) ? -1 : 0;
     lang_buf_free(&unused);
     return rc;
 }

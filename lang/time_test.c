@@ -4,16 +4,60 @@
 
 #include "value_test.h"
 
+/* A text form of time (durations, datetimes): its name for messages, and
+ * how it is read and written. */
+typedef struct TimeForm {
+    const char *name;
+    int (*parse)(const char *s, size_t len, int64_t *ns_out);
+    void (*format)(int64_t ns, Buf *out);
+} TimeForm;
+
+/* A text of a time form, the nanoseconds it reads as, and how they are
+ * written back. */
+typedef struct TimeCase {
+    const char *text;
+    int64_t     ns;
+    const char *formatted;
+} TimeCase;
+
+/* Checks that each of the "n" cases reads as its nanoseconds, that these
+ * are written as its formatted text, and that this reads back the same. */
+static void
+check_time_cases(const TimeForm *form, const TimeCase *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t ns = 12345;
+        int rc = form->parse(cases[i].text, strlen(cases[i].text), &ns);
+        CHECK(rc == 0 && ns == cases[i].ns, "%s %s: rc %d ns %" PRId64 " want %" PRId64,
+              form->name, cases[i].text, rc, ns, cases[i].ns);
+        Buf b = {0};
+        form->format(cases[i].ns, &b);
+        CHECK_STR(b.data, cases[i].formatted);
+        rc = form->parse(b.data, b.len, &ns);
+        CHECK(rc == 0 && ns == cases[i].ns, "round trip %s", b.data);
+        lang_buf_free(&b);
+    }
+}
+
+/* Checks that each of the "n" texts is refused. */
+static void
+check_time_rejects(const TimeForm *form, const char *const *rejects, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t ns = 12345;
+        int rc = form->parse(rejects[i], strlen(rejects[i]), &ns);
+        CHECK(rc == -1, "%s \"%s\" should be rejected", form->name, rejects[i]);
+    }
+}
+
 /* ---- durations ---- */
+
+static const TimeForm duration = {"duration", lang_duration_parse, lang_duration_format};
 
 static void
 test_durations(void)
 {
-    static const struct {
-        const char *text;
-        int64_t     ns;
-        const char *formatted;
-    } cases[] = {
+    static const TimeCase cases[] = {
         {"1h30m", 90 * 60 * SEC, "1h30m"},
         {"500ms", 500000000, "500ms"},
         {"90s", 90 * SEC, "1m30s"},
@@ -33,28 +77,13 @@ test_durations(void)
         {"9223372036854775807ns", INT64_MAX, "292y24w3d23h47m16s854ms775us807ns"},
         {"292y24w3d23h47m16s854ms775us807ns", INT64_MAX, "292y24w3d23h47m16s854ms775us807ns"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int64_t ns = -1;
-        int rc = lang_duration_parse(cases[i].text, strlen(cases[i].text), &ns);
-        CHECK(rc == 0 && ns == cases[i].ns, "parse %s: rc %d ns %" PRId64, cases[i].text,
-              rc, ns);
-        Buf b = {0};
-        lang_duration_format(cases[i].ns, &b);
-        CHECK_STR(b.data, cases[i].formatted);
-        rc = lang_duration_parse(b.data, b.len, &ns);
-        CHECK(rc == 0 && ns == cases[i].ns, "round trip %s", b.data);
-        lang_buf_free(&b);
-    }
-    static const char *rejects[] = {
+    check_time_cases(&duration, cases, sizeof cases / sizeof cases[0]);
+    static const char *const rejects[] = {
         "", "5", "1x", "99999999999999999999s", "1h30", "h", "-1s", "+1s", " 1s",
         "1s ", "1.5h", "1 s", "300y", "9223372036854775807ns1ns", "1M", "1mss", "1\xc2s",
         "1u", "1n",
     };
-    for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++) {
-        int64_t ns = 12345;
-        int rc = lang_duration_parse(rejects[i], strlen(rejects[i]), &ns);
-        CHECK(rc == -1, "duration \"%s\" should be rejected", rejects[i]);
-    }
+    check_time_rejects(&duration, rejects, sizeof rejects / sizeof rejects[0]);
     /* length is honoured: "1h30m" cut to "1h3" is a bad duration */
     int64_t ns;
     CHECK(lang_duration_parse("1h30m", 3, &ns) == -1, "length honoured");
@@ -71,14 +100,12 @@ test_durations(void)
 
 /* ---- datetimes ---- */
 
+static const TimeForm datetime = {"datetime", lang_datetime_parse, lang_datetime_format};
+
 static void
 test_datetimes(void)
 {
-    static const struct {
-        const char *text;
-        int64_t     ns;
-        const char *formatted;
-    } cases[] = {
+    static const TimeCase cases[] = {
         {"2026-12-01T08:00:00Z", INT64_C(1796112000) * SEC, "2026-12-01T08:00:00Z"},
         {"2026-12-01t08:00:00z", INT64_C(1796112000) * SEC, "2026-12-01T08:00:00Z"},
         {"2026-12-01 08:00:00Z", INT64_C(1796112000) * SEC, "2026-12-01T08:00:00Z"},
@@ -104,19 +131,8 @@ test_datetimes(void)
         {"1677-09-21T00:12:43.145224192Z", INT64_MIN, "1677-09-21T00:12:43.145224192Z"},
         {"2262-04-12T01:47:16.854775807+02:00", INT64_MAX, "2262-04-11T23:47:16.854775807Z"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int64_t ns = 12345;
-        int rc = lang_datetime_parse(cases[i].text, strlen(cases[i].text), &ns);
-        CHECK(rc == 0 && ns == cases[i].ns, "parse %s: rc %d ns %" PRId64 " want %" PRId64,
-              cases[i].text, rc, ns, cases[i].ns);
-        Buf b = {0};
-        lang_datetime_format(cases[i].ns, &b);
-        CHECK_STR(b.data, cases[i].formatted);
-        rc = lang_datetime_parse(b.data, b.len, &ns);
-        CHECK(rc == 0 && ns == cases[i].ns, "round trip %s", b.data);
-        lang_buf_free(&b);
-    }
-    static const char *rejects[] = {
+    check_time_cases(&datetime, cases, sizeof cases / sizeof cases[0]);
+    static const char *const rejects[] = {
         "", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-02-30T00:00:00Z",
         "2023-02-29T00:00:00Z", "1900-02-29", "2026-04-31", "2026-01-00",
         "2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "0000-01-01", "9999-12-31",
@@ -130,11 +146,7 @@ test_datetimes(void)
         "+2026-12-01", "2026-1-01", "2026-12-01T8:00:00Z", " 2026-12-01",
         "2026-12-01 ", "2026/12/01", "abcd-ef-gh",
     };
-    for (size_t i = 0; i < sizeof rejects / sizeof rejects[0]; i++) {
-        int64_t ns = 12345;
-        int rc = lang_datetime_parse(rejects[i], strlen(rejects[i]), &ns);
-        CHECK(rc == -1, "datetime \"%s\" should be rejected", rejects[i]);
-    }
+    check_time_rejects(&datetime, rejects, sizeof rejects / sizeof rejects[0]);
     int64_t ns;
     CHECK(lang_datetime_parse("2026-12-01T08:00:00Z", 10, &ns) == 0 &&
               ns == INT64_C(1796083200) * SEC, "length honoured");

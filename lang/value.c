@@ -86,18 +86,6 @@ lang_value_record(const char *table, Value key)
     return v;
 }
 
-Value
-lang_value_array(void)
-{
-    return (Value){.kind = VAL_ARRAY};
-}
-
-Value
-lang_value_object(void)
-{
-    return (Value){.kind = VAL_OBJECT};
-}
-
 void
 lang_value_free(Value *v)
 {
@@ -166,6 +154,12 @@ lang_value_clone(const Value *v)
 
 /* ---- arrays and objects ---- */
 
+Value
+lang_value_array(void)
+{
+    return (Value){.kind = VAL_ARRAY};
+}
+
 void
 lang_value_array_push(Value *a, Value item)
 {
@@ -178,6 +172,12 @@ lang_value_array_push(Value *a, Value item)
         a->u.arr.items = lang_xrealloc(a->u.arr.items, a->u.arr.cap * sizeof(Value));
     }
     a->u.arr.items[a->u.arr.len++] = item;
+}
+
+Value
+lang_value_object(void)
+{
+    return (Value){.kind = VAL_OBJECT};
 }
 
 /* The index of "key" in object "o" when present (*found set), else the

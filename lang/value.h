@@ -137,6 +137,13 @@ const char *lang_value_kind_name(ValueKind k);
 void lang_value_to_json(const Value *v, Buf *out);
 /* The record identity as text: "jobs:1", "jobs:abc", "reclaim:'bucket/key'". */
 void lang_record_id_format(const RecordId *id, Buf *out);
+/* The one-letter escapes JSON writes and the statement language reads
+ * back: the letter that follows a backslash for byte "c" ('n' for a
+ * newline, '"' for a quote), or 0 when "c" has none. */
+char lang_escape_letter(unsigned char c);
+/* The byte the letter "e" stands for after a backslash, the reverse of
+ * lang_escape_letter; -1 when "e" is none of its letters. */
+int lang_escape_byte(unsigned char e);
 
 /* ---- time (time.c) ---- */
 /* Durations: "1h30m", "500ms", "0ns".  Units y(365d) w d h m s ms us ns. */
