@@ -6,7 +6,7 @@
  *
  * The LMDB backend files records by them (store/lmdb/) and the language
  * shows records by them (lang/).  The PostgreSQL backend states the same
- * rules in SQL (store/pg/pg_schema.c, pg_sql.c), where a C function cannot
+ * rules in SQL (store/pg/pg_schema.c, pg_stmts.def), where a C function cannot
  * run; the conformance suite (store/conformance_test.c, "the queue's
  * rules") checks both backends against these, case by case.
  *

@@ -32,11 +32,8 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
 {
     if (!name_ok(name))
         return STORE_TOOBIG;
-    PgArgs a = {0};
-    pg_arg_bytes(&a, name_bytes(name));
-    pg_arg_bytes(&a, def);
     int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_CREATE, &a, &rc);
+    PGresult *res = PG_RUN(txn, TABLE_CREATE, &rc, .name = name_bytes(name), .def = def);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -62,11 +59,8 @@ pg_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_ou
 int
 pg_table_redefine(StoreTxn *txn, const char *name, StoreBytes def)
 {
-    PgArgs a = {0};
-    pg_arg_bytes(&a, name_bytes(name));
-    pg_arg_bytes(&a, def);
     int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_REDEFINE, &a, &rc);
+    PGresult *res = PG_RUN(txn, TABLE_REDEFINE, &rc, .name = name_bytes(name), .def = def);
     return !res ? rc : !PQntuples(res) ? STORE_NOTFOUND : catalog_changed(txn);
 }
 
@@ -166,6 +160,21 @@ catalog_changed(StoreTxn *txn)
     return pg_run_sql(txn, "UPDATE queuefs.catalog SET version = version + 1");
 }
 
+/* Runs the statement "args" is of (PG_ARGS), which answers a table's id
+ * first: 0 with its answer in "*res" and the id in "*id"; STORE_NOTFOUND
+ * when it answers no row; or the failure's status. */
+static int
+table_row(StoreTxn *txn, const PgStmt *args, PGresult **res, uint32_t *id)
+{
+    int rc;
+    if (!(*res = pg_run(txn, args, &rc)))
+        return rc;
+    if (PQntuples(*res) == 0)
+        return STORE_NOTFOUND;
+    *id = (uint32_t)pg_i64(*res, 0, 0);
+    return STORE_OK;
+}
+
 int
 pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_out)
 {
@@ -173,15 +182,11 @@ pg_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *def_
         return STORE_NOTFOUND;
     if (cache_get(txn, name, id_out, def_out))
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_bytes(&a, name_bytes(name));
-    int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_GET, &a, &rc);
-    if (!res)
+    PGresult *res;
+    uint32_t id = 0;
+    int rc = table_row(txn, PG_ARGS(TABLE_GET, .name = name_bytes(name)), &res, &id);
+    if (rc)
         return rc;
-    if (PQntuples(res) == 0)
-        return STORE_NOTFOUND;
-    uint32_t id = (uint32_t)pg_i64(res, 0, 0);
     StoreBytes def = pg_bytes(res, 0, 1);
     cache_put(txn, name, id, def);
     if (id_out)
@@ -195,9 +200,8 @@ int
 pg_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
               void *ctx)
 {
-    PgArgs a = {0};
     int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_EACH, &a, &rc);
+    PGresult *res = PG_RUN(txn, TABLE_EACH, &rc);
     if (!res)
         return rc;
     for (int i = 0; i < PQntuples(res); i++) {
@@ -215,15 +219,11 @@ pg_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id,
 int
 pg_table_drop(StoreTxn *txn, const char *name)
 {
-    PgArgs a = {0};
-    pg_arg_bytes(&a, name_bytes(name));
-    int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_DROP, &a, &rc);
-    if (!res)
+    PGresult *res;
+    uint32_t id = 0;
+    int rc = table_row(txn, PG_ARGS(TABLE_DROP, .name = name_bytes(name)), &res, &id);
+    if (rc)
         return rc;
-    if (PQntuples(res) == 0)
-        return STORE_NOTFOUND;
-    uint32_t id = (uint32_t)pg_i64(res, 0, 0);
     PgDelta *d = pg_delta(txn, id);
     if (d)
         *d = (PgDelta){.table = id};
@@ -239,18 +239,14 @@ pg_table_rename(StoreTxn *txn, const char *from, const char *to)
 {
     if (!name_ok(to))
         return STORE_TOOBIG;
-    PgArgs a = {0};
-    pg_arg_bytes(&a, name_bytes(from));
-    pg_arg_bytes(&a, name_bytes(to));
     int rc;
-    PGresult *res = pg_run(txn, PG_TABLE_RENAME, &a, &rc);
+    PGresult *res =
+        PG_RUN(txn, TABLE_RENAME, &rc, .name = name_bytes(from), .new_name = name_bytes(to));
     if (!res)
         return rc;
     if (PQntuples(res))
         return catalog_changed(txn);
-    PgArgs b = {0};
-    pg_arg_bytes(&b, name_bytes(to));
-    if (!(res = pg_run(txn, PG_TABLE_NAMED, &b, &rc)))
+    if (!(res = PG_RUN(txn, TABLE_NAMED, &rc, .name = name_bytes(to))))
         return rc;
     return PQntuples(res) ? STORE_EXISTS : STORE_NOTFOUND;
 }
@@ -260,10 +256,8 @@ pg_table_rename(StoreTxn *txn, const char *from, const char *to)
 int
 pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
 {
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
     int rc;
-    PGresult *res = pg_run(txn, PG_ID_NEXT, &a, &rc);
+    PGresult *res = PG_RUN(txn, ID_NEXT, &rc, .table = table);
     if (!res)
         return rc;
     if (PQgetisnull(res, 0, 0))
@@ -281,11 +275,8 @@ pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
     if (id < 1 || (txn->drawn_table == table && id <= txn->drawn_id))
         return STORE_OK;
     int rc;
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_i64(&a, id);
     /* Mostly the sequence is past it already (a note of what it assigned). */
-    PGresult *res = pg_run(txn, PG_ID_HELD, &a, &rc);
+    PGresult *res = PG_RUN(txn, ID_HELD, &rc, .table = table, .id = id);
     if (!res)
         return rc;
     if (pg_bool(res, 0, 0))
@@ -295,7 +286,7 @@ pg_identity_note(StoreTxn *txn, uint32_t table, int64_t id)
     snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(1903522561, %u)", table);
     if ((rc = pg_run_sql(txn, sql)))
         return rc;
-    return pg_run(txn, PG_ID_NOTE, &a, &rc) ? STORE_OK : rc;
+    return PG_RUN(txn, ID_NOTE, &rc, .table = table, .id = id) ? STORE_OK : rc;
 }
 
 /* ---- deduplication ---- */
@@ -308,13 +299,8 @@ pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
     int64_t now = pg_txn_now(txn), start;
     if (__builtin_sub_overflow(now, window_ns, &start))
         start = INT64_MIN;
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, now);
-    pg_arg_i64(&a, start);
     int rc;
-    PGresult *res = pg_run(txn, PG_DEDUP, &a, &rc);
+    PGresult *res = PG_RUN(txn, DEDUP, &rc, .table = table, .key = key, .now = now, .start = start);
     if (!res)
         return rc;
     *repeat = PQntuples(res) == 0;
@@ -326,9 +312,8 @@ pg_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
 int
 pg_health(StoreTxn *txn, StoreHealth *out)
 {
-    PgArgs a = {0};
     int rc;
-    PGresult *res = pg_run(txn, PG_HEALTH, &a, &rc);
+    PGresult *res = PG_RUN(txn, HEALTH, &rc);
     if (!res)
         return rc;
     *out = (StoreHealth){.known = true, .live_rows = (uint64_t)pg_i64(res, 0, 0),

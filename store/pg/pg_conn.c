@@ -1,6 +1,6 @@
 /* pg_conn.c — the PostgreSQL backend's connections and the store's
- * opening and closing: binding arguments and decoding results, the
- * statuses of failures, the pool of connections and their counter rows.
+ * opening and closing: decoding results, the statuses of failures, the
+ * pool of connections and their counter rows.
  *
  * A Store is a pool of up to PG_POOL_MAX connections, opened as they are
  * needed; a transaction takes one for its length (pg_txn.c).  A connection
@@ -18,38 +18,7 @@
 
 #include "bigendian.h"
 
-/* ---- arguments and results ---- */
-
-/* Binds the "len" bytes the next argument has in a->ints. */
-static void
-arg_fixed(PgArgs *a, int len)
-{
-    a->values[a->n] = (const char *)a->ints[a->n];
-    a->lengths[a->n] = len;
-    a->formats[a->n++] = 1;
-}
-
-void
-pg_arg_i64(PgArgs *a, int64_t v)
-{
-    be_put64(a->ints[a->n], (uint64_t)v);
-    arg_fixed(a, 8);
-}
-
-void
-pg_arg_bytes(PgArgs *a, StoreBytes b)
-{
-    a->values[a->n] = b.len ? b.data : "";
-    a->lengths[a->n] = (int)b.len;
-    a->formats[a->n++] = 1;
-}
-
-void
-pg_arg_bool(PgArgs *a, bool v)
-{
-    a->ints[a->n][0] = v;
-    arg_fixed(a, 1);
-}
+/* ---- results ---- */
 
 int64_t
 pg_i64(const PGresult *res, int row, int col)

@@ -32,21 +32,37 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The statements of the backend, prepared per connection on first use. */
+/* What a transaction makes of what a statement did (pg_stmts.def says
+ * each kind's meaning, pg_txn.c acts on it). */
+typedef enum PgKind { PG_READS, PG_TELLS, PG_QUIET, PG_COMMITS } PgKind;
+
+/* The statements of the backend (pg_stmts.def), prepared per connection on
+ * first use. */
 typedef enum PgStmt {
-    PG_TABLE_CREATE, PG_TABLE_REDEFINE, PG_TABLE_GET, PG_TABLE_EACH, PG_TABLE_DROP,
-    PG_TABLE_RENAME, PG_TABLE_NAMED,
-    PG_RECORD_GET, PG_RECORD_LOCK, PG_RECORD_CREATE, PG_RECORD_UPDATE, PG_RECORD_DELETE,
-    PG_RECORD_FROM, PG_RECORD_AFTER,
-    PG_CLAIM_HEAD, PG_CLAIM_ONE, PG_RELEASE, PG_RETRY, PG_TOUCH, PG_RELEASE_ALL, PG_UNCLAIM,
-    PG_REFILE, PG_COUNTS, PG_WAITING,
-    PG_GROUP_LOCK_OF, PG_GROUP_FIX, PG_CLAIM_GROUPED, PG_CLAIM_NAMED, PG_REFILE_LOCK,
-    PG_REFILE_PAGE, PG_REFILE_GROUPED, PG_COUNTS_GROUPED, PG_RATE_ROOM, PG_RATE_NOTE,
-    PG_RATE_NEXT,
-    PG_ID_NEXT, PG_ID_HELD, PG_ID_NOTE, PG_DEDUP, PG_HEALTH,
-    PG_TXN_CLOCK, PG_COUNT_ADD,
+#define PG_STMT(name, kind, args, sql) PG_##name,
+#include "pg_stmts.def"
     PG_STMT_COUNT
 } PgStmt;
+
+/* The arguments of statement NAME by name (pg_stmts.def's ARGS):
+ * PgArgs_NAME, its first member the statement it is of. */
+#define I64(name) int64_t name;
+#define BYTES(name) StoreBytes name;
+#define BOOL(name) bool name;
+#define PG_STMT(name, kind, args, sql) \
+    typedef struct PgArgs_##name { \
+        PgStmt stmt; \
+        args \
+    } PgArgs_##name;
+#include "pg_stmts.def"
+
+/* Statement NAME's arguments, given as designated initialisers of
+ * PgArgs_NAME (".table = id, .key = k": one left out is 0, false or no
+ * bytes): a pointer to them that lives to the end of the enclosing
+ * block, for pg_run and pg_stmt_bind. */
+#define PG_ARGS(NAME, ...) (&(const PgArgs_##NAME){.stmt = PG_##NAME, __VA_ARGS__}.stmt)
+/* Runs statement NAME with those arguments: pg_run's answer. */
+#define PG_RUN(txn, NAME, rc, ...) pg_run((txn), PG_ARGS(NAME, __VA_ARGS__), (rc))
 
 /* One pooled connection. */
 typedef struct PgConn {
@@ -166,33 +182,33 @@ struct StoreTxn {
     size_t nfixes, capfixes;
 };
 
-/* The arguments of a statement, bound in binary. */
+/* A statement's arguments bound for libpq, in binary, in the order of its
+ * $1 .. $n (pg_stmt_bind).  The bytes arguments point into the
+ * PgArgs_NAME it was bound from; the integers are copies, in "ints". */
 #define PG_ARGS_MAX 16
-typedef struct PgArgs {
+typedef struct PgBound {
     int n;
     const char *values[PG_ARGS_MAX];
     int lengths[PG_ARGS_MAX];
     int formats[PG_ARGS_MAX];
     unsigned char ints[PG_ARGS_MAX][8];
-} PgArgs;
+} PgBound;
 
-void pg_arg_i64(PgArgs *a, int64_t v);
-void pg_arg_bytes(PgArgs *a, StoreBytes b);
-void pg_arg_bool(PgArgs *a, bool v);
-
-/* Runs statement "s" in "txn" with "a" — the first one also begins the
- * transaction, in the same round trip, so "a" must not hold its instant:
- * an argument read from pg_txn_now has begun it already.  The result
- * (tuples or a command) lives until the transaction ends.  NULL on failure, with *rc the status
- * (STORE_IO for a lost server, STORE_FULL for a full disk, STORE_EXHAUSTED
- * for a sequence at its end, ...) and the transaction left to roll back. */
-PGresult *pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc);
+/* Runs the statement "args" is of (PG_ARGS; PG_RUN says both at once) in
+ * "txn" — the first one also begins the transaction, in the same round
+ * trip, so its arguments must not hold its instant: an argument read from
+ * pg_txn_now has begun it already.  The result (tuples or a command)
+ * lives until the transaction ends.  NULL on failure, with *rc the status
+ * (STORE_IO for a lost server, STORE_FULL for a full disk,
+ * STORE_EXHAUSTED for a sequence at its end, ...) and the transaction left
+ * to roll back. */
+PGresult *pg_run(StoreTxn *txn, const PgStmt *args, int *rc);
 /* True when the next statement of "txn", if one that can (the claim of
  * the head, a delete), carries its commit (store_txn_last): such a
  * statement then counts itself, the commit adding nothing. */
 bool pg_txn_commits_with_next(const StoreTxn *txn);
 /* The catalog version a statement that may begin "txn" is to find still
- * current (CATALOG_IS in store/pg/pg_sql.c): the one its cached definitions
+ * current (CATALOG_IS in store/pg/pg_stmts.def): the one its cached definitions
  * were read at, before it began; 0 (no check) once begun. */
 int64_t pg_txn_version_to_check(const StoreTxn *txn);
 /* Runs "sql" (no arguments: DDL, several statements) in "txn", failing as
@@ -292,8 +308,16 @@ StoreBytes pg_key_keep(char **buf, StoreBytes k);
 int pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
                     int (*page)(void *ctx, const PGresult *res, int n), void *ctx);
 
-/* The SQL of statement "s". */
+/* ---- pg_sql.c: the statements of pg_stmts.def ---- */
+
+/* The SQL of statement "s" as prepared: its $names numbered $1 .. $n in
+ * the order of its arguments. */
 const char *pg_stmt_sql(PgStmt s);
+/* The kind of statement "s". */
+PgKind pg_stmt_kind(PgStmt s);
+/* Binds the arguments "args" (PG_ARGS) into "*out", in place: "*out" is
+ * not to be copied, for its values point into it. */
+void pg_stmt_bind(const PgStmt *args, PgBound *out);
 
 /* Creates or checks the schema on connection "conn" (store/pg/pg_schema.c):
  * 0, or a StoreStatus with a message in errbuf. */

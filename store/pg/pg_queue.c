@@ -2,7 +2,7 @@
  * the head, named, grouped, rate-limited), releases, touches, retries,
  * give-backs, refiling, the counts and the waiting walk.
  *
- * Each primitive of an ungrouped queue is one statement of store/pg/pg_sql.c
+ * Each primitive of an ungrouped queue is one statement of store/pg/pg_stmts.def
  * (a named claim, a retry and a failed fence read the row first).  A
  * grouped queue (AT MOST … PER, StoreQueue.per_group > 0) costs more
  * statements: a write that may move a ready record of a group locks the
@@ -39,18 +39,16 @@ window_start(StoreTxn *txn, const StoreQueue *q)
     return __builtin_sub_overflow(pg_txn_now(txn), q->rate_window_ns, &start) ? INT64_MIN : start;
 }
 
-/* Runs statement "s" about the rate window of queue "q" (its arguments:
- * the table, the window's start, the rate): 0 with its answer in "*res",
- * or the failure's status. */
+/* Runs RATE_NEXT ("next") or RATE_ROOM about the window of AT MOST …
+ * EVERY queue "q" that ends now: 0 with its answer in "*res", or the
+ * failure's status. */
 static int
-rate_run(StoreTxn *txn, const StoreQueue *q, PgStmt s, PGresult **res)
+rate_ask(StoreTxn *txn, const StoreQueue *q, bool next, PGresult **res)
 {
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, window_start(txn, q));
-    pg_arg_i64(&a, q->rate);
     int rc;
-    *res = pg_run(txn, s, &a, &rc);
+    int64_t start = window_start(txn, q);
+    *res = next ? PG_RUN(txn, RATE_NEXT, &rc, .table = q->table, .start = start, .rate = q->rate)
+                : PG_RUN(txn, RATE_ROOM, &rc, .table = q->table, .start = start, .rate = q->rate);
     return *res ? STORE_OK : rc;
 }
 
@@ -64,7 +62,7 @@ rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
     if (q->rate <= 0)
         return STORE_OK;
     PGresult *res;
-    int rc = rate_run(txn, q, PG_RATE_ROOM, &res);
+    int rc = rate_ask(txn, q, false, &res);
     if (!rc)
         *room = pg_i64(res, 0, 0);
     return rc;
@@ -79,13 +77,11 @@ rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
 {
     if (q->rate <= 0 || handed <= 0)
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, q->rate);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, handed);
     int rc;
-    return pg_run(txn, PG_RATE_NOTE, &a, &rc) ? STORE_OK : rc;
+    if (!PG_RUN(txn, RATE_NOTE, &rc, .table = q->table, .rate = q->rate, .now = pg_txn_now(txn),
+                .handed = handed))
+        return rc;
+    return STORE_OK;
 }
 
 /* The claim of the one record "c->key" of an ungrouped queue: waits for
@@ -98,11 +94,8 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
 {
     if (c->key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, c->key);
     int rc;
-    PGresult *res = pg_run(txn, PG_RECORD_LOCK, &a, &rc);
+    PGresult *res = PG_RUN(txn, RECORD_LOCK, &rc, .table = q->table, .key = c->key);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -120,15 +113,9 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
                   before.not_before <= now);
     if (q->paused || !ready || room < 1)
         return STORE_OK;
-    PgArgs b = {0};
-    pg_arg_i64(&b, q->table);
-    pg_arg_bytes(&b, c->key);
-    pg_arg_i64(&b, now);
-    pg_arg_i64(&b, q->max_attempts);
-    pg_arg_i64(&b, until);
-    pg_arg_bytes(&b, c->consumer);
-    pg_arg_bytes(&b, c->instance);
-    PGresult *done = pg_run(txn, PG_CLAIM_ONE, &b, &rc);
+    PGresult *done = PG_RUN(txn, CLAIM_ONE, &rc, .table = q->table, .key = c->key, .now = now,
+                            .ceiling = q->max_attempts, .until = until, .consumer = c->consumer,
+                            .instance = c->instance);
     if (!done)
         return rc;
     StoreRecord r;
@@ -177,19 +164,12 @@ hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
     return STORE_OK;
 }
 
-/* The arguments a claim statement takes after its first three (see
- * PG_CLAIM_GROUPED and PG_CLAIM_NAMED): the ceiling, the new deadline, the
- * consumer and instance, and a grouped queue's per_group. */
-static void
-claim_args(PgArgs *a, const StoreQueue *q, const StoreClaim *c, int64_t until)
-{
-    pg_arg_i64(a, q->max_attempts);
-    pg_arg_i64(a, until);
-    pg_arg_bytes(a, c->consumer);
-    pg_arg_bytes(a, c->instance);
-    if (pg_grouped(q))
-        pg_arg_i64(a, q->per_group);
-}
+/* The arguments the claims of a grouped queue (CLAIM_GROUPED and
+ * CLAIM_NAMED) share, as designated initialisers: the ceiling, the new
+ * deadline "until", the consumer and instance of claim "c", per_group. */
+#define CLAIMING(q, c, until_ns) \
+    .ceiling = (q)->max_attempts, .until = (until_ns), .consumer = (c)->consumer, \
+    .instance = (c)->instance, .per_group = (q)->per_group
 
 /* The claim of the one record "c->key" of a grouped queue: its group
  * locked, then the record, claimed when it is ready or parked, its group
@@ -205,12 +185,8 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
         return rc;
     if (q->paused || room < 1)
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, c->key);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    claim_args(&a, q, c, until);
-    PGresult *res = pg_run(txn, PG_CLAIM_NAMED, &a, &rc);
+    PGresult *res = PG_RUN(txn, CLAIM_NAMED, &rc, .table = q->table, .key = c->key,
+                           .now = pg_txn_now(txn), CLAIMING(q, c, until));
     return res ? hand_out(txn, q, res, false, fn, ctx, claimed) : rc;
 }
 
@@ -233,29 +209,22 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     }
     if (q->paused || c->n <= 0 || room <= 0)
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    PgStmt s = PG_CLAIM_HEAD;
+    int64_t n = c->n < room ? c->n : room;
     bool counted = false;   /* by the statement */
+    PGresult *res;
     if (pg_grouped(q)) {
         int64_t now = pg_txn_now(txn);
-        pg_arg_i64(&a, now);
-        pg_arg_i64(&a, c->n < room ? c->n : room);
-        claim_args(&a, q, c, deadline(now, q->timeout_ns));
-        s = PG_CLAIM_GROUPED;
+        res = PG_RUN(txn, CLAIM_GROUPED, &rc, .table = q->table, .now = now, .n = n,
+                     CLAIMING(q, c, deadline(now, q->timeout_ns)));
     } else {
         /* The transaction's instant is the server's to put in: this claim
          * may be the statement that begins it. */
-        pg_arg_i64(&a, q->timeout_ns);
-        pg_arg_i64(&a, c->n < room ? c->n : room);
-        pg_arg_i64(&a, q->max_attempts);
-        pg_arg_bytes(&a, c->consumer);
-        pg_arg_bytes(&a, c->instance);
-        pg_arg_i64(&a, pg_txn_version_to_check(txn));
-        pg_arg_i64(&a, txn->c->slot);
-        pg_arg_bool(&a, counted = pg_txn_commits_with_next(txn));
+        counted = pg_txn_commits_with_next(txn);
+        res = PG_RUN(txn, CLAIM_HEAD, &rc, .table = q->table, .timeout = q->timeout_ns, .n = n,
+                     .ceiling = q->max_attempts, .consumer = c->consumer, .instance = c->instance,
+                     .catalog = pg_txn_version_to_check(txn), .slot = txn->c->slot,
+                     .counts = counted);
     }
-    PGresult *res = pg_run(txn, s, &a, &rc);
     return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
 }
 
@@ -265,15 +234,10 @@ pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int
 {
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, not_before);
-    pg_arg_i64(&a, q->max_attempts);
     int rc;
-    PGresult *res = pg_run(txn, PG_RELEASE, &a, &rc);
+    PGresult *res =
+        PG_RUN(txn, RELEASE, &rc, .table = q->table, .key = key, .hold = hold,
+               .now = pg_txn_now(txn), .not_before = not_before, .ceiling = q->max_attempts);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -318,15 +282,10 @@ int
 pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
                int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, not_before);
-    pg_arg_bytes(&a, who);
-    pg_arg_bytes(&a, instance);
-    pg_arg_i64(&a, q->max_attempts);
     int rc;
-    PGresult *res = pg_run(txn, PG_RELEASE_ALL, &a, &rc);
+    PGresult *res = PG_RUN(txn, RELEASE_ALL, &rc, .table = q->table, .now = pg_txn_now(txn),
+                           .not_before = not_before, .consumer = who, .instance = instance,
+                           .ceiling = q->max_attempts);
     if (!res)
         return rc;
     int n = PQntuples(res);
@@ -347,14 +306,10 @@ pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Store
 {
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, deadline(pg_txn_now(txn), q->timeout_ns));
     int rc;
-    PGresult *res = pg_run(txn, PG_TOUCH, &a, &rc);
+    PGresult *res =
+        PG_RUN(txn, TOUCH, &rc, .table = q->table, .key = key, .hold = hold, .now = pg_txn_now(txn),
+               .until = deadline(pg_txn_now(txn), q->timeout_ns));
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -372,12 +327,8 @@ pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
     if (rc)
         return rc;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, not_before);
-    PGresult *res = pg_run(txn, PG_RETRY, &a, &rc);
+    PGresult *res = PG_RUN(txn, RETRY, &rc, .table = q->table, .key = key, .now = pg_txn_now(txn),
+                           .not_before = not_before);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -395,23 +346,13 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
     *given_back = false;
     if (before->key.len > STORE_MAX_KEY)
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, before->key);
-    pg_arg_i64(&a, hold);
-    pg_arg_i64(&a, before->written);
-    pg_arg_i64(&a, before->attempts);
-    pg_arg_i64(&a, before->hold);
-    pg_arg_i64(&a, before->claimed_until);
-    pg_arg_bytes(&a, before->consumer);
-    pg_arg_bytes(&a, before->instance);
-    pg_arg_i64(&a, before->since);
-    pg_arg_i64(&a, before->changed);
-    pg_arg_i64(&a, before->claimed);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, q->max_attempts);
     int rc;
-    PGresult *res = pg_run(txn, PG_UNCLAIM, &a, &rc);
+    PGresult *res =
+        PG_RUN(txn, UNCLAIM, &rc, .table = q->table, .key = before->key, .hold = hold,
+               .written = before->written, .attempts = before->attempts, .was_hold = before->hold,
+               .claimed_until = before->claimed_until, .consumer = before->consumer,
+               .instance = before->instance, .since = before->since, .changed = before->changed,
+               .claimed = before->claimed, .now = pg_txn_now(txn), .ceiling = q->max_attempts);
     if (!res)
         return rc;
     if (!PQntuples(res))
@@ -513,12 +454,13 @@ refile_page(void *arg, const PGresult *res, int n)
         array_add_i64(&arrays[2], f.not_before);
         array_add(&arrays[3], f.group.data, f.group.len);
     }
-    PgArgs b = {0};
-    pg_arg_i64(&b, rf->q->table);
-    for (int i = 0; i < 4; i++)
-        pg_arg_bytes(&b, (StoreBytes){arrays[i].data, arrays[i].len});
     int rc;
-    return pg_run(rf->txn, PG_REFILE_PAGE, &b, &rc) ? STORE_OK : rc;
+    if (!PG_RUN(rf->txn, REFILE_PAGE, &rc, .table = rf->q->table,
+                .keys = {arrays[0].data, arrays[0].len}, .ords = {arrays[1].data, arrays[1].len},
+                .not_befores = {arrays[2].data, arrays[2].len},
+                .grps = {arrays[3].data, arrays[3].len}))
+        return rc;
+    return STORE_OK;
 }
 
 /* Files every record of queue "q" as "file" says (see store_queue_refile),
@@ -538,25 +480,19 @@ int
 pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
                 int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx)
 {
-    PgArgs lock = {0};
-    pg_arg_i64(&lock, q->table);
     int rc = pg_groups_fix(txn);
     if (rc)
         return rc;
     /* The groups first, so that no claim changes their holds meanwhile. */
-    if (!pg_run(txn, PG_REFILE_LOCK, &lock, &rc) || (file && (rc = refile_each(txn, q, file, ctx))))
+    if (!PG_RUN(txn, REFILE_LOCK, &rc, .table = q->table) ||
+        (file && (rc = refile_each(txn, q, file, ctx))))
         return rc;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    pg_arg_i64(&a, q->max_attempts);
-    pg_arg_i64(&a, q->per_group);
-    if (!pg_run(txn, PG_REFILE, &a, &rc))
+    if (!PG_RUN(txn, REFILE, &rc, .table = q->table, .now = pg_txn_now(txn),
+                .ceiling = q->max_attempts, .per_group = q->per_group))
         return rc;
-    PgArgs g = {0};
-    pg_arg_i64(&g, q->table);
-    pg_arg_i64(&g, q->per_group);
-    return pg_run(txn, PG_REFILE_GROUPED, &g, &rc) ? STORE_OK : rc;
+    if (!PG_RUN(txn, REFILE_GROUPED, &rc, .table = q->table, .per_group = q->per_group))
+        return rc;
+    return STORE_OK;
 }
 
 int
@@ -566,11 +502,23 @@ pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
     if (q->rate <= 0)
         return STORE_OK;
     PGresult *res;
-    int rc = rate_run(txn, q, PG_RATE_NEXT, &res);
+    int rc = rate_ask(txn, q, true, &res);
     /* The hand-out whose leaving the window makes room. */
     if (!rc && !PQgetisnull(res, 0, 0))
         *at = deadline(pg_i64(res, 0, 0), q->rate_window_ns);
     return rc;
+}
+
+/* Reads the first row of counts "res" (COUNTS, COUNTS_GROUPED) into
+ * "out": its first "n" columns, counts, into "*to[0]" .. "*to[n - 1]", and
+ * column "head", the head's key (NULL: no head). */
+static void
+counts_read(const PGresult *res, uint64_t *const to[], int n, int head, StoreQueueCounts *out)
+{
+    for (int i = 0; i < n; i++)
+        *to[i] = (uint64_t)pg_i64(res, 0, i);
+    out->has_head = !PQgetisnull(res, 0, head);
+    out->head_key = out->has_head ? pg_bytes(res, 0, head) : PG_NO_BYTES;
 }
 
 int
@@ -580,21 +528,12 @@ pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     int rc = pg_groups_fix(txn);
     if (rc)
         return rc;
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_i64(&a, pg_txn_now(txn));
-    PGresult *res = pg_run(txn, PG_COUNTS, &a, &rc);
+    PGresult *res = PG_RUN(txn, COUNTS, &rc, .table = table, .now = pg_txn_now(txn));
     if (!res)
         return rc;
-    out->records = (uint64_t)pg_i64(res, 0, 0);
-    out->ready = (uint64_t)pg_i64(res, 0, 1);
-    out->held = (uint64_t)pg_i64(res, 0, 2);
-    out->delayed = (uint64_t)pg_i64(res, 0, 3);
-    out->idle = (uint64_t)pg_i64(res, 0, 4);
+    uint64_t *const counts[] = {&out->records, &out->ready, &out->held, &out->delayed, &out->idle};
+    counts_read(res, counts, 5, 6, out);
     out->next_wake = pg_i64(res, 0, 5);
-    out->has_head = !PQgetisnull(res, 0, 6);
-    if (out->has_head)
-        out->head_key = pg_bytes(res, 0, 6);
     /* The counters as committed, and this transaction's changes to them. */
     const PgDelta *d = NULL;
     for (int i = 0; i < txn->ndeltas; i++)
@@ -607,14 +546,11 @@ pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     if (!pg_bool(res, 0, 11))
         return STORE_OK;
     /* A grouped queue: which of its ready records a claim may take. */
-    PGresult *g = pg_run(txn, PG_COUNTS_GROUPED, &a, &rc);
+    PGresult *g = PG_RUN(txn, COUNTS_GROUPED, &rc, .table = table, .now = pg_txn_now(txn));
     if (!g)
         return rc;
-    out->ready = (uint64_t)pg_i64(g, 0, 0);
-    out->grouped = (uint64_t)pg_i64(g, 0, 1);
-    out->groups_full = (uint64_t)pg_i64(g, 0, 2);
-    out->has_head = !PQgetisnull(g, 0, 3);
-    out->head_key = out->has_head ? pg_bytes(g, 0, 3) : PG_NO_BYTES;
+    uint64_t *const grouped[] = {&out->ready, &out->grouped, &out->groups_full};
+    counts_read(g, grouped, 3, 3, out);
     return STORE_OK;
 }
 
@@ -628,13 +564,8 @@ pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
     StoreBytes after_key = PG_NO_BYTES;
     int rc = STORE_OK;
     for (;;) {
-        PgArgs a = {0};
-        pg_arg_i64(&a, table);
-        pg_arg_i64(&a, after_wake);
-        pg_arg_bytes(&a, after_key);
-        pg_arg_i64(&a, PG_PAGE);
-        pg_arg_i64(&a, pg_txn_now(txn));
-        PGresult *res = pg_run(txn, PG_WAITING, &a, &rc);
+        PGresult *res = PG_RUN(txn, WAITING, &rc, .table = table, .after_wake = after_wake,
+                               .after_key = after_key, .page = PG_PAGE, .now = pg_txn_now(txn));
         if (!res)
             break;
         int n = PQntuples(res);

@@ -2,7 +2,7 @@
  * delete, walk), and what its queue primitives (pg_queue.c) share with
  * them: the counters, fences, and a grouped queue's group locks and fixes.
  *
- * Each write is one statement of store/pg/pg_sql.c; the counters they keep
+ * Each write is one statement of store/pg/pg_stmts.def; the counters they keep
  * are added up in the transaction and written at its commit, to a row of
  * the connection's own, so no row is rewritten by every claim.  On a
  * grouped queue (AT MOST … PER) a write that may move a ready record of a
@@ -31,11 +31,8 @@ pg_count(StoreTxn *txn, uint32_t table, int64_t claims, int64_t releases, int64_
 int
 pg_fence_failed(StoreTxn *txn, uint32_t table, StoreBytes key)
 {
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_bytes(&a, key);
     int rc;
-    PGresult *res = pg_run(txn, PG_RECORD_GET, &a, &rc);
+    PGresult *res = PG_RUN(txn, RECORD_GET, &rc, .table = table, .key = key);
     return !res ? rc : PQntuples(res) ? STORE_CONFLICT : STORE_NOTFOUND;
 }
 
@@ -89,13 +86,8 @@ pg_groups_fix(StoreTxn *txn)
         qsort(txn->fixes, txn->nfixes, sizeof *txn->fixes, fix_cmp);
     for (size_t i = 0; i < txn->nfixes && rc == STORE_OK; i++) {
         const PgGroupFix *f = &txn->fixes[i];
-        PgArgs a = {0};
-        pg_arg_i64(&a, f->table);
-        pg_arg_bytes(&a, (StoreBytes){f->group, f->len});
-        pg_arg_bytes(&a, PG_NO_BYTES);
-        pg_arg_i64(&a, f->per_group);
-        pg_arg_i64(&a, pg_txn_now(txn));
-        if (!pg_run(txn, PG_GROUP_FIX, &a, &rc))
+        if (!PG_RUN(txn, GROUP_FIX, &rc, .table = f->table, .group = {f->group, f->len},
+                    .per_group = f->per_group, .now = pg_txn_now(txn)))
             break;
     }
     txn->nfixes = 0;
@@ -111,13 +103,9 @@ pg_group_lock_of(StoreTxn *txn, const StoreQueue *q, StoreBytes key, StoreBytes 
         return STORE_NOTFOUND;
     if (!pg_grouped(q))
         return STORE_OK;
-    PgArgs a = {0};
-    pg_arg_i64(&a, q->table);
-    pg_arg_bytes(&a, key);
-    pg_arg_bytes(&a, moving_to);
-    pg_arg_i64(&a, q->per_group);
     int rc;
-    PGresult *res = pg_run(txn, PG_GROUP_LOCK_OF, &a, &rc);
+    PGresult *res = PG_RUN(txn, GROUP_LOCK_OF, &rc, .table = q->table, .key = key,
+                           .moving_to = moving_to, .per_group = q->per_group);
     if (!res)
         return rc;
     if (PQgetisnull(res, 0, 0))
@@ -153,11 +141,9 @@ pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
 {
     if (key.len > STORE_MAX_KEY)
         return STORE_TOOBIG;
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_bytes(&a, key);
     int rc;
-    PGresult *res = pg_run(txn, txn->write ? PG_RECORD_LOCK : PG_RECORD_GET, &a, &rc);
+    PGresult *res = txn->write ? PG_RUN(txn, RECORD_LOCK, &rc, .table = table, .key = key)
+                               : PG_RUN(txn, RECORD_GET, &rc, .table = table, .key = key);
     if (!res)
         return rc;
     if (PQntuples(res) == 0) {
@@ -171,20 +157,16 @@ pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
     return STORE_OK;
 }
 
-/* The arguments of a create or update: $1 .. $8 (and $9, the ceiling). */
-static void
-filing_args(PgArgs *a, StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
-{
-    pg_arg_i64(a, table);
-    pg_arg_bytes(a, r->key);
-    pg_arg_bytes(a, r->value);
-    pg_arg_i64(a, pg_txn_now(txn));
-    pg_arg_bytes(a, !q ? PG_NO_BYTES : r->order.len ? r->order : r->key);
-    pg_arg_i64(a, q ? r->not_before : 0);
-    pg_arg_bytes(a, q ? r->group : PG_NO_BYTES);
-    pg_arg_bool(a, q != NULL);
-    pg_arg_i64(a, q ? q->max_attempts : 0);
-}
+/* The arguments a create and an update of record "r" of table "id" (of
+ * queue "q", or NULL) in transaction "t" share, as designated initialisers
+ * of PgArgs_RECORD_CREATE and PgArgs_RECORD_UPDATE. */
+#define FILING(t, id, q, r) \
+    .table = (id), .key = (r)->key, .value = (r)->value, .now = pg_txn_now(t), \
+    .ord = !(q)             ? PG_NO_BYTES \
+           : (r)->order.len ? (r)->order \
+                            : (r)->key, \
+    .not_before = (q) ? (r)->not_before : 0, .grp = (q) ? (r)->group : PG_NO_BYTES, \
+    .queued = (q) != NULL
 
 static int
 filing_check(const StoreQueue *q, const StoreRecord *r)
@@ -201,10 +183,7 @@ pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     int rc = filing_check(q, r);
     if (rc)
         return rc;
-    PgArgs a = {0};
-    filing_args(&a, txn, table, q, r);
-    a.n = 8;   /* no ceiling: a new record has no attempts */
-    PGresult *res = pg_run(txn, PG_RECORD_CREATE, &a, &rc);
+    PGresult *res = PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r));
     if (!res)
         return rc;
     if (PQntuples(res)) {
@@ -226,9 +205,8 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     StoreBytes was_in;
     if ((rc = pg_group_lock_of(txn, q, r->key, r->group, &was_in)))
         return rc;
-    PgArgs a = {0};
-    filing_args(&a, txn, table, q, r);
-    PGresult *res = pg_run(txn, PG_RECORD_UPDATE, &a, &rc);
+    PGresult *res = PG_RUN(txn, RECORD_UPDATE, &rc, FILING(txn, table, q, r),
+                           .ceiling = q ? q->max_attempts : 0);
     if (!res)
         return rc;
     if (!PQntuples(res))
@@ -249,15 +227,10 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
     if (rc)
         return rc;
-    PgArgs a = {0};
-    pg_arg_i64(&a, table);
-    pg_arg_bytes(&a, key);
-    pg_arg_i64(&a, hold);
     bool counted = q && pg_txn_commits_with_next(txn);   /* by the statement */
-    pg_arg_bool(&a, counted);
-    pg_arg_i64(&a, txn->c->slot);
-    pg_arg_i64(&a, pg_txn_version_to_check(txn));
-    PGresult *res = pg_run(txn, PG_RECORD_DELETE, &a, &rc);
+    PGresult *res =
+        PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold, .counts = counted,
+               .slot = txn->c->slot, .catalog = pg_txn_version_to_check(txn));
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -272,16 +245,13 @@ pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
                 int (*page)(void *ctx, const PGresult *res, int n), void *ctx)
 {
     size_t mark = txn->nresults;
-    PgStmt s = PG_RECORD_FROM;
     char *last = NULL;
     StoreBytes at = from;
     int rc = STORE_OK;
     for (;;) {
-        PgArgs a = {0};
-        pg_arg_i64(&a, table);
-        pg_arg_bytes(&a, at);
-        pg_arg_i64(&a, PG_PAGE);
-        PGresult *res = pg_run(txn, s, &a, &rc);
+        PGresult *res =
+            !last ? PG_RUN(txn, RECORD_FROM, &rc, .table = table, .key = at, .page = PG_PAGE)
+                  : PG_RUN(txn, RECORD_AFTER, &rc, .table = table, .key = at, .page = PG_PAGE);
         if (!res)
             break;
         int n = PQntuples(res);
@@ -290,7 +260,6 @@ pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
         if (n < PG_PAGE)
             break;
         at = pg_key_keep(&last, pg_bytes(res, n - 1, 0));
-        s = PG_RECORD_AFTER;
         pg_results_drop(txn, mark);
     }
     pg_results_drop(txn, mark);

@@ -61,39 +61,6 @@ txn_failed(StoreTxn *txn, PGresult *res)
     return rc;
 }
 
-/* True for the statements that change nothing. */
-static bool
-stmt_reads(PgStmt s)
-{
-    switch (s) {
-    case PG_TABLE_GET: case PG_TABLE_EACH: case PG_TABLE_NAMED: case PG_RECORD_GET:
-    case PG_RECORD_LOCK: case PG_RECORD_FROM: case PG_RECORD_AFTER: case PG_COUNTS:
-    case PG_WAITING: case PG_ID_HELD: case PG_HEALTH: case PG_GROUP_LOCK_OF:
-    case PG_REFILE_LOCK: case PG_COUNTS_GROUPED: case PG_RATE_NEXT:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* True for the statements that change the store but never make a record
- * claimable: a claim (the due records it refiles are due by their time,
- * which a waiter sleeps until anyway), a touch, and a delete (of a grouped
- * queue's record, the group's fix that lets the next one go tells).  Their
- * commits tell no waiter: with many mounts, a notification each would wake
- * every mount's listener for nothing. */
-static bool
-stmt_quiet(PgStmt s)
-{
-    switch (s) {
-    case PG_CLAIM_HEAD: case PG_CLAIM_ONE: case PG_CLAIM_GROUPED: case PG_CLAIM_NAMED:
-    case PG_TOUCH: case PG_RECORD_DELETE:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* The name statement "s" is prepared under, into "name" (16 bytes). */
 static void
 stmt_name(PgStmt s, char *name)
@@ -114,23 +81,14 @@ stmt_mark_prepared(PgConn *c, PgStmt s)
 }
 
 /* Marks "txn" changed when statement "s" answered "res" with a change that
- * may make something claimable, and keeps the result. */
+ * may make something claimable (PG_TELLS), and keeps the result. */
 static void
 stmt_done(StoreTxn *txn, PgStmt s, PGresult *res)
 {
-    if (txn->write && !stmt_reads(s) && !stmt_quiet(s) &&
+    if (txn->write && pg_stmt_kind(s) == PG_TELLS &&
         (PQntuples(res) > 0 || atoi(PQcmdTuples(res)) > 0))
         txn->changed = true;
     results_keep(txn, res);
-}
-
-/* True for the statements that can count what they do themselves and
- * leave nothing for the commit to put right: a transaction of one of them
- * alone may commit with it. */
-static bool
-stmt_may_commit(PgStmt s)
-{
-    return s == PG_CLAIM_HEAD || s == PG_RECORD_DELETE;
 }
 
 /* True when "d" changes no counter. */
@@ -165,20 +123,23 @@ txn_after_commit(StoreTxn *txn)
     return STORE_OK;
 }
 
-static int txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit);
+static int txn_begin_with(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool commit);
 
 PGresult *
-pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
+pg_run(StoreTxn *txn, const PgStmt *args, int *rc)
 {
     if (txn->failed || (txn->committed && (*rc = txn_after_commit(txn)))) {
         *rc = STORE_IO;
         return NULL;
     }
-    bool commit = pg_txn_commits_with_next(txn) && stmt_may_commit(s);
+    PgStmt s = *args;
+    PgBound a;
+    pg_stmt_bind(args, &a);
+    bool commit = pg_txn_commits_with_next(txn) && pg_stmt_kind(s) == PG_COMMITS;
     txn->last = false;
     PGresult *res;
     if (!txn->started) {
-        if ((*rc = txn_begin_with(txn, s, a, &res, commit)))
+        if ((*rc = txn_begin_with(txn, s, &a, &res, commit)))
             return NULL;
     } else {
         PGconn *conn = txn->c->conn;
@@ -193,7 +154,7 @@ pg_run(StoreTxn *txn, PgStmt s, const PgArgs *a, int *rc)
             PQclear(res);
             stmt_mark_prepared(txn->c, s);
         }
-        res = PQexecPrepared(conn, name, a->n, a->values, a->lengths, a->formats, 1);
+        res = PQexecPrepared(conn, name, a.n, a.values, a.lengths, a.formats, 1);
     }
     ExecStatusType status = PQresultStatus(res);
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
@@ -264,7 +225,7 @@ pipe_sql(Pipe *p, const char *sql)
 /* Sends statement "s" with "a", preparing it first when the connection has
  * not; the index of its result once answered (pipe_end). */
 static int
-pipe_stmt(Pipe *p, PgStmt s, const PgArgs *a)
+pipe_stmt(Pipe *p, PgStmt s, const PgBound *a)
 {
     char name[16];
     stmt_name(s, name);
@@ -411,10 +372,10 @@ txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *failure)
  * may be connected again and begun again); or the status of a failed
  * BEGIN, clock or commit. */
 static int
-txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit,
-               bool *broken, char why[256])
+txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool commit, bool *broken,
+               char why[256])
 {
-    static const PgArgs none = {0};
+    static const PgBound none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
                                    : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     Pipe p;
@@ -463,7 +424,7 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool co
 /* txn_begin_once, and once more on a connection made again when the
  * pooled one had broken (the server dropped it while it was idle). */
 static int
-txn_begin_with(StoreTxn *txn, PgStmt s, const PgArgs *a, PGresult **out, bool commit)
+txn_begin_with(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool commit)
 {
     bool broken;
     char why[256] = "";
@@ -549,21 +510,17 @@ pg_txn_commit(StoreTxn *txn)
     }
     /* The counters' changes and the commit: one round trip. */
     Pipe p;
-    PgArgs args[PG_DELTAS_MAX];
+    PgBound args[PG_DELTAS_MAX];
     pipe_open(&p, txn->c);
     for (int i = 0; i < txn->ndeltas; i++) {
         const PgDelta *d = &txn->deltas[i];
         if (delta_empty(d))
             continue;
-        PgArgs *a = &args[i];
-        *a = (PgArgs){0};
-        pg_arg_i64(a, d->table);
-        pg_arg_i64(a, txn->c->slot);
-        pg_arg_i64(a, d->claims);
-        pg_arg_i64(a, d->releases);
-        pg_arg_i64(a, d->lapses);
-        pg_arg_i64(a, d->deletes);
-        pipe_stmt(&p, PG_COUNT_ADD, a);
+        pg_stmt_bind(PG_ARGS(COUNT_ADD, .table = d->table, .slot = txn->c->slot,
+                             .claims = d->claims, .releases = d->releases, .lapses = d->lapses,
+                             .deletes = d->deletes),
+                     &args[i]);
+        pipe_stmt(&p, PG_COUNT_ADD, &args[i]);
     }
     pipe_sql(&p, "COMMIT");
     int rc = STORE_OK;
