@@ -145,10 +145,15 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
         stat_record(m, st, in->kind, &info, &rs);
         return 0;
     case KIND_RELEASED_ENTRY:
-        /* Never a file before anything is moved there, but a name whose
-         * @WHEN is neither a duration nor a datetime is refused (EINVAL)
-         * when it is looked up, so mv reports the bad name itself rather
-         * than failing the rename. */
+        /* A file while a reason is written to it (until its close); else
+         * never a file, but a name whose @WHEN is neither a duration nor a
+         * datetime is refused (EINVAL) when it is looked up, so mv reports
+         * the bad name itself rather than failing the rename. */
+        if (fs_pending_has(in)) {
+            if ((rc = fs_table_check(req, in, &info)))
+                return rc;
+            break;
+        }
         size_t id_len;
         rc = fs_name_when(in->name, &id_len, &when);
         lang_value_free(&when);

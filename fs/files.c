@@ -13,6 +13,9 @@
  *                         its object, or at close
  *   T/held/ID~N, T/dead/ID  a snapshot of the record, when the name's
  *                         fence holds
+ *   T/released/ID[~N][@WHEN]  written: the reason the record is released
+ *                         with at close (RELEASE … BECAUSE), as mv to that
+ *                         name releases it
  *
  * Every file is direct_io (sizes are not known in advance). */
 #include <errno.h>
@@ -28,6 +31,7 @@
 #include "handlers.h"
 #include "waiters.h"
 #include "claimed.h"
+#include "names.h"
 
 /* ---- records being created ----
  * Named "TABLE/NAME": a table's name holds no '/'. */
@@ -39,16 +43,19 @@ static size_t npending;
 /* Room for the name a record is pending under. */
 #define PENDING_NAME_MAX (INODE_TABLE_MAX + INODE_NAME_MAX)
 
-/* The name record "in" is pending under, into "out". */
+#define RELEASED_DIR "released/"
+
+/* The name record "in" is pending under, into "out": "TABLE/NAME", or
+ * for a released/ name being written "TABLE/released/NAME" (an identity's
+ * name holds no '/'). */
 static const char *
-pending_name(const Inode *in, char out[PENDING_NAME_MAX])
+pending_name(const Inode *in, char out[PENDING_NAME_MAX + sizeof RELEASED_DIR])
 {
     size_t table = strnlen(in->table, INODE_TABLE_MAX - 1);
     size_t name = strnlen(in->name, INODE_NAME_MAX - 1);
-    memcpy(out, in->table, table);
-    out[table] = '/';
-    memcpy(out + table + 1, in->name, name);
-    out[table + 1 + name] = '\0';
+    const char *dir = in->kind == KIND_RELEASED_ENTRY ? RELEASED_DIR : "";
+    snprintf(out, PENDING_NAME_MAX + sizeof RELEASED_DIR, "%.*s/%s%.*s", (int)table, in->table,
+             dir, (int)name, in->name);
     return out;
 }
 
@@ -87,7 +94,7 @@ pending_remove(const char *name)
 bool
 fs_pending_has(const Inode *in)
 {
-    char name[PENDING_NAME_MAX];
+    char name[PENDING_NAME_MAX + sizeof RELEASED_DIR];
     pending_name(in, name);
     pthread_mutex_lock(&pending_lock);
     bool found = pending_find(name) < npending;
@@ -97,18 +104,32 @@ fs_pending_has(const Inode *in)
 
 /* ---- handles ---- */
 
-typedef enum HandleKind { H_CTL, H_SNAPSHOT, H_WRITE, H_NEW } HandleKind;
+typedef enum HandleKind { H_CTL, H_SNAPSHOT, H_WRITE, H_NEW, H_REASON } HandleKind;
+
+/* How much of a reason written to a released/ name is kept: its first
+ * STORE_MAX_REASON bytes, and what it takes to see a final newline. */
+#define REASON_KEPT (STORE_MAX_REASON + 2)
 
 typedef struct Handle {
     HandleKind      kind;
     pthread_mutex_t lock;
     char            table[INODE_TABLE_MAX];
-    Value           key;        /* H_WRITE */
+    Value           key;        /* H_WRITE, H_REASON: the record */
+    Value           when;       /* H_REASON: NOT BEFORE (NONE: none) */
+    int64_t         fence;      /* H_REASON: the hold it releases (0: any) */
     char           *pending;    /* H_WRITE made by create(): its pending name,
-                                   until the content is stored */
+                                   until the content is stored; H_REASON: the
+                                   released/ name, until the release */
     Buf             data;       /* H_SNAPSHOT: what reads serve; H_WRITE: the content;
-                                   H_NEW: a line not yet complete */
-    bool            dirty;      /* H_WRITE: content to store at flush */
+                                   H_NEW: a line not yet complete; H_REASON: the
+                                   reason (REASON_KEPT bytes at most) */
+    bool            dirty;      /* H_WRITE: content to store at flush; H_REASON:
+                                   the release is still to come: at the first
+                                   flush after a write (a shell's redirection
+                                   closes a copy of the file before writing),
+                                   or at the last close when nothing was
+                                   written */
+    bool            written;    /* H_REASON: a write came */
     bool            exclusive;  /* H_WRITE: O_EXCL: an existing record is EEXIST */
     bool            scanning;   /* H_WRITE: written in order so far, so "scan" knows
                                    what the content is: the write that completes
@@ -162,6 +183,7 @@ handle_free(Handle *h)
     lang_unclaim_free(&h->undo);
     pending_done(h);
     lang_value_free(&h->key);
+    lang_value_free(&h->when);
     lang_buf_free(&h->data);
     fs_ctl_close(h->ctl);
     pthread_mutex_destroy(&h->lock);
@@ -235,7 +257,7 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
         else
             lang_buf_free(&json);
     } else {
-        char name[PENDING_NAME_MAX];
+        char name[PENDING_NAME_MAX + sizeof RELEASED_DIR];
         h->pending = lang_xstrdup(pending_name(in, name));
         pending_add(h->pending);
     }
@@ -243,6 +265,99 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
     fs_content_feed(&h->scan, h->data.data, h->data.len);
     *out = h;
     return 0;
+}
+
+/* A handle that collects the reason written to released/ name "in", the
+ * record released with it at close (SPEC section 8).  The record must be
+ * there, and held by hold N when the name says ~N: ENOENT otherwise, and
+ * nothing changes.  The name is pending until the release, so that it is
+ * a file meanwhile. */
+static int
+open_reason(fuse_req_t req, const Inode *in, Handle **out)
+{
+    char id[INODE_NAME_MAX];
+    size_t len, id_len;
+    Value when, key;
+    int rc = fs_name_when(in->name, &len, &when);
+    if (rc)
+        return rc;
+    snprintf(id, sizeof id, "%.*s", (int)len, in->name);
+    int64_t fence = fs_name_fence(id, &id_len);
+    id[id_len] = '\0';
+    if (fs_name_to_key(id, &key) < 0) {
+        lang_value_free(&when);
+        return -ENOENT;
+    }
+    Buf json = {0};
+    LangTableInfo info;
+    LangSession *s = fs_session(req);
+    LangError err = {0};
+    rc = fs_finish(req, s, lang_view_read(s, in->table, &key, fence, &json, &info, NULL, &err),
+                   &err);
+    lang_buf_free(&json);
+    if (!rc && when.kind != VAL_NONE && !info.has_delay)
+        rc = -EOPNOTSUPP;   /* NoDelayField: the queue declares no NOT BEFORE */
+    if (rc) {
+        lang_value_free(&when);
+        lang_value_free(&key);
+        return rc;
+    }
+    Handle *h = handle_new(H_REASON, in->table);
+    h->key = key;
+    h->when = when;
+    h->fence = fence;
+    h->dirty = true;
+    char name[PENDING_NAME_MAX + sizeof RELEASED_DIR];
+    h->pending = lang_xstrdup(pending_name(in, name));
+    pending_add(h->pending);
+    *out = h;
+    return 0;
+}
+
+/* True when "text" of "len" bytes is UTF-8 text (no NUL) as far as it
+ * goes: whole, or whole but for a character its last bytes begin. */
+static bool
+reason_text_so_far(const char *text, size_t len)
+{
+    if (memchr(text, '\0', len))
+        return false;
+    if (lang_utf8_valid(text, len))
+        return true;
+    /* The start of a character whose other bytes are still to come: its
+     * lead byte says how many it has, and fewer follow. */
+    const unsigned char *p = (const unsigned char *)text;
+    size_t lead = len;
+    while (lead > 0 && len - lead < 3 && (p[lead - 1] & 0xc0) == 0x80)
+        lead--;
+    if (lead == 0 || p[lead - 1] < 0xc2 || p[lead - 1] > 0xf4)
+        return false;
+    size_t need = p[lead - 1] >= 0xf0 ? 4 : p[lead - 1] >= 0xe0 ? 3 : 2;
+    return len - lead + 1 < need && lang_utf8_valid(text, lead - 1);
+}
+
+/* Releases the record of reason handle "h" (its lock held) with the
+ * reason written: a final newline dropped, its first STORE_MAX_REASON
+ * bytes kept (cut where a character begins); EINVAL when it is not UTF-8
+ * text.  Released or refused, it is not released again. */
+static int
+reason_release(fuse_req_t req, Handle *h)
+{
+    h->dirty = false;
+    pending_done(h);
+    Buf *why = &h->data;
+    if (why->len && why->data[why->len - 1] == '\n')
+        why->data[--why->len] = '\0';
+    if (why->len > STORE_MAX_REASON) {
+        why->data[STORE_MAX_REASON] = '\0';
+        lang_utf8_cut(why->data, STORE_MAX_REASON);
+        why->len = strlen(why->data);
+    }
+    if (why->len && !lang_utf8_valid(why->data, why->len))
+        return -EINVAL;
+    LangSession *s = fs_session(req);
+    LangError err = {0};
+    return fs_finish(req, s, lang_view_release(s, h->table, &h->key, &h->when, h->fence,
+                                               why->len ? why->data : NULL, &err), &err);
 }
 
 /* What open_inode returns for an open it has filed to answer later. */
@@ -460,8 +575,10 @@ create_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, H
     if (k != KIND_RECORD && k != KIND_NONE && k != KIND_RELEASED_ENTRY && k != KIND_TABLE &&
         k != KIND_NEW && fs_table_check(req, in, NULL) == -ENOENT)
         return -EINVAL;
+    if (k == KIND_RELEASED_ENTRY)
+        return open_reason(req, in, out);
     if (k != KIND_RECORD)
-        return k == KIND_NONE || k == KIND_RELEASED_ENTRY ? -EPERM : -EEXIST;
+        return k == KIND_NONE ? -EPERM : -EEXIST;
     int rc = fs_table_check(req, in, NULL);
     if (rc)
         return rc;
@@ -685,6 +802,18 @@ handle_write_once(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t
     int rc = (int)size;
     if (h->kind == H_NEW) {
         rc = new_write(req, h, buf, size);
+    } else if (h->kind == H_REASON) {
+        size_t before = h->data.len;
+        h->written = true;
+        if (!h->dirty)
+            rc = -EBADF;   /* released already */
+        else if (before < REASON_KEPT)
+            lang_buf_append(&h->data, buf, size < REASON_KEPT - before ? size : REASON_KEPT - before);
+        if (rc > 0 && !reason_text_so_far(h->data.data, h->data.len)) {
+            rc = -EINVAL;   /* not text: refused, and the release with it */
+            h->dirty = false;
+            pending_done(h);
+        }
     } else if ((size_t)off + size > RECORD_MAX_BYTES) {
         rc = -EFBIG;   /* content this large could never be stored */
     } else if (h->scanning && (size_t)off == h->data.len) {
@@ -739,6 +868,8 @@ fs_file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     } else if (h->kind == H_NEW && h->data.len) {
         rc = new_append(req, h, h->data.len);   /* a last line without its newline */
         lang_buf_reset(&h->data);
+    } else if (h->kind == H_REASON && h->dirty && h->written) {
+        rc = reason_release(req, h);
     }
     pthread_mutex_unlock(&h->lock);
     fuse_reply_err(req, -rc);
@@ -748,7 +879,10 @@ void
 fs_file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
     (void)ino;
-    handle_free(handle_of(fi));
+    Handle *h = handle_of(fi);
+    if (h->kind == H_REASON && h->dirty)
+        reason_release(req, h);   /* nothing written: a release without a reason */
+    handle_free(h);
     fuse_reply_err(req, 0);
 }
 
@@ -759,7 +893,7 @@ fs_file_truncate(fuse_req_t req, const Inode *in, struct fuse_file_info *fi, off
         /* A record being written is cut; every other file ignores it. */
         Handle *h = handle_of(fi);
         pthread_mutex_lock(&h->lock);
-        if (h->kind == H_WRITE && (size_t)size < h->data.len) {
+        if ((h->kind == H_WRITE || h->kind == H_REASON) && (size_t)size < h->data.len) {
             h->data.len = (size_t)size;
             h->data.data[size] = '\0';
             h->dirty = true;

@@ -11,7 +11,8 @@
  *   /T/claim              open() claims the head; reads serve that claim
  *   /T/wait               the same, blocking until something is claimable
  *   /T/new                each complete line written is one new record
- *   /T/released/          rename target: moving ID here releases it
+ *   /T/released/          rename target: moving ID here releases it;
+ *                         writing ID there releases it with a reason
  *   /T/held/ID~N          the records held now, fenced by their hold's number
  *   /T/dead/ID            the records at the ATTEMPTS ceiling
  *   /T/stats              the queue's figures, one JSON line
@@ -252,7 +253,7 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
                        from->kind == KIND_DEAD_ENTRY
                            ? lang_view_retry(s, from->table, &from->key, &when, from->fence, &err)
                            : lang_view_release(s, from->table, &from->key, &when, from->fence,
-                                               &err), &err);
+                                               NULL, &err), &err);
     }
     lang_value_free(&when);
     return rc;

@@ -192,6 +192,7 @@ struct Stmt {
             Target  target;       /* the record (RELEASE, TOUCH, RETRY) or the table (… ALL) */
             Expr   *not_before;   /* NOT BEFORE expr, or NULL */
             char   *for_consumer; /* FOR CONSUMER 'name', or NULL (RELEASE) */
+            char   *because;      /* BECAUSE 'text', or NULL (RELEASE) */
             Expr   *where;        /* RETRY ALL … WHERE expr, or NULL */
             int64_t fence;        /* as for DELETE */
         } release;

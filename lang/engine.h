@@ -18,12 +18,16 @@
 #include "view.h"
 #include "value.h"
 
-/* The engine's four fields on a queue record.  "hold" is the number of
- * the record's last hold (the store's, never reused): the N of held/ID~N. */
+/* The engine's fields on a queue record.  "hold" is the number of the
+ * record's last hold (the store's, never reused): the N of held/ID~N.
+ * "errors" lists its failed attempts ({attempt, at, error}, oldest first,
+ * the last STORE_ERRORS_KEPT) and "last_error" is the newest one's text. */
 #define FIELD_ATTEMPTS      "attempts"
 #define FIELD_CLAIMED_UNTIL "claimed_until"
 #define FIELD_CLAIMED_BY    "claimed_by"
 #define FIELD_HOLD          "hold"
+#define FIELD_ERRORS        "errors"
+#define FIELD_LAST_ERROR    "last_error"
 
 /* ---- table definitions (catalog.c) ---- */
 
@@ -86,6 +90,8 @@ typedef struct Record {
     char   *consumer;   /* who signed the last hold, or NULL */
     char   *instance;   /* the session that took it, or NULL */
     int64_t since, written, changed, claimed;            /* see StoreRecord */
+    unsigned char *errors;   /* a copy of StoreRecord.errors, or NULL */
+    size_t  errors_len;
 } Record;
 
 void lang_record_free(Record *r);
@@ -96,13 +102,15 @@ LangErrorCode lang_record_from_store(const StoreRecord *sr, const TableDef *def,
 /* Decodes only the identity of the store's record "sr"; -1 when
  * unreadable. */
 int lang_record_key_from_store(const StoreRecord *sr, Value *key);
-/* The record as users see it: its fields, then on a queue the engine's
- * (attempts once claimed; hold, claimed_until and claimed_by while a hold
- * is not ended), then `id`. */
-Value lang_record_view(const Record *r, const TableDef *def);
-/* The engine's field "name" of "r" as lang_record_view shows it, into "*out"
- * (false, nothing set, when it shows none). */
-bool lang_record_engine_field(const Record *r, const char *name, Value *out);
+/* The record as users see it at "now": its fields, then on a queue the
+ * engine's (attempts once claimed; hold, claimed_until and claimed_by
+ * while a hold is not ended; errors and last_error once an attempt failed,
+ * a hold that ran out by "now" among them as "lapsed" even before a claim
+ * records it), then `id`. */
+Value lang_record_view(const Record *r, const TableDef *def, int64_t now);
+/* The engine's field "name" of "r" as lang_record_view shows it at "now",
+ * into "*out" (false, nothing set, when it shows none). */
+bool lang_record_engine_field(const Record *r, const char *name, int64_t now, Value *out);
 /* True for the names of the engine's fields. */
 bool lang_record_is_engine_field(const char *name);
 /* The store key of identity "key" (VAL_INT or VAL_STRING). */

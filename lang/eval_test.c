@@ -83,10 +83,26 @@ static const Case cases[] = {
      "CLAIM FROM fast; CLAIM FROM fast; CLAIM FROM fast; SELECT url FROM fast WHERE attempts >= 2;",
      "null\n[{\"id\":\"fast:1\",\"url\":\"a\"}]\n[{\"id\":\"fast:2\",\"url\":\"b\"}]\n"
      "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"fast:1\",\"url\":\"a\"}]\n"
-     "[{\"attempts\":2,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"fast:1\",\"url\":\"a\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"errors\":[{\"at\":\"T\",\"attempt\":1,"
+     "\"error\":\"lapsed\"}],\"hold\":2,\"id\":\"fast:1\",\"last_error\":\"lapsed\",\"url\":\"a\"}]\n"
      "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":3,\"id\":\"fast:2\",\"url\":\"b\"}]\n"
      "[{\"url\":\"a\"}]\n",
      LANG_OK},
+    /* a release's reason, kept by a release without one and by RETRY */
+    {"DEFINE QUEUE jobs TIMEOUT 30s ATTEMPTS 3; CREATE jobs:1 = {}; CLAIM FROM jobs;"
+     "RELEASE jobs:1 BECAUSE 'HTTP 503'; CLAIM FROM jobs; RELEASE jobs:1; RETRY jobs:1;"
+     "SELECT errors, last_error FROM jobs;",
+     "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
+     "[{\"attempts\":1,\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"id\":\"jobs:1\",\"last_error\":\"HTTP 503\"}]\n"
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"hold\":2,\"id\":\"jobs:1\","
+     "\"last_error\":\"HTTP 503\"}]\n"
+     "[{\"attempts\":2,\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"id\":\"jobs:1\",\"last_error\":\"HTTP 503\"}]\n"
+     "[{\"attempts\":0,\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"id\":\"jobs:1\",\"last_error\":\"HTTP 503\"}]\n"
+     "[{\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"last_error\":\"HTTP 503\"}]\n",
+     LANG_OK},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {last_error: 'x'};", "null\n", LANG_ENGINE_FIELD},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; UPDATE jobs:1 MERGE {errors: []};",
+     "null\n[{\"id\":\"jobs:1\"}]\n", LANG_ENGINE_FIELD},
     /* priority: greatest first; the claim plan names the index */
     {"DEFINE QUEUE alerts TIMEOUT 1m PRIORITY BY severity; CLAIM FROM alerts EXPLAIN;"
      "DEFINE INDEX by_severity ON alerts FIELDS severity; CLAIM FROM alerts EXPLAIN;"
@@ -241,7 +257,8 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM FROM jobs WAIT 20ms;", "null\n[]\n", LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 1ns; CREATE jobs:1 = {}; CLAIM FROM jobs; CLAIM FROM jobs WAIT 1s;",
      "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n"
-     "[{\"attempts\":2,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:1\"}]\n",
+     "[{\"attempts\":2,\"claimed_until\":\"T\",\"errors\":[{\"at\":\"T\",\"attempt\":1,"
+     "\"error\":\"lapsed\"}],\"hold\":2,\"id\":\"jobs:1\",\"last_error\":\"lapsed\"}]\n",
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CLAIM FROM jobs WAIT 1s;", "null\nnull\n",
      LANG_PARSE_ERROR},

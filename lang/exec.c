@@ -96,7 +96,7 @@ lang_exec_each_record(Exec *x, const TableDef *def, const Target *t, const Expr 
             lang_record_free(&r);
             continue;
         }
-        Value view = lang_record_view(&r, def);
+        Value view = lang_record_view(&r, def, lang_exec_now(x));
         bool yes;
         if (!lang_exec_where(x, where, &view, &yes) && yes)
             step(x, def, &r, &view, ctx);

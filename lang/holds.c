@@ -28,13 +28,15 @@ undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64
     undo->table = lang_xstrdup(table);
     undo->before = *before;
     undo->hold = hold;
-    StoreBytes *parts[] = {&undo->before.key, &undo->before.consumer, &undo->before.instance};
-    size_t at[3];
-    for (int i = 0; i < 3; i++) {
+    StoreBytes *parts[] = {&undo->before.key, &undo->before.consumer, &undo->before.instance,
+                           &undo->before.errors};
+    enum { PARTS = sizeof parts / sizeof *parts };
+    size_t at[PARTS];
+    for (int i = 0; i < PARTS; i++) {
         at[i] = undo->bytes.len;
         lang_buf_append(&undo->bytes, parts[i]->data, parts[i]->len);
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PARTS; i++)
         parts[i]->data = undo->bytes.data + at[i];
     undo->before.value = undo->before.order = undo->before.group = (StoreBytes){NULL, 0};
 }
@@ -63,7 +65,7 @@ claimed_one(void *ctx, const StoreRecord *now, const StoreRecord *before)
         lang_record_stat(&r, 0, &told->stat);
         lang_table_info(c->def, &told->info);
     }
-    lang_value_array_push(c->results, lang_record_view(&r, c->def));
+    lang_value_array_push(c->results, lang_record_view(&r, c->def, lang_exec_now(c->x)));
     lang_record_free(&r);
     return 0;
 }
@@ -165,22 +167,31 @@ answer_stored(Exec *x, const TableDef *def, const StoreRecord *sr, Value *result
 {
     Record r = {0};
     if (!lang_record_from_store(sr, def, &r, x->err))
-        lang_value_array_push(results, lang_record_view(&r, def));
+        lang_value_array_push(results, lang_record_view(&r, def, lang_exec_now(x)));
     lang_record_free(&r);
     return x->err->code;
 }
 
+/* The reason RELEASE "st" gives (BECAUSE), empty when none. */
+static StoreBytes
+release_reason(const Stmt *st)
+{
+    const char *why = st->u.release.because;
+    return (StoreBytes){why, why ? strlen(why) : 0};
+}
+
 /* Ends the hold on "r" (loaded), delaying it until "delay_to" when that is
- * non-zero, and answers it. */
+ * non-zero and recording "reason" when it is not empty, and answers it. */
 static LangErrorCode
-end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, Value *results)
+end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, StoreBytes reason,
+         Value *results)
 {
     Buf key = {0};
     StoreQueue q;
     StoreRecord sr;
     lang_record_key_encode(&r->key, &key);
     int rc = store_release(x->txn, lang_record_queue(def, &q), (StoreBytes){key.data, key.len},
-                           r->hold, delay_to, &sr);
+                           r->hold, delay_to, reason, &sr);
     if (rc)
         lang_record_missing(rc, def, &r->key, "releasing a hold", x->err);
     else
@@ -216,7 +227,7 @@ hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
     return x->err->code;
 }
 
-/* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] */
+/* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] [BECAUSE text] */
 LangErrorCode
 lang_exec_release(Exec *x, const Stmt *st)
 {
@@ -231,7 +242,7 @@ lang_exec_release(Exec *x, const Stmt *st)
     const char *group = st->u.release.for_consumer;
     if (group ? consumer && strcmp(consumer, group) == 0
               : !consumer || (instance && strcmp(instance, x->s->instance) == 0)) {
-        end_hold(x, &def, &r, delay_to, &results);
+        end_hold(x, &def, &r, delay_to, release_reason(st), &results);
     } else if (consumer) {
         Buf name = {0};
         lang_record_id_format(&t->id.u.rec, &name);
@@ -262,7 +273,8 @@ released_one(void *ctx, const StoreRecord *sr)
     return answer_stored(r->x, r->def, sr, r->results) ? -1 : 0;
 }
 
-/* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr] */
+/* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr]
+ *                [BECAUSE text] */
 LangErrorCode
 lang_exec_release_all(Exec *x, const Stmt *st)
 {
@@ -278,7 +290,7 @@ lang_exec_release_all(Exec *x, const Stmt *st)
         int rc = store_release_all(x->txn, lang_record_queue(&def, &q),
                                    (StoreBytes){group, group ? strlen(group) : 0},
                                    (StoreBytes){x->s->instance, strlen(x->s->instance)},
-                                   delay_to, released_one, &run);
+                                   delay_to, release_reason(st), released_one, &run);
         if (rc && !x->err->code)
             lang_store_error(rc, "releasing holds", x->err);
     }

@@ -182,6 +182,17 @@ lang_record_id_format(const RecordId *id, Buf *out)
     }
 }
 
+void
+lang_utf8_cut(char *s, size_t max)
+{
+    size_t len = strlen(s);
+    if (len <= max)
+        return;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        max--;
+    s[max] = '\0';
+}
+
 bool
 lang_utf8_valid(const char *s, size_t len)
 {

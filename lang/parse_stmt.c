@@ -89,6 +89,7 @@ lang_stmt_free(Stmt *s)
     case ST_TOUCH:
         target_and_exprs_free(&s->u.release.target, s->u.release.where, s->u.release.not_before);
         free(s->u.release.for_consumer);
+        free(s->u.release.because);
         break;
     case ST_USE_CONSUMER:
         free(s->u.use_consumer.name);
@@ -151,6 +152,23 @@ consumer(ParseState *ps, const char *what)
     char *s = lang_parse_cstring(ps, &ps->tok, "a consumer name");
     if (s)
         next(ps);
+    return s;
+}
+
+/* because -> BECAUSE STRING: the reason a release gives, its first
+ * STORE_MAX_REASON bytes (cut where a character begins). */
+static char *
+because(ParseState *ps)
+{
+    if (ps->tok.kind != TK_STRING) {
+        lang_parse_expected(ps, "a string after BECAUSE");
+        return NULL;
+    }
+    char *s = lang_parse_cstring(ps, &ps->tok, "a reason");
+    if (s) {
+        lang_utf8_cut(s, STORE_MAX_REASON);
+        next(ps);
+    }
     return s;
 }
 
@@ -381,7 +399,8 @@ all_or_record(ParseState *ps, Stmt *s, StmtKind one, StmtKind all, const char *w
 }
 
 /* release -> RELEASE ALL FROM name {relclause} | RELEASE record {relclause}
- * relclause -> NOT BEFORE expr | FOR CONSUMER consumer   (each at most once) */
+ * relclause -> NOT BEFORE expr | FOR CONSUMER consumer | BECAUSE STRING
+ *              (each at most once) */
 static void
 release(ParseState *ps, Stmt *s)
 {
@@ -398,8 +417,11 @@ release(ParseState *ps, Stmt *s)
             if (lang_parse_clause_once(ps, s->u.release.for_consumer, "FOR CONSUMER") &&
                 lang_parse_expect_kw(ps, "CONSUMER", "CONSUMER after FOR"))
                 s->u.release.for_consumer = consumer(ps, "a consumer name after FOR CONSUMER");
+        } else if (is_kw(t, "BECAUSE")) {
+            if (lang_parse_clause_once(ps, s->u.release.because, "BECAUSE"))
+                s->u.release.because = because(ps);
         } else {
-            lang_parse_expected(ps, "NOT BEFORE, FOR CONSUMER or ';'");
+            lang_parse_expected(ps, "NOT BEFORE, FOR CONSUMER, BECAUSE or ';'");
         }
     }
 }

@@ -24,7 +24,10 @@ lang_record_free(Record *r)
     lang_value_free(&r->fields);
     free(r->consumer);
     free(r->instance);
+    free(r->errors);
     r->consumer = r->instance = NULL;
+    r->errors = NULL;
+    r->errors_len = 0;
 }
 
 void
@@ -95,21 +98,77 @@ lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, La
     r->written = sr->written;
     r->changed = sr->changed;
     r->claimed = sr->claimed;
+    if (sr->errors.len) {
+        r->errors = lang_xmalloc(sr->errors.len);
+        memcpy(r->errors, sr->errors.data, sr->errors.len);
+        r->errors_len = sr->errors.len;
+    }
     if (r->not_before && def->is_queue && def->decl.not_before)
         set_not_before(def, &r->fields, r->not_before);
     return LANG_OK;
 }
 
+/* The engine's fields, in the order a record's JSON shows them. */
+static const char *const engine_fields[] = {FIELD_ATTEMPTS,   FIELD_HOLD,   FIELD_CLAIMED_UNTIL,
+                                            FIELD_CLAIMED_BY, FIELD_ERRORS, FIELD_LAST_ERROR};
+enum { ENGINE_FIELDS = sizeof engine_fields / sizeof *engine_fields };
+
 bool
 lang_record_is_engine_field(const char *name)
 {
-    return strcmp(name, FIELD_ATTEMPTS) == 0 || strcmp(name, FIELD_CLAIMED_UNTIL) == 0 ||
-           strcmp(name, FIELD_CLAIMED_BY) == 0 || strcmp(name, FIELD_HOLD) == 0;
+    for (size_t i = 0; i < ENGINE_FIELDS; i++)
+        if (strcmp(name, engine_fields[i]) == 0)
+            return true;
+    return false;
+}
+
+/* One failed attempt as users see it. */
+static Value
+error_view(const QueueError *e)
+{
+    Value o = lang_value_object();
+    lang_value_object_set(&o, "attempt", lang_value_int(e->attempt));
+    lang_value_object_set(&o, "at", lang_value_datetime(e->at));
+    lang_value_object_set(&o, "error", lang_value_string((const char *)e->text.data, e->text.len));
+    return o;
+}
+
+/* The failed attempts of "r" at "now" (an array; empty when none): those
+ * stored, then the lapse of a hold that ran out and that no claim has
+ * recorded yet, the last STORE_ERRORS_KEPT of them. */
+static Value
+errors_view(const Record *r, int64_t now)
+{
+    StoreBytes rest = {r->errors, r->errors_len};
+    StoreRecord held = {.claimed_until = r->claimed_until};
+    bool lapsed = queue_hold_lapsed(&held, now);
+    size_t n = queue_errors_count(rest) + lapsed;
+    QueueError e;
+    Value a = lang_value_array();
+    for (size_t i = 0; queue_errors_next(&rest, &e); i++)
+        if (i + STORE_ERRORS_KEPT >= n)
+            lang_value_array_push(&a, error_view(&e));
+    if (lapsed) {
+        e = (QueueError){r->attempts, r->claimed_until,
+                         {(const unsigned char *)QUEUE_LAPSED, strlen(QUEUE_LAPSED)}};
+        lang_value_array_push(&a, error_view(&e));
+    }
+    return a;
 }
 
 bool
-lang_record_engine_field(const Record *r, const char *name, Value *out)
+lang_record_engine_field(const Record *r, const char *name, int64_t now, Value *out)
 {
+    if (strcmp(name, FIELD_ERRORS) == 0 || strcmp(name, FIELD_LAST_ERROR) == 0) {
+        Value errors = errors_view(r, now);
+        size_t n = errors.u.arr.len;
+        if (n && strcmp(name, FIELD_LAST_ERROR) == 0)
+            *out = lang_value_clone(lang_value_object_get(&errors.u.arr.items[n - 1], "error"));
+        else if (n)
+            *out = lang_value_clone(&errors);
+        lang_value_free(&errors);
+        return n > 0;
+    }
     if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
         *out = lang_value_int(r->attempts);
     } else if (!r->claimed_until) {
@@ -129,14 +188,12 @@ lang_record_engine_field(const Record *r, const char *name, Value *out)
 }
 
 Value
-lang_record_view(const Record *r, const TableDef *def)
+lang_record_view(const Record *r, const TableDef *def, int64_t now)
 {
-    static const char *const shown[] = {FIELD_ATTEMPTS, FIELD_HOLD, FIELD_CLAIMED_UNTIL,
-                                        FIELD_CLAIMED_BY};
     Value v = lang_value_clone(&r->fields), f;
-    for (size_t i = 0; def->is_queue && i < sizeof shown / sizeof *shown; i++)
-        if (lang_record_engine_field(r, shown[i], &f))
-            lang_value_object_set(&v, shown[i], f);
+    for (size_t i = 0; def->is_queue && i < ENGINE_FIELDS; i++)
+        if (lang_record_engine_field(r, engine_fields[i], now, &f))
+            lang_value_object_set(&v, engine_fields[i], f);
     lang_value_object_set(&v, "id", lang_value_record(def->decl.name, lang_value_clone(&r->key)));
     return v;
 }

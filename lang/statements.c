@@ -64,42 +64,54 @@ strip_id(Exec *x, Value *content, const char *table, const Value *key)
 }
 
 /* True when "incoming" repeats the engine's value "stored": equal, or the
- * same instant written as an RFC 3339 string (a record read back as JSON). */
+ * same instant written as an RFC 3339 string, or the same errors written
+ * as their JSON (a record read back as JSON). */
 static bool
 engine_value_same(const Value *stored, const Value *incoming)
 {
     int64_t ns;
+    if (stored->kind == VAL_ARRAY) {
+        Buf a = {0}, b = {0};
+        lang_value_to_json(stored, &a);
+        lang_value_to_json(incoming, &b);
+        bool same = a.len == b.len && memcmp(a.data, b.data, a.len) == 0;
+        lang_buf_free(&a);
+        lang_buf_free(&b);
+        return same;
+    }
     if (stored->kind == VAL_DATETIME && incoming->kind == VAL_STRING)
         return lang_datetime_parse(incoming->u.str.s, incoming->u.str.len, &ns) == 0 &&
                ns == stored->u.ns;
     return lang_value_equal(stored, incoming);
 }
 
-static const char *const engine_fields[] = {FIELD_ATTEMPTS, FIELD_CLAIMED_UNTIL,
-                                            FIELD_CLAIMED_BY, FIELD_HOLD};
-
 /* On a queue, "incoming" may not introduce, change or remove the engine's
  * fields of "old" (NULL for a new record): a field it repeats — equal, or
- * a claimed_until read back as an RFC 3339 string — is dropped from it,
- * since the engine keeps its own; any other is EngineField. */
+ * read back as JSON — is dropped from it, since the engine keeps its own;
+ * any other is EngineField. */
 static LangErrorCode
 guard_engine_fields(Exec *x, const TableDef *def, const Record *old, Value *incoming)
 {
-    if (!def->is_queue)
+    if (!def->is_queue || incoming->kind != VAL_OBJECT)
         return LANG_OK;
-    for (size_t i = 0; i < sizeof engine_fields / sizeof *engine_fields; i++) {
-        const char *f = engine_fields[i];
+    for (size_t i = 0; i < incoming->u.obj.len;) {
+        const char *f = incoming->u.obj.keys[i];
+        if (!lang_record_is_engine_field(f)) {
+            i++;
+            continue;
+        }
         Value was = lang_value_none();
-        bool has = old && lang_record_engine_field(old, f, &was);
-        const Value *now = lang_value_object_get(incoming, f);
-        bool same = now && has && engine_value_same(&was, now);
+        bool has = old && lang_record_engine_field(old, f, lang_exec_now(x), &was);
+        bool same = has && engine_value_same(&was, &incoming->u.obj.vals[i]);
         lang_value_free(&was);
-        if (now && !same)
+        if (!same)
             return lang_error_set(x->err, LANG_ENGINE_FIELD,
                                   "'%s' on queue '%s' belongs to the engine: a write may not "
                                   "set or change it",
                                   f, def->decl.name);
-        lang_value_object_remove(incoming, f);
+        char *name = lang_xstrdup(f);
+        lang_value_object_remove(incoming, name);
+        free(name);
     }
     return LANG_OK;
 }
@@ -363,7 +375,7 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
     }
     if (lang_identity_note(x, def, &r.key) || lang_record_store(x->txn, def, &r, true, x->err))
         goto done;
-    lang_value_array_push(&results, lang_record_view(&r, def));
+    lang_value_array_push(&results, lang_record_view(&r, def, lang_exec_now(x)));
 done:
     lang_record_free(&r);
     return lang_exec_answer_records(x, &results);
@@ -412,7 +424,7 @@ update_one(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx)
     if (x->changed)
         changed_key(x->changed, &r->key);
     else
-        lang_value_array_push(u->results, lang_record_view(r, def));
+        lang_value_array_push(u->results, lang_record_view(r, def, lang_exec_now(x)));
 done:
     lang_value_free(&content);
 }

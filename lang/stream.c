@@ -123,7 +123,7 @@ chunk_row(void *ctx, const StoreRecord *sr)
         lang_record_free(&r);
         return -1;
     }
-    Value view = lang_record_view(&r, w->def), row;
+    Value view = lang_record_view(&r, w->def, lang_exec_now(w->x)), row;
     bool yes;
     if (!lang_exec_where(w->x, w->st->u.select.where, &view, &yes) && yes &&
         !lang_select_project(w->x, w->st, &view, &row)) {
@@ -255,7 +255,7 @@ update_chunk(LangSession *s, LangStream *r, Buf *out, size_t room, bool *done, L
         if (rc && rc != STORE_NOTFOUND) {
             lang_store_error(rc, "reading a record", err);
         } else if (!rc && !lang_record_from_store(&sr, &def, &rec, err)) {
-            Value view = lang_record_view(&rec, &def);
+            Value view = lang_record_view(&rec, &def, store_txn_now(txn));
             if (r->cur.rows++)
                 lang_buf_putc(out, ',');
             lang_value_to_json(&view, out);

@@ -177,5 +177,8 @@ void lang_value_key_encode(const Value *v, bool descending, Buf *out);
 
 /* Validates UTF-8 (json.c): true when "s" of "len" bytes is well-formed. */
 bool lang_utf8_valid(const char *s, size_t len);
+/* Cuts the NUL-terminated UTF-8 text "s" to at most "max" bytes, where a
+ * character begins (json.c). */
+void lang_utf8_cut(char *s, size_t max);
 
 #endif

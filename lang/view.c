@@ -119,6 +119,7 @@ void
 lang_table_info(const TableDef *def, LangTableInfo *info)
 {
     info->is_queue = def->is_queue;
+    info->has_delay = def->is_queue && def->decl.not_before;
     info->has_owner = def->uid >= 0;
     info->uid = def->uid >= 0 ? (uint32_t)def->uid : 0;
     info->gid = def->gid >= 0 ? (uint32_t)def->gid : 0;
@@ -140,7 +141,7 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
         if (!lang_access_check(s, &def, ACCESS_READ, err) && !lang_record_load(txn, &def, key, &r, err) &&
             !lang_record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
-            Value view = lang_record_view(&r, &def);
+            Value view = lang_record_view(&r, &def, store_txn_now(txn));
             lang_value_to_json(&view, out);
             lang_buf_putc(out, '\n');
             lang_value_free(&view);
@@ -165,14 +166,16 @@ lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fe
 }
 
 /* RELEASE, RETRY or TOUCH ("kind") of record "key", NOT BEFORE
- * "not_before" unless it is NULL or NONE, under "fence". */
+ * "not_before" unless it is NULL or NONE, BECAUSE "because" unless it is
+ * NULL, under "fence". */
 static LangErrorCode
 hold_stmt(LangSession *s, StmtKind kind, const char *table, const Value *key,
-          const Value *not_before, int64_t fence, LangError *err)
+          const Value *not_before, int64_t fence, const char *because, LangError *err)
 {
     Stmt *st = stmt_new(kind);
     st->u.release.target = target_of(table, key);
     st->u.release.fence = fence;
+    st->u.release.because = because ? lang_xstrdup(because) : NULL;
     if (not_before && not_before->kind != VAL_NONE)
         st->u.release.not_before = literal_expr(lang_value_clone(not_before));
     return run_one(s, st, NULL, NULL, err);
@@ -180,23 +183,23 @@ hold_stmt(LangSession *s, StmtKind kind, const char *table, const Value *key,
 
 LangErrorCode
 lang_view_release(LangSession *s, const char *table, const Value *key, const Value *not_before,
-                  int64_t fence, LangError *err)
+                  int64_t fence, const char *because, LangError *err)
 {
-    return hold_stmt(s, ST_RELEASE, table, key, not_before, fence, err);
+    return hold_stmt(s, ST_RELEASE, table, key, not_before, fence, because, err);
 }
 
 LangErrorCode
 lang_view_retry(LangSession *s, const char *table, const Value *key, const Value *not_before,
                 int64_t fence, LangError *err)
 {
-    return hold_stmt(s, ST_RETRY, table, key, not_before, fence, err);
+    return hold_stmt(s, ST_RETRY, table, key, not_before, fence, NULL, err);
 }
 
 LangErrorCode
 lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence,
                 LangError *err)
 {
-    return hold_stmt(s, ST_TOUCH, table, key, NULL, fence, err);
+    return hold_stmt(s, ST_TOUCH, table, key, NULL, fence, NULL, err);
 }
 
 /* Parses record content; empty or blank text is an empty record. */
@@ -389,6 +392,7 @@ typedef struct ListingWalk {
     Buf json;          /* reused for every record */
     int stopped;
     LangError *err;
+    int64_t now;       /* the listing's instant */
 } ListingWalk;
 
 static int
@@ -398,7 +402,7 @@ each_listed(void *ctx, const StoreRecord *sr)
     Record r = {0};
     int stop = 0;
     if (!lang_record_from_store(sr, w->def, &r, w->err) && !(w->after && lang_value_equal(&r.key, w->after))) {
-        Value view = lang_record_view(&r, w->def);
+        Value view = lang_record_view(&r, w->def, w->now);
         lang_buf_reset(&w->json);
         lang_value_to_json(&view, &w->json);
         lang_value_free(&view);
@@ -428,7 +432,7 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
         Buf from = {0};
         if (after)
             lang_record_key_encode(after, &from);
-        ListingWalk w = {&def, fn, ctx, after, {0}, 0, err};
+        ListingWalk w = {&def, fn, ctx, after, {0}, 0, err, store_txn_now(txn)};
         int rc = store_record_each(txn, def.id, (StoreBytes){from.data, from.len}, each_listed, &w);
         if (rc && !w.stopped && !err->code)
             lang_store_error(rc, "listing records", err);

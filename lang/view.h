@@ -39,6 +39,7 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangC
 /* What a table directory shows: its kind, owner and mode. */
 typedef struct LangTableInfo {
     bool     is_queue;
+    bool     has_delay;   /* a queue that declares NOT BEFORE */
     bool     has_owner;   /* false: no owner is known (neither the table's nor
                            * the store's); show the mount's */
     uint32_t uid, gid;
@@ -65,9 +66,11 @@ LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key
 LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
                                int64_t fence, LangError *err);
 /* RELEASE the record, NOT BEFORE "not_before" unless it is NULL or NONE
- * (a VAL_DURATION from now, or a VAL_DATETIME); "fence" as for delete. */
+ * (a VAL_DURATION from now, or a VAL_DATETIME), BECAUSE "because" unless
+ * it is NULL; "fence" as for delete. */
 LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *key,
-                                const Value *not_before, int64_t fence, LangError *err);
+                                const Value *not_before, int64_t fence, const char *because,
+                                LangError *err);
 /* TOUCH the record: its hold's deadline becomes now + the queue's
  * TIMEOUT.  NotHeld when nobody holds it, HeldByAnotherConsumer for a hold
  * another consumer signed; "fence" as for delete. */

@@ -546,3 +546,21 @@ host_worker() {
         <(cat "$D/claims.2" "$D/claims.3" | jq -r .id | sort -u) | wc -l)
     [ "$taken" -ge 1 ] || fail "no hold of host 1 lapsed to another host"
 }
+
+@test "postgresql: a schema of version 2 (no errors) is brought to version 3 in place by the first process that writes: its records kept, a release's reason kept from then on" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
+    # Version 2 as it was: no errors column, nor the functions that keep it.
+    psql -qX "$STORE" -v ON_ERROR_STOP=1 \
+        -c "DROP FUNCTION queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8),
+                queuefs.claim_grouped(int8, int8, int8, int8, int8, bytea, bytea, int8),
+                queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea),
+                queuefs.errors_lapsed(bytea, int8, int8, int8), queuefs.errors_add(bytea, int8, int8, bytea)" \
+        -c "ALTER TABLE queuefs.records DROP COLUMN errors" \
+        -c "UPDATE queuefs.version SET version = 2" >/dev/null
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 2
+    run sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'upgraded';"
+    assert_success
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 3
+    assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
+        '[{"last_error":"upgraded","n":1},{"n":2}]'
+}

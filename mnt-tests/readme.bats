@@ -2,7 +2,8 @@
 # readme.bats — the README's examples, run as the README shows them, so
 # they cannot go stale: "A first example" (each command's output must be
 # the README's, datetimes aside), "A worker" (the loop, with curl made to
-# fail for one URL) and "A worker with queuefs-work".  The examples are
+# fail for one URL), "When something fails" and "A worker with
+# queuefs-work".  The examples are
 # read from README.md itself; ~/queues becomes the test's mount.
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/readme.bats
@@ -29,7 +30,7 @@ fake_curl() {
 #!/bin/sh
 for a; do url=$a; done
 case $1 in -fsS) url=$2 ;; esac
-case $url in */b) exit 22 ;; esac
+case $url in */b) echo "curl: (22) The requested URL returned error: 503" >&2; exit 22 ;; esac
 exit 0
 SH
     chmod +x "$BATS_TEST_TMPDIR/bin/curl"
@@ -99,6 +100,31 @@ normalize() {
     run ls "$M/jobs/dead"
     assert_output 2
     assert_equal "$(jq .attempts "$M/jobs/2")" 5
+    assert_equal "$(jq -c '[(.errors | length), .last_error]' "$M/jobs/2")" \
+        '[5,"curl: (22) The requested URL returned error: 503"]'
+}
+
+@test "readme: 'When something fails' says what died and why, and brings it back" {
+    mount_fs
+    echo 'DEFINE QUEUE jobs TIMEOUT 30s ATTEMPTS 2;' >"$M/ctl"
+    printf '%s\n' '{"url":"https://example.test/a"}' '{"url":"https://example.test/b"}' >>"$M/jobs/new"
+    local i hold
+    for i in 1 2; do
+        hold=$(ctl 'CLAIM jobs:2' | jq '.[0].hold')
+        printf 'HTTP %d\n' "$((500 + i))" >"$M/jobs/released/2~$hold"
+    done
+    [ -e "$M/jobs/dead/2" ] || fail "jobs:2 is not dead: $(cat "$M/jobs/2")"
+    local block
+    block=$(example "When something fails")
+    [[ $block == *'dead/'* ]] || fail "no example in the README's 'When something fails'"
+    block=${block//'~/queues'/$M}
+    run bash -c "$block"
+    assert_success
+    assert_line --index 0 "jobs:2: HTTP 502"
+    assert_equal "$(jq -c '[.attempt, .error]' <<<"${lines[1]}") $(jq -c '[.attempt, .error]' <<<"${lines[2]}")" \
+        '[1,"HTTP 501"] [2,"HTTP 502"]'
+    [ ! -e "$M/jobs/dead/2" ] || fail "jobs:2 is still dead"
+    assert_equal "$(jq -c '[.attempts, .last_error]' "$M/jobs/2")" '[0,"HTTP 502"]'
 }
 
 @test "readme: 'A worker with queuefs-work' runs the command for every record" {

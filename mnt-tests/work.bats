@@ -321,8 +321,8 @@ EOF
     # A backoff longer than TIMEOUT: the hold must be touched to last.
     mount_queue "TIMEOUT 2s ATTEMPTS 5" "7 = {}"
     start_work -b 3s "$M/jobs" -- bash -c '
-        if [ "$QUEUEFS_ATTEMPTS" -ge 2 ]; then exit 0; fi
-        touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
+        if [ "$QUEUEFS_ATTEMPTS" -ge 2 ]; then cat >"$D/second"; exit 0; fi
+        echo "not yet" >&2; touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
     wait_log "starts 1 worker.*no NOT BEFORE: a failed record is held, touched, for its backoff"
     poll 10 test -e "$D/failed.1" || fail "the command did not run; log: $(cat "$LOG")"
     # The failed record is still held, by its first claim, during the backoff.
@@ -333,6 +333,7 @@ EOF
     stop_work
     line=$(log_line 7 1)
     [[ $line == *" outcome=released status=1 duration="*" delay=3s" ]] || fail "unexpected log line: $line"
+    assert_equal "$(jq -r .last_error "$D/second")" "exit 1: not yet"
     assert_equal "$(count_records jobs)" 0
     stats=$(cat "$M/jobs/stats")
     assert_equal "$(jqr .claims "$stats")" 2
@@ -341,13 +342,14 @@ EOF
 
 @test "release: SIGTERM during a held backoff releases the record at once" {
     mount_queue "TIMEOUT 30s" "7 = {}"
-    start_work -b 1h "$M/jobs" -- bash -c 'touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
+    start_work -b 1h "$M/jobs" -- bash -c 'echo "disk full" >&2; touch "$D/failed.$QUEUEFS_ATTEMPTS"; exit 1'
     poll 10 test -e "$D/failed.1" || fail "the command did not run; log: $(cat "$LOG")"
     stop_work
     line=$(log_line 7 1)
     [[ $line == *" outcome=released status=1 "* ]] || fail "unexpected log line: $(cat "$LOG")"
     json=$(record 7)
     assert_equal "$(jqr .attempts "$json")" 1
+    assert_equal "$(jqr .last_error "$json")" "exit 1: disk full"
     assert_equal "$(jqr .claimed_until "$json")" null
 }
 
@@ -367,6 +369,20 @@ EOF
     wait_log "id=8 attempt=1 outcome=finished"
     stop_work
     assert_equal "$(count_records jobs)" 0
+}
+
+@test "release: a failure's reason is its exit status or signal and the last line of its stderr, which still reaches the worker's stderr" {
+    mount_queue "TIMEOUT 30s ATTEMPTS 2 NOT BEFORE due" "7 = {}"
+    start_work -b 100ms "$M/jobs" -- bash -c '
+        echo "fetching" >&2
+        if [ "$QUEUEFS_ATTEMPTS" -eq 1 ]; then echo "curl: (22) HTTP 503" >&2; echo >&2; exit 3; fi
+        kill -KILL $$'
+    poll 10 test -e "$M/jobs/dead/7" || fail "q:7 did not die; log: $(cat "$LOG")"
+    stop_work
+    assert_equal "$(jq -c '[.errors[] | [.attempt, .error]]' "$M/jobs/dead/7")" \
+        '[[1,"exit 3: curl: (22) HTTP 503"],[2,"signal KILL: fetching"]]'
+    assert_equal "$(grep -c '^curl: (22) HTTP 503$' "$LOG")" 1
+    assert_equal "$(grep -c '^fetching$' "$LOG")" 2
 }
 
 @test "release: a command that cannot be run is a failure (status 127)" {

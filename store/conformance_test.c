@@ -236,7 +236,7 @@ rule_step(const StoreQueue *q, enum RuleStep step, int64_t *hold)
     int rc = STORE_OK;
     if (step == R_RELEASE || step == R_RELEASE_LATER) {
         rc = store_release(t, q, bytes_of("x"), *hold,
-                           step == R_RELEASE_LATER ? now + RULE_LATER : 0, &r);
+                           step == R_RELEASE_LATER ? now + RULE_LATER : 0, bytes_of(""), &r);
     } else if (step == R_RETRY) {
         rc = store_retry(t, q, bytes_of("x"), 0, &r);
     } else if ((rc = store_record_get(t, q->table, bytes_of("x"), &r)) == STORE_OK) {
@@ -300,12 +300,12 @@ test_release_touch_fence(void)
     claim(st, &q, 1, NULL, NULL, &c);
     StoreTxn *t = begin(st, true);
     StoreRecord r;
-    CHECK(store_release(t, &q, bytes_of("x"), c.hold + 1000, 0, &r) == STORE_CONFLICT,
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold + 1000, 0, bytes_of(""), &r) == STORE_CONFLICT,
           "another hold's number: CONFLICT");
     CHECK(store_touch(t, &q, bytes_of("x"), c.hold + 1000, &r) == STORE_CONFLICT, "touch: CONFLICT");
     CHECK(store_record_delete(t, q.table, &q, bytes_of("x"), c.hold + 1000) == STORE_CONFLICT,
           "delete fenced: CONFLICT");
-    CHECK(store_release(t, &q, bytes_of("nope"), 1, 0, &r) == STORE_NOTFOUND, "absent: NOTFOUND");
+    CHECK(store_release(t, &q, bytes_of("nope"), 1, 0, bytes_of(""), &r) == STORE_NOTFOUND, "absent: NOTFOUND");
     commit(t);
     sleep_ms(5);
     t = begin(st, true);
@@ -313,11 +313,11 @@ test_release_touch_fence(void)
     CHECK(store_touch(t, &q, bytes_of("x"), c.hold, &r) == STORE_OK &&
               r.claimed_until == now + 30000 * MS && r.changed == now,
           "touch extends the hold from now");
-    CHECK(store_release(t, &q, bytes_of("x"), c.hold, now + 200 * MS, &r) == STORE_OK, "release");
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, now + 200 * MS, bytes_of(""), &r) == STORE_OK, "release");
     CHECK(r.hold == 0 && r.claimed_until == 0 && r.consumer.len == 0 && r.instance.len == 0 &&
               r.attempts == 1 && r.since == now && r.not_before == now + 200 * MS,
           "release clears the hold, keeps attempts, delays");
-    CHECK(store_release(t, &q, bytes_of("x"), c.hold, 0, &r) == STORE_CONFLICT,
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, 0, bytes_of(""), &r) == STORE_CONFLICT,
           "a hold ends once");
     commit(t);
     c = claim_expect(st, &q, 1, NULL, "", "delayed after release");
@@ -352,14 +352,14 @@ test_release_all(void)
     claim(st, &q, 1, NULL, "grp", &c);
     StoreTxn *t = begin(st, true);
     int n = 0;
-    CHECK(store_release_all(t, &q, bytes_of("grp"), bytes_of("other"), 0, count_released, &n) ==
+    CHECK(store_release_all(t, &q, bytes_of("grp"), bytes_of("other"), 0, bytes_of(""), count_released, &n) ==
                   STORE_OK && n == 1,
           "by consumer: its one hold");
     n = 0;
-    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("other"), 0, count_released, &n) == STORE_OK &&
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("other"), 0, bytes_of(""), count_released, &n) == STORE_OK &&
               n == 0,
           "another instance's: none");
-    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("inst-a"), 0, count_released, &n) ==
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("inst-a"), 0, bytes_of(""), count_released, &n) ==
                   STORE_OK && n == 2,
           "by instance: both");
     commit(t);
@@ -677,7 +677,7 @@ test_counts(void)
     CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
     CHECK_STR(c.keys, "h");
     CHECK(c.attempts == 2 && c.before_until != 0, "h's second attempt, after a lapse");
-    CHECK(store_release(t, &q, bytes_of("h"), c.hold, 0, NULL) == STORE_OK, "release h");
+    CHECK(store_release(t, &q, bytes_of("h"), c.hold, 0, bytes_of(""), NULL) == STORE_OK, "release h");
     check_counts(t, q.table, (uint64_t[6]){6, 2, 0, 2, 2, 0}, "b", "released at the ceiling");
     CHECK(counts_in(t, q.table).releases == 1, "a release counted");
     CHECK(store_retry(t, &q, bytes_of("h"), 0, NULL) == STORE_OK, "retry h");
@@ -950,6 +950,149 @@ test_races(void)
     CHECK(n.claims == RACE_RECORDS && n.held == RACE_RECORDS && n.ready == 0, "all held");
 }
 
+/* A record's errors as a test sees them, copied out of the store: how
+ * many, the newest's instant, "attempt:text" joined by commas, and the
+ * record's since and attempts. */
+typedef struct ErrorsSeen {
+    int     rc;
+    size_t  n, len;
+    int64_t last_at, since, attempts;
+    char    text[16384];
+} ErrorsSeen;
+
+static void
+errors_note(const StoreRecord *r, ErrorsSeen *e)
+{
+    StoreBytes rest = r->errors;
+    QueueError one;
+    size_t off = 0;
+    e->n = 0;
+    e->len = r->errors.len;
+    e->text[0] = '\0';
+    while (queue_errors_next(&rest, &one)) {
+        e->n++;
+        e->last_at = one.at;
+        if (off < sizeof e->text)
+            off += (size_t)snprintf(e->text + off, sizeof e->text - off, "%s%lld:%.*s",
+                                    off ? "," : "", (long long)one.attempt, (int)one.text.len,
+                                    (const char *)one.text.data);
+    }
+    e->since = r->since;
+    e->attempts = r->attempts;
+}
+
+/* Releases record "key" of "q", held by "hold", with "reason"; what the
+ * record's errors are then into "*e" (also returned). */
+static ErrorsSeen *
+release_because(const StoreQueue *q, const char *key, int64_t hold, const char *reason,
+                ErrorsSeen *e)
+{
+    StoreRecord r;
+    StoreTxn *t = begin(st, true);
+    if ((e->rc = store_release(t, q, bytes_of(key), hold, 0, bytes_of(reason), &r)) == STORE_OK)
+        errors_note(&r, e);
+    commit(t);
+    return e;
+}
+
+/* What the errors of record "key" of "q" are now, into "*e" (returned). */
+static ErrorsSeen *
+errors_of(const StoreQueue *q, const char *key, ErrorsSeen *e)
+{
+    StoreRecord r;
+    StoreTxn *t = begin(st, false);
+    if ((e->rc = store_record_get(t, q->table, bytes_of(key), &r)) == STORE_OK)
+        errors_note(&r, e);
+    store_txn_abort(t);
+    return e;
+}
+
+/* A record's errors: a release's reason (none for a release without
+ * one), a lapse recorded at its deadline by the claim or retry that finds
+ * it, the last STORE_ERRORS_KEPT kept, a reason longer than
+ * STORE_MAX_REASON refused, and a give-back restoring them. */
+static void
+test_errors(void)
+{
+    static ErrorsSeen e;
+    StoreQueue q = queue_new(st, "errors", 30000 * MS, 0);
+    add(st, &q, "x", "v", NULL, 0);
+    Claimed c;
+    StoreRecord r;
+    claim(st, &q, 1, NULL, NULL, &c);
+    static char big[STORE_MAX_REASON + 2];
+    memset(big, 'r', STORE_MAX_REASON + 1);
+    StoreTxn *t = begin(st, true);
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, 0, bytes_of(big), &r) == STORE_TOOBIG,
+          "a reason over STORE_MAX_REASON: TOOBIG");
+    store_txn_abort(t);
+    big[STORE_MAX_REASON] = '\0';
+    release_because(&q, "x", c.hold, big, &e);
+    CHECK(e.rc == STORE_OK && e.n == 1 && e.len == QUEUE_ERROR_HEAD + STORE_MAX_REASON &&
+              e.attempts == 1,
+          "a reason of STORE_MAX_REASON bytes is kept whole");
+    claim(st, &q, 1, NULL, NULL, &c);
+    release_because(&q, "x", c.hold, "HTTP 503", &e);
+    CHECK(e.rc == STORE_OK && strstr(e.text, ",2:HTTP 503") && e.last_at == e.since,
+          "a release's reason is the failure of its attempt, at the release: %.40s…", e.text);
+    claim(st, &q, 1, NULL, NULL, &c);
+    CHECK(release_because(&q, "x", c.hold, "", &e)->rc == STORE_OK && e.n == 2,
+          "a release without a reason adds none");
+    for (int i = 4; i <= 25; i++) {
+        char why[16];
+        snprintf(why, sizeof why, "fail %d", i);
+        claim(st, &q, 1, NULL, NULL, &c);
+        release_because(&q, "x", c.hold, why, &e);
+    }
+    CHECK(e.n == STORE_ERRORS_KEPT && strncmp(e.text, "6:fail 6,", 9) == 0 &&
+              strstr(e.text, ",25:fail 25") && !strstr(e.text, "HTTP"),
+          "the last %d kept, oldest first: %s", STORE_ERRORS_KEPT, e.text);
+
+    /* Lapses, found by a claim and by a retry, each at its deadline. */
+    StoreQueue fast = queue_new(st, "errors-lapse", 50 * MS, 0);
+    add(st, &fast, "y", "v", NULL, 0);
+    claim(st, &fast, 1, NULL, NULL, &c);
+    int64_t first_deadline = c.claimed_until;
+    sleep_ms(80);
+    CHECK(claim(st, &fast, 1, NULL, NULL, &c) == STORE_OK && c.hold > 0, "claimed after its lapse");
+    errors_of(&fast, "y", &e);
+    CHECK(e.rc == STORE_OK && strcmp(e.text, "1:lapsed") == 0 && e.last_at == first_deadline,
+          "a claim records the lapse it finds, at its deadline: %s", e.text);
+    int64_t second_deadline = c.claimed_until;
+    sleep_ms(80);
+    t = begin(st, true);
+    CHECK(store_retry(t, &fast, bytes_of("y"), 0, &r) == STORE_OK, "retry");
+    errors_note(&r, &e);
+    commit(t);
+    CHECK(strcmp(e.text, "1:lapsed,2:lapsed") == 0 && e.last_at == second_deadline &&
+              e.attempts == 0,
+          "a retry records the lapse it finds and keeps the errors: %s", e.text);
+
+    /* A give-back restores the errors as they were before its claim. */
+    claim(st, &fast, 1, NULL, NULL, &c);
+    sleep_ms(80);
+    static unsigned char kept[1024];
+    StoreRecord before;
+    t = begin(st, false);
+    CHECK(store_record_get(t, fast.table, bytes_of("y"), &before) == STORE_OK &&
+              before.errors.len <= sizeof kept,
+          "read y");
+    memcpy(kept, before.errors.data, before.errors.len);
+    store_txn_abort(t);
+    before.errors.data = kept;
+    before.key = bytes_of("y");
+    before.consumer = before.instance = bytes_of("");
+    CHECK(claim(st, &fast, 1, NULL, NULL, &c) == STORE_OK && c.hold > 0 &&
+              errors_of(&fast, "y", &e)->n == 3,
+          "the claim records the third lapse");
+    bool back = false;
+    t = begin(st, true);
+    CHECK(store_unclaim(t, &fast, &before, c.hold, &back) == STORE_OK && back, "given back");
+    commit(t);
+    CHECK(strcmp(errors_of(&fast, "y", &e)->text, "1:lapsed,2:lapsed") == 0,
+          "the errors as before the claim: %s", e.text);
+}
+
 int
 main(void)
 {
@@ -973,6 +1116,7 @@ main(void)
                                      test_last,
                                      test_notification,
                                      test_races,
+                                     test_errors,
                                      NULL};
     return test_store_main("conformance_test", &st, cases);
 }

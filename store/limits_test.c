@@ -56,7 +56,7 @@ end_hold(const StoreQueue *q, const char *key, int64_t hold, bool rm)
 {
     StoreTxn *t = begin(st, true);
     int rc = rm ? store_record_delete(t, q->table, q, bytes_of(key), hold)
-                : store_release(t, q, bytes_of(key), hold, 0, NULL);
+                : store_release(t, q, bytes_of(key), hold, 0, bytes_of(""), NULL);
     CHECK(rc == STORE_OK, "%s %s: %s", rm ? "finish" : "release", key, store_strerror(rc));
     commit(t);
 }

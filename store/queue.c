@@ -1,6 +1,10 @@
 /* queue.c — the queue's rules (see queue.h). */
 #include "queue.h"
 
+#include <string.h>
+
+#include "bigendian.h"
+
 bool
 queue_hold_runs(int64_t claimed_until, int64_t now)
 {
@@ -54,4 +58,55 @@ bool
 queue_claim_lapses(const StoreRecord *r)
 {
     return r->claimed_until != 0;
+}
+
+bool
+queue_hold_lapsed(const StoreRecord *r, int64_t now)
+{
+    return r->claimed_until != 0 && !queue_hold_runs(r->claimed_until, now);
+}
+
+bool
+queue_errors_next(StoreBytes *rest, QueueError *e)
+{
+    const unsigned char *p = rest->data;
+    if (rest->len < QUEUE_ERROR_HEAD)
+        return false;
+    size_t n = be_get16(p + 16);
+    if (rest->len - QUEUE_ERROR_HEAD < n)
+        return false;
+    e->attempt = (int64_t)be_get64(p);
+    e->at = (int64_t)be_get64(p + 8);
+    e->text = (StoreBytes){p + QUEUE_ERROR_HEAD, n};
+    rest->data = p + QUEUE_ERROR_HEAD + n;
+    rest->len -= QUEUE_ERROR_HEAD + n;
+    return true;
+}
+
+size_t
+queue_errors_count(StoreBytes errors)
+{
+    QueueError e;
+    size_t n = 0;
+    while (queue_errors_next(&errors, &e))
+        n++;
+    return n;
+}
+
+size_t
+queue_errors_add(StoreBytes errors, const QueueError *e, unsigned char *out)
+{
+    QueueError skip;
+    for (size_t n = queue_errors_count(errors); n >= STORE_ERRORS_KEPT; n--)
+        queue_errors_next(&errors, &skip);
+    size_t len = e->text.len > STORE_MAX_REASON ? STORE_MAX_REASON : e->text.len;
+    if (errors.len)
+        memmove(out, errors.data, errors.len);
+    unsigned char *p = out + errors.len;
+    be_put64(p, (uint64_t)e->attempt);
+    be_put64(p + 8, (uint64_t)e->at);
+    be_put16(p + 16, (uint16_t)len);
+    if (len)
+        memcpy(p + QUEUE_ERROR_HEAD, e->text.data, len);
+    return errors.len + QUEUE_ERROR_HEAD + len;
 }

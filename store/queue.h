@@ -67,4 +67,38 @@ int64_t queue_hold_deadline(const StoreQueue *q, int64_t now);
  * released (it ran out, or is being taken over). */
 bool queue_claim_lapses(const StoreRecord *r);
 
+/* True when the hold of "r" lapsed at "now": it was never released and
+ * its deadline has passed.  Such a record's errors gain "lapsed" when a
+ * claim or retry next finds it; until then a reader shows it so too
+ * (lang's JSON of the record). */
+bool queue_hold_lapsed(const StoreRecord *r, int64_t now);
+
+/* ---- a record's errors (StoreRecord.errors) ---- */
+
+/* The text a lapse is recorded with. */
+#define QUEUE_LAPSED "lapsed"
+/* An entry's length before its text: [i64 attempt][i64 at][u16 len]. */
+#define QUEUE_ERROR_HEAD 18
+
+/* One failed attempt: its number, when it failed, and why. */
+typedef struct QueueError {
+    int64_t    attempt;
+    int64_t    at;
+    StoreBytes text;
+} QueueError;
+
+/* Reads the first entry of "*rest" into "*e" (its text points into
+ * "*rest") and moves "*rest" past it.  False at the end, or when what is
+ * left is not a whole entry. */
+bool queue_errors_next(StoreBytes *rest, QueueError *e);
+
+/* How many entries "errors" holds. */
+size_t queue_errors_count(StoreBytes errors);
+
+/* The bytes "errors" with "e" appended, its text cut to STORE_MAX_REASON
+ * and the oldest entries dropped so that STORE_ERRORS_KEPT remain: written
+ * to "out", which has room for errors.len + QUEUE_ERROR_HEAD +
+ * STORE_MAX_REASON bytes; returns their length. */
+size_t queue_errors_add(StoreBytes errors, const QueueError *e, unsigned char *out);
+
 #endif

@@ -391,7 +391,20 @@ struct StoreRecord {
     StoreBytes order;
     int64_t    not_before;
     StoreBytes group;
+    /* The record's failed attempts, oldest first, the last
+     * STORE_ERRORS_KEPT of them: each entry [i64 attempt][i64 at][u16
+     * len][len bytes of text], big-endian (store/queue.h reads and writes
+     * them).  A release with a reason adds one; a hold that lapsed adds
+     * "lapsed" at its deadline when a claim or retry finds it so; a
+     * collection's records have none.  Like the engine's columns, only the
+     * queue primitives change it: create starts it empty, update keeps it. */
+    StoreBytes errors;
 };
+
+/* How many failed attempts a record keeps (StoreRecord.errors), and the
+ * longest reason a release may give. */
+#define STORE_ERRORS_KEPT 20
+#define STORE_MAX_REASON 4096
 
 /* What a queue's definition tells the primitives.  A record of a queue is
  * in one of three states: *ready* (in claim order), *waiting* until an
@@ -475,8 +488,9 @@ typedef struct StoreClaim {
  * gets attempts + 1, the store's next hold number, claimed_until = now +
  * TIMEOUT (saturating), the consumer and instance, changed = claimed = now;
  * it is held until claimed_until.  A claim of a record whose last hold was
- * never released (claimed_until != 0) counts a lapse; every claim counts a
- * claim.  Calls "fn" for each claimed record in claim order with the
+ * never released (claimed_until != 0) counts a lapse and adds "lapsed" to
+ * its errors (the attempt that lapsed, at its deadline); every claim
+ * counts a claim.  Calls "fn" for each claimed record in claim order with the
  * record as now stored and as it was before ("before": its columns; the
  * same key and value) — valid during the call — and returns the number
  * claimed in "*claimed".  STORE_NOTFOUND when "c->key" names no record
@@ -489,25 +503,28 @@ int store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
                 void *ctx, int64_t *claimed);
 /* Ends hold number "hold" of record "key": clears the hold's columns,
  * since = changed = now, and not_before = "not_before" when it is non-zero
- * (the record waits until then); counts a release.  "out" (may be NULL)
- * receives the record as now stored.  STORE_NOTFOUND when absent,
- * STORE_CONFLICT when its live hold is not "hold" (nothing changes). */
+ * (the record waits until then); counts a release.  A non-empty "reason"
+ * is added to its errors as the failure of the attempt the hold was.
+ * "out" (may be NULL) receives the record as now stored.  STORE_NOTFOUND
+ * when absent, STORE_CONFLICT when its live hold is not "hold", STORE_TOOBIG
+ * when "reason" is longer than STORE_MAX_REASON (nothing changes). */
 int store_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
-                  int64_t not_before, StoreRecord *out);
+                  int64_t not_before, StoreBytes reason, StoreRecord *out);
 /* Releases every live hold of the queue that consumer "who" signed (who
  * non-empty), or else that instance "instance" took, as store_release
- * does, calling "fn" (may be NULL) with each released record in deadline
- * order.  None to release is not an error. */
+ * does (each with "reason"), calling "fn" (may be NULL) with each released
+ * record in deadline order.  None to release is not an error. */
 int store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
-                      int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r),
-                      void *ctx);
+                      int64_t not_before, StoreBytes reason,
+                      int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
 /* Extends live hold "hold" of record "key" to now + TIMEOUT; changed = now.
  * Errors as store_release. */
 int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
                 StoreRecord *out);
-/* Ends any hold of record "key" (a live one counted as a release) and sets attempts
+/* Ends any hold of record "key" (a live one counted as a release, one
+ * that lapsed added to its errors as a claim would) and sets attempts
  * back to 0, so a retired record is claimable again; not_before as for
- * store_release.  STORE_NOTFOUND when absent. */
+ * store_release; its errors stay.  STORE_NOTFOUND when absent. */
 int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
                 StoreRecord *out);
 /* Gives back a claim whose taker will never see it: when the record is

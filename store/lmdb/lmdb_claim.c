@@ -24,8 +24,8 @@ typedef struct RecordCopy {
 static void
 record_copy(const StoreRecord *src, RecordCopy *out)
 {
-    StoreBytes *parts[] = {&out->r.key, &out->r.value, &out->r.consumer,
-                           &out->r.instance, &out->r.order, &out->r.group};
+    StoreBytes *parts[] = {&out->r.key,   &out->r.value, &out->r.consumer, &out->r.instance,
+                           &out->r.order, &out->r.group, &out->r.errors};
     out->r = *src;
     size_t len = 0;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
@@ -52,6 +52,28 @@ claimable(const StoreQueue *q, const StoreRecord *r, int64_t now)
     return queue_place(q, r, now).state == QUEUE_READY;
 }
 
+/* Adds "text" to the errors of "r" as the failure of attempt "attempt" at
+ * "at": r->errors then points into "*buf", which the caller frees after
+ * storing "r". */
+static void
+errors_add(StoreRecord *r, int64_t attempt, int64_t at, StoreBytes text, unsigned char **buf)
+{
+    QueueError e = {attempt, at, text};
+    *buf = lmdb_alloc(r->errors.len + QUEUE_ERROR_HEAD + STORE_MAX_REASON);
+    r->errors = (StoreBytes){*buf, queue_errors_add(r->errors, &e, *buf)};
+}
+
+/* Records the lapse of the hold of "r", if it lapsed by "now", as
+ * errors_add does ("*buf" NULL when it did not). */
+static void
+lapse_note(StoreRecord *r, int64_t now, unsigned char **buf)
+{
+    *buf = NULL;
+    if (queue_hold_lapsed(r, now))
+        errors_add(r, r->attempts, r->claimed_until,
+                   (StoreBytes){(const unsigned char *)QUEUE_LAPSED, strlen(QUEUE_LAPSED)}, buf);
+}
+
 /* The number of a new hold: 1 + the last the store handed out. */
 static int
 hold_next(StoreTxn *txn, int64_t *out)
@@ -72,11 +94,13 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
 {
     int64_t now = lmdb_txn_now(txn), hold;
     RecordCopy before;
+    unsigned char *errors;
     int rc = hold_next(txn, &hold);
     if (rc)
         return rc;
     record_copy(r, &before);
     StoreRecord n = before.r;
+    lapse_note(&n, now, &errors);
     n.attempts++;
     n.hold = hold;
     n.claimed_until = queue_hold_deadline(q, now);
@@ -90,6 +114,7 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
     if (rc == STORE_OK && fn)
         rc = fn(ctx, &n, &before.r);
     free(before.buf);
+    free(errors);
     return rc;
 }
 
@@ -147,32 +172,44 @@ load_held(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Stor
     return r->hold == hold && held(r, lmdb_txn_now(txn)) ? STORE_OK : STORE_CONFLICT;
 }
 
-/* Stores "r" with its hold ended (counted as a release when it had one):
- * since = changed = now, delayed until "not_before" when non-zero; reads
- * it back into "out" (may be NULL). */
+/* Stores "r" with its hold ended (counted as a release when it had one,
+ * its errors given "reason" when non-empty, or "lapsed" when it lapsed):
+ * since = changed = now, delayed until "not_before" when non-zero; then
+ * "retry" sets attempts back to 0.  Reads it back into "out" (may be
+ * NULL). */
 static int
 end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
-         StoreRecord *out)
+         StoreBytes reason, bool retry, StoreRecord *out)
 {
     int64_t now = lmdb_txn_now(txn);
     int64_t extra[CNT_N] = {[CNT_RELEASES] = held(r, now)};
+    unsigned char *errors;
+    if (reason.len && held(r, now))
+        errors_add(r, r->attempts, now, reason, &errors);
+    else
+        lapse_note(r, now, &errors);
+    if (retry)
+        r->attempts = 0;
     r->hold = r->claimed_until = 0;
     r->consumer = r->instance = (StoreBytes){NULL, 0};
     r->since = r->changed = now;
     if (not_before)
         r->not_before = not_before;
     int rc = lmdb_record_store(txn, q->table, q, r, false, extra);
+    free(errors);
     return rc || !out ? rc : lmdb_record_load(txn, q->table, r->key, out, NULL);
 }
 
 int
 lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
-              int64_t not_before, StoreRecord *out)
+              int64_t not_before, StoreBytes reason, StoreRecord *out)
 {
     StoreRecord r;
+    if (reason.len > STORE_MAX_REASON)
+        return STORE_TOOBIG;
     int rc = load_held(txn, q, key, hold, &r);
     r.key = key;
-    return rc ? rc : end_hold(txn, q, &r, not_before, out);
+    return rc ? rc : end_hold(txn, q, &r, not_before, reason, false, out);
 }
 
 int
@@ -199,8 +236,7 @@ lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_befor
     if (rc)
         return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
     r.key = key;
-    r.attempts = 0;
-    return end_hold(txn, q, &r, not_before, out);
+    return end_hold(txn, q, &r, not_before, (StoreBytes){NULL, 0}, true, out);
 }
 
 /* What store_release_all collects: the keys of the holds it ends. */
@@ -224,8 +260,11 @@ collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
 
 int
 lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
-                  int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+                  int64_t not_before, StoreBytes reason,
+                  int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
+    if (reason.len > STORE_MAX_REASON)
+        return STORE_TOOBIG;
     HoldList l = {who, instance, lmdb_txn_now(txn), {0}};
     int rc = lmdb_queue_each_waiting(txn, q->table, collect_hold, &l);
     StoreBytes key;
@@ -234,7 +273,7 @@ lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes 
         if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             break;
         r.key = key;
-        if ((rc = end_hold(txn, q, &r, not_before, &out)) == STORE_OK && fn)
+        if ((rc = end_hold(txn, q, &r, not_before, reason, false, &out)) == STORE_OK && fn)
             rc = fn(ctx, &out);
     }
     free(l.keys.data);
@@ -264,6 +303,7 @@ lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int6
     back.since = before->since;
     back.changed = before->changed;
     back.claimed = before->claimed;
+    back.errors = before->errors;
     int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = -queue_claim_lapses(before)};
     if ((rc = lmdb_record_store(txn, q->table, q, &back, false, extra)) == STORE_OK)
         *given_back = true;

@@ -22,8 +22,9 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 3u
+#define STORE_FORMAT_VERSION 4u      /* records may keep errors (COLUMNS_VERSION 4) */
 #define STORE_FORMAT_COUNTED 2u      /* the first format with counts */
+#define STORE_FORMAT_COLUMNS 3u      /* the first with the engine's columns */
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
 
@@ -199,13 +200,15 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 
 /* Brings a store of format "version" to this one, in its open write
  * transaction "txn": counts every table (format 1 had no counts), then
- * gives every record its columns (format 3). */
+ * gives every record its columns (format 3), then marks it of this format
+ * (format 4 reads a record of format 3 as it is: one without errors; the
+ * mark keeps a queuefs that knows no errors from opening it). */
 static int
 store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
 {
     StoreTxn t = {.ops = &store_lmdb_ops, .st = st, .txn = txn, .write = true};
     int rc = version < STORE_FORMAT_COUNTED ? lmdb_table_each(&t, upgrade_table, &t) : 0;
-    if (rc == STORE_OK)
+    if (rc == STORE_OK && version < STORE_FORMAT_COLUMNS)
         rc = lmdb_upgrade_columns(&t);
     return rc ? rc : store_format_mark(st, txn);
 }
@@ -235,7 +238,7 @@ store_schema_read(Store *st)
         pthread_rwlock_unlock(&st->map_lock);
         return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
     }
-    if (version < STORE_FORMAT_VERSION) {
+    if (version < STORE_FORMAT_COLUMNS) {
         mdb_txn_abort(txn);
         pthread_rwlock_unlock(&st->map_lock);
         return MDB_VERSION_MISMATCH;

@@ -10,6 +10,7 @@
  * two is lmdb_test.c. */
 #include "store_test.h"
 #include "bigendian.h"
+#include "queue.h"
 
 #include <lmdb.h>
 
@@ -274,7 +275,7 @@ test_format1_upgrade(void)
     check_counts(t, 1, (uint64_t[6]){4, 2, 0, 1, 1, 0}, "a", "filed anew");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 3, "of format 3");
+    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 4, "of format 4");
     /* Opened again, it is of this format: nothing is counted again. */
     st = open_store("format1", true, 0);
     if (!st)
@@ -411,7 +412,7 @@ test_format2_upgrade(void)
     commit(t);
     store_close(st);
     char v[64];
-    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 3, "of format 3");
+    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 4, "of format 4");
     st = open_upgrading("format2", &u, &rc);
     CHECK(rc == STORE_OK && u.calls == 3, "upgraded once: %d calls", u.calls);
     if (st)
@@ -437,13 +438,64 @@ test_format2_upgrade(void)
     CHECK(n.records == 4 && n.ready == 3 && n.claims == 7 && n.deletes == 2, "counts");
     store_txn_abort(t);
     store_close(st);
-    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 3, "of format 3");
+    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 4, "of format 4");
+}
+
+/* A store of format 3, whose records keep no errors, opens as it is: its
+ * records read with none, and a release's reason is kept from then on;
+ * the store is marked of format 4, so a build that knows no errors
+ * refuses it. */
+static void
+test_format3_errors(void)
+{
+    Raw r;
+    raw_begin(&r, path_of("format3"), true);
+    raw_format(&r, 3, 2);
+    raw_table(&r, "jobs", 1, "", 1);
+    raw_record(&r, 1, "a", 1, 0, "1", "", 0);
+    /* Record a as format 3 wrote it: its header and order key, then the
+     * columns (version 3, eight times, attempts 2, no strings), then "a". */
+    unsigned char k[5] = {0, 0, 0, 1, 'a'}, v[18 + 1 + 69 + 1] = {0};
+    be_put64(v, 1);
+    be_put16(v + 16, 1);
+    v[18] = '1';
+    v[19] = 3;
+    be_put64(v + 20 + 4 * 8, 2);
+    v[sizeof v - 1] = 'a';
+    raw_put(&r, r.records, k, sizeof k, v, sizeof v);
+    CHECK(raw_end(&r, true), "make a format 3 store");
+
+    Store *st = open_store("format3", true, 0);
+    if (!st)
+        return;
+    StoreQueue q = {.table = 1, .timeout_ns = 60 * SEC};
+    StoreTxn *t = begin(st, true);
+    StoreRecord rec;
+    int64_t claimed = 0;
+    CHECK(store_record_get(t, 1, bytes_of("a"), &rec) == STORE_OK && bytes_eq(rec.value, "a") &&
+              rec.attempts == 2 && rec.errors.len == 0,
+          "a record of format 3 reads with its columns and no errors");
+    CHECK(store_claim(t, &q, &(StoreClaim){.n = 1}, NULL, NULL, &claimed) == STORE_OK &&
+              claimed == 1,
+          "claimed");
+    CHECK(store_record_get(t, 1, bytes_of("a"), &rec) == STORE_OK &&
+              store_release(t, &q, bytes_of("a"), rec.hold, 0, bytes_of("disk full"), &rec) ==
+                  STORE_OK,
+          "released with a reason");
+    StoreBytes rest = rec.errors;
+    QueueError e;
+    CHECK(queue_errors_next(&rest, &e) && e.attempt == 3 && bytes_eq(e.text, "disk full") &&
+              rest.len == 0 && bytes_eq(rec.value, "a"),
+          "its reason kept beside its value");
+    commit(t);
+    store_close(st);
+    CHECK(raw_version(path_of("format3"), 0, NULL, NULL) == 4, "of format 4");
 }
 
 int
 main(void)
 {
     static const TestCase cases[] = {test_not_a_store, test_dir_mode, test_format1_upgrade,
-                                     test_format2_upgrade, NULL};
+                                     test_format2_upgrade, test_format3_errors, NULL};
     return test_root_main("lmdb_format_test", cases);
 }

@@ -178,9 +178,12 @@ enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED,
 
 /* A held record's "then" (a deadline entry's): it retires at its wake. */
 #define THEN_RETIRE (-1)
-/* The columns' version byte, and their length without their strings. */
-#define COLUMNS_VERSION 3
-#define COLUMNS_FIXED (1 + 8 * 8 + 1 + 1 + 2)
+/* The columns' version byte, and their length without their strings:
+ * [version][8 × i64][u8 consumer][u8 instance][u16 group][u32 errors]
+ * (version 3, written before errors were kept, has no errors). */
+#define COLUMNS_VERSION 4
+#define COLUMNS_FIXED_3 (1 + 8 * 8 + 1 + 1 + 2)
+#define COLUMNS_FIXED (COLUMNS_FIXED_3 + 4)
 
 /* Why the last LMDB call that failed on this thread for want of room
  * failed: how store_write tells a map it can grow from a transaction that is

@@ -115,14 +115,14 @@ lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *
     }
 }
 
-/* Reads a length-prefixed string of "width" (1 or 2) bytes at "*p" within
- * "end" into "out", moving "*p" past it; false when it overruns. */
+/* Reads a length-prefixed string of "width" (1, 2 or 4) bytes at "*p"
+ * within "end" into "out", moving "*p" past it; false when it overruns. */
 static bool
 column_bytes(const unsigned char **p, const unsigned char *end, int width, StoreBytes *out)
 {
     if (end - *p < width)
         return false;
-    size_t n = width == 1 ? **p : be_get16(*p);
+    size_t n = (size_t)be_get(*p, width);
     *p += width;
     if ((size_t)(end - *p) < n)
         return false;
@@ -136,15 +136,17 @@ lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
 {
     const unsigned char *p = h->value, *end = h->value + h->value_len;
     memset(r, 0, sizeof *r);
-    if (h->value_len < COLUMNS_FIXED || p[0] != COLUMNS_VERSION)
+    if (h->value_len < COLUMNS_FIXED_3 || (p[0] != COLUMNS_VERSION && p[0] != 3))
         return STORE_CORRUPT;
+    bool has_errors = p[0] == COLUMNS_VERSION;
     int64_t *cols[] = {&r->since, &r->written, &r->changed, &r->claimed,
                        &r->attempts, &r->hold, &r->claimed_until, &r->not_before};
     p++;
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++, p += 8)
         *cols[i] = (int64_t)be_get64(p);
     if (!column_bytes(&p, end, 1, &r->consumer) || !column_bytes(&p, end, 1, &r->instance) ||
-        !column_bytes(&p, end, 2, &r->group))
+        !column_bytes(&p, end, 2, &r->group) ||
+        (has_errors && !column_bytes(&p, end, 4, &r->errors)))
         return STORE_CORRUPT;
     r->key = (StoreBytes){(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
     r->value = (StoreBytes){p, (size_t)(end - p)};
@@ -157,10 +159,7 @@ lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
 static void
 column_put_bytes(unsigned char **p, int width, StoreBytes b)
 {
-    if (width == 1)
-        **p = (unsigned char)b.len;
-    else
-        be_put16(*p, (uint16_t)b.len);
+    be_put(*p, b.len, width);
     *p += width;
     lmdb_copy(*p, b.data, b.len);
     *p += b.len;
@@ -179,6 +178,7 @@ columns_write(unsigned char *p, const StoreRecord *r)
     column_put_bytes(&p, 1, r->consumer);
     column_put_bytes(&p, 1, r->instance);
     column_put_bytes(&p, 2, r->group);
+    column_put_bytes(&p, 4, r->errors);
     lmdb_copy(p, r->value.data, r->value.len);
 }
 
@@ -200,7 +200,8 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
         return STORE_TOOBIG;
     lmdb_placement(q, r, lmdb_txn_now(txn), &wake, &kind, &then);
     /* Copy every caller byte first: they may point into LMDB memory. */
-    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len;
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len +
+                  r->errors.len;
     size_t len = RECORD_HEAD_LEN + order.len + cols + r->value.len;
     unsigned char *buf = lmdb_alloc(len);
     lmdb_copy(buf + RECORD_HEAD_LEN, order.data, order.len);
@@ -210,8 +211,8 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     /* The groups the record leaves and joins (see lmdb_grouped). */
     unsigned char old_group_buf[STORE_MAX_KEY];
     StoreBytes old_group = {old_group_buf, 0};
-    StoreBytes group = lmdb_grouped(q, r->group) ? (StoreBytes){buf + len - r->value.len -
-                                                                    r->group.len, r->group.len}
+    const unsigned char *group_at = buf + len - r->value.len - r->errors.len - 4 - r->group.len;
+    StoreBytes group = lmdb_grouped(q, r->group) ? (StoreBytes){group_at, r->group.len}
                                                  : (StoreBytes){NULL, 0};
     rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
     if (rc == 0 && create) {
@@ -270,7 +271,8 @@ lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const St
         return rc;
     if (r->consumer.len > 255 || r->instance.len > 255 || r->group.len > STORE_MAX_KEY)
         return STORE_TOOBIG;
-    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len;
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len +
+                  r->errors.len;
     size_t len = RECORD_HEAD_LEN + h->order_len + cols + r->value.len;
     unsigned char *buf = lmdb_alloc(len);
     lmdb_record_head_write(buf, h->seq, h->wake, h->order_len);

@@ -58,7 +58,8 @@ pg_record_of(const PGresult *res, int row, int col, StoreRecord *r)
     r->instance = pg_bytes(res, row, col + 11);
     r->order = pg_bytes(res, row, col + 12);
     r->not_before = pg_i64(res, row, col + 13);
-    r->group = pg_bytes(res, row, col + 14);
+    r->errors = pg_bytes(res, row, col + 14);
+    r->group = pg_bytes(res, row, col + 15);
 }
 
 PgDelta *

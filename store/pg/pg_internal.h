@@ -26,6 +26,7 @@
 #endif
 
 #include "backend.h"
+#include "queue.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -230,8 +231,8 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
  * their decoding into "r" (pointers into "res"). */
 #define PG_RECORD_COLS \
     "key, value, seq, since, written, changed, claimed, attempts, hold, claimed_until, " \
-    "consumer, instance, ord, not_before, grp"
-#define PG_RECORD_NCOLS 15
+    "consumer, instance, ord, not_before, errors, grp"
+#define PG_RECORD_NCOLS 16
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
 /* ---- what pg_conn.c shares with pg_txn.c ---- */
@@ -323,7 +324,7 @@ void pg_stmt_bind(const PgStmt *args, PgBound *out);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 2
+#define PG_SCHEMA_VERSION 3
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

@@ -158,6 +158,7 @@ hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
         before.since = pg_i64(res, i, col + 5);
         before.changed = pg_i64(res, i, col + 6);
         before.claimed = pg_i64(res, i, col + 7);
+        before.errors = pg_bytes(res, i, col + 8);
         if ((rc = fn(ctx, &r, &before)))
             return rc;
     }
@@ -230,14 +231,17 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
 
 int
 pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int64_t not_before,
-           StoreRecord *out)
+           StoreBytes reason, StoreRecord *out)
 {
+    if (reason.len > STORE_MAX_REASON)
+        return STORE_TOOBIG;
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
     int rc;
     PGresult *res =
         PG_RUN(txn, RELEASE, &rc, .table = q->table, .key = key, .hold = hold,
-               .now = pg_txn_now(txn), .not_before = not_before, .ceiling = q->max_attempts);
+               .now = pg_txn_now(txn), .not_before = not_before, .ceiling = q->max_attempts,
+               .reason = reason);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -280,12 +284,15 @@ groups_fix_released(StoreTxn *txn, const StoreQueue *q, const PGresult *res)
 
 int
 pg_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
-               int64_t not_before, int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+               int64_t not_before, StoreBytes reason, int (*fn)(void *ctx, const StoreRecord *r),
+               void *ctx)
 {
+    if (reason.len > STORE_MAX_REASON)
+        return STORE_TOOBIG;
     int rc;
     PGresult *res = PG_RUN(txn, RELEASE_ALL, &rc, .table = q->table, .now = pg_txn_now(txn),
                            .not_before = not_before, .consumer = who, .instance = instance,
-                           .ceiling = q->max_attempts);
+                           .ceiling = q->max_attempts, .reason = reason);
     if (!res)
         return rc;
     int n = PQntuples(res);
@@ -352,7 +359,8 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
                .written = before->written, .attempts = before->attempts, .was_hold = before->hold,
                .claimed_until = before->claimed_until, .consumer = before->consumer,
                .instance = before->instance, .since = before->since, .changed = before->changed,
-               .claimed = before->claimed, .now = pg_txn_now(txn), .ceiling = q->max_attempts);
+               .claimed = before->claimed, .now = pg_txn_now(txn), .ceiling = q->max_attempts,
+               .errors = before->errors);
     if (!res)
         return rc;
     if (!PQntuples(res))

@@ -2,8 +2,8 @@
  *
  * Everything lives in the schema "queuefs" of the database the URI names;
  * queuefs.version holds the schema's version, so that a later release can
- * migrate it (a version 1 schema is brought to 2 in place by the first
- * process that opens it for writing).  Creating it needs CREATE on the database (see the README for
+ * migrate it (a schema of version 1 or 2 is brought to 3 in place by the
+ * first process that opens it for writing).  Creating it needs CREATE on the database (see the README for
  * the grants); processes opening the store at once serialise on an
  * advisory lock, so one of them creates it. */
 #include "pg_internal.h"
@@ -84,16 +84,8 @@ static const char schema_sql[] =
  * filed under.  A record holds its group's place while it is filed as held
  * (state 1, woken at its deadline): a lapse is found, and the place freed,
  * by the claim that settles it.  queuefs.rates keeps the instants of a
- * rate-limited queue's last hand-outs. */
-/* What a claim function answers: the record as now stored (PG_RECORD_COLS)
- * and its columns before the claim. */
-#define CLAIMED_TABLE \
-    "RETURNS TABLE (c_key bytea, c_value bytea, c_seq int8, c_since int8, c_written int8," \
-    " c_changed int8, c_claimed int8, c_attempts int8, c_hold int8, c_claimed_until int8," \
-    " c_consumer bytea, c_instance bytea, c_ord bytea, c_not_before int8, c_grp bytea," \
-    " o_attempts int8, o_hold int8, o_claimed_until int8, o_consumer bytea," \
-    " o_instance bytea, o_since int8, o_changed int8, o_claimed int8)"
-
+ * rate-limited queue's last hand-outs.  (Its claim functions are made by
+ * version 3.) */
 static const char schema_v2_sql[] =
     "CREATE TABLE IF NOT EXISTS queuefs.groups ("
     "  table_id int8 NOT NULL, grp bytea NOT NULL, held int8 NOT NULL DEFAULT 0,"
@@ -195,6 +187,63 @@ static const char schema_v2_sql[] =
     "  END LOOP;"
     "  PERFORM queuefs.group_fix(tid, g, glim, at_ns) FROM unnest(gs) g;"
     "END $$;"
+    /* Locks the rate row of table tid (made when absent); how many
+     * hand-outs the window that starts after "since" has room for. */
+    "CREATE OR REPLACE FUNCTION queuefs.rate_room(tid int8, since int8, rate int8)"
+    "  RETURNS int8 LANGUAGE plpgsql AS $$"
+    "DECLARE st int8[];"
+    "BEGIN"
+    "  SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  IF NOT FOUND THEN"
+    "    INSERT INTO queuefs.rates VALUES (tid, '{}') ON CONFLICT DO NOTHING;"
+    "    SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  END IF;"
+    "  RETURN greatest(rate - (SELECT count(*) FROM unnest(st) s WHERE s > since), 0);"
+    "END $$;"
+    "UPDATE queuefs.version SET version = 2;";
+
+/* Version 3: a record's errors (StoreRecord.errors, in the same
+ * encoding), added to a version 2 schema in place (and so to a new one).
+ * The claim functions answer them too, so they are made anew. */
+/* What a claim function answers: the record as now stored (PG_RECORD_COLS)
+ * and its columns before the claim. */
+#define CLAIMED_TABLE \
+    "RETURNS TABLE (c_key bytea, c_value bytea, c_seq int8, c_since int8, c_written int8," \
+    " c_changed int8, c_claimed int8, c_attempts int8, c_hold int8, c_claimed_until int8," \
+    " c_consumer bytea, c_instance bytea, c_ord bytea, c_not_before int8, c_errors bytea," \
+    " c_grp bytea, o_attempts int8, o_hold int8, o_claimed_until int8, o_consumer bytea," \
+    " o_instance bytea, o_since int8, o_changed int8, o_claimed int8, o_errors bytea)"
+
+static const char schema_v3_sql[] =
+    "ALTER TABLE queuefs.records ADD COLUMN IF NOT EXISTS errors bytea NOT NULL DEFAULT '';"
+    /* store/queue.h's queue_errors_add in SQL: errs with the entry
+     * (attempt, at_ns, txt) appended, the oldest dropped so that 20
+     * remain. */
+    "CREATE OR REPLACE FUNCTION queuefs.errors_add(errs bytea, attempt int8, at_ns int8, txt bytea)"
+    "  RETURNS bytea LANGUAGE plpgsql IMMUTABLE AS $$"
+    "DECLARE p int := 0; starts int[] := '{}'; n int; t bytea := substring(txt FROM 1 FOR 4096);"
+    "BEGIN"
+    "  WHILE p + 18 <= length(errs) LOOP"
+    "    starts := starts || p;"
+    "    p := p + 18 + get_byte(errs, p + 16) * 256 + get_byte(errs, p + 17);"
+    "  END LOOP;"
+    "  n := coalesce(array_length(starts, 1), 0);"
+    "  IF n >= 20 THEN errs := substring(errs FROM starts[n - 18] + 1); END IF;"
+    "  RETURN errs || int8send(attempt) || int8send(at_ns)"
+    "    || substring(int4send(length(t)) FROM 3 FOR 2) || t;"
+    "END $$;"
+    /* store/queue.h's queue_hold_lapsed, and the lapse a claim or retry
+     * records: errs with "lapsed" added, as the failure of attempt att at
+     * its deadline cu, when the hold was never released and ran out by
+     * now. */
+    "CREATE OR REPLACE FUNCTION queuefs.errors_lapsed(errs bytea, att int8, cu int8, now int8)"
+    "  RETURNS bytea LANGUAGE sql IMMUTABLE AS $$"
+    "  SELECT CASE WHEN cu <> 0 AND cu <= now"
+    "    THEN queuefs.errors_add(errs, att, cu, '" QUEUE_LAPSED "'::bytea) ELSE errs END"
+    "  $$;"
+    "DROP FUNCTION IF EXISTS queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8);"
+    "DROP FUNCTION IF EXISTS queuefs.claim_grouped(int8, int8, int8, int8, int8, bytea, bytea, int8);"
+    "DROP FUNCTION IF EXISTS queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea);"
     /* Claims record k (locked, claimable) as PG_CLAIM_HEAD does: the record
      * as now stored and its columns before. */
     "CREATE OR REPLACE FUNCTION queuefs.claim_key(tid int8, k bytea, at_ns int8, ceiling_n int8,"
@@ -202,15 +251,16 @@ static const char schema_v2_sql[] =
     CLAIMED_TABLE
     "  LANGUAGE sql AS $$"
     "  WITH p AS (SELECT attempts, hold, claimed_until, consumer, instance, since, changed,"
-    "      claimed FROM queuefs.records WHERE table_id = tid AND key = k),"
+    "      claimed, errors FROM queuefs.records WHERE table_id = tid AND key = k),"
     "   u AS (UPDATE queuefs.records r SET attempts = r.attempts + 1,"
+    "      errors = queuefs.errors_lapsed(r.errors, r.attempts, r.claimed_until, at_ns),"
     "      hold = nextval('queuefs.holds'), claimed_until = until, consumer = who,"
     "      instance = inst, changed = at_ns, claimed = at_ns, state = 1, wake = until,"
     "      dead = (ceiling_n > 0 AND r.attempts + 1 >= ceiling_n)"
     "      WHERE r.table_id = tid AND r.key = k"
     "      RETURNING r.key, r.value, r.seq, r.since, r.written, r.changed, r.claimed,"
     "       r.attempts, r.hold, r.claimed_until, r.consumer, r.instance, r.ord,"
-    "       r.not_before, r.grp)"
+    "       r.not_before, r.errors, r.grp)"
     "  SELECT u.*, p.* FROM u, p"
     "  $$;"
     /* The claim of up to n records of a grouped queue from the head, one
@@ -258,20 +308,7 @@ static const char schema_v2_sql[] =
     "  END IF;"
     "  PERFORM queuefs.group_fix(tid, g, glim, at_ns);"
     "END $$;"
-    /* Locks the rate row of table tid (made when absent); how many
-     * hand-outs the window that starts after "since" has room for. */
-    "CREATE OR REPLACE FUNCTION queuefs.rate_room(tid int8, since int8, rate int8)"
-    "  RETURNS int8 LANGUAGE plpgsql AS $$"
-    "DECLARE st int8[];"
-    "BEGIN"
-    "  SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
-    "  IF NOT FOUND THEN"
-    "    INSERT INTO queuefs.rates VALUES (tid, '{}') ON CONFLICT DO NOTHING;"
-    "    SELECT stamps INTO st FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
-    "  END IF;"
-    "  RETURN greatest(rate - (SELECT count(*) FROM unnest(st) s WHERE s > since), 0);"
-    "END $$;"
-    "UPDATE queuefs.version SET version = 2;";
+    "UPDATE queuefs.version SET version = 3;";
 
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
@@ -324,8 +361,9 @@ schema_version(PGconn *conn, long *version, char *errbuf, size_t errlen)
     return rc;
 }
 
-/* Brings a version 1 schema to version 2, unless another process did while
- * this one waited for the lock. */
+/* Brings a schema of an earlier version to this one, step by step, in
+ * one transaction, unless another process did while this one waited for
+ * the lock. */
 static int
 schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
 {
@@ -336,6 +374,8 @@ schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
         rc = schema_version(conn, &version, errbuf, errlen);
     if (!rc && version == 1)
         rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL);
+    if (!rc && version <= 2)
+        rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL);
     if (!rc)
         rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     return rc;
@@ -356,15 +396,16 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
         /* Another process may have made it while this one waited. */
         if (!rc)
             rc = schema_exists(conn, &exists, errbuf, errlen);
-        if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)))
-            rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL);
+        if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)) &&
+            !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }
     long version = 0;
     if (rc || (rc = schema_version(conn, &version, errbuf, errlen)))
         return rc;
-    if (version == 1 && !read_only &&
+    if (version < PG_SCHEMA_VERSION && !read_only &&
         !(rc = schema_upgrade(conn, errbuf, errlen)))
         rc = schema_version(conn, &version, errbuf, errlen);
     if (rc)

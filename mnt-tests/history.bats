@@ -1,0 +1,114 @@
+#!/usr/bin/env bats
+# history.bats — SPEC section 8 on a real mount: why each attempt of a
+# record failed (RELEASE … BECAUSE, the released/ file form, lapses),
+# kept in the record as the engine's fields errors and last_error.
+#
+#   QUEUEFS_BUILD=/path/to/build bats mnt-tests/history.bats
+#
+# Needs what mount.bats needs.
+
+load mount_helpers
+
+# claim_hold — claims the head of q through the mount; prints its hold.
+claim_hold() {
+    jq -r .hold <"$M/q/claim"
+}
+
+@test "a record released with three reasons, then dead, shows all three in dead/7, oldest first, with their attempts" {
+    sql "DEFINE QUEUE q TIMEOUT 30s ATTEMPTS 3; CREATE q:7 = {url: 'a'};" >/dev/null
+    mount_fs
+    local hold why
+    for why in "HTTP 503" "connection reset" "disk full"; do
+        hold=$(claim_hold)
+        printf '%s\n' "$why" >"$M/q/released/7~$hold" || fail "the release of hold $hold failed"
+    done
+    [ -e "$M/q/dead/7" ] || fail "q:7 is not dead after three attempts"
+    assert_equal "$(jq -c '[.errors[] | [.attempt, .error]]' "$M/q/dead/7")" \
+        '[[1,"HTTP 503"],[2,"connection reset"],[3,"disk full"]]'
+    assert_equal "$(jq -r .last_error "$M/q/dead/7")" "disk full"
+    # Each at its release, and in every JSON of the record.
+    local at
+    at=$(jq -r '.errors[2].at' "$M/q/7")
+    assert_near "$(epoch_of "$at")" "$(date +%s)" 5
+    assert_equal "$(sql 'SELECT last_error FROM q;' | jq -c .)" '[{"last_error":"disk full"}]'
+}
+
+@test "a lapse is recorded as \"lapsed\" at its deadline: shown once the hold ran out, kept by the claim that finds it, by RETRY too" {
+    sql "DEFINE QUEUE q TIMEOUT 1s; CREATE q:7 = {};" >/dev/null
+    mount_fs
+    local first second
+    first=$(jq -r .claimed_until <"$M/q/claim")
+    [ "$(jq -c .errors "$M/q/7")" = null ] || fail "errors while the hold runs: $(cat "$M/q/7")"
+    sleep 1.2
+    assert_equal "$(jq -c '.errors | map([.attempt, .at, .error])' "$M/q/7")" "[[1,\"$first\",\"lapsed\"]]"
+    second=$(jq -r .claimed_until <"$M/q/claim")
+    assert_equal "$(jq -c '[.errors[] | [.attempt, .at, .error]], .last_error' "$M/q/7" | paste -sd' ')" \
+        "[[1,\"$first\",\"lapsed\"]] \"lapsed\""
+    sleep 1.2
+    run ctl "RETRY q:7"
+    assert_success
+    assert_equal "$(jqc '.[0] | [.attempts, [.errors[] | [.attempt, .at]]]' "$output")" \
+        "[0,[[1,\"$first\"],[2,\"$second\"]]]"
+}
+
+@test "25 failed attempts keep the last 20; RELEASE ALL … BECAUSE gives each hold it ends the reason" {
+    sql "DEFINE QUEUE q TIMEOUT 30s; CREATE q:7 = {}; CREATE q:8 = {};" >/dev/null
+    mount_fs
+    local i script=''
+    for i in $(seq 25); do script+="CLAIM q:7; RELEASE q:7 BECAUSE 'fail $i';"$'\n'; done
+    run ctl "$script"
+    assert_success
+    assert_equal "$(jq -c '[(.errors | length), .errors[0].error, .errors[0].attempt, .last_error]' "$M/q/7")" \
+        '[20,"fail 6",6,"fail 25"]'
+    run ctl "CLAIM 2 FROM q; RELEASE ALL FROM q BECAUSE 'shutting down';"
+    assert_success
+    assert_equal "$(jq -r .last_error "$M/q/7") $(jq -r .last_error "$M/q/8")" "shutting down shutting down"
+    assert_equal "$(jq -c '.errors | length' "$M/q/7")" 20
+}
+
+@test "released/ as a file: a stale fence or a missing record fails the open (ENOENT), @WHEN needs NOT BEFORE (EOPNOTSUPP), and none of them changes anything" {
+    sql "DEFINE QUEUE q TIMEOUT 30s; CREATE q:7 = {}; DEFINE QUEUE d TIMEOUT 30s NOT BEFORE due; CREATE d:1 = {};" >/dev/null
+    mount_fs
+    local hold
+    hold=$(claim_hold)
+    assert_equal "$(errno_of 'os.open(a[2], os.O_WRONLY | os.O_CREAT)' "$M/q/released/7~$((hold + 1))")" ENOENT
+    assert_equal "$(errno_of 'os.open(a[2], os.O_WRONLY | os.O_CREAT)' "$M/q/released/9")" ENOENT
+    assert_equal "$(errno_of 'os.open(a[2], os.O_WRONLY | os.O_CREAT)' "$M/q/released/7~$hold@10m")" EOPNOTSUPP
+    assert_equal "$(jq -c '[.hold, .errors]' "$M/q/7")" "[$hold,null]"
+    # With NOT BEFORE: released, delayed, and the reason kept.
+    hold=$(jq -r .hold <"$M/d/claim")
+    printf 'try later\n' >"$M/d/released/1~$hold@1h" || fail "the release failed"
+    assert_equal "$(jq -c '[.hold, .last_error]' "$M/d/1")" '[null,"try later"]'
+    assert_near "$(epoch_of "$(jq -r .due "$M/d/1")")" $(($(date +%s) + 3600)) 5
+    [ -z "$(ls -A "$M/d/released")" ] || fail "released/ lists: $(ls -A "$M/d/released")"
+}
+
+@test "released/ as a file: the final newline dropped, 4 KiB kept of a longer reason, a write that is not text refused (EINVAL) with nothing released, and nothing written is a release without a reason" {
+    sql "DEFINE QUEUE q TIMEOUT 30s; CREATE q:7 = {};" >/dev/null
+    mount_fs
+    local hold
+    hold=$(claim_hold)
+    printf 'two\nlines\n\n' >"$M/q/released/7~$hold"
+    assert_equal "$(jq -c .last_error "$M/q/7")" '"two\nlines\n"'
+    hold=$(claim_hold)
+    head -c 5000 /dev/zero | tr '\0' 'x' >"$M/q/released/7~$hold"
+    assert_equal "$(jq '.last_error | length' "$M/q/7")" 4096
+    hold=$(claim_hold)
+    assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_CREAT); os.write(fd, b"\xff\n")' \
+        "$M/q/released/7~$hold")" EINVAL
+    assert_equal "$(jq -c '[.hold, (.errors | length)]' "$M/q/7")" "[$hold,2]"
+    : >"$M/q/released/7~$hold"
+    assert_equal "$(jq -c '[.hold, (.errors | length)]' "$M/q/7")" "[null,2]"
+}
+
+@test "errors and last_error are the engine's: refused to writers through files and ctl (EPERM, QueueFieldIsTheEngines); a record read back is written back" {
+    sql "DEFINE QUEUE q TIMEOUT 30s; CREATE q:7 = {n: 1}; CLAIM q:7; RELEASE q:7 BECAUSE 'boom';" >/dev/null
+    mount_fs
+    assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC); os.write(fd, b"{\"last_error\": \"x\"}")' \
+        "$M/q/8")" EPERM
+    run --separate-stderr sql 'UPDATE q:7 MERGE {errors: []};'
+    assert_error QueueFieldIsTheEngines
+    jq -c '.n = 2 | del(.id)' "$M/q/7" >"$BATS_TEST_TMPDIR/rec"
+    cp "$BATS_TEST_TMPDIR/rec" "$M/q/7" || fail "writing back what was read failed"
+    assert_equal "$(jq -c '[.n, .last_error]' "$M/q/7")" '[2,"boom"]'
+}
