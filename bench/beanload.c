@@ -27,21 +27,21 @@
 typedef enum Mode { CYCLE, RELEASE, PUT } Mode;
 
 typedef struct Config {
-    Mode  mode;
+    Mode mode;
     char *host;
     char *port;
-    long  batch;
+    long batch;
 } Config;
 
 typedef struct Conn {
     const Config *cfg;
-    int           fd;
-    char          in[65536];
-    size_t        start, end;        /* unread bytes of "in" */
-    char         *batch;             /* PUT: the commands of one write */
-    size_t        batch_len;
-    char          job[128];          /* the body of a put */
-    size_t        job_len;
+    int fd;
+    char in[65536];
+    size_t start, end; /* unread bytes of "in" */
+    char *batch;       /* PUT: the commands of one write */
+    size_t batch_len;
+    char job[128]; /* the body of a put */
+    size_t job_len;
 } Conn;
 
 static const char usage[] =
@@ -109,7 +109,8 @@ expect(Conn *c, const char *want, char **line)
 {
     char *got = read_line(c);
     if (!got || strncmp(got, want, strlen(want)) != 0) {
-        fprintf(stderr, "bench/beanload: expected %s, got %s\n", want, got ? got : "end of connection");
+        fprintf(stderr, "bench/beanload: expected %s, got %s\n", want,
+                got ? got : "end of connection");
         return -1;
     }
     if (line)
@@ -134,7 +135,7 @@ reserve(Conn *c)
     if (send_all(c, "reserve\r\n", 9) || expect(c, "RESERVED ", &line))
         return 0;
     unsigned long id = strtoul(line + 9, NULL, 10);
-    if (!read_line(c)) {   /* the body */
+    if (!read_line(c)) { /* the body */
         fprintf(stderr, "bench/beanload: no job body\n");
         return 0;
     }
@@ -226,8 +227,12 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
-                      .teardown = teardown, .arg = &cfg};
+    BenchSpec spec = {.workers = 1,
+                      .seconds = 5,
+                      .setup = setup,
+                      .unit = unit,
+                      .teardown = teardown,
+                      .arg = &cfg};
     int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage, 2);
     if (first < 0)
         return 2;

@@ -37,15 +37,15 @@
 #include <unistd.h>
 
 static atomic_ulong next_id;
-static double cache_seconds;   /* --cache: records' names and attributes kept */
-static useconds_t unlink_us;   /* --unlink-us: how long an unlink takes */
-static int flush_fd = -1;      /* --flush: the file every unlink makes durable */
-static const char flush_block[4096];   /* what each flush writes over its first block */
+static double cache_seconds;         /* --cache: records' names and attributes kept */
+static useconds_t unlink_us;         /* --unlink-us: how long an unlink takes */
+static int flush_fd = -1;            /* --flush: the file every unlink makes durable */
+static const char flush_block[4096]; /* what each flush writes over its first block */
 
 /* The content of one open claim. */
 typedef struct Claim {
     size_t len;
-    char   json[160];
+    char json[160];
 } Claim;
 
 /* True when "s" is a non-empty run of decimal digits. */
@@ -142,10 +142,11 @@ floor_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (ino == INO_CLAIM) {
         Claim *c = malloc(sizeof *c);
         unsigned long id = atomic_fetch_add(&next_id, 1) + 1;
-        c->len = (size_t)snprintf(c->json, sizeof c->json,
-                                  "{\"attempts\":1,\"claimed_until\":\"2030-01-01T00:00:00.000000000Z\","
-                                  "\"hold\":%lu,\"id\":\"jobs:%lu\",\"n\":%lu}\n",
-                                  id, id, id);
+        c->len =
+            (size_t)snprintf(c->json, sizeof c->json,
+                             "{\"attempts\":1,\"claimed_until\":\"2030-01-01T00:00:00.000000000Z\","
+                             "\"hold\":%lu,\"id\":\"jobs:%lu\",\"n\":%lu}\n",
+                             id, id, id);
         fi->fh = (uint64_t)(uintptr_t)c;
         fi->nonseekable = 1;
     } else if (ino != INO_NEW && ino < INO_RECORD) {
@@ -213,7 +214,8 @@ floor_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t new
              const char *new_name, unsigned int flags)
 {
     (void)new_name, (void)flags;
-    fuse_reply_err(req, parent == INO_JOBS && is_number(name) && new_parent == INO_RELEASED ? 0 : EXDEV);
+    fuse_reply_err(req,
+                   parent == INO_JOBS && is_number(name) && new_parent == INO_RELEASED ? 0 : EXDEV);
 }
 
 /* Lists the fixed entries only. */
@@ -265,10 +267,10 @@ int
 main(int argc, char **argv)
 {
     const char *flush_path = NULL;
-    for (int used = 1; used;) {   /* our options, before libfuse's */
-        used = argc > 1 && !strcmp(argv[1], "--cache") ? 1
-             : argc > 2 && (!strcmp(argv[1], "--unlink-us") || !strcmp(argv[1], "--flush")) ? 2
-             : 0;
+    for (int used = 1; used;) { /* our options, before libfuse's */
+        used = argc > 1 && !strcmp(argv[1], "--cache")                                        ? 1
+               : argc > 2 && (!strcmp(argv[1], "--unlink-us") || !strcmp(argv[1], "--flush")) ? 2
+                                                                                              : 0;
         if (used == 1)
             cache_seconds = 1;
         else if (used == 2 && !strcmp(argv[1], "--unlink-us"))
@@ -284,11 +286,12 @@ main(int argc, char **argv)
     if (fuse_parse_cmdline(&args, &opts) != 0)
         return 2;
     if (!opts.mountpoint || opts.show_help || opts.show_version) {
-        fprintf(stderr,
-                "usage: bench/floor [--cache] [--unlink-us N] [--flush FILE] [-f] [-d] [-s] MOUNTPOINT\n");
+        fprintf(
+            stderr,
+            "usage: bench/floor [--cache] [--unlink-us N] [--flush FILE] [-f] [-d] [-s] MOUNTPOINT\n");
         return opts.show_help ? 0 : 2;
     }
-    if (flush_path) {   /* its block written and synced once, so a flush is data only */
+    if (flush_path) { /* its block written and synced once, so a flush is data only */
         flush_fd = open(flush_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (flush_fd < 0 ||
             pwrite(flush_fd, flush_block, sizeof flush_block, 0) != (ssize_t)sizeof flush_block ||

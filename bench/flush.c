@@ -19,7 +19,7 @@
 
 typedef struct Worker {
     char path[PATH_MAX];
-    int  fd;
+    int fd;
     char block[BLOCK];
 } Worker;
 
@@ -70,8 +70,8 @@ teardown(void *state)
 int
 main(int argc, char **argv)
 {
-    BenchSpec spec = {.workers = 1, .seconds = 1, .setup = setup, .unit = unit,
-                      .teardown = teardown};
+    BenchSpec spec = {
+        .workers = 1, .seconds = 1, .setup = setup, .unit = unit, .teardown = teardown};
     int first = bench_parse_options(argc, argv, &spec, "", NULL, usage, 1);
     if (first < 0)
         return 2;

@@ -25,22 +25,21 @@
 typedef enum Mode { ENQUEUE, CLAIM_RM, CLAIM_RELEASE } Mode;
 
 typedef struct Config {
-    Mode        mode;
+    Mode mode;
     const char *dir;
-    long        lines;
+    long lines;
 } Config;
 
 typedef struct Worker {
     const Config *cfg;
-    int           fd;                /* enqueue: QUEUE_DIR/new */
-    char         *batch;             /* enqueue: the lines of one write */
-    size_t        batch_len;
-    char          claim[PATH_MAX];
+    int fd;      /* enqueue: QUEUE_DIR/new */
+    char *batch; /* enqueue: the lines of one write */
+    size_t batch_len;
+    char claim[PATH_MAX];
 } Worker;
 
-static const char usage[] =
-    "usage: bench/loadgen [-w WORKERS] [-t SECONDS] [-n UNITS] [-b LINES] "
-    "enqueue|claim-rm|claim-release QUEUE_DIR\n";
+static const char usage[] = "usage: bench/loadgen [-w WORKERS] [-t SECONDS] [-n UNITS] [-b LINES] "
+                            "enqueue|claim-rm|claim-release QUEUE_DIR\n";
 
 static long lines_option = 1000;
 
@@ -77,9 +76,9 @@ setup(int i, void *arg)
     size_t cap = (size_t)cfg->lines * 96;
     w->batch = malloc(cap);
     for (long n = 0; n < cfg->lines; n++)
-        w->batch_len += (size_t)snprintf(w->batch + w->batch_len, cap - w->batch_len,
-                                         "{\"url\":\"https://example.test/w%d/%ld\",\"n\":%ld}\n",
-                                         i, n, n);
+        w->batch_len +=
+            (size_t)snprintf(w->batch + w->batch_len, cap - w->batch_len,
+                             "{\"url\":\"https://example.test/w%d/%ld\",\"n\":%ld}\n", i, n, n);
     return w;
 }
 
@@ -172,8 +171,12 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
-                      .teardown = teardown, .arg = &cfg};
+    BenchSpec spec = {.workers = 1,
+                      .seconds = 5,
+                      .setup = setup,
+                      .unit = unit,
+                      .teardown = teardown,
+                      .arg = &cfg};
     int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage, 2);
     if (first < 0)
         return 2;

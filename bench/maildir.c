@@ -28,14 +28,14 @@
 
 typedef struct Config {
     const char *dir;
-    int         durable;
+    int durable;
 } Config;
 
 typedef struct Worker {
     const Config *cfg;
-    int           worker;
-    long          seq;
-    int           new_fd, cur_fd;    /* the directories, for fsync */
+    int worker;
+    long seq;
+    int new_fd, cur_fd; /* the directories, for fsync */
 } Worker;
 
 static const char usage[] = "usage: bench/maildir [-w WORKERS] [-t SECONDS] [-n UNITS] [-f] DIR\n";
@@ -157,8 +157,12 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
-                      .teardown = teardown, .arg = &cfg};
+    BenchSpec spec = {.workers = 1,
+                      .seconds = 5,
+                      .setup = setup,
+                      .unit = unit,
+                      .teardown = teardown,
+                      .arg = &cfg};
     int first = bench_parse_options(argc, argv, &spec, "f", take_option, usage, 1);
     if (first < 0)
         return 2;

@@ -118,7 +118,7 @@ main(int argc, char **argv)
     for (; done < turns; done++) {
         int dry = 0;
         for (int i = 0; i < ndirs; i++) {
-            int d = (int)((done + i) % ndirs);   /* each queue takes each place in turn */
+            int d = (int)((done + i) % ndirs); /* each queue takes each place in turn */
             double us = cycle(dirs[d], json, sizeof json);
             if (us < 0)
                 return 1;

@@ -27,19 +27,18 @@
 typedef enum Mode { SETUP, SEND, READ_DELETE } Mode;
 
 typedef struct Config {
-    Mode        mode;
+    Mode mode;
     const char *conninfo;
-    long        rows;
+    long rows;
 } Config;
 
 typedef struct Worker {
     const Config *cfg;
-    PGconn       *conn;
+    PGconn *conn;
 } Worker;
 
-static const char usage[] =
-    "usage: bench/pgmq [-w WORKERS] [-t SECONDS] [-n UNITS] [-b ROWS] "
-    "setup|send|read-delete CONNINFO\n";
+static const char usage[] = "usage: bench/pgmq [-w WORKERS] [-t SECONDS] [-n UNITS] [-b ROWS] "
+                            "setup|send|read-delete CONNINFO\n";
 
 /* pgmq's queue table (pgmq.q_<name>) and its index on vt. */
 static const char setup_sql[] =
@@ -177,8 +176,12 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1, .seconds = 5, .setup = setup, .unit = unit,
-                      .teardown = teardown, .arg = &cfg};
+    BenchSpec spec = {.workers = 1,
+                      .seconds = 5,
+                      .setup = setup,
+                      .unit = unit,
+                      .teardown = teardown,
+                      .arg = &cfg};
     int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage, 2);
     if (first < 0)
         return 2;

@@ -18,14 +18,14 @@ enum { MAX_WORKERS = 256, SAMPLES_PER_WORKER = 1 << 20 };
 
 /* What the workers and the parent share (an anonymous shared mapping). */
 typedef struct Shared {
-    double      start;        /* when the start line opened */
-    atomic_long units_left;   /* units not yet started, over all workers */
+    double start;           /* when the start line opened */
+    atomic_long units_left; /* units not yet started, over all workers */
     struct {
-        long   units;
-        long   ops;
-        long   samples;
+        long units;
+        long ops;
+        long samples;
         double end;
-        int    failed;
+        int failed;
     } w[MAX_WORKERS];
 } Shared;
 
@@ -160,7 +160,7 @@ bench_run(const BenchSpec *spec, BenchResult *out)
         for (int i = 0; i < started; i++)
             kill(pids[i], SIGKILL);
     sh->start = bench_now();
-    close(go[1]);   /* the start line opens */
+    close(go[1]); /* the start line opens */
     int failed = setup_failed;
     for (int i = 0; i < started; i++) {
         int status;
@@ -196,7 +196,7 @@ bench_run(const BenchSpec *spec, BenchResult *out)
         }
         qsort(all, (size_t)samples, sizeof *all, cmp_float);
         out->median_us = all[samples / 2];
-        long rank = (long)((double)samples * 0.99 + 0.999999);   /* nearest rank */
+        long rank = (long)((double)samples * 0.99 + 0.999999); /* nearest rank */
         out->p99_us = all[rank > 0 ? rank - 1 : 0];
         free(all);
     }
@@ -227,18 +227,10 @@ bench_parse_options(int argc, char **argv, BenchSpec *spec, const char *extra,
     int opt;
     while ((opt = getopt(argc, argv, optstring)) != -1) {
         switch (opt) {
-        case 'w':
-            spec->workers = atoi(optarg);
-            break;
-        case 't':
-            spec->seconds = atof(optarg);
-            break;
-        case 'n':
-            spec->max_units = atol(optarg);
-            break;
-        case '?':
-            fputs(usage, stderr);
-            return -1;
+        case 'w': spec->workers = atoi(optarg); break;
+        case 't': spec->seconds = atof(optarg); break;
+        case 'n': spec->max_units = atol(optarg); break;
+        case '?': fputs(usage, stderr); return -1;
         default:
             if (!take || take(opt, optarg) < 0) {
                 fputs(usage, stderr);

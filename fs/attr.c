@@ -40,8 +40,8 @@ fs_record_stat(fuse_req_t req, const Inode *in, LangRecordStat *stat, LangTableI
     LangSession *s = fs_session(req);
     LangError err = {0};
     Buf json = {0};
-    int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, in->fence, &json, info,
-                                              stat, &err), &err);
+    int rc = fs_finish(
+        req, s, lang_view_read(s, in->table, &in->key, in->fence, &json, info, stat, &err), &err);
     lang_buf_free(&json);
     return rc;
 }
@@ -86,7 +86,7 @@ file_mode(InodeKind kind, mode_t dir)
     case KIND_STATS: return S_IFREG | (dir & 0444);
     case KIND_NEW: return S_IFREG | (dir & 0222);
     case KIND_RECORD: return S_IFREG | (dir & 0666);
-    default: return S_IFREG | (dir & 0444);   /* held/ and dead/ entries */
+    default: return S_IFREG | (dir & 0444); /* held/ and dead/ entries */
     }
 }
 
@@ -121,12 +121,8 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
          * it is theirs, and only they may remove it. */
         stat_fill(m, st, S_IFDIR | (m->enforce ? 01777 : 0755), 0, NULL);
         return 0;
-    case KIND_CTL:
-        stat_fill(m, st, S_IFREG | 0666, 0, NULL);
-        return 0;
-    case KIND_METRICS:
-        stat_fill(m, st, S_IFREG | 0444, 0, NULL);
-        return 0;
+    case KIND_CTL: stat_fill(m, st, S_IFREG | 0666, 0, NULL); return 0;
+    case KIND_METRICS: stat_fill(m, st, S_IFREG | 0444, 0, NULL); return 0;
     case KIND_RECORD:
     case KIND_HELD_ENTRY:
     case KIND_DEAD_ENTRY:
@@ -217,7 +213,7 @@ fs_entry_find(fuse_req_t req, fuse_ino_t parent, const Inode *in, struct fuse_en
         return rc;
     e->ino = fs_nodes_lookup(fs_mount(req)->nodes, parent, in, generation);
     if (!e->ino)
-        return -ENOENT;   /* its directory went while we looked */
+        return -ENOENT; /* its directory went while we looked */
     e->attr.st_ino = e->ino;
     e->entry_timeout = entry_timeout(in->kind);
     return 0;
@@ -240,7 +236,7 @@ fs_entry_reply(fuse_req_t req, int rc, const struct fuse_entry_param *e)
 {
     if (rc)
         fuse_reply_err(req, -rc);
-    else if (fuse_reply_entry(req, e) != 0)   /* the caller gave up: no lookup counted */
+    else if (fuse_reply_entry(req, e) != 0) /* the caller gave up: no lookup counted */
         fs_nodes_forget(fs_mount(req)->nodes, e->ino, 1);
 }
 

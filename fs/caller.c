@@ -47,7 +47,8 @@ fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc, const LangError *err
     lang_session_free(s);
     if (rc == LANG_STORE_ERROR || rc == LANG_STORE_FULL)
         FS_LOG(LOG_ERR, "a file operation of uid %u met %s: %s", (unsigned)fuse_req_ctx(req)->uid,
-               lang_error_name(rc), err->code == rc && err->message[0] ? err->message : "(no detail)");
+               lang_error_name(rc),
+               err->code == rc && err->message[0] ? err->message : "(no detail)");
     return rc ? -lang_error_errno(rc) : 0;
 }
 
@@ -56,8 +57,7 @@ fs_request_interrupted(void *req)
 {
     /* The caller gave up (a signal), or the mount is ending (SIGTERM, an
      * unmount): either way nobody would read what it waits for. */
-    return fuse_req_interrupted(req) != 0 ||
-           fuse_session_exited(fs_mount(req)->session) != 0;
+    return fuse_req_interrupted(req) != 0 || fuse_session_exited(fs_mount(req)->session) != 0;
 }
 
 int

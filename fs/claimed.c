@@ -13,20 +13,20 @@
 #define CLAIMED_SLOTS 64
 
 typedef struct Slot {
-    bool           used;
-    char           table[INODE_TABLE_MAX];
-    Value          key;
-    uint32_t       uid;    /* who claimed it */
+    bool used;
+    char table[INODE_TABLE_MAX];
+    Value key;
+    uint32_t uid; /* who claimed it */
     LangRecordStat stat;
-    LangTableInfo  info;
-    long long      at;     /* CLOCK_MONOTONIC ns of the claim */
+    LangTableInfo info;
+    long long at; /* CLOCK_MONOTONIC ns of the claim */
 } Slot;
 
 struct Claimed {
     pthread_mutex_t mu;
-    Slot            slots[CLAIMED_SLOTS];
-    unsigned        next;  /* the slot the next note replaces */
-    unsigned        used;  /* slots in use */
+    Slot slots[CLAIMED_SLOTS];
+    unsigned next; /* the slot the next note replaces */
+    unsigned used; /* slots in use */
 };
 
 static long long
@@ -86,8 +86,8 @@ fs_claimed_note(Claimed *c, const char *table, uint32_t uid, const LangClaimed *
 }
 
 bool
-fs_claimed_take(Claimed *c, const char *table, const Value *key, uint32_t uid,
-                LangRecordStat *stat, LangTableInfo *info)
+fs_claimed_take(Claimed *c, const char *table, const Value *key, uint32_t uid, LangRecordStat *stat,
+                LangTableInfo *info)
 {
     bool found = false;
     pthread_mutex_lock(&c->mu);

@@ -23,7 +23,7 @@ fs_content_feed(ContentScan *scan, const char *data, size_t len)
             break;
         case CONTENT_COMPLETE:
             if (!blank(c))
-                scan->state = CONTENT_INVALID;   /* a second object, or garbage */
+                scan->state = CONTENT_INVALID; /* a second object, or garbage */
             break;
         case CONTENT_PARTIAL:
             if (scan->quote) {
@@ -41,8 +41,7 @@ fs_content_feed(ContentScan *scan, const char *data, size_t len)
                 scan->state = CONTENT_COMPLETE;
             }
             break;
-        case CONTENT_INVALID:
-            break;
+        case CONTENT_INVALID: break;
         }
     }
     return scan->state;

@@ -19,17 +19,17 @@
 #include <stddef.h>
 
 typedef enum ContentState {
-    CONTENT_EMPTY,     /* only blanks so far */
-    CONTENT_PARTIAL,   /* an object begun and not yet closed */
-    CONTENT_COMPLETE,  /* one object, closed, and blanks after it */
-    CONTENT_INVALID,   /* bytes that do not begin an object, or more after one */
+    CONTENT_EMPTY,    /* only blanks so far */
+    CONTENT_PARTIAL,  /* an object begun and not yet closed */
+    CONTENT_COMPLETE, /* one object, closed, and blanks after it */
+    CONTENT_INVALID,  /* bytes that do not begin an object, or more after one */
 } ContentState;
 
 typedef struct ContentScan {
     ContentState state;
-    unsigned     depth;    /* open braces and brackets */
-    char         quote;    /* the quote of the string being read, or 0 */
-    bool         escape;   /* the last byte of the string was a backslash */
+    unsigned depth; /* open braces and brackets */
+    char quote;     /* the quote of the string being read, or 0 */
+    bool escape;    /* the last byte of the string was a backslash */
 } ContentScan;
 
 /* Feeds the next "len" bytes of the file's content to "scan"; the state

@@ -23,14 +23,14 @@
 static _Atomic int blocked_reads;
 
 struct CtlFile {
-    pthread_mutex_t lock;     /* writes and reads of one description may race */
-    pthread_cond_t  idle;     /* signalled when "running" ends */
-    bool            running;  /* a read goes on with the session outside the lock */
-    LangSession    *session;
-    Buf             out;      /* result lines not yet read */
-    size_t          read_pos; /* how much of "out" has been read */
-    LangError       busy;     /* a write refused as SessionBusy: read after the rest */
-    uid_t           uid;      /* who wrote last: named in the log */
+    pthread_mutex_t lock; /* writes and reads of one description may race */
+    pthread_cond_t idle;  /* signalled when "running" ends */
+    bool running;         /* a read goes on with the session outside the lock */
+    LangSession *session;
+    Buf out;         /* result lines not yet read */
+    size_t read_pos; /* how much of "out" has been read */
+    LangError busy;  /* a write refused as SessionBusy: read after the rest */
+    uid_t uid;       /* who wrote last: named in the log */
     bool (*interrupted)(void *ctx);
 };
 
@@ -114,7 +114,8 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
     if (size > FS_CTL_MAX_WRITE - 4096 && !ends_statement(data, size))
         lang_error_set(&err, LANG_TOO_LARGE,
                        "a write to ctl carries at most %zu KiB of statements; "
-                       "write large records to their files", (FS_CTL_MAX_WRITE - 4096) >> 10);
+                       "write large records to their files",
+                       (FS_CTL_MAX_WRITE - 4096) >> 10);
     else
         lang_session_start(c->session, data, size, &c->out, c->out.len + CTL_CHUNK, &err);
     if (err.code)

@@ -20,15 +20,15 @@
 /* A reply to READDIR or READDIRPLUS being filled: at most "size" bytes of
  * entries. */
 typedef struct DirReply {
-    fuse_req_t    req;
-    char         *data;
-    size_t        size;
-    size_t        used;
-    bool          plus;    /* READDIRPLUS: each entry with its attributes */
-    fuse_ino_t    ino;     /* the directory (plus) */
-    LangTableInfo info;    /* its table's, for its records' attributes (plus) */
-    uint64_t     *inos;    /* the lookups the entries count (plus), to undo */
-    size_t        ninos, cap;
+    fuse_req_t req;
+    char *data;
+    size_t size;
+    size_t used;
+    bool plus;          /* READDIRPLUS: each entry with its attributes */
+    fuse_ino_t ino;     /* the directory (plus) */
+    LangTableInfo info; /* its table's, for its records' attributes (plus) */
+    uint64_t *inos;     /* the lookups the entries count (plus), to undo */
+    size_t ninos, cap;
 } DirReply;
 
 /* The entry of "name" for READDIRPLUS into "e", counting one lookup (as
@@ -41,12 +41,12 @@ dir_entry_plus(DirReply *r, const char *name, const Value *key, const LangRecord
 {
     memset(e, 0, sizeof *e);
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-        return;   /* the kernel links neither */
+        return; /* the kernel links neither */
     Inode in;
     if (rs) {
         in.kind = KIND_RECORD;
         fs_inode_set_name(&in, name);
-        in.key = *key;   /* borrowed: the table copies what it keeps */
+        in.key = *key; /* borrowed: the table copies what it keeps */
         in.fence = 0;
         fs_entry_listed(r->req, r->ino, &in, &r->info, rs, e);
     } else if (fs_inode_child(r->req, r->ino, name, &in) == 0) {
@@ -97,9 +97,9 @@ dir_add(DirReply *r, const char *name, mode_t mode, off_t next, const Value *key
 
 typedef struct DirFill {
     DirReply *out;
-    off_t     next_off;   /* the offset of the entry after the last one given */
-    off_t     skip;       /* records still to pass over (a seek) */
-    Value     last;       /* the last record given */
+    off_t next_off; /* the offset of the entry after the last one given */
+    off_t skip;     /* records still to pass over (a seek) */
+    Value last;     /* the last record given */
 } DirFill;
 
 /* What readdir keeps between calls on one open directory: where the last
@@ -182,7 +182,7 @@ fs_dir_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     DirHandle *dh = lang_xcalloc(1, sizeof *dh);
     fi->fh = (uint64_t)(uintptr_t)dh;
     if (fuse_reply_open(req, fi) != 0)
-        free(dh);   /* the caller gave up */
+        free(dh); /* the caller gave up */
 }
 
 void
@@ -223,13 +223,13 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
         d.next_off = (off_t)i + 1;
     }
     if (offset > (off_t)nfixed && in->kind != KIND_TABLE) {
-        d.skip = offset - (off_t)nfixed;   /* views are small: count from the start */
+        d.skip = offset - (off_t)nfixed; /* views are small: count from the start */
         d.next_off = (off_t)nfixed;
     }
 
     if (in->kind != KIND_ROOT && in->kind != KIND_HELD && in->kind != KIND_DEAD &&
         in->kind != KIND_TABLE)
-        return 0;   /* released/ is always empty */
+        return 0; /* released/ is always empty */
     LangSession *s = fs_session(req);
     if (in->kind == KIND_ROOT) {
         d.skip = offset > (off_t)nfixed ? offset : (off_t)nfixed;
@@ -243,17 +243,19 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
         const Value *after = NULL;
         if (offset > (off_t)nfixed) {
             if (dh && dh->next_off == offset && dh->last.kind != VAL_NONE) {
-                after = &dh->last;     /* continue where the last call stopped */
+                after = &dh->last; /* continue where the last call stopped */
             } else {
-                d.skip = offset - (off_t)nfixed;  /* a seek: count from the start */
+                d.skip = offset - (off_t)nfixed; /* a seek: count from the start */
                 d.next_off = (off_t)nfixed;
             }
         }
         /* READDIRPLUS reads the records' sizes in the same walk. */
         rc = out->plus
-                 ? fs_finish(req, s, lang_view_listing(s, in->table, after, fill_listed, &d, NULL,
-                                                       &err), &err)
-                 : fs_finish(req, s, lang_view_keys(s, in->table, after, fill_record, &d, &err), &err);
+                 ? fs_finish(req, s,
+                             lang_view_listing(s, in->table, after, fill_listed, &d, NULL, &err),
+                             &err)
+                 : fs_finish(req, s, lang_view_keys(s, in->table, after, fill_record, &d, &err),
+                             &err);
         if (dh && d.last.kind != VAL_NONE) {
             lang_value_free(&dh->last);
             dh->last = d.last;
@@ -297,8 +299,7 @@ fs_dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
 /* The entries with their attributes, so that ls -l and the like need no
  * request per name beyond the kernel's own LOOKUP of what it has dropped. */
 void
-fs_dir_readplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                struct fuse_file_info *fi)
+fs_dir_readplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
     dir_read(req, ino, size, off, fi, true);
 }

@@ -54,8 +54,8 @@ pending_name(const Inode *in, char out[PENDING_NAME_MAX + sizeof RELEASED_DIR])
     size_t table = strnlen(in->table, INODE_TABLE_MAX - 1);
     size_t name = strnlen(in->name, INODE_NAME_MAX - 1);
     const char *dir = in->kind == KIND_RELEASED_ENTRY ? RELEASED_DIR : "";
-    snprintf(out, PENDING_NAME_MAX + sizeof RELEASED_DIR, "%.*s/%s%.*s", (int)table, in->table,
-             dir, (int)name, in->name);
+    snprintf(out, PENDING_NAME_MAX + sizeof RELEASED_DIR, "%.*s/%s%.*s", (int)table, in->table, dir,
+             (int)name, in->name);
     return out;
 }
 
@@ -111,34 +111,34 @@ typedef enum HandleKind { H_CTL, H_SNAPSHOT, H_WRITE, H_NEW, H_REASON } HandleKi
 #define REASON_KEPT (STORE_MAX_REASON + 2)
 
 typedef struct Handle {
-    HandleKind      kind;
+    HandleKind kind;
     pthread_mutex_t lock;
-    char            table[INODE_TABLE_MAX];
-    Value           key;        /* H_WRITE, H_REASON: the record */
-    Value           when;       /* H_REASON: NOT BEFORE (NONE: none) */
-    int64_t         fence;      /* H_REASON: the hold it releases (0: any) */
-    char           *pending;    /* H_WRITE made by create(): its pending name,
+    char table[INODE_TABLE_MAX];
+    Value key;        /* H_WRITE, H_REASON: the record */
+    Value when;       /* H_REASON: NOT BEFORE (NONE: none) */
+    int64_t fence;    /* H_REASON: the hold it releases (0: any) */
+    char *pending;    /* H_WRITE made by create(): its pending name,
                                    until the content is stored; H_REASON: the
                                    released/ name, until the release */
-    Buf             data;       /* H_SNAPSHOT: what reads serve; H_WRITE: the content;
+    Buf data;         /* H_SNAPSHOT: what reads serve; H_WRITE: the content;
                                    H_NEW: a line not yet complete; H_REASON: the
                                    reason (REASON_KEPT bytes at most) */
-    bool            dirty;      /* H_WRITE: content to store at flush; H_REASON:
+    bool dirty;       /* H_WRITE: content to store at flush; H_REASON:
                                    the release is still to come: at the first
                                    flush after a write (a shell's redirection
                                    closes a copy of the file before writing),
                                    or at the last close when nothing was
                                    written */
-    bool            written;    /* H_REASON: a write came */
-    bool            exclusive;  /* H_WRITE: O_EXCL: an existing record is EEXIST */
-    bool            scanning;   /* H_WRITE: written in order so far, so "scan" knows
+    bool written;     /* H_REASON: a write came */
+    bool exclusive;   /* H_WRITE: O_EXCL: an existing record is EEXIST */
+    bool scanning;    /* H_WRITE: written in order so far, so "scan" knows
                                    what the content is: the write that completes
                                    the object stores it */
-    ContentScan     scan;       /* H_WRITE: the shape of the content so far */
-    CtlFile        *ctl;
-    Mount          *mount;      /* with "undo": the mount that claimed */
-    LangUnclaim     undo;       /* an open of wait: how to give its claim back */
-    bool            was_read;   /* with "undo": a read served the claimed record */
+    ContentScan scan; /* H_WRITE: the shape of the content so far */
+    CtlFile *ctl;
+    Mount *mount;     /* with "undo": the mount that claimed */
+    LangUnclaim undo; /* an open of wait: how to give its claim back */
+    bool was_read;    /* with "undo": a read served the claimed record */
 } Handle;
 
 static Handle *
@@ -159,7 +159,7 @@ give_back(Handle *h)
 {
     if (!h->undo.table || h->was_read)
         return;
-    fs_claimed_forget(h->mount->claimed);   /* it may be given back */
+    fs_claimed_forget(h->mount->claimed); /* it may be given back */
     LangSession *s = lang_session_new(h->mount->store, NULL, NULL);
     LangError err = {0};
     lang_view_unclaim(s, &h->undo, &err);
@@ -219,8 +219,9 @@ open_snapshot(fuse_req_t req, const Inode *in, Handle **out)
     Handle *h = handle_new(H_SNAPSHOT, in->table);
     LangSession *s = fs_session(req);
     LangError err = {0};
-    int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, in->fence, &h->data, NULL,
-                                              NULL, &err), &err);
+    int rc = fs_finish(
+        req, s, lang_view_read(s, in->table, &in->key, in->fence, &h->data, NULL, NULL, &err),
+        &err);
     if (rc) {
         handle_free(h);
         return rc;
@@ -245,8 +246,8 @@ open_write(fuse_req_t req, const Inode *in, int flags, bool created, Handle **ou
         Buf json = {0};
         LangSession *s = fs_session(req);
         LangError err = {0};
-        int rc = fs_finish(req, s, lang_view_read(s, in->table, &in->key, 0, &json, NULL, NULL,
-                                                  &err), &err);
+        int rc = fs_finish(
+            req, s, lang_view_read(s, in->table, &in->key, 0, &json, NULL, NULL, &err), &err);
         if (rc) {
             lang_buf_free(&json);
             handle_free(h);
@@ -296,7 +297,7 @@ open_reason(fuse_req_t req, const Inode *in, Handle **out)
                    &err);
     lang_buf_free(&json);
     if (!rc && when.kind != VAL_NONE && !info.has_delay)
-        rc = -EOPNOTSUPP;   /* NoDelayField: the queue declares no NOT BEFORE */
+        rc = -EOPNOTSUPP; /* NoDelayField: the queue declares no NOT BEFORE */
     if (rc) {
         lang_value_free(&when);
         lang_value_free(&key);
@@ -356,8 +357,10 @@ reason_release(fuse_req_t req, Handle *h)
         return -EINVAL;
     LangSession *s = fs_session(req);
     LangError err = {0};
-    return fs_finish(req, s, lang_view_release(s, h->table, &h->key, &h->when, h->fence,
-                                               why->len ? why->data : NULL, &err), &err);
+    return fs_finish(req, s,
+                     lang_view_release(s, h->table, &h->key, &h->when, h->fence,
+                                       why->len ? why->data : NULL, &err),
+                     &err);
 }
 
 /* What open_inode returns for an open it has filed to answer later. */
@@ -373,7 +376,8 @@ wait_claim(fuse_req_t req, LangSession *s, const char *table, Handle **out)
     h->mount = fs_mount(req);
     LangError err = {0};
     LangClaimed told = {0};
-    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &told, &err), &err);
+    int rc = fs_finish(req, s, lang_view_claim_undoable(s, table, &h->data, &h->undo, &told, &err),
+                       &err);
     if (rc || !h->data.len) {
         handle_free(h);
         h = NULL;
@@ -394,7 +398,7 @@ wait_serve(Mount *m, const WaitCall *c, atomic_bool *interrupted)
     if (!rc && !h)
         return false;
     if (!rc && (atomic_load(interrupted) || fuse_req_interrupted(c->req))) {
-        handle_free(h);   /* gives the claim back */
+        handle_free(h); /* gives the claim back */
         rc = -EINTR;
     }
     if (rc) {
@@ -404,7 +408,7 @@ wait_serve(Mount *m, const WaitCall *c, atomic_bool *interrupted)
     struct fuse_file_info fi = c->fi;
     handle_attach(&fi, h);
     if (fuse_reply_open(c->req, &fi) != 0)
-        handle_free(h);   /* the caller gave up: the claim goes back */
+        handle_free(h); /* the caller gave up: the claim goes back */
     return true;
 }
 
@@ -429,8 +433,7 @@ open_wait(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Hand
         LangError err = {0};
         bool yes = true;
         int64_t next_wake = INT64_MAX;
-        if (!(fi->flags & O_NONBLOCK) &&
-            lang_view_claimable(s, in->table, &yes, &next_wake, &err))
+        if (!(fi->flags & O_NONBLOCK) && lang_view_claimable(s, in->table, &yes, &next_wake, &err))
             return fs_finish(req, s, err.code, &err);
         if (yes && ((fi->flags & O_NONBLOCK) || tries < 3)) {
             int rc = wait_claim(req, s, in->table, out);
@@ -438,7 +441,7 @@ open_wait(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Hand
                 return rc;
             if (fi->flags & O_NONBLOCK)
                 return -EAGAIN;
-            continue;   /* another claim got there first: look again */
+            continue; /* another claim got there first: look again */
         }
         lang_session_free(s);
         WaitCall c = {req, *fi, in->table, fs_caller(req)};
@@ -456,18 +459,21 @@ open_figures(fuse_req_t req, const Inode *in, Handle **out)
     LangSession *s = fs_session(req);
     LangError err = {0};
     bool metrics = in->kind == KIND_METRICS;
-    int rc = fs_finish(req, s, metrics ? lang_view_metrics(s, &h->data, &err)
-                                       : lang_view_stats(s, in->table, &h->data, &err), &err);
+    int rc = fs_finish(req, s,
+                       metrics ? lang_view_metrics(s, &h->data, &err)
+                               : lang_view_stats(s, in->table, &h->data, &err),
+                       &err);
     if (rc) {
         handle_free(h);
         return rc;
     }
     if (metrics)
-        lang_buf_printf(&h->data,
-                   "# HELP queuefs_mount_inodes Files and directories of this mount the kernel holds.\n"
-                   "# TYPE queuefs_mount_inodes gauge\n"
-                   "queuefs_mount_inodes %zu\n",
-                   fs_nodes_count(fs_mount(req)->nodes));
+        lang_buf_printf(
+            &h->data,
+            "# HELP queuefs_mount_inodes Files and directories of this mount the kernel holds.\n"
+            "# TYPE queuefs_mount_inodes gauge\n"
+            "queuefs_mount_inodes %zu\n",
+            fs_nodes_count(fs_mount(req)->nodes));
     *out = h;
     return 0;
 }
@@ -550,7 +556,7 @@ fs_file_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fs_inode_clear(&in);
     }
     if (rc == OPEN_FILED)
-        return;   /* the mount's waiters answer it */
+        return; /* the mount's waiters answer it */
     if (rc) {
         fuse_reply_err(req, -rc);
         return;
@@ -569,7 +575,7 @@ create_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, H
     if (k == KIND_TOOLONG)
         return -ENAMETOOLONG;
     if (k == KIND_HELD_ENTRY || k == KIND_DEAD_ENTRY)
-        return -ENOENT;   /* a view's name that is gone (touch says so) */
+        return -ENOENT; /* a view's name that is gone (touch says so) */
     /* A collection has no claim, wait, stats or view directories, and none of
      * those names is an identity's (those are %63laim, …). */
     if (k != KIND_RECORD && k != KIND_NONE && k != KIND_RELEASED_ENTRY && k != KIND_TABLE &&
@@ -617,9 +623,9 @@ fs_file_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 /* The signals whose default action ends a process (stopping ones and
  * those ignored by default excluded), as /proc's masks number them. */
-#define SIG_BIT(n) (1ull << ((n) - 1))
-#define DEADLY_SIGNALS                                                                          \
-    (~0ull & ~(SIG_BIT(SIGCHLD) | SIG_BIT(SIGCONT) | SIG_BIT(SIGURG) | SIG_BIT(SIGWINCH) |      \
+#define SIG_BIT(n) (1ull << ((n)-1))
+#define DEADLY_SIGNALS \
+    (~0ull & ~(SIG_BIT(SIGCHLD) | SIG_BIT(SIGCONT) | SIG_BIT(SIGURG) | SIG_BIT(SIGWINCH) | \
                SIG_BIT(SIGSTOP) | SIG_BIT(SIGTSTP) | SIG_BIT(SIGTTIN) | SIG_BIT(SIGTTOU)))
 
 /* True when the thread that made "req" has a signal pending that will end
@@ -698,7 +704,7 @@ fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
             n = h->data.len - (size_t)off < size ? h->data.len - (size_t)off : size;
             copy = lang_xmalloc(n);
             memcpy(copy, h->data.data + off, n);
-            h->was_read = true;   /* a claim read is the reader's: never given back */
+            h->was_read = true; /* a claim read is the reader's: never given back */
         }
         pthread_mutex_unlock(&h->lock);
     }
@@ -725,7 +731,7 @@ new_write(fuse_req_t req, Handle *h, const char *buf, size_t size)
 {
     size_t before = h->data.len;
     if (before + size > RECORD_MAX_BYTES && !memchr(buf, '\n', size))
-        return -EFBIG;   /* a line this long could never be stored */
+        return -EFBIG; /* a line this long could never be stored */
     lang_buf_append(&h->data, buf, size);
     const char *last = memrchr(h->data.data, '\n', h->data.len);
     if (!last)
@@ -733,7 +739,7 @@ new_write(fuse_req_t req, Handle *h, const char *buf, size_t size)
     size_t complete = (size_t)(last - h->data.data) + 1;
     int rc = new_append(req, h, complete);
     if (rc) {
-        h->data.len = before;   /* all of this write's lines, or none */
+        h->data.len = before; /* all of this write's lines, or none */
         h->data.data[before] = '\0';
         return rc;
     }
@@ -752,9 +758,10 @@ record_store_content(fuse_req_t req, Handle *h)
     LangSession *s = fs_session(req);
     LangError err = {0};
     h->dirty = false;
-    int rc = fs_finish(req, s, lang_view_write(s, h->table, &h->key,
-                                               h->data.data ? h->data.data : "", h->data.len,
-                                               h->exclusive, &err), &err);
+    int rc = fs_finish(req, s,
+                       lang_view_write(s, h->table, &h->key, h->data.data ? h->data.data : "",
+                                       h->data.len, h->exclusive, &err),
+                       &err);
     pending_done(h);
     return rc;
 }
@@ -769,13 +776,11 @@ record_write_in_order(fuse_req_t req, Handle *h, const char *buf, size_t size)
 {
     ContentScan before = h->scan;
     switch (fs_content_feed(&h->scan, buf, size)) {
-    case CONTENT_INVALID:
-        h->scan = before;
-        return -EINVAL;
+    case CONTENT_INVALID: h->scan = before; return -EINVAL;
     case CONTENT_COMPLETE:
         lang_buf_append(&h->data, buf, size);
         if (before.state == CONTENT_COMPLETE)
-            return (int)size;   /* blanks after the object */
+            return (int)size; /* blanks after the object */
         h->dirty = true;
         int rc = record_store_content(req, h);
         return rc ? rc : (int)size;
@@ -806,20 +811,21 @@ handle_write_once(fuse_req_t req, Handle *h, const char *buf, size_t size, off_t
         size_t before = h->data.len;
         h->written = true;
         if (!h->dirty)
-            rc = -EBADF;   /* released already */
+            rc = -EBADF; /* released already */
         else if (before < REASON_KEPT)
-            lang_buf_append(&h->data, buf, size < REASON_KEPT - before ? size : REASON_KEPT - before);
+            lang_buf_append(&h->data, buf,
+                            size < REASON_KEPT - before ? size : REASON_KEPT - before);
         if (rc > 0 && !reason_text_so_far(h->data.data, h->data.len)) {
-            rc = -EINVAL;   /* not text: refused, and the release with it */
+            rc = -EINVAL; /* not text: refused, and the release with it */
             h->dirty = false;
             pending_done(h);
         }
     } else if ((size_t)off + size > RECORD_MAX_BYTES) {
-        rc = -EFBIG;   /* content this large could never be stored */
+        rc = -EFBIG; /* content this large could never be stored */
     } else if (h->scanning && (size_t)off == h->data.len) {
         rc = record_write_in_order(req, h, buf, size);
     } else {
-        h->scanning = false;   /* rewritten in place: stored at close */
+        h->scanning = false; /* rewritten in place: stored at close */
         if ((size_t)off + size > h->data.len) {
             size_t grow = (size_t)off + size - h->data.len;
             char *zeros = lang_xcalloc(1, grow);
@@ -866,7 +872,7 @@ fs_file_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (h->kind == H_WRITE && h->dirty) {
         rc = record_store_content(req, h);
     } else if (h->kind == H_NEW && h->data.len) {
-        rc = new_append(req, h, h->data.len);   /* a last line without its newline */
+        rc = new_append(req, h, h->data.len); /* a last line without its newline */
         lang_buf_reset(&h->data);
     } else if (h->kind == H_REASON && h->dirty && h->written) {
         rc = reason_release(req, h);
@@ -881,7 +887,7 @@ fs_file_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     (void)ino;
     Handle *h = handle_of(fi);
     if (h->kind == H_REASON && h->dirty)
-        reason_release(req, h);   /* nothing written: a release without a reason */
+        reason_release(req, h); /* nothing written: a release without a reason */
     handle_free(h);
     fuse_reply_err(req, 0);
 }

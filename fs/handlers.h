@@ -59,15 +59,13 @@ int fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *ge
 /* Finds "in", named in "parent", for the kernel: its attributes, its
  * number counting one more lookup, and how long the name may be kept,
  * into "e". */
-int fs_entry_find(fuse_req_t req, fuse_ino_t parent, const Inode *in,
-                  struct fuse_entry_param *e);
+int fs_entry_find(fuse_req_t req, fuse_ino_t parent, const Inode *in, struct fuse_entry_param *e);
 /* The entry of record "in" in directory "parent" of a table whose
  * directory shows "info", as a listing read it ("rs"), into "e": its
  * number counts one more lookup, and its name and attributes may be kept
  * for as long as a listing's. */
-void fs_entry_listed(fuse_req_t req, fuse_ino_t parent, const Inode *in,
-                     const LangTableInfo *info, const LangRecordStat *rs,
-                     struct fuse_entry_param *e);
+void fs_entry_listed(fuse_req_t req, fuse_ino_t parent, const Inode *in, const LangTableInfo *info,
+                     const LangRecordStat *rs, struct fuse_entry_param *e);
 /* Replies with "e", or with error "rc" (-errno). */
 void fs_entry_reply(fuse_req_t req, int rc, const struct fuse_entry_param *e);
 /* Replies to a removal of "name" from "parent" that ended "rc": a name
@@ -100,8 +98,7 @@ int fs_file_truncate(fuse_req_t req, const Inode *in, struct fuse_file_info *fi,
 /* ---- directories (dirs.c) ---- */
 
 void fs_dir_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                 struct fuse_file_info *fi);
+void fs_dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void fs_dir_readplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi);
 void fs_dir_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -27,7 +27,7 @@ fs_log_at(const char *file, int line, int priority, const char *fmt, ...)
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
     if (use_syslog) {
-        syslog(priority, "%s:%d: %s", base, line, msg);   /* syslog stamps it */
+        syslog(priority, "%s:%d: %s", base, line, msg); /* syslog stamps it */
         return;
     }
     struct timespec now;

@@ -25,19 +25,26 @@
 typedef struct Options {
     char *consumer;
     char *sync;
-    int   help;
-    int   version;
-    int   bats_helper;
-    int   foreground;
-    int   debug;
-    int   single_thread;
-    int   permissions;
+    int help;
+    int version;
+    int bats_helper;
+    int foreground;
+    int debug;
+    int single_thread;
+    int permissions;
     char *store;
     char *mountpoint;
 } Options;
 
-enum { KEY_HELP, KEY_VERSION, KEY_FOREGROUND, KEY_DEBUG, KEY_SINGLE, KEY_PERMISSIONS,
-       KEY_BATS_HELPER };
+enum {
+    KEY_HELP,
+    KEY_VERSION,
+    KEY_FOREGROUND,
+    KEY_DEBUG,
+    KEY_SINGLE,
+    KEY_PERMISSIONS,
+    KEY_BATS_HELPER
+};
 
 static const struct fuse_opt option_spec[] = {
     {"consumer=%s", offsetof(Options, consumer), 0},
@@ -65,9 +72,9 @@ take_option(void *data, const char *arg, int key, struct fuse_args *args)
     case KEY_VERSION: o->version = 1; return 0;
     case KEY_BATS_HELPER: o->bats_helper = 1; return 0;
     case KEY_FOREGROUND: o->foreground = 1; return 0;
-    case KEY_DEBUG: o->debug = o->foreground = 1; return 1;   /* libfuse logs requests too */
+    case KEY_DEBUG: o->debug = o->foreground = 1; return 1; /* libfuse logs requests too */
     case KEY_SINGLE: o->single_thread = 1; return 0;
-    case KEY_PERMISSIONS: o->permissions = 1; return 1;   /* libfuse passes it on */
+    case KEY_PERMISSIONS: o->permissions = 1; return 1; /* libfuse passes it on */
     case FUSE_OPT_KEY_NONOPT:
         if (!o->store) {
             o->store = lang_xstrdup(arg);
@@ -79,8 +86,7 @@ take_option(void *data, const char *arg, int key, struct fuse_args *args)
         }
         fprintf(stderr, "queuefs: unexpected argument '%s'\n", arg);
         return -1;
-    default:
-        return 1;
+    default: return 1;
     }
 }
 
@@ -346,7 +352,7 @@ run(struct fuse_args *args, const Options *o)
     m.waiters = fs_waiters_new(&m, fs_wait_serve());
     if (fs_waiters_start(m.waiters) != 0)
         fail_to_parent(m.ready_fd, "cannot start the wait thread", "");
-    fs_waiters_watch(m.waiters, mountpoint);   /* without it a lazy unmount waits for the waiters */
+    fs_waiters_watch(m.waiters, mountpoint); /* without it a lazy unmount waits for the waiters */
 
     if (o->single_thread) {
         rc = fuse_session_loop(se);
@@ -356,8 +362,8 @@ run(struct fuse_args *args, const Options *o)
         rc = fuse_session_loop_mt(se, cfg);
         fuse_loop_cfg_destroy(cfg);
     }
-    bool signalled = fuse_session_exited(se);   /* SIGTERM, SIGINT or an unmount */
-    fs_waiters_stop(m.waiters);   /* no open of wait is left waiting */
+    bool signalled = fuse_session_exited(se); /* SIGTERM, SIGINT or an unmount */
+    fs_waiters_stop(m.waiters);               /* no open of wait is left waiting */
     fuse_remove_signal_handlers(se);
     fuse_session_unmount(se);
     fuse_session_destroy(se);

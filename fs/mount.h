@@ -15,22 +15,22 @@
 #include "../store/store.h"
 
 typedef struct Mount {
-    Store  *store;
-    char   *store_path;                       /* the STORE argument: a directory made
+    Store *store;
+    char *store_path;                     /* the STORE argument: a directory made
                                                * absolute, or a server's URI */
-    char   *store_shown;                      /* ... as it is shown (no password) */
-    char   *consumer;                         /* -o consumer=NAME, or NULL */
-    char    instance[LANG_INSTANCE_LEN + 1];  /* minted for this mount */
-    uid_t   uid;                              /* the mounting user: owns every file */
-    gid_t   gid;
-    time_t  mounted_at;                       /* every file's times */
-    int     ready_fd;                         /* written once the mount answers; -1 after */
-    bool    enforce;                          /* -o default_permissions: the engine checks
+    char *store_shown;                    /* ... as it is shown (no password) */
+    char *consumer;                       /* -o consumer=NAME, or NULL */
+    char instance[LANG_INSTANCE_LEN + 1]; /* minted for this mount */
+    uid_t uid;                            /* the mounting user: owns every file */
+    gid_t gid;
+    time_t mounted_at;   /* every file's times */
+    int ready_fd;        /* written once the mount answers; -1 after */
+    bool enforce;        /* -o default_permissions: the engine checks
                                                  ctl statements as the kernel checks files */
-    struct Nodes        *nodes;               /* the inodes the kernel knows */
+    struct Nodes *nodes; /* the inodes the kernel knows */
     struct fuse_session *session;
-    struct Waiters      *waiters;             /* opens of wait files that wait */
-    struct Claimed      *claimed;             /* what it just claimed (claimed.h) */
+    struct Waiters *waiters; /* opens of wait files that wait */
+    struct Claimed *claimed; /* what it just claimed (claimed.h) */
 } Mount;
 
 /* Who makes a request, as the engine checks it (lang_session_set_caller):
@@ -38,7 +38,7 @@ typedef struct Mount {
 typedef struct Caller {
     uint32_t uid, gid;
     uint32_t groups[64];
-    int      ngroups;
+    int ngroups;
 } Caller;
 
 /* The most threads serving requests at once.  An open of a wait file that

@@ -6,8 +6,8 @@
 #include <string.h>
 
 static const char *const reserved[FS_RESERVED_N] = {
-    [FS_NEW] = "new",     [FS_CLAIM] = "claim",       [FS_WAIT] = "wait", [FS_STATS] = "stats",
-    [FS_RELEASED] = "released", [FS_HELD] = "held", [FS_DEAD] = "dead",
+    [FS_NEW] = "new",           [FS_CLAIM] = "claim", [FS_WAIT] = "wait", [FS_STATS] = "stats",
+    [FS_RELEASED] = "released", [FS_HELD] = "held",   [FS_DEAD] = "dead",
 };
 
 int
@@ -60,7 +60,7 @@ must_escape(unsigned char c)
 void
 fs_name_from_key(const Value *key, Buf *out)
 {
-    lang_buf_append(out, "", 0);  /* "out->data" is a string even for an empty key */
+    lang_buf_append(out, "", 0); /* "out->data" is a string even for an empty key */
     if (key->kind == VAL_INT) {
         lang_buf_put_int(out, key->u.i);
         return;

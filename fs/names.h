@@ -27,7 +27,14 @@
 /* The names a table directory reserves: "new" serves every table, the
  * rest only queues. */
 typedef enum FsReserved {
-    FS_NEW, FS_CLAIM, FS_WAIT, FS_STATS, FS_RELEASED, FS_HELD, FS_DEAD, FS_RESERVED_N
+    FS_NEW,
+    FS_CLAIM,
+    FS_WAIT,
+    FS_STATS,
+    FS_RELEASED,
+    FS_HELD,
+    FS_DEAD,
+    FS_RESERVED_N
 } FsReserved;
 
 /* The reserved name "name" is, or -1. */

@@ -19,28 +19,28 @@
 #include "nodes.h"
 
 typedef struct Node {
-    uint64_t     ino;
-    struct Node *parent;     /* NULL for the root, and once detached */
-    char        *name;
-    uint64_t     lookups;    /* the kernel's count */
-    size_t       children;   /* attached nodes naming this one their parent */
-    uint32_t     generation;
-    InodeKind    kind;
-    int64_t      fence;
-    Value        key;
+    uint64_t ino;
+    struct Node *parent; /* NULL for the root, and once detached */
+    char *name;
+    uint64_t lookups; /* the kernel's count */
+    size_t children;  /* attached nodes naming this one their parent */
+    uint32_t generation;
+    InodeKind kind;
+    int64_t fence;
+    Value key;
     struct Node *next_by_ino;
-    struct Node *next_by_name;   /* while attached */
+    struct Node *next_by_name; /* while attached */
 } Node;
 
 struct Nodes {
     pthread_mutex_t lock;
-    uint64_t        next_ino;
-    size_t          count;      /* nodes in by_ino */
-    size_t          peak;       /* the most since fs_nodes_shrunk last said so */
-    size_t          nbuckets;   /* both tables */
-    Node          **by_ino;
-    Node          **by_name;
-    Node            root;
+    uint64_t next_ino;
+    size_t count;    /* nodes in by_ino */
+    size_t peak;     /* the most since fs_nodes_shrunk last said so */
+    size_t nbuckets; /* both tables */
+    Node **by_ino;
+    Node **by_name;
+    Node root;
 };
 
 static size_t
@@ -162,10 +162,10 @@ fs_nodes_lookup(Nodes *n, uint64_t parent_ino, const Inode *child, uint32_t gene
     uint64_t ino = 0;
     Node *parent = find_ino(n, parent_ino);
     if (!parent || (parent != &n->root && !parent->parent))
-        goto out;   /* the directory is gone */
+        goto out; /* the directory is gone */
     Node *node = *find_name(n, parent, name);
     if (node && node->generation != generation) {
-        parent->children++;   /* keeps the parent while the old name goes */
+        parent->children++; /* keeps the parent while the old name goes */
         unhook(n, node);
         release_if_unused(n, node);
         parent->children--;
@@ -201,9 +201,9 @@ out:
 
 /* What each name a table directory reserves (names.h) is. */
 static const InodeKind reserved_kinds[FS_RESERVED_N] = {
-    [FS_NEW] = KIND_NEW,           [FS_CLAIM] = KIND_CLAIM, [FS_WAIT] = KIND_WAIT,
-    [FS_STATS] = KIND_STATS,       [FS_RELEASED] = KIND_RELEASED,
-    [FS_HELD] = KIND_HELD,         [FS_DEAD] = KIND_DEAD,
+    [FS_NEW] = KIND_NEW,     [FS_CLAIM] = KIND_CLAIM,       [FS_WAIT] = KIND_WAIT,
+    [FS_STATS] = KIND_STATS, [FS_RELEASED] = KIND_RELEASED, [FS_HELD] = KIND_HELD,
+    [FS_DEAD] = KIND_DEAD,
 };
 
 /* Copies "src" into "dst" of "size" bytes, cut to fit. */
@@ -260,7 +260,7 @@ describe(InodeKind parent, const char *name, Inode *out)
     case KIND_HELD:
         out->kind = KIND_HELD_ENTRY;
         if (!(out->fence = fs_name_fence(name, &id_len)))
-            return;   /* no hold's number: the name of no record */
+            return; /* no hold's number: the name of no record */
         memcpy(id, name, id_len);
         id[id_len] = '\0';
         identity = id;
@@ -269,7 +269,7 @@ describe(InodeKind parent, const char *name, Inode *out)
         out->kind = KIND_DEAD_ENTRY;
         out->fence = LANG_FENCE_DEAD;
         break;
-    default: return;   /* nothing is in a file, or in a view's entry */
+    default: return; /* nothing is in a file, or in a view's entry */
     }
     if (fs_name_to_key(identity, &out->key) < 0)
         out->key = lang_value_none();
@@ -356,7 +356,7 @@ fs_nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_pa
     Node *parent = find_ino(n, parent_ino), *to = find_ino(n, new_parent_ino);
     Node *node = parent ? *find_name(n, parent, name) : NULL;
     if (node && to && (to == &n->root || to->parent)) {
-        to->children++;   /* the renamed node's, from now on */
+        to->children++; /* the renamed node's, from now on */
         Node *old = *find_name(n, to, new_name);
         if (old && old != node) {
             unhook(n, old);
@@ -370,7 +370,7 @@ fs_nodes_rename(Nodes *n, uint64_t parent_ino, const char *name, uint64_t new_pa
         node->next_by_name = n->by_name[b];
         n->by_name[b] = node;
     } else if (node) {
-        unhook(n, node);   /* its new directory is gone: it names nothing */
+        unhook(n, node); /* its new directory is gone: it names nothing */
         release_if_unused(n, node);
     }
     pthread_mutex_unlock(&n->lock);
@@ -423,7 +423,7 @@ fs_nodes_shrunk(Nodes *n)
         while (want < n->count)
             want *= 2;
         if (want < n->nbuckets)
-            rehash(n, want);   /* the tables shrink with what they hold */
+            rehash(n, want); /* the tables shrink with what they hold */
     }
     pthread_mutex_unlock(&n->lock);
     return shrunk;

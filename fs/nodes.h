@@ -30,22 +30,22 @@
 /* What a name of the mount is (SPEC section 2). */
 typedef enum InodeKind {
     KIND_ROOT,
-    KIND_CTL,             /* /ctl */
-    KIND_METRICS,         /* /metrics */
-    KIND_TABLE,           /* /T */
-    KIND_CLAIM,           /* /T/claim */
-    KIND_WAIT,            /* /T/wait */
-    KIND_NEW,             /* /T/new */
-    KIND_STATS,           /* /T/stats */
-    KIND_RELEASED,        /* /T/released */
-    KIND_HELD,            /* /T/held */
-    KIND_DEAD,            /* /T/dead */
-    KIND_RELEASED_ENTRY,  /* /T/released/ID@WHEN */
-    KIND_HELD_ENTRY,      /* /T/held/ID~N */
-    KIND_DEAD_ENTRY,      /* /T/dead/ID */
-    KIND_RECORD,          /* /T/ID */
-    KIND_NONE,            /* names nothing that can exist */
-    KIND_TOOLONG,         /* a name longer than any table's or identity's */
+    KIND_CTL,            /* /ctl */
+    KIND_METRICS,        /* /metrics */
+    KIND_TABLE,          /* /T */
+    KIND_CLAIM,          /* /T/claim */
+    KIND_WAIT,           /* /T/wait */
+    KIND_NEW,            /* /T/new */
+    KIND_STATS,          /* /T/stats */
+    KIND_RELEASED,       /* /T/released */
+    KIND_HELD,           /* /T/held */
+    KIND_DEAD,           /* /T/dead */
+    KIND_RELEASED_ENTRY, /* /T/released/ID@WHEN */
+    KIND_HELD_ENTRY,     /* /T/held/ID~N */
+    KIND_DEAD_ENTRY,     /* /T/dead/ID */
+    KIND_RECORD,         /* /T/ID */
+    KIND_NONE,           /* names nothing that can exist */
+    KIND_TOOLONG,        /* a name longer than any table's or identity's */
 } InodeKind;
 
 /* The longest table name plus its NUL (NAME_MAX: the language refuses
@@ -53,19 +53,19 @@ typedef enum InodeKind {
  * name is at most 3 * STORE_MAX_KEY bytes, plus "@" and a datetime in
  * released/.  Longer names are KIND_TOOLONG. */
 #define INODE_TABLE_MAX 256
-#define INODE_NAME_MAX  1280
+#define INODE_NAME_MAX 1280
 
 /* What an inode is, as the kernel asks about it. */
 typedef struct Inode {
     InodeKind kind;
-    char      table[INODE_TABLE_MAX];  /* the table it belongs to ("" for the
+    char table[INODE_TABLE_MAX]; /* the table it belongs to ("" for the
                                         * root, ctl and metrics) */
-    char      name[INODE_NAME_MAX];    /* its name in its directory ("" for the
+    char name[INODE_NAME_MAX];   /* its name in its directory ("" for the
                                         * root) */
-    Value     key;     /* a record's, or a held/ or dead/ entry's identity;
+    Value key;                   /* a record's, or a held/ or dead/ entry's identity;
                         * VAL_NONE when the name is no identity's (or for any
                         * other kind) */
-    int64_t   fence;   /* what the name promises of its record (LANG_FENCE_DEAD
+    int64_t fence;               /* what the name promises of its record (LANG_FENCE_DEAD
                         * in dead/, the hold's number in held/, else 0) */
 } Inode;
 

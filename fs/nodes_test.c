@@ -12,14 +12,22 @@
 #include "nodes.h"
 
 static const char *const kind_names[] = {
-    [KIND_ROOT] = "root",       [KIND_CTL] = "ctl",
-    [KIND_METRICS] = "metrics", [KIND_TABLE] = "table",
-    [KIND_CLAIM] = "claim",     [KIND_WAIT] = "wait",
-    [KIND_NEW] = "new",         [KIND_STATS] = "stats",
-    [KIND_RELEASED] = "released", [KIND_HELD] = "held",
-    [KIND_DEAD] = "dead",       [KIND_RELEASED_ENTRY] = "released-entry",
-    [KIND_HELD_ENTRY] = "held-entry", [KIND_DEAD_ENTRY] = "dead-entry",
-    [KIND_RECORD] = "record",   [KIND_NONE] = "none",
+    [KIND_ROOT] = "root",
+    [KIND_CTL] = "ctl",
+    [KIND_METRICS] = "metrics",
+    [KIND_TABLE] = "table",
+    [KIND_CLAIM] = "claim",
+    [KIND_WAIT] = "wait",
+    [KIND_NEW] = "new",
+    [KIND_STATS] = "stats",
+    [KIND_RELEASED] = "released",
+    [KIND_HELD] = "held",
+    [KIND_DEAD] = "dead",
+    [KIND_RELEASED_ENTRY] = "released-entry",
+    [KIND_HELD_ENTRY] = "held-entry",
+    [KIND_DEAD_ENTRY] = "dead-entry",
+    [KIND_RECORD] = "record",
+    [KIND_NONE] = "none",
     [KIND_TOOLONG] = "toolong",
 };
 
@@ -67,7 +75,7 @@ look(Nodes *n, uint64_t parent, const char *name, uint32_t generation)
 {
     Inode in = {KIND_NONE, "", "", {0}, 0};
     if (fs_nodes_child(n, parent, name, &in))
-        snprintf(in.name, sizeof in.name, "%s", name);   /* the lookup says no itself */
+        snprintf(in.name, sizeof in.name, "%s", name); /* the lookup says no itself */
     uint64_t ino = fs_nodes_lookup(n, parent, &in, generation);
     fs_inode_clear(&in);
     return ino;
@@ -75,7 +83,7 @@ look(Nodes *n, uint64_t parent, const char *name, uint32_t generation)
 
 /* A queue "jobs" with its claim, held/ and held/ENTRY looked up. */
 typedef struct Jobs {
-    Nodes   *n;
+    Nodes *n;
     uint64_t jobs, claim, held, entry;
 } Jobs;
 
@@ -107,7 +115,7 @@ test_kinds(void)
     CHECK_STR(child(n, jobs, "stats"), "stats jobs/stats - 0");
     CHECK_STR(child(n, jobs, "7"), "record jobs/7 7 0");
     CHECK_STR(child(n, jobs, "%3007"), "record jobs/%3007 '007' 0");
-    CHECK_STR(child(n, jobs, "007"), "record jobs/007 - 0");   /* no identity's name */
+    CHECK_STR(child(n, jobs, "007"), "record jobs/007 - 0"); /* no identity's name */
     uint64_t held = look(n, jobs, "held", 0);
     CHECK_STR(child(n, held, "7~3"), "held-entry jobs/7~3 7 3");
     CHECK_STR(child(n, held, "7~x"), "held-entry jobs/7~x - 0");
@@ -119,7 +127,7 @@ test_kinds(void)
     uint64_t record = look(n, jobs, "7", 0);
     CHECK_STR(what(n, record), "record jobs/7 7 0");
     CHECK_STR(child(n, record, "x"), "none jobs/x - 0");
-    CHECK_STR(child(n, 999, "x"), "-2");   /* a directory never given */
+    CHECK_STR(child(n, 999, "x"), "-2"); /* a directory never given */
     fs_nodes_free(n);
 }
 
@@ -137,7 +145,7 @@ test_lookup(void)
     CHECK(look(n, FS_ROOT_INO, "jobs", 2) == jobs, "a name looked up again keeps its number");
     CHECK(look(n, FS_ROOT_INO, "other", 1) != jobs, "another name, another number");
     CHECK(fs_nodes_count(n) == 5, "5 nodes, got %zu", fs_nodes_count(n));
-    CHECK_STR(what(n, 999), "-2");   /* never given */
+    CHECK_STR(what(n, 999), "-2"); /* never given */
     fs_nodes_free(n);
 }
 
@@ -155,7 +163,7 @@ test_generation_detach_and_forget(void)
     uint64_t again = look(n, jobs, "7", 0);
     CHECK(again != record, "a name made anew gets a new number");
     CHECK_STR(what(n, again), "record jobs/7 7 0");
-    fs_nodes_forget(n, record, 1);   /* the kernel lets go of the removed one: freed */
+    fs_nodes_forget(n, record, 1); /* the kernel lets go of the removed one: freed */
     CHECK(fs_nodes_count(n) == 3, "3 nodes after forgetting the removed record, got %zu",
           fs_nodes_count(n));
 
@@ -173,7 +181,7 @@ test_generation_detach_and_forget(void)
     uint64_t record2 = look(n, collection, "8", 0);
     fs_nodes_forget(n, collection, 1);
     CHECK_STR(what(n, record2), "record jobs/8 8 0");
-    fs_nodes_forget(n, record2, 1);   /* the last child goes: so does the directory */
+    fs_nodes_forget(n, record2, 1); /* the last child goes: so does the directory */
     CHECK_STR(what(n, collection), "-2");
     /* Lookups counted twice need two forgets (or one of 2). */
     uint64_t twice = look(n, FS_ROOT_INO, "q", 1);
@@ -182,7 +190,7 @@ test_generation_detach_and_forget(void)
     CHECK_STR(what(n, twice), "table q/q - 0");
     fs_nodes_forget(n, twice, 1);
     CHECK_STR(what(n, twice), "-2");
-    fs_nodes_forget(n, 12345, 3);   /* a number never given: ignored */
+    fs_nodes_forget(n, 12345, 3); /* a number never given: ignored */
     fs_nodes_free(n);
 }
 
@@ -236,12 +244,12 @@ test_rename(void)
     CHECK_STR(what(n, j.claim), "claim work/claim - 0");
     CHECK_STR(what(n, j.entry), "held-entry work/7~2 7 2");
     CHECK_STR(child(n, j.held, "8~1"), "held-entry work/8~1 8 1");
-    CHECK_STR(what(n, work), "-2");   /* the number the new name had */
+    CHECK_STR(what(n, work), "-2"); /* the number the new name had */
     CHECK(look(n, FS_ROOT_INO, "work", 2) == j.jobs, "the new name finds the moved number");
     uint64_t again = look(n, FS_ROOT_INO, "jobs", 2);
     CHECK(again != j.jobs, "the old name gets a new number");
-    fs_nodes_rename(n, FS_ROOT_INO, "absent", FS_ROOT_INO, "x");   /* no number: nothing */
-    fs_nodes_rename(n, FS_ROOT_INO, "work", 12345, "x");           /* no such directory */
+    fs_nodes_rename(n, FS_ROOT_INO, "absent", FS_ROOT_INO, "x"); /* no number: nothing */
+    fs_nodes_rename(n, FS_ROOT_INO, "work", 12345, "x");         /* no such directory */
     CHECK_STR(what(n, j.jobs), "-2");
     CHECK_STR(what(n, j.claim), "-2");
     fs_nodes_free(n);

@@ -146,7 +146,8 @@ touch(fuse_req_t req, const Inode *in)
     LangTableInfo info;
     LangSession *s = fs_session(req);
     LangError err = {0};
-    if ((rc = fs_finish(req, s, lang_view_table(s, in->table, &info, &err), &err)) || !info.is_queue)
+    if ((rc = fs_finish(req, s, lang_view_table(s, in->table, &info, &err), &err)) ||
+        !info.is_queue)
         return rc;
     if (in->key.kind == VAL_NONE)
         return -ENOENT;
@@ -166,8 +167,7 @@ claimed_forget(fuse_req_t req, const Inode *in)
 
 /* chmod and chown (chattr), truncate, touch; then the attributes. */
 static void
-op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-           struct fuse_file_info *fi)
+op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
 {
     Inode in;
     int rc = fs_inode_get(req, ino, &in);
@@ -249,11 +249,12 @@ release(fuse_req_t req, const Inode *from, const Inode *to)
     if (!rc) {
         LangSession *s = fs_session(req);
         LangError err = {0};
-        rc = fs_finish(req, s,
-                       from->kind == KIND_DEAD_ENTRY
-                           ? lang_view_retry(s, from->table, &from->key, &when, from->fence, &err)
-                           : lang_view_release(s, from->table, &from->key, &when, from->fence,
-                                               NULL, &err), &err);
+        rc = fs_finish(
+            req, s,
+            from->kind == KIND_DEAD_ENTRY
+                ? lang_view_retry(s, from->table, &from->key, &when, from->fence, &err)
+                : lang_view_release(s, from->table, &from->key, &when, from->fence, NULL, &err),
+            &err);
     }
     lang_value_free(&when);
     return rc;

@@ -77,12 +77,8 @@ main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "+ho:V", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            puts("queuefs-sql " PACKAGE_VERSION);
-            return 0;
+        case 'h': usage(stdout); return 0;
+        case 'V': puts("queuefs-sql " PACKAGE_VERSION); return 0;
         case 'o':
             if (strcmp(optarg, "sync=full") == 0)
                 opts.sync = true;
@@ -94,9 +90,7 @@ main(int argc, char **argv)
                 return 2;
             }
             break;
-        default:
-            usage(stderr);
-            return 2;
+        default: usage(stderr); return 2;
         }
     }
     if (optind >= argc) {

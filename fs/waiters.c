@@ -33,54 +33,54 @@ typedef struct UidLine UidLine;
 typedef struct WaitQueue WaitQueue;
 
 typedef struct Waiter {
-    uint64_t        id;
-    WaitCall        call;
-    atomic_bool     interrupted;
-    WaiterState     state;
-    WaitQueue      *queue;        /* while filed or serving */
-    struct Waiter  *next;         /* in its line, or in the answered list */
-    struct Waiter  *all_prev, *all_next;
+    uint64_t id;
+    WaitCall call;
+    atomic_bool interrupted;
+    WaiterState state;
+    WaitQueue *queue;    /* while filed or serving */
+    struct Waiter *next; /* in its line, or in the answered list */
+    struct Waiter *all_prev, *all_next;
 } Waiter;
 
 struct UidLine {
-    uint32_t  uid;
-    size_t    n;
-    uint64_t  served;             /* the queue's serve count at its last serve */
-    Waiter   *head, *tail;
-    UidLine  *next;
+    uint32_t uid;
+    size_t n;
+    uint64_t served; /* the queue's serve count at its last serve */
+    Waiter *head, *tail;
+    UidLine *next;
 };
 
 struct WaitQueue {
-    char      *table;
-    size_t     n;                 /* its waiters, filed */
-    uint64_t   serves;            /* waiters it has served */
-    UidLine   *lines;             /* one per uid that waited since it was made */
+    char *table;
+    size_t n;        /* its waiters, filed */
+    uint64_t serves; /* waiters it has served */
+    UidLine *lines;  /* one per uid that waited since it was made */
     WaitQueue *next;
 };
 
 struct Waiters {
-    Mount          *m;
-    WaitServe       serve;
+    Mount *m;
+    WaitServe serve;
     pthread_mutex_t lock;
-    pthread_t       thread;
-    bool            started;
-    bool            stopping;
-    int             detached;     /* non-zero: answer every waiter with it */
-    WaitQueue      *queues;
-    Waiter         *all;
-    Waiter         *answered;     /* interrupted: the thread answers EINTR */
-    uint64_t        next_id;
-    bool            idle;         /* the thread sleeps (or is about to) ... */
-    uint64_t        seen;         /* ... on this ticket ... */
-    int64_t         until;        /* ... until this instant */
-    bool            again;        /* pass again before sleeping */
-    bool            resting;      /* nobody waits: the thread sleeps on "rest",
+    pthread_t thread;
+    bool started;
+    bool stopping;
+    int detached; /* non-zero: answer every waiter with it */
+    WaitQueue *queues;
+    Waiter *all;
+    Waiter *answered; /* interrupted: the thread answers EINTR */
+    uint64_t next_id;
+    bool idle;     /* the thread sleeps (or is about to) ... */
+    uint64_t seen; /* ... on this ticket ... */
+    int64_t until; /* ... until this instant */
+    bool again;    /* pass again before sleeping */
+    bool resting;  /* nobody waits: the thread sleeps on "rest",
                                    * not on the store, so commits cost nothing */
-    pthread_cond_t  rest;
-    pthread_t       watcher;      /* watches the mount table (fs_waiters_watch) */
-    bool            watching;
-    int             stop_fd;      /* an eventfd that ends the watcher */
-    char            dev[32];      /* the mount's "major:minor" */
+    pthread_cond_t rest;
+    pthread_t watcher; /* watches the mount table (fs_waiters_watch) */
+    bool watching;
+    int stop_fd;  /* an eventfd that ends the watcher */
+    char dev[32]; /* the mount's "major:minor" */
 };
 
 Waiters *
@@ -186,7 +186,7 @@ unfile_locked(Waiters *ws, Waiter *w)
     w->next = NULL;
     w->queue = NULL;
     if (!q->n)
-        queue_drop(ws, q);   /* its lines' history goes with it */
+        queue_drop(ws, q); /* its lines' history goes with it */
 }
 
 /* Puts "w" into its uid's line of queue "table": at the back, or at the
@@ -321,8 +321,7 @@ fs_waiters_file(Waiters *ws, const WaitCall *c, uint64_t seen, int64_t next_wake
         free(name);
         /* The thread must look again when this look was older than its
          * own, or its sleep does not cover this queue's next instant. */
-        if (!known || (int32_t)((uint32_t)ws->seen - (uint32_t)seen) > 0 ||
-            next_wake < ws->until)
+        if (!known || (int32_t)((uint32_t)ws->seen - (uint32_t)seen) > 0 || next_wake < ws->until)
             wake = rouse_locked(ws);
     } else {
         all_unlink_locked(ws, w);
@@ -349,8 +348,8 @@ line_next(WaitQueue *q)
 {
     UidLine *best = NULL;
     for (UidLine *l = q->lines; l; l = l->next)
-        if (l->head && (!best || l->served < best->served ||
-                        (l->served == best->served && l->n < best->n)))
+        if (l->head &&
+            (!best || l->served < best->served || (l->served == best->served && l->n < best->n)))
             best = l;
     return best;
 }

@@ -30,10 +30,10 @@
 /* One filed open: the request, a copy of its file info, the queue and who
  * asks. */
 typedef struct WaitCall {
-    fuse_req_t            req;
+    fuse_req_t req;
     struct fuse_file_info fi;
-    const char           *table;
-    Caller                who;
+    const char *table;
+    Caller who;
 } WaitCall;
 
 /* Serves one waiter on the wait thread: claims for "c" and replies to its

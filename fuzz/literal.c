@@ -54,7 +54,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     lang_value_encode(&v, &enc);
     Value d;
-    check(lang_value_decode(enc.data, enc.len, &d) == 0, "lang_value_decode refused lang_value_encode's bytes", &json);
+    check(lang_value_decode(enc.data, enc.len, &d) == 0,
+          "lang_value_decode refused lang_value_encode's bytes", &json);
     check(lang_value_equal(&v, &d), "the decoded value differs from the parsed one", &json);
     lang_value_to_json(&d, &json2);
     check(same(&json, &json2), "the decoded value renders different JSON", &json);

@@ -59,10 +59,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(strlen(n.data) == n.len, "a name holding a NUL byte", n.data);
     check(strchr(n.data, '/') == NULL, "a name holding '/'", n.data);
     check(strcmp(n.data, ".") != 0 && strcmp(n.data, "..") != 0, "a name that is . or ..", n.data);
-    check(fs_name_reserved(n.data) < 0, "a string identity named like a reserved file",
-          n.data);
+    check(fs_name_reserved(n.data) < 0, "a string identity named like a reserved file", n.data);
     for (size_t i = 0; i < n.len; i++)
-        check((unsigned char)n.data[i] >= 0x20 && n.data[i] != 0x7f, "a control byte in a name", n.data);
+        check((unsigned char)n.data[i] >= 0x20 && n.data[i] != 0x7f, "a control byte in a name",
+              n.data);
     Value back;
     int rc = fs_name_to_key(n.data, &back);
     if (lang_utf8_valid((const char *)data, size)) {

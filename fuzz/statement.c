@@ -42,9 +42,7 @@ height(const Expr *e)
             if ((k = height(e->u.array.items[i])) > h)
                 h = k;
         break;
-    case EX_UNARY:
-        h = height(e->u.unary.arg);
-        break;
+    case EX_UNARY: h = height(e->u.unary.arg); break;
     case EX_BINARY:
         h = height(e->u.binary.lhs);
         if ((k = height(e->u.binary.rhs)) > h)
@@ -55,8 +53,7 @@ height(const Expr *e)
             if ((k = height(e->u.call.args[i])) > h)
                 h = k;
         break;
-    default:
-        break;
+    default: break;
     }
     return h + 1;
 }
@@ -67,25 +64,23 @@ stmt_height(const Stmt *s)
 {
     int h = 0, k;
     switch (s->kind) {
-    case ST_CREATE: case ST_UPDATE: case ST_UPSERT:
+    case ST_CREATE:
+    case ST_UPDATE:
+    case ST_UPSERT:
         h = height(s->u.write.content);
         if ((k = height(s->u.write.where)) > h)
             h = k;
         break;
-    case ST_DELETE:
-        h = height(s->u.del.where);
-        break;
+    case ST_DELETE: h = height(s->u.del.where); break;
     case ST_SELECT:
         h = height(s->u.select.where);
         for (size_t i = 0; i < s->u.select.nfields; i++)
             if ((k = height(s->u.select.fields[i].expr)) > h)
                 h = k;
         break;
-    case ST_RELEASE: case ST_RELEASE_ALL:
-        h = height(s->u.release.not_before);
-        break;
-    default:
-        break;
+    case ST_RELEASE:
+    case ST_RELEASE_ALL: h = height(s->u.release.not_before); break;
+    default: break;
     }
     return h;
 }
@@ -109,8 +104,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == -1) {
         check(err.code != LANG_OK, "an error without a code");
         check(err.message[0] != '\0', "an error without a message");
-        check(memchr(err.message, '\0', sizeof err.message) != NULL,
-              "an unterminated message");
+        check(memchr(err.message, '\0', sizeof err.message) != NULL, "an unterminated message");
         /* After an error the parser stays failed: nothing more is parsed. */
         LangError again = {0};
         check(lang_parser_next(p, &s, &again) == -1 && s == NULL,

@@ -9,7 +9,7 @@ lang_access_check(const LangSession *s, const TableDef *def, int want, LangError
     if (!s->caller.enforce || s->caller.uid == 0)
         return LANG_OK;
     if (def->uid < 0)
-        return LANG_OK;   /* no owner known, not even the store's: as open as the mount */
+        return LANG_OK; /* no owner known, not even the store's: as open as the mount */
     bool owner = (int64_t)s->caller.uid == def->uid;
     if (want == ACCESS_OWNER) {
         if (owner)

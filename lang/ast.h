@@ -13,33 +13,63 @@
 /* ---- expressions ---- */
 
 typedef enum ExprKind {
-    EX_LITERAL,   /* a constant: numbers, strings, d'…', durations, record ids, true/false/null/NONE */
-    EX_FIELD,     /* a field path: a.b.c (also `id`) */
-    EX_OBJECT,    /* { key: expr, … } */
-    EX_ARRAY,     /* [ expr, … ] */
-    EX_UNARY,     /* NOT x, !x, -x */
-    EX_BINARY,    /* x op y */
-    EX_CALL,      /* name::space(args) */
+    EX_LITERAL, /* a constant: numbers, strings, d'…', durations, record ids, true/false/null/NONE */
+    EX_FIELD,  /* a field path: a.b.c (also `id`) */
+    EX_OBJECT, /* { key: expr, … } */
+    EX_ARRAY,  /* [ expr, … ] */
+    EX_UNARY,  /* NOT x, !x, -x */
+    EX_BINARY, /* x op y */
+    EX_CALL,   /* name::space(args) */
 } ExprKind;
 
 typedef enum ExprOp {
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE,   /* = == != < <= > >= */
-    OP_AND, OP_OR,                              /* AND && OR || */
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV,             /* + - * / */
-    OP_NOT, OP_NEG,                             /* unary NOT / !, unary - */
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE, /* = == != < <= > >= */
+    OP_AND,
+    OP_OR, /* AND && OR || */
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV, /* + - * / */
+    OP_NOT,
+    OP_NEG, /* unary NOT / !, unary - */
 } ExprOp;
 
 typedef struct Expr Expr;
 struct Expr {
     ExprKind kind;
     union {
-        Value literal;                                     /* EX_LITERAL */
-        struct { char **parts; size_t len; } path;         /* EX_FIELD */
-        struct { char **keys; Expr **vals; size_t len; } object; /* EX_OBJECT, keys in source order */
-        struct { Expr **items; size_t len; } array;        /* EX_ARRAY */
-        struct { ExprOp op; Expr *arg; } unary;            /* EX_UNARY */
-        struct { ExprOp op; Expr *lhs, *rhs; } binary;     /* EX_BINARY */
-        struct { char *name; Expr **args; size_t len; } call; /* EX_CALL, name like "time::now" */
+        Value literal; /* EX_LITERAL */
+        struct {
+            char **parts;
+            size_t len;
+        } path; /* EX_FIELD */
+        struct {
+            char **keys;
+            Expr **vals;
+            size_t len;
+        } object; /* EX_OBJECT, keys in source order */
+        struct {
+            Expr **items;
+            size_t len;
+        } array; /* EX_ARRAY */
+        struct {
+            ExprOp op;
+            Expr *arg;
+        } unary; /* EX_UNARY */
+        struct {
+            ExprOp op;
+            Expr *lhs, *rhs;
+        } binary; /* EX_BINARY */
+        struct {
+            char *name;
+            Expr **args;
+            size_t len;
+        } call; /* EX_CALL, name like "time::now" */
     } u;
 };
 
@@ -55,7 +85,7 @@ typedef enum StmtKind {
     ST_DEFINE_INDEX,
     ST_CREATE,
     ST_UPDATE,
-    ST_UPSERT,      /* the file view's write: CREATE when absent, else a whole-record UPDATE */
+    ST_UPSERT, /* the file view's write: CREATE when absent, else a whole-record UPDATE */
     ST_DELETE,
     ST_SELECT,
     ST_CLAIM,
@@ -76,43 +106,43 @@ typedef enum StmtKind {
 } StmtKind;
 
 typedef enum SchemaMode {
-    SCHEMA_UNSPECIFIED = 0,  /* neither word given: lenient */
+    SCHEMA_UNSPECIFIED = 0, /* neither word given: lenient */
     SCHEMA_FULL,
     SCHEMA_LESS,
 } SchemaMode;
 
 /* What DEFINE QUEUE / DEFINE COLLECTION declares. */
 typedef struct TableDecl {
-    char      *name;
-    bool       if_not_exists;      /* DEFINE … IF NOT EXISTS name */
+    char *name;
+    bool if_not_exists; /* DEFINE … IF NOT EXISTS name */
     /* queue only: */
-    int64_t    timeout_ns;         /* TIMEOUT d (required for a queue) */
-    int64_t    attempts;           /* ATTEMPTS n; 0 = not given (unlimited) */
-    char      *priority_by;        /* PRIORITY BY f, or NULL */
-    char      *not_before;         /* NOT BEFORE f, or NULL */
-    int64_t    deduplicate_ns;     /* DEDUPLICATE d; 0 = not given */
-    int64_t    per_group;          /* AT MOST n PER f: n; 0 = not given */
-    char      *per_field;          /* … and its field f, or NULL */
-    int64_t    rate;               /* AT MOST n EVERY d: n; 0 = not given */
-    int64_t    rate_window_ns;     /* … and its window d */
+    int64_t timeout_ns;     /* TIMEOUT d (required for a queue) */
+    int64_t attempts;       /* ATTEMPTS n; 0 = not given (unlimited) */
+    char *priority_by;      /* PRIORITY BY f, or NULL */
+    char *not_before;       /* NOT BEFORE f, or NULL */
+    int64_t deduplicate_ns; /* DEDUPLICATE d; 0 = not given */
+    int64_t per_group;      /* AT MOST n PER f: n; 0 = not given */
+    char *per_field;        /* … and its field f, or NULL */
+    int64_t rate;           /* AT MOST n EVERY d: n; 0 = not given */
+    int64_t rate_window_ns; /* … and its window d */
     /* both kinds: */
-    SchemaMode schema;             /* SCHEMAFULL | SCHEMALESS | neither */
-    char      *graph;              /* IN g, or NULL */
-    int64_t    mode;               /* the file view's mkdir: permission bits; -1 or 0: 0755 */
+    SchemaMode schema; /* SCHEMAFULL | SCHEMALESS | neither */
+    char *graph;       /* IN g, or NULL */
+    int64_t mode;      /* the file view's mkdir: permission bits; -1 or 0: 0755 */
 } TableDecl;
 
 /* The clauses of a queue, as bits: what ALTER QUEUE names (and what a
  * DEFINE QUEUE has given so far, so none is given twice). */
 enum {
-    CLAUSE_TIMEOUT     = 1u << 0,
-    CLAUSE_ATTEMPTS    = 1u << 1,
+    CLAUSE_TIMEOUT = 1u << 0,
+    CLAUSE_ATTEMPTS = 1u << 1,
     CLAUSE_PRIORITY_BY = 1u << 2,
-    CLAUSE_NOT_BEFORE  = 1u << 3,
+    CLAUSE_NOT_BEFORE = 1u << 3,
     CLAUSE_DEDUPLICATE = 1u << 4,
-    CLAUSE_PER         = 1u << 5,   /* AT MOST n PER f */
-    CLAUSE_EVERY       = 1u << 6,   /* AT MOST n EVERY d */
-    CLAUSE_SCHEMA      = 1u << 7,   /* SCHEMAFULL | SCHEMALESS */
-    CLAUSE_IN          = 1u << 8,
+    CLAUSE_PER = 1u << 5,    /* AT MOST n PER f */
+    CLAUSE_EVERY = 1u << 6,  /* AT MOST n EVERY d */
+    CLAUSE_SCHEMA = 1u << 7, /* SCHEMAFULL | SCHEMALESS */
+    CLAUSE_IN = 1u << 8,
 };
 
 /* The greatest n of AT MOST n PER f and AT MOST n EVERY d. */
@@ -120,95 +150,96 @@ enum {
 
 /* A statement target: a whole table, or one record of it. */
 typedef struct Target {
-    char  *table;
-    Value  id;      /* VAL_RECORD for `table:key`, VAL_NONE for the whole table */
+    char *table;
+    Value id; /* VAL_RECORD for `table:key`, VAL_NONE for the whole table */
 } Target;
 
 typedef enum WriteMode {
-    WRITE_CONTENT,  /* = expr  or  CONTENT expr: the whole record */
-    WRITE_MERGE,    /* MERGE expr */
-    WRITE_NONE,     /* CREATE t with no content: an empty record */
+    WRITE_CONTENT, /* = expr  or  CONTENT expr: the whole record */
+    WRITE_MERGE,   /* MERGE expr */
+    WRITE_NONE,    /* CREATE t with no content: an empty record */
 } WriteMode;
 
 typedef struct SelectField {
-    Expr *expr;     /* EX_FIELD mostly */
-    char *alias;    /* AS name, or NULL: then the path's text names it */
+    Expr *expr;  /* EX_FIELD mostly */
+    char *alias; /* AS name, or NULL: then the path's text names it */
 } SelectField;
 
 typedef struct OrderTerm {
-    char **parts;   /* field path */
+    char **parts; /* field path */
     size_t len;
-    bool   descending;
+    bool descending;
 } OrderTerm;
 
 typedef struct Stmt Stmt;
 struct Stmt {
     StmtKind kind;
-    int      line;          /* 1-based line where the statement starts */
+    int line; /* 1-based line where the statement starts */
     union {
-        TableDecl define_table;   /* ST_DEFINE_QUEUE, ST_DEFINE_COLLECTION */
-        struct {                  /* ST_DEFINE_FIELD */
-            char *name;           /* field name (a path like a.b allowed, kept as text) */
+        TableDecl define_table; /* ST_DEFINE_QUEUE, ST_DEFINE_COLLECTION */
+        struct {                /* ST_DEFINE_FIELD */
+            char *name;         /* field name (a path like a.b allowed, kept as text) */
             char *table;
-            char *type;           /* NULL, or: any bool int float number string datetime duration object array record */
-            bool  required;
+            char *
+                type; /* NULL, or: any bool int float number string datetime duration object array record */
+            bool required;
         } define_field;
-        struct {                  /* ST_DEFINE_INDEX */
-            char  *name;
-            char  *table;
+        struct { /* ST_DEFINE_INDEX */
+            char *name;
+            char *table;
             char **fields;
             size_t nfields;
         } define_index;
-        struct {                  /* ST_CREATE, ST_UPDATE, ST_UPSERT */
-            Target    target;
+        struct { /* ST_CREATE, ST_UPDATE, ST_UPSERT */
+            Target target;
             WriteMode mode;
-            Expr     *content;    /* NULL with WRITE_NONE */
-            Expr     *where;      /* UPDATE … WHERE, or NULL */
+            Expr *content; /* NULL with WRITE_NONE */
+            Expr *where;   /* UPDATE … WHERE, or NULL */
         } write;
-        struct {                  /* ST_DELETE */
-            Target  target;
-            Expr   *where;        /* or NULL */
-            int64_t fence;        /* the file view's held/ID~N: act only while the live
+        struct { /* ST_DELETE */
+            Target target;
+            Expr *where;   /* or NULL */
+            int64_t fence; /* the file view's held/ID~N: act only while the live
                                      hold is number N; 0 = no fence */
         } del;
-        struct {                  /* ST_SELECT */
-            bool         star;    /* SELECT * */
+        struct {       /* ST_SELECT */
+            bool star; /* SELECT * */
             SelectField *fields;
-            size_t       nfields;
-            Target       from;
-            Expr        *where;
-            OrderTerm   *order;
-            size_t       norder;
-            int64_t      limit;   /* -1 = none */
+            size_t nfields;
+            Target from;
+            Expr *where;
+            OrderTerm *order;
+            size_t norder;
+            int64_t limit; /* -1 = none */
         } select;
-        struct {                  /* ST_CLAIM */
-            int64_t count;        /* CLAIM n FROM t; 1 by default; parser refuses 0 */
-            Target  target;       /* FROM table, or the record named */
-            int64_t wait_ns;      /* … WAIT d: block up to d for a record; INT64_MAX for
+        struct {             /* ST_CLAIM */
+            int64_t count;   /* CLAIM n FROM t; 1 by default; parser refuses 0 */
+            Target target;   /* FROM table, or the record named */
+            int64_t wait_ns; /* … WAIT d: block up to d for a record; INT64_MAX for
                                      WAIT alone; 0 = answer at once */
-            bool    explain;      /* … EXPLAIN */
+            bool explain;    /* … EXPLAIN */
         } claim;
-        struct {                  /* ST_RELEASE, ST_RELEASE_ALL, ST_TOUCH, ST_RETRY, ST_RETRY_ALL */
-            Target  target;       /* the record (RELEASE, TOUCH, RETRY) or the table (… ALL) */
-            Expr   *not_before;   /* NOT BEFORE expr, or NULL */
-            char   *for_consumer; /* FOR CONSUMER 'name', or NULL (RELEASE) */
-            char   *because;      /* BECAUSE 'text', or NULL (RELEASE) */
-            Expr   *where;        /* RETRY ALL … WHERE expr, or NULL */
-            int64_t fence;        /* as for DELETE */
+        struct {                /* ST_RELEASE, ST_RELEASE_ALL, ST_TOUCH, ST_RETRY, ST_RETRY_ALL */
+            Target target;      /* the record (RELEASE, TOUCH, RETRY) or the table (… ALL) */
+            Expr *not_before;   /* NOT BEFORE expr, or NULL */
+            char *for_consumer; /* FOR CONSUMER 'name', or NULL (RELEASE) */
+            char *because;      /* BECAUSE 'text', or NULL (RELEASE) */
+            Expr *where;        /* RETRY ALL … WHERE expr, or NULL */
+            int64_t fence;      /* as for DELETE */
         } release;
-        struct {                  /* ST_ALTER_QUEUE */
-            char     *table;
-            TableDecl set;        /* the clauses given, as DEFINE QUEUE holds them
+        struct { /* ST_ALTER_QUEUE */
+            char *table;
+            TableDecl set;  /* the clauses given, as DEFINE QUEUE holds them
                                      (a dropped one as if absent; set.name unused) */
-            unsigned  given;      /* the ALTER_* bits of the clauses given, set or
+            unsigned given; /* the ALTER_* bits of the clauses given, set or
                                      dropped */
         } alter;
-        struct {                  /* ST_USE_CONSUMER */
+        struct { /* ST_USE_CONSUMER */
             char *name;
         } use_consumer;
-        struct {                  /* ST_INFO_TABLE, ST_DROP, ST_PAUSE, ST_RESUME */
+        struct { /* ST_INFO_TABLE, ST_DROP, ST_PAUSE, ST_RESUME */
             char *table;
-            int   kind;           /* ST_DROP: 1 = DROP QUEUE, 2 = DROP COLLECTION */
+            int kind; /* ST_DROP: 1 = DROP QUEUE, 2 = DROP COLLECTION */
         } table_op;
     } u;
 };

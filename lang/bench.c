@@ -46,8 +46,8 @@ fill(LangSession *s, const char *queue, long n)
         lang_buf_reset(&text);
         lang_buf_puts(&text, "BEGIN;");
         for (long i = 0; i < 10000 && done < n; i++, done++)
-            lang_buf_printf(&text, "CREATE %s = { url: 'https://example.test/%ld', n: %ld };", queue,
-                       done, done);
+            lang_buf_printf(&text, "CREATE %s = { url: 'https://example.test/%ld', n: %ld };",
+                            queue, done, done);
         lang_buf_puts(&text, "COMMIT;");
         run(s, text.data);
     }

@@ -110,7 +110,7 @@ lang_buf_printf(Buf *b, const char *fmt, ...)
 void
 lang_buf_put_digits(Buf *b, uint64_t v, int width)
 {
-    char digits[20];   /* UINT64_MAX has 20 */
+    char digits[20]; /* UINT64_MAX has 20 */
     int n = 0;
     do {
         digits[sizeof digits - 1 - n++] = (char)('0' + v % 10);

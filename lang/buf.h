@@ -19,9 +19,9 @@
 #include <stdint.h>
 
 typedef struct Buf {
-    char  *data;   /* NULL while empty and never grown */
-    size_t len;    /* bytes in use, not counting the trailing NUL */
-    size_t cap;    /* bytes allocated */
+    char *data; /* NULL while empty and never grown */
+    size_t len; /* bytes in use, not counting the trailing NUL */
+    size_t cap; /* bytes allocated */
 } Buf;
 
 /* Appends "len" bytes from "p". */

@@ -143,8 +143,8 @@ table_def_from_value(const Value *o, TableDef *def)
                 id->fields = lang_xcalloc(cols->u.arr.len, sizeof *id->fields);
                 for (size_t j = 0; j < cols->u.arr.len; j++)
                     id->fields[j] = lang_xstrdup(cols->u.arr.items[j].kind == VAL_STRING
-                                                ? cols->u.arr.items[j].u.str.s
-                                                : "");
+                                                     ? cols->u.arr.items[j].u.str.s
+                                                     : "");
                 id->nfields = cols->u.arr.len;
             }
         }
@@ -191,8 +191,8 @@ lang_table_def_copy(const TableDef *src, TableDef *dst)
 enum { DEF_CACHE_SLOTS = 16 };
 static struct {
     uint32_t id;
-    void    *bytes;
-    size_t   len;
+    void *bytes;
+    size_t len;
     TableDef def;
 } def_cache[DEF_CACHE_SLOTS];
 static unsigned def_cache_next;
@@ -274,8 +274,7 @@ lang_table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *e
         return LANG_OK;
     }
     if (lang_table_def_decode(bytes, def) < 0)
-        return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable",
-                              name);
+        return lang_error_set(err, LANG_STORE_ERROR, "the definition of '%s' is unreadable", name);
     def->id = id;
     if (!def->decl.name)
         def->decl.name = lang_xstrdup(name);
@@ -458,13 +457,17 @@ lang_table_def_info(const TableDef *def)
         lang_value_object_set(&o, "paused", lang_value_bool(def->paused));
     if (def->is_queue) {
         lang_value_object_set(&o, "timeout", lang_value_duration(d->timeout_ns));
-        lang_value_object_set(&o, "attempts", d->attempts ? lang_value_int(d->attempts) : lang_value_null());
+        lang_value_object_set(&o, "attempts",
+                              d->attempts ? lang_value_int(d->attempts) : lang_value_null());
         lang_value_object_set(&o, "priority_by",
-                         d->priority_by ? lang_value_cstring(d->priority_by) : lang_value_null());
+                              d->priority_by ? lang_value_cstring(d->priority_by)
+                                             : lang_value_null());
         lang_value_object_set(&o, "not_before",
-                         d->not_before ? lang_value_cstring(d->not_before) : lang_value_null());
+                              d->not_before ? lang_value_cstring(d->not_before)
+                                            : lang_value_null());
         lang_value_object_set(&o, "deduplicate",
-                         d->deduplicate_ns ? lang_value_duration(d->deduplicate_ns) : lang_value_null());
+                              d->deduplicate_ns ? lang_value_duration(d->deduplicate_ns)
+                                                : lang_value_null());
         /* AT MOST … PER and EVERY: shown only when declared */
         if (d->per_group && d->per_field) {
             Value per = lang_value_object();

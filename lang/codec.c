@@ -65,18 +65,10 @@ void
 lang_value_encode(const Value *v, Buf *out)
 {
     switch (v->kind) {
-    case VAL_NONE:
-        lang_buf_putc(out, TAG_NONE);
-        break;
-    case VAL_NULL:
-        lang_buf_putc(out, TAG_NULL);
-        break;
-    case VAL_BOOL:
-        lang_buf_putc(out, v->u.b ? TAG_TRUE : TAG_FALSE);
-        break;
-    case VAL_INT:
-        put_tagged_int(out, TAG_INT, v->u.i);
-        break;
+    case VAL_NONE: lang_buf_putc(out, TAG_NONE); break;
+    case VAL_NULL: lang_buf_putc(out, TAG_NULL); break;
+    case VAL_BOOL: lang_buf_putc(out, v->u.b ? TAG_TRUE : TAG_FALSE); break;
+    case VAL_INT: put_tagged_int(out, TAG_INT, v->u.i); break;
     case VAL_FLOAT: {
         uint64_t bits;
         unsigned char le[8];
@@ -91,12 +83,8 @@ lang_value_encode(const Value *v, Buf *out)
         lang_buf_putc(out, TAG_STRING);
         put_bytes(out, v->u.str.s, v->u.str.len);
         break;
-    case VAL_DURATION:
-        put_tagged_int(out, TAG_DURATION, v->u.ns);
-        break;
-    case VAL_DATETIME:
-        put_tagged_int(out, TAG_DATETIME, v->u.ns);
-        break;
+    case VAL_DURATION: put_tagged_int(out, TAG_DURATION, v->u.ns); break;
+    case VAL_DATETIME: put_tagged_int(out, TAG_DATETIME, v->u.ns); break;
     case VAL_RECORD: {
         Value none = lang_value_none();
         lang_buf_putc(out, TAG_RECORD);
@@ -150,7 +138,7 @@ get_varint(Decoder *d, uint64_t *out)
         if (!get_byte(d, &b))
             return false;
         if (shift == 63 && b > 1)
-            return false;   /* more than 64 bits */
+            return false; /* more than 64 bits */
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
             *out = v;
@@ -193,8 +181,7 @@ decode_record(Decoder *d, int depth, Value *out)
     if (!table)
         return -1;
     Value key;
-    if (decode_value(d, depth + 1, &key) < 0 ||
-        (key.kind != VAL_INT && key.kind != VAL_STRING)) {
+    if (decode_value(d, depth + 1, &key) < 0 || (key.kind != VAL_INT && key.kind != VAL_STRING)) {
         lang_value_free(&key);
         free(table);
         return -1;
@@ -210,7 +197,7 @@ static int
 decode_array(Decoder *d, int depth, Value *out)
 {
     uint64_t n;
-    if (!get_varint(d, &n) || n > d->len - d->pos)   /* each item >= 1 byte */
+    if (!get_varint(d, &n) || n > d->len - d->pos) /* each item >= 1 byte */
         return -1;
     *out = lang_value_array();
     for (uint64_t i = 0; i < n; i++) {
@@ -228,7 +215,7 @@ static int
 decode_object(Decoder *d, int depth, Value *out)
 {
     uint64_t n;
-    if (!get_varint(d, &n) || n > (d->len - d->pos) / 2)   /* pair >= 2 bytes */
+    if (!get_varint(d, &n) || n > (d->len - d->pos) / 2) /* pair >= 2 bytes */
         return -1;
     *out = lang_value_object();
     for (uint64_t i = 0; i < n; i++) {
@@ -262,23 +249,18 @@ decode_value(Decoder *d, int depth, Value *out)
     if (depth > DECODE_MAX_DEPTH || !get_byte(d, &tag))
         return -1;
     switch (tag) {
-    case TAG_NONE:
-        return 0;
-    case TAG_NULL:
-        *out = lang_value_null();
-        return 0;
+    case TAG_NONE: return 0;
+    case TAG_NULL: *out = lang_value_null(); return 0;
     case TAG_FALSE:
-    case TAG_TRUE:
-        *out = lang_value_bool(tag == TAG_TRUE);
-        return 0;
+    case TAG_TRUE: *out = lang_value_bool(tag == TAG_TRUE); return 0;
     case TAG_INT:
     case TAG_DURATION:
     case TAG_DATETIME:
         if (!get_varint(d, &u))
             return -1;
-        *out = tag == TAG_INT ? lang_value_int(unzigzag(u))
-             : tag == TAG_DURATION ? lang_value_duration(unzigzag(u))
-             : lang_value_datetime(unzigzag(u));
+        *out = tag == TAG_INT        ? lang_value_int(unzigzag(u))
+               : tag == TAG_DURATION ? lang_value_duration(unzigzag(u))
+                                     : lang_value_datetime(unzigzag(u));
         return 0;
     case TAG_FLOAT: {
         uint64_t bits = 0;
@@ -300,14 +282,10 @@ decode_value(Decoder *d, int depth, Value *out)
         *out = lang_value_string(s, len);
         return 0;
     }
-    case TAG_RECORD:
-        return decode_record(d, depth, out);
-    case TAG_ARRAY:
-        return decode_array(d, depth, out);
-    case TAG_OBJECT:
-        return decode_object(d, depth, out);
-    default:
-        return -1;
+    case TAG_RECORD: return decode_record(d, depth, out);
+    case TAG_ARRAY: return decode_array(d, depth, out);
+    case TAG_OBJECT: return decode_object(d, depth, out);
+    default: return -1;
     }
 }
 

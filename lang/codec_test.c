@@ -9,12 +9,13 @@
 static Value
 nested_sample(void)
 {
-    return obj(8, "arr", arr(4, lang_value_int(-1), lang_value_float(2.5), lang_value_null(),
-                             arr(1, lang_value_object())),
+    return obj(8, "arr",
+               arr(4, lang_value_int(-1), lang_value_float(2.5), lang_value_null(),
+                   arr(1, lang_value_object())),
                "b", lang_value_bool(true), "dt", lang_value_datetime(INT64_MIN), "dur",
                lang_value_duration(5 * SEC), "f", lang_value_bool(false), "rec",
-               rec_str("reclaim", "bucket/key"), "rid", rec_int("jobs", INT64_MAX),
-               "s", lang_value_string("x\0y\xff", 4));
+               rec_str("reclaim", "bucket/key"), "rid", rec_int("jobs", INT64_MAX), "s",
+               lang_value_string("x\0y\xff", 4));
 }
 
 static void
@@ -54,10 +55,13 @@ test_encode_decode(void)
 
     /* each scalar kind on its own */
     Value scalars[] = {
-        lang_value_none(), lang_value_null(), lang_value_bool(false), lang_value_int(0), lang_value_int(1),
-        lang_value_int(-64), lang_value_int(INT64_MAX), lang_value_float(1e-300), lang_value_string("", 0),
-        lang_value_duration(INT64_MAX), lang_value_datetime(-1), rec_int("t", 0), lang_value_array(),
-        lang_value_object(),
+        lang_value_none(),         lang_value_null(),
+        lang_value_bool(false),    lang_value_int(0),
+        lang_value_int(1),         lang_value_int(-64),
+        lang_value_int(INT64_MAX), lang_value_float(1e-300),
+        lang_value_string("", 0),  lang_value_duration(INT64_MAX),
+        lang_value_datetime(-1),   rec_int("t", 0),
+        lang_value_array(),        lang_value_object(),
     };
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
         lang_buf_reset(&b);
@@ -78,24 +82,48 @@ test_decode_garbage(void)
     /* hand-made bad inputs */
     static const struct {
         const char *bytes;
-        size_t      len;
+        size_t len;
     } bad[] = {
         {"", 0},
-        {"\x0c", 1},                                  /* unknown tag */
+        {"\x0c", 1}, /* unknown tag */
         {"\xff", 1},
-        {"\x04\x80", 2},                              /* unterminated varint */
-        {"\x04\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11},   /* varint > 64 bits */
-        {"\x06\x05" "abc", 5},                        /* string too short */
-        {"\x06\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11},   /* huge length */
-        {"\x0a\xff\xff\xff\xff\x0f", 6},              /* huge array count */
-        {"\x0b\x02\x01" "b" "\x01\x01" "a" "\x01", 8}, /* keys out of order */
-        {"\x0b\x02\x01" "a" "\x01\x01" "a" "\x01", 8}, /* duplicate keys */
-        {"\x0b\x01\x01" "a" "\x00", 5},               /* NONE value in object */
-        {"\x0b\x01\x02" "a\0" "\x01", 5},             /* NUL in key */
-        {"\x09\x01" "t" "\x01", 4},                   /* record key of kind null */
-        {"\x09\x02" "t\0" "\x04\x00", 6},             /* NUL in table name */
-        {"\x05\x00\x00\x00", 4},                      /* short float */
-        {"\x01\x01", 2},                              /* two values */
+        {"\x04\x80", 2},                                      /* unterminated varint */
+        {"\x04\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11}, /* varint > 64 bits */
+        {"\x06\x05"
+         "abc",
+         5},                                                  /* string too short */
+        {"\x06\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11}, /* huge length */
+        {"\x0a\xff\xff\xff\xff\x0f", 6},                      /* huge array count */
+        {"\x0b\x02\x01"
+         "b"
+         "\x01\x01"
+         "a"
+         "\x01",
+         8}, /* keys out of order */
+        {"\x0b\x02\x01"
+         "a"
+         "\x01\x01"
+         "a"
+         "\x01",
+         8}, /* duplicate keys */
+        {"\x0b\x01\x01"
+         "a"
+         "\x00",
+         5}, /* NONE value in object */
+        {"\x0b\x01\x02"
+         "a\0"
+         "\x01",
+         5}, /* NUL in key */
+        {"\x09\x01"
+         "t"
+         "\x01",
+         4}, /* record key of kind null */
+        {"\x09\x02"
+         "t\0"
+         "\x04\x00",
+         6},                     /* NUL in table name */
+        {"\x05\x00\x00\x00", 4}, /* short float */
+        {"\x01\x01", 2},         /* two values */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Value v;
@@ -144,7 +172,7 @@ test_decode_garbage(void)
             lang_value_encode(&v, &again);
             Value w;
             if (lang_value_decode(again.data, again.len, &w) == 0 && lang_value_equal(&v, &w))
-                decoded--;   /* a decoded value must re-encode and round trip */
+                decoded--; /* a decoded value must re-encode and round trip */
             lang_value_free(&w);
             lang_buf_free(&again);
         } else if (v.kind != VAL_NONE) {

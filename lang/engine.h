@@ -22,39 +22,39 @@
  * record's last hold (the store's, never reused): the N of held/ID~N.
  * "errors" lists its failed attempts ({attempt, at, error}, oldest first,
  * the last STORE_ERRORS_KEPT) and "last_error" is the newest one's text. */
-#define FIELD_ATTEMPTS      "attempts"
+#define FIELD_ATTEMPTS "attempts"
 #define FIELD_CLAIMED_UNTIL "claimed_until"
-#define FIELD_CLAIMED_BY    "claimed_by"
-#define FIELD_HOLD          "hold"
-#define FIELD_ERRORS        "errors"
-#define FIELD_LAST_ERROR    "last_error"
+#define FIELD_CLAIMED_BY "claimed_by"
+#define FIELD_HOLD "hold"
+#define FIELD_ERRORS "errors"
+#define FIELD_LAST_ERROR "last_error"
 
 /* ---- table definitions (catalog.c) ---- */
 
 typedef struct FieldDef {
-    char *name;       /* "url", or a path "a.b" */
-    char *type;       /* NULL = any type */
-    bool  required;
+    char *name; /* "url", or a path "a.b" */
+    char *type; /* NULL = any type */
+    bool required;
 } FieldDef;
 
 typedef struct IndexDef {
-    char  *name;
+    char *name;
     char **fields;
     size_t nfields;
 } IndexDef;
 
 typedef struct TableDef {
-    uint32_t  id;         /* the store's id for the table */
-    bool      is_queue;
-    int64_t   uid, gid;   /* the table's owner; -1: none recorded (lang_table_def_load
+    uint32_t id; /* the store's id for the table */
+    bool is_queue;
+    int64_t uid, gid; /* the table's owner; -1: none recorded (lang_table_def_load
                            * gives the store's owner then, when it is known) */
-    int64_t   mode;       /* permission bits (07777); -1: 0755 */
-    bool      paused;     /* PAUSE QUEUE: claims hand out nothing until RESUME */
-    TableDecl decl;       /* name, TIMEOUT, ATTEMPTS, … as declared */
+    int64_t mode;     /* permission bits (07777); -1: 0755 */
+    bool paused;      /* PAUSE QUEUE: claims hand out nothing until RESUME */
+    TableDecl decl;   /* name, TIMEOUT, ATTEMPTS, … as declared */
     FieldDef *fields;
-    size_t    nfields;
+    size_t nfields;
     IndexDef *indexes;
-    size_t    nindexes;
+    size_t nindexes;
 } TableDef;
 
 /* Loads table "name" into "def" (free with lang_table_def_free); a table with
@@ -83,22 +83,22 @@ Value lang_table_def_info(const TableDef *def);
  * change.  Users see both as one object (lang_record_view). */
 
 typedef struct Record {
-    Value   key;        /* VAL_INT or VAL_STRING */
-    Value   fields;     /* VAL_OBJECT: the user's fields, the NOT BEFORE field
+    Value key;    /* VAL_INT or VAL_STRING */
+    Value fields; /* VAL_OBJECT: the user's fields, the NOT BEFORE field
                          * at the store's not_before when that is set */
-    int64_t attempts, hold, claimed_until, not_before;   /* see StoreRecord */
-    char   *consumer;   /* who signed the last hold, or NULL */
-    char   *instance;   /* the session that took it, or NULL */
-    int64_t since, written, changed, claimed;            /* see StoreRecord */
-    unsigned char *errors;   /* a copy of StoreRecord.errors, or NULL */
-    size_t  errors_len;
+    int64_t attempts, hold, claimed_until, not_before; /* see StoreRecord */
+    char *consumer;                                    /* who signed the last hold, or NULL */
+    char *instance;                                    /* the session that took it, or NULL */
+    int64_t since, written, changed, claimed;          /* see StoreRecord */
+    unsigned char *errors;                             /* a copy of StoreRecord.errors, or NULL */
+    size_t errors_len;
 } Record;
 
 void lang_record_free(Record *r);
 /* Reads the store's record "sr" of table "def" into "r" (freeing what "r"
  * held).  StoreError when its value is unreadable. */
 LangErrorCode lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r,
-                                LangError *err);
+                                     LangError *err);
 /* Decodes only the identity of the store's record "sr"; -1 when
  * unreadable. */
 int lang_record_key_from_store(const StoreRecord *sr, Value *key);
@@ -129,7 +129,7 @@ bool lang_record_is_dead(const Record *r, const TableDef *def);
 /* NoSuchRecord unless "fence" (see LANG_FENCE_DEAD in lang.h) holds for
  * "r" at "now". */
 LangErrorCode lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now,
-                           LangError *err);
+                                LangError *err);
 /* The instant "r" became (or becomes) claimable: the latest of its creation
  * or release, the end of a lapsed hold, and its NOT BEFORE instant. */
 int64_t lang_record_available_at(const Record *r, const TableDef *def);
@@ -144,7 +144,7 @@ void lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, in
  * STORE_MAX_KEY; RecordExists / NoSuchRecord
  * when "create" finds it / does not; StoreError… as lang_store_error. */
 LangErrorCode lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
-                           LangError *err);
+                                LangError *err);
 /* How queue "def" files a record of identity "key" and "fields": its
  * claim-order key (PRIORITY BY) into "order", its NOT BEFORE instant into
  * "*not_before" (0: none) and its AT MOST … PER group into "group" (the
@@ -164,12 +164,12 @@ LangErrorCode lang_record_refile(StoreTxn *txn, const TableDef *old, const Table
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
  * NoSuchRecord when absent. */
 LangErrorCode lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
-                          LangError *err);
+                               LangError *err);
 /* NoSuchRecord naming record "key" of "def", for a store status that says
  * it is absent (STORE_NOTFOUND, STORE_TOOBIG, STORE_CONFLICT for a fence);
  * else as lang_store_error. */
-LangErrorCode lang_record_missing(int status, const TableDef *def, const Value *key, const char *what,
-                             LangError *err);
+LangErrorCode lang_record_missing(int status, const TableDef *def, const Value *key,
+                                  const char *what, LangError *err);
 
 /* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
  * coercing datetime strings in place.  SchemaViolation when refused. */
@@ -194,8 +194,8 @@ LangErrorCode lang_store_error(int status, const char *what, LangError *err);
 /* ---- expressions (expr.c) ---- */
 
 typedef struct EvalContext {
-    const Value *record;  /* the record paths read from, or NULL */
-    int64_t      now;     /* the statement's instant */
+    const Value *record; /* the record paths read from, or NULL */
+    int64_t now;         /* the statement's instant */
 } EvalContext;
 
 /* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
@@ -206,8 +206,8 @@ LangErrorCode lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, L
 
 /* A field path "a.b.c" split into its parts. */
 typedef struct LangPath {
-    char  *copy;    /* the path, its dots made NULs */
-    char **parts;   /* the non-empty parts, pointing into "copy" */
+    char *copy;   /* the path, its dots made NULs */
+    char **parts; /* the non-empty parts, pointing into "copy" */
     size_t len;
 } LangPath;
 

@@ -8,27 +8,27 @@
 
 typedef enum LangErrorCode {
     LANG_OK = 0,
-    LANG_PARSE_ERROR,          /* ParseError              EINVAL */
-    LANG_RECORD_EXISTS,        /* RecordExists            EEXIST */
-    LANG_NO_SUCH_TABLE,        /* NoSuchTable             ENOENT */
-    LANG_NO_SUCH_RECORD,       /* NoSuchRecord            ENOENT */
-    LANG_ENGINE_FIELD,         /* QueueFieldIsTheEngines  EPERM */
-    LANG_HELD_BY_OTHER,        /* HeldByAnotherConsumer   EBUSY */
-    LANG_CLAIM_CEILING,        /* ClaimAboveCeiling       ERANGE */
-    LANG_NO_DELAY_FIELD,       /* NoDelayField            EOPNOTSUPP */
-    LANG_WRONG_KIND,           /* WrongKind               EINVAL */
-    LANG_SCHEMA_VIOLATION,     /* SchemaViolation         EINVAL */
-    LANG_STORE_FULL,           /* StoreFull               ENOSPC */
-    LANG_TABLE_EXISTS,         /* TableExists             EEXIST */
-    LANG_TYPE_ERROR,           /* TypeError               EINVAL */
-    LANG_TOO_LARGE,            /* TooLarge                EFBIG */
-    LANG_STORE_ERROR,          /* StoreError              EIO */
-    LANG_NOT_EMPTY,            /* TableNotEmpty           ENOTEMPTY */
-    LANG_NOT_HELD,             /* NotHeld                 ENOLCK */
-    LANG_INTERRUPTED,          /* Interrupted             EINTR */
-    LANG_PERMISSION,           /* PermissionDenied        EACCES */
-    LANG_IDS_EXHAUSTED,        /* IdentitiesExhausted     EOVERFLOW */
-    LANG_SESSION_BUSY,         /* SessionBusy             EBUSY */
+    LANG_PARSE_ERROR,      /* ParseError              EINVAL */
+    LANG_RECORD_EXISTS,    /* RecordExists            EEXIST */
+    LANG_NO_SUCH_TABLE,    /* NoSuchTable             ENOENT */
+    LANG_NO_SUCH_RECORD,   /* NoSuchRecord            ENOENT */
+    LANG_ENGINE_FIELD,     /* QueueFieldIsTheEngines  EPERM */
+    LANG_HELD_BY_OTHER,    /* HeldByAnotherConsumer   EBUSY */
+    LANG_CLAIM_CEILING,    /* ClaimAboveCeiling       ERANGE */
+    LANG_NO_DELAY_FIELD,   /* NoDelayField            EOPNOTSUPP */
+    LANG_WRONG_KIND,       /* WrongKind               EINVAL */
+    LANG_SCHEMA_VIOLATION, /* SchemaViolation         EINVAL */
+    LANG_STORE_FULL,       /* StoreFull               ENOSPC */
+    LANG_TABLE_EXISTS,     /* TableExists             EEXIST */
+    LANG_TYPE_ERROR,       /* TypeError               EINVAL */
+    LANG_TOO_LARGE,        /* TooLarge                EFBIG */
+    LANG_STORE_ERROR,      /* StoreError              EIO */
+    LANG_NOT_EMPTY,        /* TableNotEmpty           ENOTEMPTY */
+    LANG_NOT_HELD,         /* NotHeld                 ENOLCK */
+    LANG_INTERRUPTED,      /* Interrupted             EINTR */
+    LANG_PERMISSION,       /* PermissionDenied        EACCES */
+    LANG_IDS_EXHAUSTED,    /* IdentitiesExhausted     EOVERFLOW */
+    LANG_SESSION_BUSY,     /* SessionBusy             EBUSY */
 } LangErrorCode;
 
 /* A failure: its code and a human-readable message (no trailing newline). */

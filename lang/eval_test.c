@@ -41,9 +41,9 @@ mask(char *s)
 }
 
 typedef struct Case {
-    const char   *script;
-    const char   *want;      /* the answered lines, masked */
-    LangErrorCode error;     /* the error it ends with, or LANG_OK */
+    const char *script;
+    const char *want;    /* the answered lines, masked */
+    LangErrorCode error; /* the error it ends with, or LANG_OK */
 } Case;
 
 static const Case cases[] = {
@@ -55,8 +55,8 @@ static const Case cases[] = {
      "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"jobs:2\",\"url\":\"b\"}]\n[]\n",
      LANG_OK},
     /* engine fields: refused on a queue, ordinary on a collection */
-    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { url: 'd', claimed_until: 1 };",
-     "null\n", LANG_ENGINE_FIELD},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { url: 'd', claimed_until: 1 };", "null\n",
+     LANG_ENGINE_FIELD},
     {"DEFINE COLLECTION notes; CREATE notes:2 = { attempts: 3, claimed_until: 'whenever' };",
      "null\n[{\"attempts\":3,\"claimed_until\":\"whenever\",\"id\":\"notes:2\"}]\n", LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:9 = { hold: 1 };", "null\n", LANG_ENGINE_FIELD},
@@ -100,7 +100,8 @@ static const Case cases[] = {
      "[{\"attempts\":0,\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"id\":\"jobs:1\",\"last_error\":\"HTTP 503\"}]\n"
      "[{\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":\"HTTP 503\"}],\"last_error\":\"HTTP 503\"}]\n",
      LANG_OK},
-    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {last_error: 'x'};", "null\n", LANG_ENGINE_FIELD},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {last_error: 'x'};", "null\n",
+     LANG_ENGINE_FIELD},
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; UPDATE jobs:1 MERGE {errors: []};",
      "null\n[{\"id\":\"jobs:1\"}]\n", LANG_ENGINE_FIELD},
     /* priority: greatest first; the claim plan names the index */
@@ -159,8 +160,8 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs:1 = {}; CREATE jobs:1 = {}; COMMIT;",
      "null\nnull\n", LANG_RECORD_EXISTS},
     /* ceilings and kinds */
-    {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM 1000 FROM jobs; CLAIM 1001 FROM jobs;",
-     "null\n[]\n", LANG_CLAIM_CEILING},
+    {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM 1000 FROM jobs; CLAIM 1001 FROM jobs;", "null\n[]\n",
+     LANG_CLAIM_CEILING},
     {"CLAIM 0 FROM jobs;", "", LANG_PARSE_ERROR},
     {"DEFINE QUEUE jobs;", "", LANG_PARSE_ERROR},
     {"DEFINE COLLECTION notes; DROP QUEUE notes;", "null\n", LANG_WRONG_KIND},
@@ -269,8 +270,8 @@ static const Case cases[] = {
 
 /* A store of its own in a fresh temporary directory, and a session on it. */
 typedef struct Fixture {
-    char         dir[32];
-    Store       *store;
+    char dir[32];
+    Store *store;
     LangSession *s;
 } Fixture;
 
@@ -332,16 +333,22 @@ test_unowned_table(void)
     LangTableInfo info = {0};
     CHECK(lang_view_table(anon, "jobs", &info, &err) == LANG_OK && info.has_owner &&
               info.uid == sb.st_uid && info.gid == sb.st_gid && info.mode == 0700,
-          "the directory shows the store's owner: %d %u:%u %o", info.has_owner, info.uid,
-          info.gid, info.mode);
+          "the directory shows the store's owner: %d %u:%u %o", info.has_owner, info.uid, info.gid,
+          info.mode);
 
     LangSession *other = lang_session_new(f.store, NULL, NULL);
     uint32_t stranger = sb.st_uid == 65534 ? 65533 : 65534;
     lang_session_set_caller(other, stranger, stranger, NULL, 0, true);
     static const char *const refused[] = {
-        "SELECT * FROM jobs;", "INFO FOR TABLE jobs;", "CLAIM FROM jobs;", "DELETE jobs:1;",
-        "DEFINE FIELD n ON jobs TYPE int;", "DROP QUEUE jobs;",
-        "ALTER QUEUE jobs TIMEOUT 1h;", "ALTER QUEUE jobs AT MOST 1 PER a;", "PAUSE QUEUE jobs;",
+        "SELECT * FROM jobs;",
+        "INFO FOR TABLE jobs;",
+        "CLAIM FROM jobs;",
+        "DELETE jobs:1;",
+        "DEFINE FIELD n ON jobs TYPE int;",
+        "DROP QUEUE jobs;",
+        "ALTER QUEUE jobs TIMEOUT 1h;",
+        "ALTER QUEUE jobs AT MOST 1 PER a;",
+        "PAUSE QUEUE jobs;",
         "RESUME QUEUE jobs;",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
@@ -384,7 +391,7 @@ old_value(Buf *out, const char *holder, const Value *key, const Value *fields)
     lang_buf_putc(out, (char)strlen(holder));
     lang_buf_puts(out, holder);
     for (int i = 0; i < 4; i++) {
-        be_put64(be, (uint64_t)(1000 + i));   /* since, written, changed, claimed */
+        be_put64(be, (uint64_t)(1000 + i)); /* since, written, changed, claimed */
         lang_buf_append(out, be, 8);
     }
     Buf k = {0};
@@ -401,7 +408,8 @@ old_value(Buf *out, const char *holder, const Value *key, const Value *fields)
 static void
 test_record_upgrade(void)
 {
-    TableDef def = {.is_queue = true, .decl = {.name = "jobs", .timeout_ns = 1, .not_before = "run_at"}};
+    TableDef def = {.is_queue = true,
+                    .decl = {.name = "jobs", .timeout_ns = 1, .not_before = "run_at"}};
     Buf d = {0}, v = {0};
     lang_table_def_encode(&def, &d);
     Value key = lang_value_int(7), fields = lang_value_object(), by = lang_value_object();
@@ -415,7 +423,8 @@ test_record_upgrade(void)
     lang_value_object_set(&fields, "claimed_by", by);
     old_value(&v, "i1", &key, &fields);
     StoreRecord r;
-    int rc = lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){v.data, v.len}, &r);
+    int rc =
+        lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){v.data, v.len}, &r);
     CHECK(rc == 0, "upgrade");
     CHECK(r.attempts == 2 && r.hold == 9 && r.claimed_until == 4000 && r.not_before == 5000,
           "columns: %lld %lld %lld %lld", (long long)r.attempts, (long long)r.hold,
@@ -432,7 +441,8 @@ test_record_upgrade(void)
     lang_value_to_json(&got.fields, &json);
     CHECK_STR(json.data, "{\"run_at\":\"1970-01-01T00:00:00.000005Z\",\"url\":\"a\"}");
     CHECK(got.key.kind == VAL_INT && got.key.u.i == 7, "identity");
-    CHECK(lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){"\x09xx", 3}, &r) != 0,
+    CHECK(lang_record_upgrade(NULL, (StoreBytes){d.data, d.len}, (StoreBytes){"\x09xx", 3}, &r) !=
+              0,
           "an unknown value is refused");
     lang_buf_free(&json);
     lang_record_free(&got);
@@ -480,8 +490,10 @@ test_group_too_long(void)
     CHECK(run_into(f.s, b.data, &out) == LANG_TOO_LARGE, "CREATE of a long group: %s", out.data);
     CHECK_STR(out.data, "null\n");
     lang_buf_reset(&b);
-    lang_buf_printf(&b, "DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p; CREATE q:1 = {k: 'a', p: 1};"
-                        "CREATE q:2 = {k: '%s', p: 2};", big);
+    lang_buf_printf(&b,
+                    "DEFINE QUEUE q TIMEOUT 1m PRIORITY BY p; CREATE q:1 = {k: 'a', p: 1};"
+                    "CREATE q:2 = {k: '%s', p: 2};",
+                    big);
     CHECK(run_into(f.s, b.data, &out) == LANG_OK, "a long value without PER");
     CHECK(run_into(f.s, "ALTER QUEUE q DROP PRIORITY BY AT MOST 1 PER k;", &out) == LANG_TOO_LARGE,
           "ALTER grouping a long value: %s", out.data);
@@ -511,18 +523,24 @@ test_def_compat(void)
     StoreQueue q;
     got.id = 3;
     const StoreQueue *sq = lang_record_queue(&got, &q);
-    CHECK(sq && sq->per_group == 0 && sq->rate == 0 && sq->rate_window_ns == 0, "none for the store");
+    CHECK(sq && sq->per_group == 0 && sq->rate == 0 && sq->rate_window_ns == 0,
+          "none for the store");
     lang_table_def_free(&got);
     TableDef both = {.is_queue = true,
-                     .decl = {.name = "crawl", .timeout_ns = 60000000000, .per_group = 2,
-                              .per_field = "host", .rate = 10, .rate_window_ns = 1000000000}};
+                     .decl = {.name = "crawl",
+                              .timeout_ns = 60000000000,
+                              .per_group = 2,
+                              .per_field = "host",
+                              .rate = 10,
+                              .rate_window_ns = 1000000000}};
     lang_buf_reset(&b);
     lang_table_def_encode(&both, &b);
     CHECK(lang_table_def_decode((StoreBytes){b.data, b.len}, &got) == 0, "decode");
     got.id = 4;
     sq = lang_record_queue(&got, &q);
-    CHECK(got.decl.per_group == 2 && got.decl.per_field && strcmp(got.decl.per_field, "host") == 0 &&
-              got.decl.rate == 10 && got.decl.rate_window_ns == 1000000000,
+    CHECK(got.decl.per_group == 2 && got.decl.per_field &&
+              strcmp(got.decl.per_field, "host") == 0 && got.decl.rate == 10 &&
+              got.decl.rate_window_ns == 1000000000,
           "both limits");
     CHECK(sq && sq->table == 4 && sq->per_group == 2 && sq->rate == 10 &&
               sq->rate_window_ns == 1000000000,
@@ -588,18 +606,24 @@ test_stats_keys(void)
     CHECK(run_into(f.s, "DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {};", &out) == LANG_OK, "define");
     lang_buf_reset(&out);
     CHECK(lang_view_stats(f.s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
-    CHECK(strncmp(out.data, "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"grouped\":0,"
-                            "\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
-                            "\"oldest_ready_age_seconds\":", 124) == 0 &&
+    CHECK(strncmp(out.data,
+                  "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"grouped\":0,"
+                  "\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
+                  "\"oldest_ready_age_seconds\":",
+                  124) == 0 &&
               strstr(out.data, ",\"paused\":false,\"queue\":\"q\",\"ready\":1,\"records\":1,"
                                "\"releases\":0}\n"),
           "the keys of stats: %s", out.data);
     lang_buf_reset(&out);
     CHECK(lang_view_metrics(f.s, &out, &err) == LANG_OK, "metrics: %s", err.message);
-    CHECK(strstr(out.data, "# TYPE queuefs_grouped_records gauge\nqueuefs_grouped_records{queue=\"q\"} 0\n") &&
-              strstr(out.data, "# TYPE queuefs_groups_at_limit gauge\nqueuefs_groups_at_limit{queue=\"q\"} 0\n") &&
-              strstr(out.data, "queuefs_paused{queue=\"q\"} 0\n"),
-          "metrics: %s", out.data);
+    CHECK(
+        strstr(out.data,
+               "# TYPE queuefs_grouped_records gauge\nqueuefs_grouped_records{queue=\"q\"} 0\n") &&
+            strstr(
+                out.data,
+                "# TYPE queuefs_groups_at_limit gauge\nqueuefs_groups_at_limit{queue=\"q\"} 0\n") &&
+            strstr(out.data, "queuefs_paused{queue=\"q\"} 0\n"),
+        "metrics: %s", out.data);
     lang_buf_free(&out);
     fixture_close(&f);
 }

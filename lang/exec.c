@@ -29,7 +29,7 @@ lang_exec_answer_records(Exec *x, Value *records)
 /* Collects the identities of every record of a table (so statements can
  * change records while walking them). */
 typedef struct KeyWalk {
-    Value          *keys;
+    Value *keys;
     const TableDef *def;
 } KeyWalk;
 
@@ -187,13 +187,13 @@ typedef struct SessionRun {
     LangSession *s;
     Stmt **stmts;
     size_t n;
-    const char *saved_consumer;     /* the session's identity before the run */
+    const char *saved_consumer; /* the session's identity before the run */
     const char *saved_instance;
     Buf lines;
     size_t *ends;
     LangError *err;
-    bool reserve;                   /* every statement may use the store's reserve */
-    bool lazy;                      /* every statement changes only holds */
+    bool reserve; /* every statement may use the store's reserve */
+    bool lazy;    /* every statement changes only holds */
 } SessionRun;
 
 /* Puts back the consumer and instance the session had before the run. */
@@ -217,7 +217,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         store_txn_lazy(txn);
     session_restore(r);
     if (r->s->undo)
-        lang_unclaim_free(r->s->undo);   /* a run again claims afresh */
+        lang_unclaim_free(r->s->undo); /* a run again claims afresh */
     lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
     Exec x = {r->s, txn, 0, &r->lines, r->err, NULL, r->n == 1};
@@ -232,8 +232,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
 /* A write transaction shared with concurrent writers (store_write) when
  * any of the statements writes, else a read transaction. */
 LangErrorCode
-lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx,
-                 LangError *err)
+lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ctx, LangError *err)
 {
     bool writes = false;
     for (size_t i = 0; i < n; i++)
@@ -337,4 +336,3 @@ lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit, v
     lang_parser_free(p);
     return rc ? rc : err->code;
 }
-

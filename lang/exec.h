@@ -20,37 +20,37 @@ struct LangStream;
  * runs (USE CONSUMER) and by the lang_session_* calls only. */
 struct LangSession {
     Store *store;
-    char  *consumer;       /* USE CONSUMER name, or NULL */
-    char   instance[LANG_INSTANCE_LEN + 1]; /* minted per session and per USE CONSUMER */
-    bool   in_txn;         /* between BEGIN and COMMIT / CANCEL */
-    Stmt **pending;        /* statements queued since BEGIN */
+    char *consumer;                       /* USE CONSUMER name, or NULL */
+    char instance[LANG_INSTANCE_LEN + 1]; /* minted per session and per USE CONSUMER */
+    bool in_txn;                          /* between BEGIN and COMMIT / CANCEL */
+    Stmt **pending;                       /* statements queued since BEGIN */
     size_t npending, cap;
-    bool (*interrupted)(void *ctx);   /* polled while a CLAIM … WAIT blocks */
-    void  *interrupt_ctx;
-    LangUnclaim *undo;                /* when set, a claim keeps here how to undo it */
-    LangClaimed *claimed;             /* when set, a claim tells here what it took */
-    struct {                          /* who is asking (lang_session_set_caller) */
-        bool     known, enforce;
+    bool (*interrupted)(void *ctx); /* polled while a CLAIM … WAIT blocks */
+    void *interrupt_ctx;
+    LangUnclaim *undo;    /* when set, a claim keeps here how to undo it */
+    LangClaimed *claimed; /* when set, a claim tells here what it took */
+    struct {              /* who is asking (lang_session_set_caller) */
+        bool known, enforce;
         uint32_t uid, gid;
         uint32_t groups[64];
-        int      ngroups;
+        int ngroups;
     } caller;
-    struct LangStream *stream;        /* work kept for lang_session_continue, or NULL */
-    LangNameRule name_rule;           /* the caller's rule for table names, or NULL */
-    void        *name_rule_ctx;
+    struct LangStream *stream; /* work kept for lang_session_continue, or NULL */
+    LangNameRule name_rule;    /* the caller's rule for table names, or NULL */
+    void *name_rule_ctx;
 };
 
 /* What one statement runs with. */
 typedef struct Exec {
     LangSession *s;
-    StoreTxn    *txn;
-    int64_t      now;      /* the statement's instant once read (lang_exec_now);
+    StoreTxn *txn;
+    int64_t now; /* the statement's instant once read (lang_exec_now);
                               0 until then */
-    Buf         *out;      /* the result line */
-    LangError   *err;
-    Buf         *changed;  /* UPDATE: collects the changed records' store keys
+    Buf *out;    /* the result line */
+    LangError *err;
+    Buf *changed; /* UPDATE: collects the changed records' store keys
                               (lang_keys_push) instead of answering them */
-    bool         alone;    /* the statement is all its transaction does: its
+    bool alone;   /* the statement is all its transaction does: its
                               last change may say so (store_txn_last) */
 } Exec;
 
@@ -178,8 +178,7 @@ LangErrorCode lang_dedup_check(Exec *x, const TableDef *def, const Value *key, b
 
 /* Runs CLAIM … WAIT "st" for the session: claims as soon as something is
  * claimable, or answers [] after its WAIT; emits the one result line. */
-LangErrorCode lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx,
-                              LangError *err);
+LangErrorCode lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *err);
 /* lang_claim_wait waiting at most "wait_ns" (0: one attempt); its result
  * line goes to "line". */
 LangErrorCode lang_claim_wait_for(LangSession *s, Stmt *st, int64_t wait_ns, Buf *line,

@@ -33,8 +33,8 @@ type_error(LangError *err, const char *what, const Value *a, const Value *b)
 static LangErrorCode
 arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
 {
-    static const char *names[] = {[OP_ADD] = "add", [OP_SUB] = "subtract",
-                                  [OP_MUL] = "multiply", [OP_DIV] = "divide"};
+    static const char *names[] = {
+        [OP_ADD] = "add", [OP_SUB] = "subtract", [OP_MUL] = "multiply", [OP_DIV] = "divide"};
     const char *what = names[op];
     if (a->kind == VAL_INT && b->kind == VAL_INT) {
         int64_t r;
@@ -126,7 +126,8 @@ call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
             rc = lang_error_set(err, LANG_TYPE_ERROR, "time::unix takes a datetime, not %s",
                                 lang_value_kind_name(args[0].kind));
         else
-            *out = lang_value_int(ns >= 0 ? ns / NS_PER_SEC : -((-ns + NS_PER_SEC - 1) / NS_PER_SEC));
+            *out =
+                lang_value_int(ns >= 0 ? ns / NS_PER_SEC : -((-ns + NS_PER_SEC - 1) / NS_PER_SEC));
     } else if (strcmp(name, "time::from_unix") == 0 && n == 1) {
         if (args[0].kind == VAL_INT && args[0].u.i <= INT64_MAX / NS_PER_SEC &&
             args[0].u.i >= INT64_MIN / NS_PER_SEC)
@@ -175,12 +176,10 @@ lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
 {
     *out = lang_value_none();
     switch (e->kind) {
-    case EX_LITERAL:
-        *out = lang_value_clone(&e->u.literal);
-        return LANG_OK;
+    case EX_LITERAL: *out = lang_value_clone(&e->u.literal); return LANG_OK;
     case EX_FIELD: {
-        const Value *v = cx->record ? lang_path_get(cx->record, e->u.path.parts, e->u.path.len)
-                                    : NULL;
+        const Value *v =
+            cx->record ? lang_path_get(cx->record, e->u.path.parts, e->u.path.len) : NULL;
         if (v)
             *out = lang_value_clone(v);
         return LANG_OK;
@@ -243,8 +242,7 @@ lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
         lang_value_free(&b);
         return rc;
     }
-    case EX_CALL:
-        return call(e, cx, out, err);
+    case EX_CALL: return call(e, cx, out, err);
     }
     return lang_error_set(err, LANG_TYPE_ERROR, "unknown expression");
 }

@@ -43,9 +43,9 @@ undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64
 
 /* What a claim answers with: each claimed record as users see it. */
 typedef struct ClaimRun {
-    Exec           *x;
+    Exec *x;
     const TableDef *def;
-    Value          *results;
+    Value *results;
 } ClaimRun;
 
 static int
@@ -111,7 +111,8 @@ lang_exec_claim(Exec *x, const Stmt *st)
         Buf key = {0};
         StoreQueue q;
         ClaimRun run = {x, &def, &results};
-        StoreClaim c = {.n = st->u.claim.count, .instance = {x->s->instance, strlen(x->s->instance)}};
+        StoreClaim c = {.n = st->u.claim.count,
+                        .instance = {x->s->instance, strlen(x->s->instance)}};
         if (x->s->consumer)
             c.consumer = (StoreBytes){x->s->consumer, strlen(x->s->consumer)};
         if (t->id.kind == VAL_RECORD) {
@@ -120,7 +121,7 @@ lang_exec_claim(Exec *x, const Stmt *st)
         }
         int64_t claimed;
         if (x->alone)
-            store_txn_last(x->txn);   /* nothing follows the claim but its answer */
+            store_txn_last(x->txn); /* nothing follows the claim but its answer */
         int rc = store_claim(x->txn, lang_record_queue(&def, &q), &c, claimed_one, &run, &claimed);
         if (rc && !x->err->code && t->id.kind == VAL_RECORD)
             lang_record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
@@ -218,8 +219,7 @@ hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
 {
     const Target *t = &st->u.release.target;
     *r = (Record){0};
-    if (lang_queue_load(x, t->table, ACCESS_WRITE, def) ||
-        release_delay(x, def, st, delay_to) ||
+    if (lang_queue_load(x, t->table, ACCESS_WRITE, def) || release_delay(x, def, st, delay_to) ||
         lang_record_load(x->txn, def, t->id.u.rec.key, r, x->err))
         return x->err->code;
     if (st->u.release.fence)
@@ -261,9 +261,9 @@ done:
 
 /* What RELEASE ALL answers: each released record. */
 typedef struct ReleaseRun {
-    Exec           *x;
+    Exec *x;
     const TableDef *def;
-    Value          *results;
+    Value *results;
 } ReleaseRun;
 
 static int
@@ -289,8 +289,8 @@ lang_exec_release_all(Exec *x, const Stmt *st)
         ReleaseRun run = {x, &def, &results};
         int rc = store_release_all(x->txn, lang_record_queue(&def, &q),
                                    (StoreBytes){group, group ? strlen(group) : 0},
-                                   (StoreBytes){x->s->instance, strlen(x->s->instance)},
-                                   delay_to, release_reason(st), released_one, &run);
+                                   (StoreBytes){x->s->instance, strlen(x->s->instance)}, delay_to,
+                                   release_reason(st), released_one, &run);
         if (rc && !x->err->code)
             lang_store_error(rc, "releasing holds", x->err);
     }
@@ -304,7 +304,7 @@ lang_exec_touch(Exec *x, const Stmt *st)
 {
     TableDef def;
     Record r;
-    int64_t no_delay;   /* TOUCH names none */
+    int64_t no_delay; /* TOUCH names none */
     Value results = lang_value_array();
     Buf name = {0};
     lang_record_id_format(&st->u.release.target.id.u.rec, &name);
@@ -325,8 +325,8 @@ lang_exec_touch(Exec *x, const Stmt *st)
     StoreQueue q;
     StoreRecord sr;
     lang_record_key_encode(&r.key, &key);
-    int rc = store_touch(x->txn, lang_record_queue(&def, &q), (StoreBytes){key.data, key.len}, r.hold,
-                         &sr);
+    int rc = store_touch(x->txn, lang_record_queue(&def, &q), (StoreBytes){key.data, key.len},
+                         r.hold, &sr);
     lang_buf_free(&key);
     if (rc)
         lang_record_missing(rc, &def, &r.key, "extending a hold", x->err);
@@ -360,7 +360,7 @@ retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Valu
  * none), and its answer so far. */
 typedef struct RetryRun {
     int64_t delay_to;
-    Value  *results;
+    Value *results;
 } RetryRun;
 
 /* Retries record "r", which the RETRY ALL's WHERE holds for. */
@@ -408,9 +408,9 @@ lang_unclaim_free(LangUnclaim *undo)
 
 /* What the unclaim transaction works from. */
 typedef struct Unclaim {
-    LangSession       *s;
+    LangSession *s;
     const LangUnclaim *undo;
-    LangError         *err;
+    LangError *err;
 } Unclaim;
 
 /* Puts the record back as it was before the claim, when the claim's hold
@@ -421,11 +421,11 @@ unclaim_run(StoreTxn *txn, void *ctx)
 {
     Unclaim *u = ctx;
     *u->err = (LangError){0};
-    store_txn_lazy(txn);   /* it only gives a hold back (see holds_only) */
+    store_txn_lazy(txn); /* it only gives a hold back (see holds_only) */
     TableDef def;
     LangError gone = {0};
     if (lang_table_def_load(txn, u->undo->table, &def, &gone))
-        return 0;   /* dropped since: nothing to give back */
+        return 0; /* dropped since: nothing to give back */
     StoreQueue q;
     bool back;
     int rc = def.is_queue ? store_unclaim(txn, lang_record_queue(&def, &q), &u->undo->before,

@@ -32,7 +32,7 @@ static void
 json_string(const char *s, size_t len, Buf *out)
 {
     lang_buf_putc(out, '"');
-    size_t run = 0;   /* start of the pending run of plain bytes */
+    size_t run = 0; /* start of the pending run of plain bytes */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8] = {'\\', lang_escape_letter(c)};
@@ -81,21 +81,11 @@ lang_value_to_json(const Value *v, Buf *out)
     Buf tmp = {0};
     switch (v->kind) {
     case VAL_NONE:
-    case VAL_NULL:
-        lang_buf_puts(out, "null");
-        break;
-    case VAL_BOOL:
-        lang_buf_puts(out, v->u.b ? "true" : "false");
-        break;
-    case VAL_INT:
-        lang_buf_put_int(out, v->u.i);
-        break;
-    case VAL_FLOAT:
-        json_float(v->u.f, out);
-        break;
-    case VAL_STRING:
-        json_string(v->u.str.s, v->u.str.len, out);
-        break;
+    case VAL_NULL: lang_buf_puts(out, "null"); break;
+    case VAL_BOOL: lang_buf_puts(out, v->u.b ? "true" : "false"); break;
+    case VAL_INT: lang_buf_put_int(out, v->u.i); break;
+    case VAL_FLOAT: json_float(v->u.f, out); break;
+    case VAL_STRING: json_string(v->u.str.s, v->u.str.len, out); break;
     case VAL_DURATION:
         lang_duration_format(v->u.ns, &tmp);
         json_quoted_buf(&tmp, out);
@@ -201,7 +191,7 @@ lang_utf8_valid(const char *s, size_t len)
     while (i < len) {
         unsigned c = p[i];
         size_t n;
-        unsigned lo = 0x80, hi = 0xbf;   /* range of the second byte */
+        unsigned lo = 0x80, hi = 0xbf; /* range of the second byte */
         if (c < 0x80) {
             i++;
             continue;
@@ -210,15 +200,15 @@ lang_utf8_valid(const char *s, size_t len)
         } else if (c >= 0xe0 && c <= 0xef) {
             n = 3;
             if (c == 0xe0)
-                lo = 0xa0;       /* no overlongs */
+                lo = 0xa0; /* no overlongs */
             else if (c == 0xed)
-                hi = 0x9f;       /* no surrogates */
+                hi = 0x9f; /* no surrogates */
         } else if (c >= 0xf0 && c <= 0xf4) {
             n = 4;
             if (c == 0xf0)
-                lo = 0x90;       /* no overlongs */
+                lo = 0x90; /* no overlongs */
             else if (c == 0xf4)
-                hi = 0x8f;       /* max U+10FFFF */
+                hi = 0x8f; /* max U+10FFFF */
         } else {
             return false;
         }

@@ -32,7 +32,7 @@ static void
 test_json_floats(void)
 {
     static const struct {
-        double      f;
+        double f;
         const char *want;
     } cases[] = {
         {0.1, "0.1"},
@@ -50,8 +50,7 @@ test_json_floats(void)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *got = json_take(lang_value_float(cases[i].f));
-        CHECK(strcmp(got, cases[i].want) == 0, "float %zu: got %s, want %s", i, got,
-              cases[i].want);
+        CHECK(strcmp(got, cases[i].want) == 0, "float %zu: got %s, want %s", i, got, cases[i].want);
         CHECK(strtod(got, NULL) == cases[i].f, "float %s reads back", got);
         free(got);
     }
@@ -65,7 +64,7 @@ test_json_strings(void)
 {
     static const struct {
         const char *s;
-        size_t      len;
+        size_t len;
         const char *want;
     } cases[] = {
         {"", 0, "\"\""},
@@ -90,12 +89,14 @@ test_json_containers(void)
 {
     CHECK_JSON(lang_value_array(), "[]");
     CHECK_JSON(lang_value_object(), "{}");
-    CHECK_JSON(arr(3, lang_value_int(1), lang_value_none(), lang_value_cstring("x")), "[1,null,\"x\"]");
+    CHECK_JSON(arr(3, lang_value_int(1), lang_value_none(), lang_value_cstring("x")),
+               "[1,null,\"x\"]");
     CHECK_JSON(obj(3, "url", lang_value_cstring("a"), "id", rec_int("jobs", 1), "attempts",
                    lang_value_int(1)),
                "{\"attempts\":1,\"id\":\"jobs:1\",\"url\":\"a\"}");
-    CHECK_JSON(obj(2, "a", arr(2, lang_value_float(2.0), lang_value_object()), "b\"", lang_value_null()),
-               "{\"a\":[2.0,{}],\"b\\\"\":null}");
+    CHECK_JSON(
+        obj(2, "a", arr(2, lang_value_float(2.0), lang_value_object()), "b\"", lang_value_null()),
+        "{\"a\":[2.0,{}],\"b\\\"\":null}");
     CHECK_JSON(obj(2, "gone", lang_value_none(), "k", lang_value_bool(true)), "{\"k\":true}");
 
     /* a NONE stored directly (bypassing lang_value_object_set) is omitted */
@@ -110,7 +111,7 @@ static void
 test_record_id_format(void)
 {
     struct {
-        Value       id;
+        Value id;
         const char *want;
     } cases[] = {
         {rec_str("jobs", "abc"), "jobs:abc"},
@@ -143,8 +144,8 @@ test_utf8(void)
 {
     static const struct {
         const char *s;
-        size_t      len;
-        bool        want;
+        size_t len;
+        bool want;
     } cases[] = {
         {"", 0, true},
         {"ascii", 5, true},
@@ -152,23 +153,23 @@ test_utf8(void)
         {"\xc3\xa9", 2, true},
         {"\xe2\x82\xac", 3, true},
         {"\xf0\x9f\x98\x80", 4, true},
-        {"\xf4\x8f\xbf\xbf", 4, true},          /* U+10FFFF */
-        {"\xed\x9f\xbf", 3, true},              /* U+D7FF */
-        {"\xee\x80\x80", 3, true},              /* U+E000 */
-        {"\xc0\x80", 2, false},                 /* overlong NUL */
+        {"\xf4\x8f\xbf\xbf", 4, true}, /* U+10FFFF */
+        {"\xed\x9f\xbf", 3, true},     /* U+D7FF */
+        {"\xee\x80\x80", 3, true},     /* U+E000 */
+        {"\xc0\x80", 2, false},        /* overlong NUL */
         {"\xc1\xbf", 2, false},
-        {"\xe0\x9f\xbf", 3, false},             /* overlong */
-        {"\xf0\x8f\xbf\xbf", 4, false},         /* overlong */
-        {"\xed\xa0\x80", 3, false},             /* surrogate */
+        {"\xe0\x9f\xbf", 3, false},     /* overlong */
+        {"\xf0\x8f\xbf\xbf", 4, false}, /* overlong */
+        {"\xed\xa0\x80", 3, false},     /* surrogate */
         {"\xed\xbf\xbf", 3, false},
-        {"\xf4\x90\x80\x80", 4, false},         /* > U+10FFFF */
+        {"\xf4\x90\x80\x80", 4, false}, /* > U+10FFFF */
         {"\xf5\x80\x80\x80", 4, false},
         {"\xff", 1, false},
         {"\x80", 1, false},
-        {"\xc3", 1, false},                     /* truncated */
+        {"\xc3", 1, false}, /* truncated */
         {"\xe2\x82", 2, false},
         {"\xf0\x9f\x98", 3, false},
-        {"\xc3\x28", 2, false},                 /* bad continuation */
+        {"\xc3\x28", 2, false}, /* bad continuation */
         {"\xe2\x28\xac", 3, false},
         {"\xf0\x9f\x28\x80", 4, false},
     };

@@ -93,16 +93,15 @@ void lang_session_set_interrupt(LangSession *s, bool (*interrupted)(void *ctx), 
  * Stops at the first error: returns its code with "err" filled, and the
  * statements before it keep their effects (a failed statement itself
  * changes nothing).  Returns LANG_OK when all ran. */
-LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len,
-                                LangEmit emit, void *ctx, LangError *err);
+LangErrorCode lang_session_exec(LangSession *s, const char *text, size_t len, LangEmit emit,
+                                void *ctx, LangError *err);
 
 /* Brings a record lang wrote in a store of format 2 up to date: pass it as
  * StoreOptions.upgrade (ctx NULL) to every store_open of a store lang
  * uses, so the first that opens an old store for writing converts it — the
  * engine's fields, the holder and the times lang kept inside each
  * record's value become the store's columns.  See StoreUpgradeFn. */
-int lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value,
-                        StoreRecord *out);
+int lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value, StoreRecord *out);
 
 /* ---- statements run piece by piece (the ctl file, queuefs-sql) ----
  * lang_session_exec runs all of its text before it returns, holding every

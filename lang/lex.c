@@ -52,16 +52,21 @@ utf8_len(const Lexer *lx, const char *q)
     unsigned char c = (unsigned char)q[0];
     size_t avail = (size_t)(lx->end - q);
     int n;
-    unsigned lo = 0x80, hi = 0xBF;  /* bounds of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) n = 2;
+    unsigned lo = 0x80, hi = 0xBF; /* bounds of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
         n = 3;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;      /* no surrogates */
+        if (c == 0xE0)
+            lo = 0xA0;
+        if (c == 0xED)
+            hi = 0x9F; /* no surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         n = 4;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
+        if (c == 0xF0)
+            lo = 0x90;
+        if (c == 0xF4)
+            hi = 0x8F;
     } else
         return 0;
     if (avail < (size_t)n)
@@ -86,8 +91,7 @@ lex_stop(Lexer *lx, Token *t)
     return TK_ERROR;
 }
 
-static TokKind
-lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
+static TokKind lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 static TokKind
@@ -98,8 +102,8 @@ lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lang_error_set(lx->err, LANG_PARSE_ERROR, "%s at line %d, column %d", msg,
-                   lx->line, col_of(lx, at));
+    lang_error_set(lx->err, LANG_PARSE_ERROR, "%s at line %d, column %d", msg, lx->line,
+                   col_of(lx, at));
     return lex_stop(lx, t);
 }
 
@@ -108,9 +112,8 @@ lex_fail(Lexer *lx, Token *t, const char *at, const char *fmt, ...)
 static TokKind
 unterminated(Lexer *lx, Token *t, const char *start, const char *what)
 {
-    lang_error_set(lx->err, LANG_PARSE_ERROR,
-                   "unterminated %s starting at line %d, column %d", what, lx->line,
-                   col_of(lx, start));
+    lang_error_set(lx->err, LANG_PARSE_ERROR, "unterminated %s starting at line %d, column %d",
+                   what, lx->line, col_of(lx, start));
     return lex_stop(lx, t);
 }
 
@@ -175,8 +178,8 @@ skip_blank(Lexer *lx, Token *t)
             for (;;) {
                 if (lx->p >= lx->end) {
                     lang_error_set(lx->err, LANG_PARSE_ERROR,
-                                   "unterminated comment starting at line %d, column %d",
-                                   line, col);
+                                   "unterminated comment starting at line %d, column %d", line,
+                                   col);
                     t->kind = TK_ERROR;
                     lx->failed = true;
                     return false;
@@ -237,9 +240,12 @@ hex4(const Lexer *lx, const char *q, uint32_t *cp)
     for (int k = 0; k < 4; k++) {
         unsigned char c = byte_at(lx, q, (size_t)k);
         v <<= 4;
-        if (IS_DIGIT(c)) v |= (uint32_t)(c - '0');
-        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') v |= (uint32_t)((c | 0x20) - 'a' + 10);
-        else return false;
+        if (IS_DIGIT(c))
+            v |= (uint32_t)(c - '0');
+        else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+            v |= (uint32_t)((c | 0x20) - 'a' + 10);
+        else
+            return false;
     }
     *cp = v;
     return true;
@@ -289,9 +295,9 @@ lex_string(Lexer *lx, Token *t)
         /* c == '\\' */
         const char *esc = lx->p;
         unsigned char e = byte_at(lx, lx->p, 1);
-        int out = lang_escape_byte(e);   /* JSON's one-letter escapes */
+        int out = lang_escape_byte(e); /* JSON's one-letter escapes */
         if (out < 0 && (e == '\'' || e == '/' || e == '`'))
-            out = e;   /* the quotes and the slash stand for themselves */
+            out = e; /* the quotes and the slash stand for themselves */
         if (out >= 0) {
             lang_buf_putc(&t->buf, (char)out);
             lx->p += 2;
@@ -405,7 +411,8 @@ lex_number(Lexer *lx, Token *t)
         if (is_float || lang_duration_parse(s, (size_t)(d - s), &t->ns) != 0)
             return lex_fail(lx, t, s,
                             "invalid number or duration '%s' (durations are written "
-                            "like 30s, 1h30m, 500ms)", text);
+                            "like 30s, 1h30m, 500ms)",
+                            text);
         lx->p = d;
         return TK_DURATION;
     }
@@ -444,19 +451,19 @@ lex_number(Lexer *lx, Token *t)
 /* The punctuation of the grammar: a character alone, and the token it
  * makes with "second" after it (TK_ERROR: alone, it is no token). */
 static const struct Punctuation {
-    char    c, second;
+    char c, second;
     TokKind alone, paired;
 } punctuation[] = {
-    {';', 0, TK_SEMI, TK_ERROR},      {',', 0, TK_COMMA, TK_ERROR},
-    {'.', 0, TK_DOT, TK_ERROR},       {'(', 0, TK_LPAREN, TK_ERROR},
-    {')', 0, TK_RPAREN, TK_ERROR},    {'{', 0, TK_LBRACE, TK_ERROR},
-    {'}', 0, TK_RBRACE, TK_ERROR},    {'[', 0, TK_LBRACKET, TK_ERROR},
-    {']', 0, TK_RBRACKET, TK_ERROR},  {'+', 0, TK_PLUS, TK_ERROR},
-    {'-', 0, TK_MINUS, TK_ERROR},     {'*', 0, TK_STAR, TK_ERROR},
-    {'/', 0, TK_SLASH, TK_ERROR},     {':', ':', TK_COLON, TK_DCOLON},
-    {'=', '=', TK_EQ, TK_EQEQ},       {'!', '=', TK_BANG, TK_NE},
-    {'<', '=', TK_LT, TK_LE},         {'>', '=', TK_GT, TK_GE},
-    {'&', '&', TK_ERROR, TK_ANDAND},  {'|', '|', TK_ERROR, TK_OROR},
+    {';', 0, TK_SEMI, TK_ERROR},     {',', 0, TK_COMMA, TK_ERROR},
+    {'.', 0, TK_DOT, TK_ERROR},      {'(', 0, TK_LPAREN, TK_ERROR},
+    {')', 0, TK_RPAREN, TK_ERROR},   {'{', 0, TK_LBRACE, TK_ERROR},
+    {'}', 0, TK_RBRACE, TK_ERROR},   {'[', 0, TK_LBRACKET, TK_ERROR},
+    {']', 0, TK_RBRACKET, TK_ERROR}, {'+', 0, TK_PLUS, TK_ERROR},
+    {'-', 0, TK_MINUS, TK_ERROR},    {'*', 0, TK_STAR, TK_ERROR},
+    {'/', 0, TK_SLASH, TK_ERROR},    {':', ':', TK_COLON, TK_DCOLON},
+    {'=', '=', TK_EQ, TK_EQEQ},      {'!', '=', TK_BANG, TK_NE},
+    {'<', '=', TK_LT, TK_LE},        {'>', '=', TK_GT, TK_GE},
+    {'&', '&', TK_ERROR, TK_ANDAND}, {'|', '|', TK_ERROR, TK_OROR},
 };
 
 /* punct -> ; , . ( ) { } [ ] + - * / : :: = == ! != < <= > >= && ||
@@ -523,7 +530,7 @@ lang_lex_next(Lexer *lx, Token *t)
                         char text[64];
                         snprintf(text, sizeof text, "%.*s", t->len > 40 ? 40 : (int)t->len,
                                  t->text);
-                        lx->p = s;  /* report at the literal */
+                        lx->p = s; /* report at the literal */
                         k = lex_fail(lx, t, s, "invalid datetime d'%s'", text);
                     } else
                         k = TK_DATETIME;
@@ -567,7 +574,7 @@ lang_token_describe(const Token *t, char *out, size_t size)
     if (n > 40) {
         n = 40;
         while (n > 0 && ((unsigned char)t->raw[n] & 0xC0) == 0x80)
-            n--;  /* never split a UTF-8 sequence */
+            n--; /* never split a UTF-8 sequence */
         cut = true;
     }
     if (t->kind == TK_STRING || t->kind == TK_DATETIME || t->kind == TK_RECSTR ||

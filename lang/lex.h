@@ -25,44 +25,63 @@
 #include "error.h"
 
 typedef enum TokKind {
-    TK_ERROR = -1,  /* the lexer failed; the LangError says why */
+    TK_ERROR = -1, /* the lexer failed; the LangError says why */
     TK_EOF = 0,
-    TK_IDENT,       /* word or `backtick quoted`: text/len */
-    TK_INT,         /* integer: i */
-    TK_FLOAT,       /* number with '.' or an exponent: f */
-    TK_DURATION,    /* 30s, 1h30m, 500ms: ns */
-    TK_STRING,      /* '…' or "…", escapes decoded: text/len */
-    TK_DATETIME,    /* d'…': ns */
-    TK_RECSTR,      /* r'…': the text between the quotes, decoded */
-    TK_SEMI, TK_COMMA, TK_DOT, TK_COLON, TK_DCOLON,          /* ; , . : :: */
-    TK_LPAREN, TK_RPAREN, TK_LBRACE, TK_RBRACE,              /* ( ) { } */
-    TK_LBRACKET, TK_RBRACKET,                                /* [ ] */
-    TK_EQ, TK_EQEQ, TK_NE, TK_LT, TK_LE, TK_GT, TK_GE,       /* = == != < <= > >= */
-    TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH,                    /* + - * / */
-    TK_BANG, TK_ANDAND, TK_OROR,                             /* ! && || */
+    TK_IDENT,    /* word or `backtick quoted`: text/len */
+    TK_INT,      /* integer: i */
+    TK_FLOAT,    /* number with '.' or an exponent: f */
+    TK_DURATION, /* 30s, 1h30m, 500ms: ns */
+    TK_STRING,   /* '…' or "…", escapes decoded: text/len */
+    TK_DATETIME, /* d'…': ns */
+    TK_RECSTR,   /* r'…': the text between the quotes, decoded */
+    TK_SEMI,
+    TK_COMMA,
+    TK_DOT,
+    TK_COLON,
+    TK_DCOLON, /* ; , . : :: */
+    TK_LPAREN,
+    TK_RPAREN,
+    TK_LBRACE,
+    TK_RBRACE, /* ( ) { } */
+    TK_LBRACKET,
+    TK_RBRACKET, /* [ ] */
+    TK_EQ,
+    TK_EQEQ,
+    TK_NE,
+    TK_LT,
+    TK_LE,
+    TK_GT,
+    TK_GE, /* = == != < <= > >= */
+    TK_PLUS,
+    TK_MINUS,
+    TK_STAR,
+    TK_SLASH, /* + - * / */
+    TK_BANG,
+    TK_ANDAND,
+    TK_OROR, /* ! && || */
 } TokKind;
 
 typedef struct Token {
-    TokKind     kind;
-    int         line, col;    /* where the token starts */
-    const char *raw;          /* the token's source text … */
-    size_t      rawlen;       /* … and its length */
-    const char *text;         /* TK_IDENT, TK_STRING, TK_RECSTR: the name or */
-    size_t      len;          /* decoded contents (not NUL-terminated) */
-    bool        quoted;       /* TK_IDENT written in backticks (never a keyword) */
-    bool        int_min;      /* TK_INT 9223372036854775808: valid only negated */
-    int64_t     i;            /* TK_INT */
-    double      f;            /* TK_FLOAT */
-    int64_t     ns;           /* TK_DURATION, TK_DATETIME */
-    Buf         buf;          /* storage for decoded text; reused token to token */
+    TokKind kind;
+    int line, col;    /* where the token starts */
+    const char *raw;  /* the token's source text … */
+    size_t rawlen;    /* … and its length */
+    const char *text; /* TK_IDENT, TK_STRING, TK_RECSTR: the name or */
+    size_t len;       /* decoded contents (not NUL-terminated) */
+    bool quoted;      /* TK_IDENT written in backticks (never a keyword) */
+    bool int_min;     /* TK_INT 9223372036854775808: valid only negated */
+    int64_t i;        /* TK_INT */
+    double f;         /* TK_FLOAT */
+    int64_t ns;       /* TK_DURATION, TK_DATETIME */
+    Buf buf;          /* storage for decoded text; reused token to token */
 } Token;
 
 typedef struct Lexer {
     const char *src, *p, *end;
-    const char *bol;          /* start of the current line */
-    int         line;
-    bool        failed;       /* an error was reported: TK_ERROR from now on */
-    LangError  *err;
+    const char *bol; /* start of the current line */
+    int line;
+    bool failed; /* an error was reported: TK_ERROR from now on */
+    LangError *err;
 } Lexer;
 
 /* Starts scanning "len" bytes of "src" (not copied).  Errors go to "err". */

@@ -8,7 +8,7 @@
 #include "../store/bigendian.h"
 
 enum {
-    KEY_END = 0x00,      /* ends an array or object */
+    KEY_END = 0x00, /* ends an array or object */
     KEY_NONE = 0x01,
     KEY_NULL,
     KEY_BOOL,
@@ -19,7 +19,7 @@ enum {
     KEY_RECORD,
     KEY_ARRAY,
     KEY_OBJECT,
-    KEY_PAIR = 0x01,     /* starts each object entry */
+    KEY_PAIR = 0x01, /* starts each object entry */
 };
 
 static void
@@ -49,10 +49,10 @@ key_number(const Value *v, Buf *out)
         d = v->u.f;
     }
     if (isnan(d)) {
-        bits = 0;   /* below -inf, which encodes as 0x000fffffffffffff */
+        bits = 0; /* below -inf, which encodes as 0x000fffffffffffff */
     } else {
         if (d == 0)
-            d = 0.0;    /* -0.0 == 0.0 */
+            d = 0.0; /* -0.0 == 0.0 */
         memcpy(&bits, &d, 8);
         bits = (bits >> 63) ? ~bits : bits | (UINT64_C(1) << 63);
     }
@@ -83,12 +83,8 @@ static void
 key_encode_asc(const Value *v, Buf *out)
 {
     switch (v->kind) {
-    case VAL_NONE:
-        lang_buf_putc(out, KEY_NONE);
-        break;
-    case VAL_NULL:
-        lang_buf_putc(out, KEY_NULL);
-        break;
+    case VAL_NONE: lang_buf_putc(out, KEY_NONE); break;
+    case VAL_NULL: lang_buf_putc(out, KEY_NULL); break;
     case VAL_BOOL:
         lang_buf_putc(out, KEY_BOOL);
         lang_buf_putc(out, v->u.b ? 1 : 0);

@@ -15,7 +15,7 @@ sign(int x)
 
 /* Values in ascending order; equal "rank" means lang_value_compare says equal. */
 typedef struct Ordered {
-    int   rank;
+    int rank;
     Value v;
 } Ordered;
 
@@ -124,7 +124,9 @@ test_ordering(void)
         for (size_t j = 0; j < n; j++) {
             int want = (vals[i].rank > vals[j].rank) - (vals[i].rank < vals[j].rank);
             int got[4] = {sign(lang_value_compare(&vals[i].v, &vals[j].v)),
-                          lang_value_equal(&vals[i].v, &vals[j].v) ? 0 : want ? want : 2,
+                          lang_value_equal(&vals[i].v, &vals[j].v) ? 0
+                          : want                                   ? want
+                                                                   : 2,
                           key_cmp(&asc[i], &asc[j]), -key_cmp(&desc[i], &desc[j])};
             for (int k = 0; k < 4; k++) {
                 if (got[k] == want)
@@ -132,8 +134,8 @@ test_ordering(void)
                 if (!wrong[k]++) {
                     char *ji = json_take(lang_value_clone(&vals[i].v));
                     char *jj = json_take(lang_value_clone(&vals[j].v));
-                    fprintf(stderr, "property %d: %s [%zu] vs %s [%zu] gave %d, want %d\n", k,
-                            ji, i, jj, j, got[k], want);
+                    fprintf(stderr, "property %d: %s [%zu] vs %s [%zu] gave %d, want %d\n", k, ji,
+                            i, jj, j, got[k], want);
                     free(ji);
                     free(jj);
                 }

@@ -20,7 +20,7 @@
 
 struct Parser {
     ParseState ps;
-    bool       started;
+    bool started;
 };
 
 /* ---- the state ---- */
@@ -67,8 +67,7 @@ lang_parse_error(ParseState *ps, const Token *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lang_error_set(&ps->err, LANG_PARSE_ERROR, "%s at line %d, column %d", msg, t->line,
-                   t->col);
+    lang_error_set(&ps->err, LANG_PARSE_ERROR, "%s at line %d, column %d", msg, t->line, t->col);
 }
 
 void
@@ -111,14 +110,25 @@ lang_parse_nonconstant(ParseState *ps)
     if (!ps->constant)
         return false;
     switch (ps->tok.kind) {
-    case TK_DOT: case TK_DCOLON: case TK_LPAREN: case TK_EQ: case TK_EQEQ: case TK_NE:
-    case TK_LT: case TK_LE: case TK_GT: case TK_GE: case TK_PLUS: case TK_MINUS:
-    case TK_STAR: case TK_SLASH: case TK_BANG: case TK_ANDAND: case TK_OROR:
-    case TK_IDENT:
-        lang_parse_not_constant(ps);
-        return true;
-    default:
-        return false;
+    case TK_DOT:
+    case TK_DCOLON:
+    case TK_LPAREN:
+    case TK_EQ:
+    case TK_EQEQ:
+    case TK_NE:
+    case TK_LT:
+    case TK_LE:
+    case TK_GT:
+    case TK_GE:
+    case TK_PLUS:
+    case TK_MINUS:
+    case TK_STAR:
+    case TK_SLASH:
+    case TK_BANG:
+    case TK_ANDAND:
+    case TK_OROR:
+    case TK_IDENT: lang_parse_not_constant(ps); return true;
+    default: return false;
     }
 }
 
@@ -206,7 +216,6 @@ lang_parse_table_name(ParseState *ps, const char *what)
     }
     return lang_parse_name(ps, what);
 }
-
 
 /* path -> IDENT {'.' IDENT} */
 bool

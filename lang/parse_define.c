@@ -115,8 +115,8 @@ at_most(ParseState *ps, TableDecl *d, unsigned *given)
         return NULL;
     }
     if (t->i > LANG_AT_MOST_MAX) {
-        lang_parse_error(ps, t, "AT MOST %lld is above the greatest allowed, %d",
-                         (long long)t->i, LANG_AT_MOST_MAX);
+        lang_parse_error(ps, t, "AT MOST %lld is above the greatest allowed, %d", (long long)t->i,
+                         LANG_AT_MOST_MAX);
         return NULL;
     }
     int64_t n = t->i;
@@ -241,8 +241,8 @@ on_table(ParseState *ps, const char *what)
 }
 
 static const char *const type_names[] = {
-    "any", "bool", "int", "float", "number", "string", "datetime", "duration",
-    "object", "array", "record",
+    "any",      "bool",     "int",    "float", "number", "string",
+    "datetime", "duration", "object", "array", "record",
 };
 
 /* typename -> TYPE | OPTION '<' TYPE '>' */
@@ -253,7 +253,7 @@ type_name(ParseState *ps)
         "a type (any, bool, int, float, number, string, datetime, duration, object, "
         "array, record or option<type>) after TYPE";
     bool option = is_kw(&ps->tok, "option") && peek(ps)->kind == TK_LT;
-    int line = 0, col = 0;   /* where '<' opens */
+    int line = 0, col = 0; /* where '<' opens */
     if (option) {
         next(ps);
         line = ps->tok.line;
@@ -360,7 +360,7 @@ static void
 alter_drop(ParseState *ps, unsigned *given)
 {
     static const struct {
-        const char *kw, *then, *name;   /* then: the word that must follow, or NULL */
+        const char *kw, *then, *name; /* then: the word that must follow, or NULL */
         unsigned bit;
     } drops[] = {
         {"ATTEMPTS", NULL, "ATTEMPTS", CLAUSE_ATTEMPTS},
@@ -368,7 +368,7 @@ alter_drop(ParseState *ps, unsigned *given)
         {"PRIORITY", "BY", "PRIORITY BY", CLAUSE_PRIORITY_BY},
         {"NOT", "BEFORE", "NOT BEFORE", CLAUSE_NOT_BEFORE},
         {"PER", NULL, "AT MOST … PER", CLAUSE_PER},       /* after AT MOST */
-        {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY},  /* after AT MOST */
+        {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY}, /* after AT MOST */
         {"IN", NULL, "IN", CLAUSE_IN},
     };
     bool at_most = is_kw(&ps->tok, "AT");

@@ -31,12 +31,8 @@ lang_expr_free(Expr *e)
     if (!e)
         return;
     switch (e->kind) {
-    case EX_LITERAL:
-        lang_value_free(&e->u.literal);
-        break;
-    case EX_FIELD:
-        lang_parse_free_parts(e->u.path.parts, e->u.path.len);
-        break;
+    case EX_LITERAL: lang_value_free(&e->u.literal); break;
+    case EX_FIELD: lang_parse_free_parts(e->u.path.parts, e->u.path.len); break;
     case EX_OBJECT:
         for (size_t i = 0; i < e->u.object.len; i++) {
             free(e->u.object.keys[i]);
@@ -50,9 +46,7 @@ lang_expr_free(Expr *e)
             lang_expr_free(e->u.array.items[i]);
         free(e->u.array.items);
         break;
-    case EX_UNARY:
-        lang_expr_free(e->u.unary.arg);
-        break;
+    case EX_UNARY: lang_expr_free(e->u.unary.arg); break;
     case EX_BINARY:
         lang_expr_free(e->u.binary.lhs);
         lang_expr_free(e->u.binary.rhs);
@@ -86,7 +80,7 @@ literal(ParseState *ps, Value v)
     else if (ps->constant && ps->npool < PARSE_POOL)
         e = &ps->pool[ps->npool++];
     else
-        e = lang_xmalloc(sizeof *e);   /* not calloc: it bypasses malloc's cache */
+        e = lang_xmalloc(sizeof *e); /* not calloc: it bypasses malloc's cache */
     e->kind = EX_LITERAL;
     e->u.literal = v;
     return e;
@@ -174,9 +168,7 @@ lang_parse_key(ParseState *ps, Value *out, const char *what)
         }
         *out = lang_value_string(t->text, t->len);
         break;
-    default:
-        lang_parse_expected(ps, what);
-        return false;
+    default: lang_parse_expected(ps, what); return false;
     }
     next(ps);
     return true;
@@ -391,20 +383,22 @@ primary(ParseState *ps)
         if (ps->constant)
             goto refuse;
         return group(ps);
-    case TK_LBRACE:
-        return object(ps);
-    case TK_LBRACKET:
-        return array(ps);
+    case TK_LBRACE: return object(ps);
+    case TK_LBRACKET: return array(ps);
     case TK_IDENT: {
         TokKind after = peek(ps)->kind;
         if (after == TK_COLON)
             return record(ps, &v) ? literal(ps, v) : NULL;
         if (after == TK_DCOLON && !ps->constant)
             return call(ps);
-        if (is_kw(t, "true")) v = lang_value_bool(true);
-        else if (is_kw(t, "false")) v = lang_value_bool(false);
-        else if (is_kw(t, "null")) v = lang_value_null();
-        else if (is_kw(t, "none")) v = lang_value_none();
+        if (is_kw(t, "true"))
+            v = lang_value_bool(true);
+        else if (is_kw(t, "false"))
+            v = lang_value_bool(false);
+        else if (is_kw(t, "null"))
+            v = lang_value_null();
+        else if (is_kw(t, "none"))
+            v = lang_value_none();
         else if (ps->constant)
             goto refuse;
         else {
@@ -417,8 +411,7 @@ primary(ParseState *ps)
         }
         break;
     }
-    default:
-        goto refuse;
+    default: goto refuse;
     }
     next(ps);
     return literal(ps, v);
@@ -455,7 +448,7 @@ unary_expr(ParseState *ps)
         return primary(ps);
     const Token *n = peek(ps);
     if (n->kind == TK_INT || n->kind == TK_FLOAT || (ps->constant && n->kind == TK_DURATION)) {
-        next(ps);  /* fold -5 into the literal */
+        next(ps); /* fold -5 into the literal */
         const Token *t = &ps->tok;
         if (t->kind == TK_DURATION && t->ns != 0) {
             lang_parse_error(ps, t, "a duration cannot be negative");
@@ -548,7 +541,8 @@ cmp_expr(ParseState *ps)
         return NULL;
     ExprOp op;
     switch (ps->tok.kind) {
-    case TK_EQ: case TK_EQEQ: op = OP_EQ; break;
+    case TK_EQ:
+    case TK_EQEQ: op = OP_EQ; break;
     case TK_NE: op = OP_NE; break;
     case TK_LT: op = OP_LT; break;
     case TK_LE: op = OP_LE; break;
@@ -561,8 +555,7 @@ cmp_expr(ParseState *ps)
             return binary(op, e, level(ps, LV_ADD));
         }
         return e;
-    default:
-        return e;
+    default: return e;
     }
     next(ps);
     return binary(op, e, level(ps, LV_ADD));
@@ -585,7 +578,7 @@ lang_parse_expr(ParseState *ps)
         return NULL;
     Expr *e = ps->constant ? unary_expr(ps) : level(ps, LV_OR);
     ps->depth--;
-    if (FAILED(ps)) {  /* a lexer error in a lookahead token */
+    if (FAILED(ps)) { /* a lexer error in a lookahead token */
         discard(ps, e);
         return NULL;
     }

@@ -24,30 +24,30 @@
 #define PARSE_POOL 8
 
 typedef struct ParseState {
-    Lexer     lx;
-    Token     tok;        /* the current token */
-    Token     ahead;      /* the one after it, when has_ahead */
-    bool      has_ahead;
-    bool      constant;   /* parsing a constant (lang_literal_parse): no field
+    Lexer lx;
+    Token tok;   /* the current token */
+    Token ahead; /* the one after it, when has_ahead */
+    bool has_ahead;
+    bool constant; /* parsing a constant (lang_literal_parse): no field
                              paths, calls, parentheses or operators */
-    int       depth;      /* nesting of expressions, for PARSE_MAX_DEPTH */
-    LangError err;        /* the first error */
+    int depth;     /* nesting of expressions, for PARSE_MAX_DEPTH */
+    LangError err; /* the first error */
     /* A constant's nodes: each item is folded into its object or array as
      * soon as it is parsed, so a few nodes serve a whole constant. */
-    Expr     *spare;      /* spent nodes, linked through u.unary.arg */
-    int       npool;      /* nodes of "pool" handed out so far */
-    Expr      pool[PARSE_POOL];
+    Expr *spare; /* spent nodes, linked through u.unary.arg */
+    int npool;   /* nodes of "pool" handed out so far */
+    Expr pool[PARSE_POOL];
 } ParseState;
 
 #define FAILED(ps) ((ps)->err.code != LANG_OK)
 
 /* Doubles the capacity of an array when it is full. */
-#define GROW(arr, len, cap)                                               \
-    do {                                                                  \
-        if ((len) == (cap)) {                                             \
-            (cap) = (cap) ? (cap) * 2 : 4;                                \
-            (arr) = lang_xrealloc((arr), (cap) * sizeof *(arr));               \
-        }                                                                 \
+#define GROW(arr, len, cap) \
+    do { \
+        if ((len) == (cap)) { \
+            (cap) = (cap) ? (cap)*2 : 4; \
+            (arr) = lang_xrealloc((arr), (cap) * sizeof *(arr)); \
+        } \
     } while (0)
 
 /* ---- tokens ---- */
@@ -149,7 +149,7 @@ bool lang_parse_check_match(ParseState *ps, TokKind what, TokKind who, int line,
 /* What a list's items go into: its node (an Expr or a Stmt) and the room
  * the node's array has (for GROW). */
 typedef struct ParseItems {
-    void  *node;
+    void *node;
     size_t cap;
 } ParseItems;
 

@@ -47,9 +47,7 @@ lang_stmt_free(Stmt *s)
         return;
     switch (s->kind) {
     case ST_DEFINE_QUEUE:
-    case ST_DEFINE_COLLECTION:
-        lang_table_decl_free(&s->u.define_table);
-        break;
+    case ST_DEFINE_COLLECTION: lang_table_decl_free(&s->u.define_table); break;
     case ST_DEFINE_FIELD:
         free(s->u.define_field.name);
         free(s->u.define_field.table);
@@ -65,9 +63,7 @@ lang_stmt_free(Stmt *s)
     case ST_UPSERT:
         target_and_exprs_free(&s->u.write.target, s->u.write.content, s->u.write.where);
         break;
-    case ST_DELETE:
-        target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL);
-        break;
+    case ST_DELETE: target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL); break;
     case ST_SELECT:
         for (size_t i = 0; i < s->u.select.nfields; i++) {
             lang_expr_free(s->u.select.fields[i].expr);
@@ -79,9 +75,7 @@ lang_stmt_free(Stmt *s)
             lang_parse_free_parts(s->u.select.order[i].parts, s->u.select.order[i].len);
         free(s->u.select.order);
         break;
-    case ST_CLAIM:
-        target_free(&s->u.claim.target);
-        break;
+    case ST_CLAIM: target_free(&s->u.claim.target); break;
     case ST_RELEASE:
     case ST_RELEASE_ALL:
     case ST_RETRY:
@@ -91,22 +85,17 @@ lang_stmt_free(Stmt *s)
         free(s->u.release.for_consumer);
         free(s->u.release.because);
         break;
-    case ST_USE_CONSUMER:
-        free(s->u.use_consumer.name);
-        break;
+    case ST_USE_CONSUMER: free(s->u.use_consumer.name); break;
     case ST_BEGIN:
     case ST_COMMIT:
-    case ST_CANCEL:
-        break;
+    case ST_CANCEL: break;
     case ST_INFO_TABLE:
     case ST_DROP:
     case ST_PAUSE:
-    case ST_RESUME:
-        free(s->u.table_op.table);
-        break;
+    case ST_RESUME: free(s->u.table_op.table); break;
     case ST_ALTER_QUEUE:
         free(s->u.alter.table);
-        lang_table_decl_free(&s->u.alter.set);   /* names no table: its name is NULL */
+        lang_table_decl_free(&s->u.alter.set); /* names no table: its name is NULL */
         break;
     }
     free(s);
@@ -246,8 +235,7 @@ update(ParseState *ps, Stmt *s)
 }
 
 /* delete -> DELETE [FROM] target [WHERE expr] */
-static void
-delete(ParseState *ps, Stmt *s)
+static void delete (ParseState *ps, Stmt *s)
 {
     s->kind = ST_DELETE;
     if (is_kw(&ps->tok, "FROM") && peek(ps)->kind == TK_IDENT)
@@ -494,7 +482,7 @@ lang_parse_statement(ParseState *ps)
 {
     Stmt *s = lang_xcalloc(1, sizeof *s);
     s->line = ps->tok.line;
-    s->kind = ST_BEGIN;  /* owns nothing until a rule sets its kind */
+    s->kind = ST_BEGIN; /* owns nothing until a rule sets its kind */
     const Token *t = &ps->tok;
     if (t->kind != TK_IDENT || t->quoted) {
         lang_parse_expected(ps, "a statement");
@@ -505,7 +493,7 @@ lang_parse_statement(ParseState *ps)
     } else if (accept_kw(ps, "UPDATE")) {
         update(ps, s);
     } else if (accept_kw(ps, "DELETE")) {
-        delete(ps, s);
+        delete (ps, s);
     } else if (accept_kw(ps, "SELECT")) {
         select_stmt(ps, s);
     } else if (accept_kw(ps, "CLAIM")) {
@@ -538,9 +526,10 @@ lang_parse_statement(ParseState *ps)
         s->kind = ST_CANCEL;
         accept_kw(ps, "TRANSACTION");
     } else {
-        lang_parse_expected(ps, "a statement (DEFINE, CREATE, UPDATE, DELETE, SELECT, CLAIM, "
-                                "RELEASE, TOUCH, RETRY, PAUSE, RESUME, ALTER, USE, BEGIN, COMMIT, CANCEL, "
-                                "INFO or DROP)");
+        lang_parse_expected(
+            ps, "a statement (DEFINE, CREATE, UPDATE, DELETE, SELECT, CLAIM, "
+                "RELEASE, TOUCH, RETRY, PAUSE, RESUME, ALTER, USE, BEGIN, COMMIT, CANCEL, "
+                "INFO or DROP)");
     }
     if (!FAILED(ps) && !at_end(ps))
         lang_parse_expected(ps, "';' or end of text after the statement");

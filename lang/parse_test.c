@@ -32,9 +32,9 @@ dump_value(const Value *v, Buf *b)
 }
 
 static const char *const op_names[] = {
-    [OP_EQ] = "=", [OP_NE] = "!=", [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">",
-    [OP_GE] = ">=", [OP_AND] = "and", [OP_OR] = "or", [OP_ADD] = "+", [OP_SUB] = "-",
-    [OP_MUL] = "*", [OP_DIV] = "/", [OP_NOT] = "not", [OP_NEG] = "neg",
+    [OP_EQ] = "=",  [OP_NE] = "!=",   [OP_LT] = "<",    [OP_LE] = "<=",   [OP_GT] = ">",
+    [OP_GE] = ">=", [OP_AND] = "and", [OP_OR] = "or",   [OP_ADD] = "+",   [OP_SUB] = "-",
+    [OP_MUL] = "*", [OP_DIV] = "/",   [OP_NOT] = "not", [OP_NEG] = "neg",
 };
 
 static void
@@ -99,8 +99,8 @@ static void
 dump_target(const Target *t, Buf *b)
 {
     if (t->id.kind == VAL_RECORD) {
-        CHECK(strcmp(t->id.u.rec.table, t->table) == 0, "record table %s vs %s",
-              t->id.u.rec.table, t->table);
+        CHECK(strcmp(t->id.u.rec.table, t->table) == 0, "record table %s vs %s", t->id.u.rec.table,
+              t->table);
         lang_record_id_format(&t->id.u.rec, b);
     } else {
         CHECK(t->id.kind == VAL_NONE, "table target id kind %d", t->id.kind);
@@ -112,21 +112,28 @@ dump_target(const Target *t, Buf *b)
 static void
 dump_clauses(const TableDecl *d, Buf *b)
 {
-    if (d->attempts) lang_buf_printf(b, " attempts=%" PRId64, d->attempts);
-    if (d->priority_by) lang_buf_printf(b, " priority=%s", d->priority_by);
-    if (d->not_before) lang_buf_printf(b, " notbefore=%s", d->not_before);
+    if (d->attempts)
+        lang_buf_printf(b, " attempts=%" PRId64, d->attempts);
+    if (d->priority_by)
+        lang_buf_printf(b, " priority=%s", d->priority_by);
+    if (d->not_before)
+        lang_buf_printf(b, " notbefore=%s", d->not_before);
     if (d->deduplicate_ns) {
         lang_buf_puts(b, " dedup=");
         lang_duration_format(d->deduplicate_ns, b);
     }
-    if (d->per_group) lang_buf_printf(b, " per=%" PRId64 "/%s", d->per_group, d->per_field);
+    if (d->per_group)
+        lang_buf_printf(b, " per=%" PRId64 "/%s", d->per_group, d->per_field);
     if (d->rate) {
         lang_buf_printf(b, " every=%" PRId64 "/", d->rate);
         lang_duration_format(d->rate_window_ns, b);
     }
-    if (d->schema == SCHEMA_FULL) lang_buf_puts(b, " full");
-    if (d->schema == SCHEMA_LESS) lang_buf_puts(b, " less");
-    if (d->graph) lang_buf_printf(b, " in=%s", d->graph);
+    if (d->schema == SCHEMA_FULL)
+        lang_buf_puts(b, " full");
+    if (d->schema == SCHEMA_LESS)
+        lang_buf_puts(b, " less");
+    if (d->graph)
+        lang_buf_printf(b, " in=%s", d->graph);
 }
 
 /* Appends " word expr" when "e" is given. */
@@ -147,7 +154,8 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_DEFINE_QUEUE:
     case ST_DEFINE_COLLECTION:
         lang_buf_printf(b, "%s %s", s->kind == ST_DEFINE_QUEUE ? "queue" : "collection", d->name);
-        if (d->if_not_exists) lang_buf_puts(b, " ine");
+        if (d->if_not_exists)
+            lang_buf_puts(b, " ine");
         if (s->kind == ST_DEFINE_QUEUE) {
             lang_buf_puts(b, " timeout=");
             lang_duration_format(d->timeout_ns, b);
@@ -158,18 +166,23 @@ dump_stmt(const Stmt *s, Buf *b)
         break;
     case ST_DEFINE_FIELD:
         lang_buf_printf(b, "field %s on %s", s->u.define_field.name, s->u.define_field.table);
-        if (s->u.define_field.type) lang_buf_printf(b, " type=%s", s->u.define_field.type);
-        if (s->u.define_field.required) lang_buf_puts(b, " required");
+        if (s->u.define_field.type)
+            lang_buf_printf(b, " type=%s", s->u.define_field.type);
+        if (s->u.define_field.required)
+            lang_buf_puts(b, " required");
         break;
     case ST_DEFINE_INDEX:
-        lang_buf_printf(b, "index %s on %s fields=", s->u.define_index.name, s->u.define_index.table);
+        lang_buf_printf(b, "index %s on %s fields=", s->u.define_index.name,
+                        s->u.define_index.table);
         for (size_t i = 0; i < s->u.define_index.nfields; i++)
             lang_buf_printf(b, "%s%s", i ? "," : "", s->u.define_index.fields[i]);
         break;
     case ST_CREATE:
     case ST_UPDATE:
-    case ST_UPSERT:   /* the file view's; never parsed */
-        lang_buf_puts(b, s->kind == ST_CREATE ? "create " : s->kind == ST_UPDATE ? "update " : "upsert ");
+    case ST_UPSERT: /* the file view's; never parsed */
+        lang_buf_puts(b, s->kind == ST_CREATE   ? "create "
+                         : s->kind == ST_UPDATE ? "update "
+                                                : "upsert ");
         dump_target(&s->u.write.target, b);
         if (s->u.write.mode == WRITE_NONE) {
             CHECK(s->u.write.content == NULL, "WRITE_NONE with content");
@@ -221,7 +234,9 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_RELEASE:
     case ST_RELEASE_ALL:
     case ST_TOUCH:
-        lang_buf_puts(b, s->kind == ST_RELEASE ? "release " : s->kind == ST_TOUCH ? "touch " : "release all ");
+        lang_buf_puts(b, s->kind == ST_RELEASE ? "release "
+                         : s->kind == ST_TOUCH ? "touch "
+                                               : "release all ");
         dump_target(&s->u.release.target, b);
         dump_clause("notbefore", s->u.release.not_before, b);
         if (s->u.release.for_consumer)
@@ -242,8 +257,8 @@ dump_stmt(const Stmt *s, Buf *b)
         break;
     case ST_ALTER_QUEUE: {
         /* the clauses given, by bit, then their values */
-        static const char *const bits[] = {"timeout", "attempts", "priority", "notbefore",
-                                           "dedup", "per", "every", "schema", "in"};
+        static const char *const bits[] = {"timeout", "attempts", "priority", "notbefore", "dedup",
+                                           "per",     "every",    "schema",   "in"};
         lang_buf_printf(b, "alter %s given=", s->u.alter.table);
         for (size_t i = 0, n = 0; i < sizeof bits / sizeof bits[0]; i++)
             if (s->u.alter.given & (1u << i))
@@ -374,7 +389,8 @@ static const struct {
     {"DEFINE QUEUE q TIMEOUT 1m ATTEMPTS 3 AT MOST 10 EVERY 1s PRIORITY BY p "
      "AT MOST 1 PER a.`b c` IN g;",
      "queue q timeout=1m attempts=3 priority=p per=1/a.b c every=10/1s in=g"},
-    {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1000000 EVERY 1ms;", "queue q timeout=1m every=1000000/1ms"},
+    {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1000000 EVERY 1ms;",
+     "queue q timeout=1m every=1000000/1ms"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
     {"RELEASE ALL FROM jobs;", "release all jobs"},
     {"RELEASE ALL FROM jobs FOR CONSUMER 'billing';", "release all jobs for billing"},
@@ -421,10 +437,12 @@ static const struct {
     {"SELECT value, type, url FROM t ORDER x", "select value,type,url from t order x"},
     {"SELECT * FROM t WHERE a == 1 OR a < 2 OR a <= 3 OR a > 4 OR a / 2 - 1 = 0",
      "select * from t where (or (or (or (or (= a 1) (< a 2)) (<= a 3)) (> a 4)) (= (- (/ a 2) 1) 0))"},
-    {"SELECT * FROM t WHERE x = -9223372036854775808", "select * from t where (= x -9223372036854775808)"},
+    {"SELECT * FROM t WHERE x = -9223372036854775808",
+     "select * from t where (= x -9223372036854775808)"},
     /* claim, release, consumer, transactions */
     {"CLAIM 5000 FROM jobs EXPLAIN", "claim 5000 from jobs explain"},
-    {"CLAIM jobs:'a/b' EXPLAIN", "claim 1 jobs:'a/b'"" explain"},
+    {"CLAIM jobs:'a/b' EXPLAIN", "claim 1 jobs:'a/b'"
+                                 " explain"},
     {"claim from:1", "claim 1 from:1"},
     {"RELEASE jobs:1 FOR CONSUMER billing NOT BEFORE time::now() + 1h",
      "release jobs:1 notbefore (+ time::now() 1h) for billing"},
@@ -443,7 +461,8 @@ static const struct {
     /* statements that fail: "ERROR: " and a fragment the message must contain */
     {"DEFINE QUEUE q TIMEOUT 1s PRIORITY BY p ATTEMPTS 3",
      "ERROR: ATTEMPTS must follow TIMEOUT, found it after PRIORITY BY at line 1, column 41"},
-    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMAFULL", "ERROR: SCHEMAFULL repeats the schema clause"},
+    {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMAFULL",
+     "ERROR: SCHEMAFULL repeats the schema clause"},
     {"DEFINE QUEUE q TIMEOUT 1s SCHEMAFULL SCHEMALESS",
      "ERROR: SCHEMALESS repeats the schema clause (SCHEMAFULL was given already) at line 1, column 38"},
     {"DEFINE QUEUE q TIMEOUT 1s IN a IN b", "ERROR: IN given twice"},
@@ -453,22 +472,29 @@ static const struct {
     {"DEFINE QUEUE jobs;",
      "ERROR: expected TIMEOUT after the queue name (a queue needs TIMEOUT), found ';' at line 1, column 18"},
     {"DEFINE QUEUE jobs ATTEMPTS 3 TIMEOUT 1s", "ERROR: a queue needs TIMEOUT"},
-    {"DEFINE QUEUE jobs TIMEOUT 30", "ERROR: expected a duration (such as 30s or 5m) after TIMEOUT, found '30'"},
+    {"DEFINE QUEUE jobs TIMEOUT 30",
+     "ERROR: expected a duration (such as 30s or 5m) after TIMEOUT, found '30'"},
     {"DEFINE QUEUE jobs TIMEOUT 0s", "ERROR: TIMEOUT must be a positive duration"},
-    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 0", "ERROR: expected a positive integer after ATTEMPTS, found '0'"},
-    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS -1", "ERROR: expected a positive integer after ATTEMPTS"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS 0",
+     "ERROR: expected a positive integer after ATTEMPTS, found '0'"},
+    {"DEFINE QUEUE jobs TIMEOUT 1s ATTEMPTS -1",
+     "ERROR: expected a positive integer after ATTEMPTS"},
     {"DEFINE QUEUE jobs TIMEOUT 1s WIBBLE", "ERROR: expected a queue clause"},
     {"DEFINE QUEUE jobs TIMEOUT 5x", "ERROR: invalid number or duration '5x'"},
     {"DEFINE QUEUE IF NOT q TIMEOUT 1s", "ERROR: expected EXISTS after IF NOT, found 'q'"},
     {"DEFINE COLLECTION c TIMEOUT 1s", "ERROR: expected SCHEMAFULL, SCHEMALESS, IN or ';'"},
     {"DEFINE FIELD f ON t TYPE thing", "ERROR: expected a type (any, bool, int"},
-    {"DEFINE FIELD f ON t TYPE option<int", "ERROR: '>' expected (to close '<' at line 1, column 32), found end of text"},
+    {"DEFINE FIELD f ON t TYPE option<int",
+     "ERROR: '>' expected (to close '<' at line 1, column 32), found end of text"},
     {"DEFINE FIELD f t", "ERROR: expected ON after the field name, found 't'"},
-    {"DEFINE INDEX i ON t", "ERROR: expected FIELDS after the table name, found end of text at line 1, column 20"},
-    {"DEFINE VIEW v", "ERROR: expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
+    {"DEFINE INDEX i ON t",
+     "ERROR: expected FIELDS after the table name, found end of text at line 1, column 20"},
+    {"DEFINE VIEW v",
+     "ERROR: expected QUEUE, COLLECTION, TABLE, FIELD or INDEX after DEFINE, found 'VIEW'"},
     {"CLAIM 0 FROM jobs", "ERROR: CLAIM 0 is not a claim"},
     {"CLAIM -3 FROM jobs", "ERROR: CLAIM -3 is not a claim"},
-    {"CLAIM jobs", "ERROR: expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
+    {"CLAIM jobs",
+     "ERROR: expected a count, FROM or a record id (table:key) after CLAIM, found 'jobs'"},
     {"CLAIM 2 jobs", "ERROR: expected FROM after the CLAIM count"},
     {"TOUCH jobs", "ERROR: expected a record id (table:key) after TOUCH, found 'jobs'"},
     {"RETRY jobs", "ERROR: expected a record id (table:key) or ALL FROM after RETRY"},
@@ -477,33 +503,44 @@ static const struct {
                          "DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN or DROP) after the "
                          "queue name"},
     {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "ERROR: TIMEOUT given twice at line 1, column 29"},
-    {"ALTER QUEUE jobs DROP TIMEOUT", "ERROR: expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
-                                      "AT MOST PER, AT MOST EVERY or IN after DROP"},
+    {"ALTER QUEUE jobs DROP TIMEOUT",
+     "ERROR: expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
+     "AT MOST PER, AT MOST EVERY or IN after DROP"},
     {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ERROR: ATTEMPTS given twice"},
     {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "ERROR: AT MOST … PER given twice"},
     {"ALTER QUEUE jobs DROP IN IN g", "ERROR: IN given twice"},
     {"ALTER QUEUE jobs DROP PRIORITY", "ERROR: expected BY after DROP PRIORITY, found end of text"},
-    {"ALTER QUEUE jobs DROP AT MOST 3", "ERROR: expected PER or EVERY after DROP AT MOST, found '3'"},
+    {"ALTER QUEUE jobs DROP AT MOST 3",
+     "ERROR: expected PER or EVERY after DROP AT MOST, found '3'"},
     {"ALTER QUEUE jobs WIBBLE", "ERROR: expected TIMEOUT, ATTEMPTS, PRIORITY BY"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 0 PER a", "ERROR: expected a positive integer after AT MOST, found '0'"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST -1 PER a", "ERROR: expected a positive integer after AT MOST"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1.5 PER a", "ERROR: expected a positive integer after AT MOST"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 0 PER a",
+     "ERROR: expected a positive integer after AT MOST, found '0'"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST -1 PER a",
+     "ERROR: expected a positive integer after AT MOST"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1.5 PER a",
+     "ERROR: expected a positive integer after AT MOST"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1000001 EVERY 1s",
      "ERROR: AT MOST 1000001 is above the greatest allowed, 1000000 at line 1, column 35"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2", "ERROR: expected PER or EVERY after AT MOST n, found end of text"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2",
+     "ERROR: expected PER or EVERY after AT MOST n, found end of text"},
     {"DEFINE QUEUE q TIMEOUT 1s AT LEAST 2 PER a", "ERROR: expected MOST after AT, found 'LEAST'"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 PER", "ERROR: expected a field name after AT MOST n PER"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 10", "ERROR: expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s", "ERROR: AT MOST n EVERY must be a positive duration"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b", "ERROR: AT MOST … PER given twice"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m", "ERROR: AT MOST … EVERY given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 10",
+     "ERROR: expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s",
+     "ERROR: AT MOST n EVERY must be a positive duration"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b",
+     "ERROR: AT MOST … PER given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m",
+     "ERROR: AT MOST … EVERY given twice"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a ATTEMPTS 2",
      "ERROR: ATTEMPTS must follow TIMEOUT, found it after AT MOST … PER"},
     {"CLAIM FROM jobs:1", "ERROR: expected ';' or end of text after the statement, found ':'"},
     {"RELEASE jobs", "ERROR: expected a record id (table:key) or ALL FROM after RELEASE"},
     {"RELEASE jobs:1 NOT BEFORE 1m NOT BEFORE 2m", "ERROR: NOT BEFORE given twice"},
     {"RELEASE jobs:1 FOR CONSUMER 'a' FOR CONSUMER 'b'", "ERROR: FOR CONSUMER given twice"},
-    {"RELEASE jobs:1 FOR CONSUMER 'a\\u0000b'", "ERROR: a consumer name cannot contain a NUL character"},
+    {"RELEASE jobs:1 FOR CONSUMER 'a\\u0000b'",
+     "ERROR: a consumer name cannot contain a NUL character"},
     {"RELEASE jobs:1 LATER", "ERROR: expected NOT BEFORE, FOR CONSUMER, BECAUSE or ';'"},
     {"RELEASE jobs:1 BECAUSE", "ERROR: expected a string after BECAUSE"},
     {"RELEASE jobs:1 BECAUSE 'a' BECAUSE 'b'", "ERROR: BECAUSE given twice"},
@@ -512,15 +549,19 @@ static const struct {
     {"USE jobs", "ERROR: expected CONSUMER after USE"},
     {"UPDATE t", "ERROR: expected '=', CONTENT or MERGE after the target"},
     {"CREATE t = ", "ERROR: expected an expression, found end of text"},
-    {"CREATE t:1 = {a: 1 b: 2}", "ERROR: '}' expected (to close '{' at line 1, column 14), found 'b' at line 1, column 20"},
-    {"CREATE t:1 = {\n  a: [1,\n  2", "ERROR: ']' expected (to close '[' at line 2, column 6), found end of text at line 3, column 4"},
-    {"CREATE t:1 = time::now(1 2)", "ERROR: ')' expected (to close '(' at line 1, column 23), found '2'"},
+    {"CREATE t:1 = {a: 1 b: 2}",
+     "ERROR: '}' expected (to close '{' at line 1, column 14), found 'b' at line 1, column 20"},
+    {"CREATE t:1 = {\n  a: [1,\n  2",
+     "ERROR: ']' expected (to close '[' at line 2, column 6), found end of text at line 3, column 4"},
+    {"CREATE t:1 = time::now(1 2)",
+     "ERROR: ')' expected (to close '(' at line 1, column 23), found '2'"},
     {"CREATE t:1 = {a 1}", "ERROR: expected ':' after the field name, found '1'"},
     {"CREATE t:1 = [1 2]", "ERROR: ']' expected (to close '[' at line 1, column 14), found '2'"},
     {"CREATE t:1 = [,]", "ERROR: expected an expression, found ','"},
     {"CREATE t:1 = f(1)", "ERROR: expected ';' or end of text after the statement, found '('"},
     {"CREATE t:1 = time::now(1,", "ERROR: expected an expression, found end of text"},
-    {"CREATE t:1 = (1", "ERROR: ')' expected (to close '(' at line 1, column 14), found end of text at line 1, column 16"},
+    {"CREATE t:1 = (1",
+     "ERROR: ')' expected (to close '(' at line 1, column 14), found end of text at line 1, column 16"},
     {"CREATE t:", "ERROR: expected a record key (integer, name or quoted string) after ':'"},
     {"CREATE t:1 = 9223372036854775808", "ERROR: integer 9223372036854775808 is out of range"},
     {"CREATE t:1 = 99999999999999999999", "ERROR: integer '99999999999999999999' is out of range"},
@@ -536,10 +577,12 @@ static const struct {
     {"DROP INDEX i", "ERROR: expected QUEUE, COLLECTION or TABLE after DROP"},
     {"FROB jobs", "ERROR: expected a statement (DEFINE"},
     {"`CLAIM` FROM jobs", "ERROR: expected a statement, found `CLAIM`"},
-    {"CLAIM FROM a CLAIM FROM b", "ERROR: expected ';' or end of text after the statement, found 'CLAIM' at line 1, column 14"},
+    {"CLAIM FROM a CLAIM FROM b",
+     "ERROR: expected ';' or end of text after the statement, found 'CLAIM' at line 1, column 14"},
     /* lexical errors */
     {"CREATE t:1 = 'abc", "ERROR: unterminated string starting at line 1, column 14"},
-    {"CLAIM FROM a;\n\n  CREATE t:1 = {a: \"abc\n", "ERROR: unterminated string starting at line 3, column 20"},
+    {"CLAIM FROM a;\n\n  CREATE t:1 = {a: \"abc\n",
+     "ERROR: unterminated string starting at line 3, column 20"},
     {"CREATE t:1 = 'a\tb'", "ERROR: control character (byte 0x09) in a string"},
     {"CREATE t:1 = 'a\\qb'", "ERROR: invalid escape '\\q' in a string at line 1, column 16"},
     {"CREATE t:1 = 'a\\0'", "ERROR: invalid escape '\\0'"},
@@ -548,7 +591,7 @@ static const struct {
     {"CREATE t:1 = '\\u12'", "ERROR: expected four hex digits after \\u"},
     {"CREATE t:1 = '\xff'", "ERROR: invalid UTF-8 in a string at line 1, column 15"},
     {"CREATE t:1 = 'a\xc0\x80'", "ERROR: invalid UTF-8"},
-    {"CREATE t:1 = '\xed\xa0\x80'", "ERROR: invalid UTF-8"},  /* an encoded surrogate */
+    {"CREATE t:1 = '\xed\xa0\x80'", "ERROR: invalid UTF-8"}, /* an encoded surrogate */
     {"CLAIM FROM a -- \xfe\n", "ERROR: invalid UTF-8 in a comment at line 1, column 17"},
     {"CLAIM FROM a /* é \xe9 */", "ERROR: invalid UTF-8 in a comment at line 1, column 20"},
     {"CLAIM FROM a /* open", "ERROR: unterminated comment starting at line 1, column 14"},
@@ -566,8 +609,8 @@ test_statements(void)
 {
     for (size_t i = 0; i < sizeof stmt_cases / sizeof stmt_cases[0]; i++) {
         char *got = parse_all(stmt_cases[i].sql, strlen(stmt_cases[i].sql));
-        CHECK(result_is(got, stmt_cases[i].want), "%s\n   got  %s\n   want %s",
-              stmt_cases[i].sql, got, stmt_cases[i].want);
+        CHECK(result_is(got, stmt_cases[i].want), "%s\n   got  %s\n   want %s", stmt_cases[i].sql,
+              got, stmt_cases[i].want);
         free(got);
     }
 }
@@ -577,11 +620,10 @@ test_statements(void)
 static void
 test_parser_walk(void)
 {
-    static const char text[] =
-        "DEFINE QUEUE jobs TIMEOUT 30s;\n"
-        "CREATE jobs:1 = { url: 'a' };\n"
-        "\n"
-        "  CLAIM FROM jobs; CLAIM 0 FROM jobs; CLAIM FROM jobs;\n";
+    static const char text[] = "DEFINE QUEUE jobs TIMEOUT 30s;\n"
+                               "CREATE jobs:1 = { url: 'a' };\n"
+                               "\n"
+                               "  CLAIM FROM jobs; CLAIM 0 FROM jobs; CLAIM FROM jobs;\n";
     Parser *p = lang_parser_new(text, sizeof text - 1);
     Stmt *s;
     LangError err = {0};
@@ -595,8 +637,7 @@ test_parser_walk(void)
     CHECK(rc == -1 && n == 3, "rc %d n %d", rc, n);
     CHECK(lines[0] == 1 && lines[1] == 2 && lines[2] == 4, "lines %d %d %d", lines[0], lines[1],
           lines[2]);
-    CHECK(strstr(err.message, "CLAIM 0 is not a claim") &&
-              strstr(err.message, "line 4, column 26"),
+    CHECK(strstr(err.message, "CLAIM 0 is not a claim") && strstr(err.message, "line 4, column 26"),
           "%s", err.message);
     lang_parser_free(p);
 
@@ -609,7 +650,8 @@ test_parser_walk(void)
     err = (LangError){0};
     CHECK(lang_parser_next(p, &s, &err) == 1, "first statement before the bad byte");
     lang_stmt_free(s);
-    CHECK(lang_parser_next(p, &s, &err) == -1 && strstr(err.message, "invalid UTF-8 at line 1, column 15"),
+    CHECK(lang_parser_next(p, &s, &err) == -1 &&
+              strstr(err.message, "invalid UTF-8 at line 1, column 15"),
           "%s", err.message);
     lang_parser_free(p);
 
@@ -642,7 +684,7 @@ test_parser_walk(void)
 /* ---- literals ---- */
 
 static const struct {
-    const char *text, *want;   /* its JSON, or "ERROR: fragment" */
+    const char *text, *want; /* its JSON, or "ERROR: fragment" */
 } literal_cases[] = {
     {"{\"a\": 1, \"b\": [true, false, null], \"c\": {\"d\": -2.5e3}, \"e\": \"x\\ny\"}",
      "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":-2500.0},\"e\":\"x\\ny\"}"},
@@ -691,7 +733,8 @@ static const struct {
     {"{a: 1,,}", "ERROR: expected a field name or '}', found ','"},
     {"{a 1}", "ERROR: expected ':' after the field name"},
     {"[1,", "ERROR: expected a value, found end of text"},
-    {"{\"a\": 1", "ERROR: '}' expected (to close '{' at line 1, column 1), found end of text at line 1, column 8"},
+    {"{\"a\": 1",
+     "ERROR: '}' expected (to close '{' at line 1, column 1), found end of text at line 1, column 8"},
     {"[1 2]", "ERROR: ']' expected (to close '[' at line 1, column 1), found '2'"},
     {"[1 -2]", "ERROR: record content must be a literal value, found '-'"},
     {"{a: [1] . b}", "ERROR: record content must be a literal value, found '.'"},
@@ -717,8 +760,8 @@ literal_result(const char *text)
     else if (rc == -1 && err.code == LANG_PARSE_ERROR && v.kind == VAL_NONE)
         lang_buf_printf(&b, "ERROR: %s", err.message);
     else
-        lang_buf_printf(&b, "WRONG ERROR (rc %d, code %d, kind %d): %s", rc, err.code,
-                        (int)v.kind, err.message);
+        lang_buf_printf(&b, "WRONG ERROR (rc %d, code %d, kind %d): %s", rc, err.code, (int)v.kind,
+                        err.message);
     lang_value_free(&v);
     return lang_buf_steal(&b);
 }
@@ -742,10 +785,12 @@ test_literals(void)
     if (v.kind == VAL_ARRAY && v.u.arr.len == 5) {
         Value *it = v.u.arr.items;
         CHECK(it[0].kind == VAL_DURATION && it[0].u.ns == INT64_C(5400000000000), "duration");
-        CHECK(it[1].kind == VAL_DATETIME && it[1].u.ns == INT64_C(1796083200000000000), "datetime %" PRId64, it[1].u.ns);
+        CHECK(it[1].kind == VAL_DATETIME && it[1].u.ns == INT64_C(1796083200000000000),
+              "datetime %" PRId64, it[1].u.ns);
         CHECK(it[2].kind == VAL_RECORD && strcmp(it[2].u.rec.table, "jobs") == 0 &&
                   it[2].u.rec.key->kind == VAL_STRING &&
-                  strcmp(it[2].u.rec.key->u.str.s, "bucket/key") == 0, "record");
+                  strcmp(it[2].u.rec.key->u.str.s, "bucket/key") == 0,
+              "record");
         CHECK(it[3].kind == VAL_FLOAT && it[4].kind == VAL_INT, "numbers");
     }
     lang_value_free(&v);
@@ -753,7 +798,8 @@ test_literals(void)
     /* a NUL byte in the text */
     static const char nul[] = "{a: 1}\0";
     CHECK(lang_literal_parse(nul, sizeof nul - 1, &v, &err) == -1 &&
-              strstr(err.message, "NUL byte at line 1, column 7"), "%s", err.message);
+              strstr(err.message, "NUL byte at line 1, column 7"),
+          "%s", err.message);
     lang_value_free(&v);
 
     /* 100000 levels of nesting */
@@ -762,16 +808,18 @@ test_literals(void)
         char *deep = malloc(n + 1);
         memset(deep, k ? '{' : '[', n);
         err = (LangError){0};
-        if (k) {  /* {a:{a:{a: … */
+        if (k) { /* {a:{a:{a: … */
             Buf b = {0};
             for (size_t i = 0; i < n; i++)
                 lang_buf_puts(&b, "{a:");
             CHECK(lang_literal_parse(b.data, b.len, &v, &err) == -1 &&
-                      strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
+                      strstr(err.message, "nesting deeper than 256 levels"),
+                  "%s", err.message);
             lang_buf_free(&b);
         } else {
             CHECK(lang_literal_parse(deep, n, &v, &err) == -1 &&
-                      strstr(err.message, "nesting deeper than 256 levels"), "%s", err.message);
+                      strstr(err.message, "nesting deeper than 256 levels"),
+                  "%s", err.message);
         }
         lang_value_free(&v);
         free(deep);
@@ -781,8 +829,9 @@ test_literals(void)
 static void
 test_literal_speed(void)
 {
-    const char *text = "{\"url\":\"https://example.test/a/b\",\"attempts\":3,\"tags\":[\"x\",\"y\"],"
-                       "\"due\":d'2026-12-01T08:00:00Z',\"ok\":true}";
+    const char *text =
+        "{\"url\":\"https://example.test/a/b\",\"attempts\":3,\"tags\":[\"x\",\"y\"],"
+        "\"due\":d'2026-12-01T08:00:00Z',\"ok\":true}";
     size_t len = strlen(text);
     int n = 20000;
     struct timespec t0, t1;
@@ -797,7 +846,8 @@ test_literal_speed(void)
         lang_value_free(&v);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;
+    double us =
+        ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / n;
     fprintf(stderr, "lang_literal_parse: %.2f us per small record\n", us);
     CHECK(us < 100.0, "%.2f us per record", us);
 }

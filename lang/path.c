@@ -39,7 +39,7 @@ void
 lang_path_set(Value *o, char *const *parts, size_t len, Value v)
 {
     if (!len) {
-        lang_value_free(&v);   /* no field to set */
+        lang_value_free(&v); /* no field to set */
         return;
     }
     for (size_t i = 0; i + 1 < len; i++) {

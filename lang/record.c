@@ -51,8 +51,7 @@ value_decode_record(StoreBytes v, Value *key, Value *fields)
     if (v.len < 9 || p[0] != RECORD_VALUE_FORMAT)
         return -1;
     uint64_t klen = be_get64(p + 1);
-    if (klen > v.len - 9 ||
-        lang_value_decode(p + 9, (size_t)klen, key) < 0 ||
+    if (klen > v.len - 9 || lang_value_decode(p + 9, (size_t)klen, key) < 0 ||
         lang_value_decode(p + 9 + klen, v.len - 9 - (size_t)klen, fields) < 0 ||
         fields->kind != VAL_OBJECT)
         return -1;
@@ -149,7 +148,8 @@ errors_view(const Record *r, int64_t now)
         if (i + STORE_ERRORS_KEPT >= n)
             lang_value_array_push(&a, error_view(&e));
     if (lapsed) {
-        e = (QueueError){r->attempts, r->claimed_until,
+        e = (QueueError){r->attempts,
+                         r->claimed_until,
                          {(const unsigned char *)QUEUE_LAPSED, strlen(QUEUE_LAPSED)}};
         lang_value_array_push(&a, error_view(&e));
     }
@@ -204,7 +204,8 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
     if (!def->is_queue)
         return NULL;
     const TableDecl *d = &def->decl;
-    *q = (StoreQueue){.table = def->id, .timeout_ns = d->timeout_ns,
+    *q = (StoreQueue){.table = def->id,
+                      .timeout_ns = d->timeout_ns,
                       .max_attempts = d->attempts,
                       .per_group = d->per_field ? d->per_group : 0,
                       .rate = d->rate_window_ns > 0 ? d->rate : 0,
@@ -255,8 +256,8 @@ lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t n
     Buf name = {0};
     lang_record_id_format(&id, &name);
     if (fence > 0)
-        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by hold %lld",
-                       name.data, (long long)fence);
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by hold %lld", name.data,
+                       (long long)fence);
     else
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer dead", name.data);
     lang_buf_free(&name);
@@ -281,20 +282,19 @@ lang_store_error(int status, const char *what, LangError *err)
         return lang_error_set(err, LANG_STORE_FULL, "the store is full while %s", what);
     case STORE_TOOBIG:
         return lang_error_set(err, LANG_TOO_LARGE,
-                              "an identity or key is longer than %d bytes while %s",
-                              STORE_MAX_KEY, what);
+                              "an identity or key is longer than %d bytes while %s", STORE_MAX_KEY,
+                              what);
     default:
         if (*store_error_detail())
-            return lang_error_set(err, LANG_STORE_ERROR, "%s while %s (%s)",
-                                  store_strerror(status), what, store_error_detail());
-        return lang_error_set(err, LANG_STORE_ERROR, "%s while %s", store_strerror(status),
-                              what);
+            return lang_error_set(err, LANG_STORE_ERROR, "%s while %s (%s)", store_strerror(status),
+                                  what, store_error_detail());
+        return lang_error_set(err, LANG_STORE_ERROR, "%s while %s", store_strerror(status), what);
     }
 }
 
 LangErrorCode
 lang_record_missing(int status, const TableDef *def, const Value *key, const char *what,
-               LangError *err)
+                    LangError *err)
 {
     if (status != STORE_NOTFOUND && status != STORE_TOOBIG && status != STORE_CONFLICT)
         return lang_store_error(status, what, err);
@@ -400,8 +400,10 @@ lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool crea
     if ((rc = lang_record_filing(def, &r->key, &r->fields, &order, &not_before, &group, err)))
         goto done;
     StoreQueue q;
-    StoreRecord sr = {.key = {key.data, key.len}, .value = {val.data, val.len},
-                      .order = {order.data, order.len}, .not_before = not_before,
+    StoreRecord sr = {.key = {key.data, key.len},
+                      .value = {val.data, val.len},
+                      .order = {order.data, order.len},
+                      .not_before = not_before,
                       .group = {group.data, group.len}};
     int status = create ? store_record_create(txn, def->id, lang_record_queue(def, &q), &sr)
                         : store_record_update(txn, def->id, lang_record_queue(def, &q), &sr);
@@ -427,8 +429,8 @@ done:
 /* What a refile's "file" callback needs (see lang_record_refile). */
 typedef struct Refile {
     const TableDef *old, *def;
-    bool  same_not_before;   /* the NOT BEFORE field did not change */
-    Buf   order, group;
+    bool same_not_before; /* the NOT BEFORE field did not change */
+    Buf order, group;
     Record r;
     LangError *err;
 } Refile;
@@ -463,11 +465,12 @@ lang_record_refile(StoreTxn *txn, const TableDef *old, const TableDef *def, bool
                    LangError *err)
 {
     StoreQueue q;
-    Refile rf = {.old = old, .def = def,
+    Refile rf = {.old = old,
+                 .def = def,
                  .same_not_before = same_text(old->decl.not_before, def->decl.not_before),
                  .err = err};
-    int rc = store_queue_refile(txn, lang_record_queue(def, &q), by_fields ? refile_one : NULL,
-                                &rf);
+    int rc =
+        store_queue_refile(txn, lang_record_queue(def, &q), by_fields ? refile_one : NULL, &rf);
     lang_buf_free(&rf.order);
     lang_buf_free(&rf.group);
     lang_record_free(&rf.r);
@@ -577,7 +580,6 @@ field_declared(const TableDef *def, const char *name)
     return false;
 }
 
-
 LangErrorCode
 lang_record_validate(const TableDef *def, Value *fields, LangError *err)
 {
@@ -597,12 +599,12 @@ lang_record_validate(const TableDef *def, Value *fields, LangError *err)
         Value *v = field_slot(fields, f->name);
         bool absent = !v || v->kind == VAL_NONE || v->kind == VAL_NULL;
         if (f->required && absent)
-            return lang_error_set(err, LANG_SCHEMA_VIOLATION,
-                                  "field '%s' of '%s' is REQUIRED", f->name, table);
+            return lang_error_set(err, LANG_SCHEMA_VIOLATION, "field '%s' of '%s' is REQUIRED",
+                                  f->name, table);
         if (v && f->type && !(absent && !f->required) && !type_accepts(f->type, v))
             return lang_error_set(err, LANG_SCHEMA_VIOLATION,
-                                  "field '%s' of '%s' must be of TYPE %s, not %s", f->name,
-                                  table, f->type, lang_value_kind_name(v->kind));
+                                  "field '%s' of '%s' must be of TYPE %s, not %s", f->name, table,
+                                  f->type, lang_value_kind_name(v->kind));
     }
     return LANG_OK;
 }

@@ -124,8 +124,8 @@ lang_session_read(LangSession *s, StoreTxn **txn, LangError *err)
 }
 
 LangErrorCode
-lang_session_write(LangSession *s, int (*fn)(StoreTxn *txn, void *ctx), void *ctx,
-                   const char *what, LangError *err)
+lang_session_write(LangSession *s, int (*fn)(StoreTxn *txn, void *ctx), void *ctx, const char *what,
+                   LangError *err)
 {
     int rc = store_write(s->store, fn, ctx);
     if (rc > 0)

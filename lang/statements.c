@@ -284,8 +284,7 @@ alter_queue(Exec *x, const Stmt *st, TableDef *def)
                      !str_same(o->not_before, d->not_before) ||
                      !str_same(o->per_field, d->per_field);
     bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group;
-    LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, def, by_fields, x->err)
-                              : LANG_OK;
+    LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, def, by_fields, x->err) : LANG_OK;
     lang_table_def_free(&old);
     return rc ? rc : save_def(x, def);
 }
@@ -353,8 +352,7 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
     const Value *named = t->id.kind == VAL_RECORD ? t->id.u.rec.key : NULL;
     bool repeat = false;
     if (eval_content(x, st->u.write.content, NULL, &r.fields) ||
-        strip_id(x, &r.fields, t->table, named) ||
-        guard_engine_fields(x, def, NULL, &r.fields) ||
+        strip_id(x, &r.fields, t->table, named) || guard_engine_fields(x, def, NULL, &r.fields) ||
         lang_record_validate(def, &r.fields, x->err))
         goto done;
     if (named) {
@@ -394,7 +392,7 @@ changed_key(Buf *keys, const Value *key)
 /* What an UPDATE runs with: the statement, and its answer so far. */
 typedef struct UpdateRun {
     const Stmt *st;
-    Value      *results;
+    Value *results;
 } UpdateRun;
 
 /* Updates record "r", whose view "view" the UPDATE's WHERE holds for:
@@ -472,7 +470,7 @@ static bool
 delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence)
 {
     if (x->alone)
-        store_txn_last(x->txn);   /* what follows a delete that fails only reads */
+        store_txn_last(x->txn); /* what follows a delete that fails only reads */
     int rc = delete_stored(x, def, t->id.u.rec.key, fence);
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
         return false;

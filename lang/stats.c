@@ -34,9 +34,9 @@ typedef struct Figures {
     const TableDef *def;
     int64_t now;
     int64_t records, ready, held, delayed, dead;
-    int64_t grouped, groups_full;   /* AT MOST … PER: see StoreQueueCounts */
-    int64_t oldest_ready;     /* the head's available_at; 0: nothing ready */
-    int64_t counters[4];      /* claims, releases, lapses, deletes */
+    int64_t grouped, groups_full; /* AT MOST … PER: see StoreQueueCounts */
+    int64_t oldest_ready;         /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];          /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
@@ -61,7 +61,7 @@ count_record(void *ctx, const StoreRecord *sr)
 
 typedef struct StatsOut {
     int64_t now;
-    Value  *out;
+    Value *out;
     LangError *err;
 } StatsOut;
 
@@ -132,9 +132,8 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     lang_value_object_set(&o, "dead", lang_value_int(f.dead));
     lang_value_object_set(&o, "grouped", lang_value_int(f.grouped));
     lang_value_object_set(&o, "groups_at_limit", lang_value_int(f.groups_full));
-    double age = f.oldest_ready && so->now > f.oldest_ready
-                     ? (double)(so->now - f.oldest_ready) / 1e9
-                     : 0.0;
+    double age =
+        f.oldest_ready && so->now > f.oldest_ready ? (double)(so->now - f.oldest_ready) / 1e9 : 0.0;
     lang_value_object_set(&o, "oldest_ready_age_seconds", lang_value_float(age));
     lang_value_object_set(&o, "paused", lang_value_bool(def->paused));
     static const char *const counters[] = {"claims", "releases", "lapses", "deletes"};
@@ -161,8 +160,8 @@ lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err)
 
 typedef struct Metrics {
     LangSession *s;
-    Value        queues;   /* array of figure objects */
-    LangError   *err;
+    Value queues; /* array of figure objects */
+    LangError *err;
 } Metrics;
 
 static int
@@ -176,7 +175,7 @@ gather_queue(void *ctx, const char *name)
     if (err.code == LANG_OK)
         lang_value_array_push(&m->queues, o);
     else if (err.code != LANG_WRONG_KIND && err.code != LANG_NO_SUCH_TABLE &&
-             err.code != LANG_PERMISSION)   /* metrics show what the caller may read */
+             err.code != LANG_PERMISSION) /* metrics show what the caller may read */
         *m->err = err;
     return m->err->code != LANG_OK;
 }
@@ -242,7 +241,7 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
     };
     for (size_t i = 0; !err->code && i < sizeof metrics / sizeof metrics[0]; i++) {
         lang_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", metrics[i].metric, metrics[i].help,
-                   metrics[i].metric, metrics[i].type);
+                        metrics[i].metric, metrics[i].type);
         for (size_t q = 0; q < m.queues.u.arr.len; q++) {
             const Value *fig = &m.queues.u.arr.items[q];
             const Value *name = lang_value_object_get(fig, "queue");
@@ -270,8 +269,8 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
 typedef struct QueueKeyWalk {
     const TableDef *def;
     int64_t now;
-    int (*held)(void *ctx, const Value *key, int64_t hold);   /* or NULL */
-    int (*dead)(void *ctx, const Value *key);                 /* or NULL */
+    int (*held)(void *ctx, const Value *key, int64_t hold); /* or NULL */
+    int (*dead)(void *ctx, const Value *key);               /* or NULL */
     void *ctx;
     LangError *err;
 } QueueKeyWalk;
@@ -327,16 +326,15 @@ walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
 
 LangErrorCode
 lang_view_held(LangSession *s, const char *table,
-               int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
-               LangError *err)
+               int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx, LangError *err)
 {
     QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, ctx, err};
     return with_queue(s, table, walk_keys, &w, err);
 }
 
 LangErrorCode
-lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
-               void *ctx, LangError *err)
+lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key), void *ctx,
+               LangError *err)
 {
     QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, ctx, err};
     return with_queue(s, table, walk_keys, &w, err);

@@ -15,24 +15,24 @@
 
 /* Where a streamed SELECT is: the next chunk starts after "after". */
 typedef struct SelectCursor {
-    bool     begun;   /* its checks passed and "[" was written */
-    uint32_t table;   /* the table's id when it began */
-    Buf      after;   /* the store key of the last record looked at */
-    int64_t  rows;    /* rows written (LIMIT) */
-    int64_t  now;     /* the statement's instant, the same for every chunk */
+    bool begun;     /* its checks passed and "[" was written */
+    uint32_t table; /* the table's id when it began */
+    Buf after;      /* the store key of the last record looked at */
+    int64_t rows;   /* rows written (LIMIT) */
+    int64_t now;    /* the statement's instant, the same for every chunk */
 } SelectCursor;
 
 /* The work a session keeps between lang_session_start and
  * lang_session_continue. */
 typedef struct LangStream {
-    Stmt    **stmts;      /* parsed statements still to run, from "next" */
-    size_t    n, next;
-    LangError parse_err;  /* the text after them that did not parse */
-    Stmt     *current;    /* in progress: a CLAIM … WAIT or a streamed SELECT */
-    int64_t   deadline;   /* CLAIM … WAIT: the instant it answers [] */
-    SelectCursor cur;     /* streamed SELECT; UPDATE: "begun" and "table" */
-    Buf       keys;       /* UPDATE: the changed records' keys (lang_keys_push) */
-    size_t    key_off;    /* UPDATE: where the next chunk of its answer starts */
+    Stmt **stmts; /* parsed statements still to run, from "next" */
+    size_t n, next;
+    LangError parse_err; /* the text after them that did not parse */
+    Stmt *current;       /* in progress: a CLAIM … WAIT or a streamed SELECT */
+    int64_t deadline;    /* CLAIM … WAIT: the instant it answers [] */
+    SelectCursor cur;    /* streamed SELECT; UPDATE: "begun" and "table" */
+    Buf keys;            /* UPDATE: the changed records' keys (lang_keys_push) */
+    size_t key_off;      /* UPDATE: where the next chunk of its answer starts */
 } LangStream;
 
 void
@@ -83,19 +83,18 @@ resumable(const LangSession *s, const Stmt *st)
         return st->u.claim.wait_ns && !st->u.claim.explain;
     if (st->kind == ST_UPDATE)
         return st->u.write.target.id.kind != VAL_RECORD;
-    return st->kind == ST_SELECT && st->u.select.from.id.kind != VAL_RECORD &&
-           !st->u.select.norder;
+    return st->kind == ST_SELECT && st->u.select.from.id.kind != VAL_RECORD && !st->u.select.norder;
 }
 
 /* What one chunk of a streamed SELECT walks with. */
 typedef struct ChunkWalk {
-    Exec         *x;
-    const Stmt   *st;
+    Exec *x;
+    const Stmt *st;
     const TableDef *def;
     SelectCursor *cur;
-    size_t        room;
-    size_t        looked;
-    bool          full;   /* stopped for room: more may follow */
+    size_t room;
+    size_t looked;
+    bool full; /* stopped for room: more may follow */
 } ChunkWalk;
 
 /* Writes record "value" as the next row when WHERE holds; stops (-1)
@@ -108,7 +107,7 @@ chunk_row(void *ctx, const StoreRecord *sr)
     SelectCursor *c = w->cur;
     const Buf *after = &c->after;
     if (after->len && key.len == after->len && memcmp(key.data, after->data, key.len) == 0)
-        return 0;   /* the last record of the chunk before */
+        return 0; /* the last record of the chunk before */
     if (w->st->u.select.limit >= 0 && c->rows >= w->st->u.select.limit)
         return -1;
     if (w->x->out->len >= w->room || w->looked >= CHUNK_RECORDS) {
@@ -161,7 +160,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
         store_txn_abort(txn);
         if (first)
             return err->code;
-        lang_buf_puts(out, "]\n");   /* dropped meanwhile: no more records */
+        lang_buf_puts(out, "]\n"); /* dropped meanwhile: no more records */
         return LANG_OK;
     }
     if (first) {
@@ -196,9 +195,9 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
  * of the records it changed go. */
 typedef struct UpdateRun {
     LangSession *s;
-    const Stmt  *st;
-    Buf         *keys;
-    LangError   *err;
+    const Stmt *st;
+    Buf *keys;
+    LangError *err;
 } UpdateRun;
 
 static int

@@ -7,8 +7,8 @@ LangErrorCode
 lang_table_name_check(const char *name, size_t len, LangError *err)
 {
     if (len == 0 || len > LANG_TABLE_NAME_MAX)
-        return lang_error_set(err, LANG_PARSE_ERROR,
-                              "a table name is 1 to %d bytes, not %zu", LANG_TABLE_NAME_MAX, len);
+        return lang_error_set(err, LANG_PARSE_ERROR, "a table name is 1 to %d bytes, not %zu",
+                              LANG_TABLE_NAME_MAX, len);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
             return lang_error_set(err, LANG_PARSE_ERROR,

@@ -5,7 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define NS_PER_SEC   INT64_C(1000000000)
+#define NS_PER_SEC INT64_C(1000000000)
 #define SECS_PER_DAY INT64_C(86400)
 
 /* ---- durations ---- */
@@ -14,15 +14,15 @@
  * lang_duration_parse reads ("alias" spellings are read, never written). */
 static const struct {
     const char *name;
-    uint64_t    ns;
-    bool        alias;
+    uint64_t ns;
+    bool alias;
 } duration_units[] = {
-    {"y",  UINT64_C(365) * 86400 * 1000000000, false},
-    {"w",  UINT64_C(7) * 86400 * 1000000000, false},
-    {"d",  UINT64_C(86400) * 1000000000, false},
-    {"h",  UINT64_C(3600) * 1000000000, false},
-    {"m",  UINT64_C(60) * 1000000000, false},
-    {"s",  UINT64_C(1000000000), false},
+    {"y", UINT64_C(365) * 86400 * 1000000000, false},
+    {"w", UINT64_C(7) * 86400 * 1000000000, false},
+    {"d", UINT64_C(86400) * 1000000000, false},
+    {"h", UINT64_C(3600) * 1000000000, false},
+    {"m", UINT64_C(60) * 1000000000, false},
+    {"s", UINT64_C(1000000000), false},
     {"ms", UINT64_C(1000000), false},
     {"us", UINT64_C(1000), false},
     {"\xc2\xb5s", UINT64_C(1000), true},
@@ -224,25 +224,21 @@ lang_datetime_parse(const char *s, size_t len, int64_t *ns_out)
     if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
         return -1;
     if (pos < len) {
-        if (!read_char(s, len, &pos, "Tt ") ||
-            !read_digits(s, len, &pos, 2, &h) || !read_char(s, len, &pos, ":") ||
-            !read_digits(s, len, &pos, 2, &mi) || !read_char(s, len, &pos, ":") ||
-            !read_digits(s, len, &pos, 2, &sec) ||
-            !read_fraction(s, len, &pos, &nanos) ||
-            !read_zone(s, len, &pos, &offset) || pos != len)
+        if (!read_char(s, len, &pos, "Tt ") || !read_digits(s, len, &pos, 2, &h) ||
+            !read_char(s, len, &pos, ":") || !read_digits(s, len, &pos, 2, &mi) ||
+            !read_char(s, len, &pos, ":") || !read_digits(s, len, &pos, 2, &sec) ||
+            !read_fraction(s, len, &pos, &nanos) || !read_zone(s, len, &pos, &offset) || pos != len)
             return -1;
         if (h > 23 || mi > 59 || sec > 59)
             return -1;
     }
-    int64_t secs = days_from_civil(y, mo, d) * SECS_PER_DAY +
-                   h * 3600 + mi * 60 + sec - offset;
+    int64_t secs = days_from_civil(y, mo, d) * SECS_PER_DAY + h * 3600 + mi * 60 + sec - offset;
     int64_t ns;
-    if (secs < 0 && nanos > 0) {   /* keep the product in range near INT64_MIN */
+    if (secs < 0 && nanos > 0) { /* keep the product in range near INT64_MIN */
         secs++;
         nanos -= NS_PER_SEC;
     }
-    if (__builtin_mul_overflow(secs, NS_PER_SEC, &ns) ||
-        __builtin_add_overflow(ns, nanos, &ns))
+    if (__builtin_mul_overflow(secs, NS_PER_SEC, &ns) || __builtin_add_overflow(ns, nanos, &ns))
         return -1;
     *ns_out = ns;
     return 0;
@@ -273,7 +269,7 @@ lang_datetime_format(int64_t ns, Buf *out)
         lang_buf_put_digits(out, (uint64_t)parts[i], 2);
     }
     if (nanos) {
-        int width = 9;   /* the fraction without its trailing zeros */
+        int width = 9; /* the fraction without its trailing zeros */
         for (; nanos % 10 == 0; nanos /= 10)
             width--;
         lang_buf_putc(out, '.');

@@ -16,7 +16,7 @@ typedef struct TimeForm {
  * written back. */
 typedef struct TimeCase {
     const char *text;
-    int64_t     ns;
+    int64_t ns;
     const char *formatted;
 } TimeCase;
 
@@ -28,8 +28,8 @@ check_time_cases(const TimeForm *form, const TimeCase *cases, size_t n)
     for (size_t i = 0; i < n; i++) {
         int64_t ns = 12345;
         int rc = form->parse(cases[i].text, strlen(cases[i].text), &ns);
-        CHECK(rc == 0 && ns == cases[i].ns, "%s %s: rc %d ns %" PRId64 " want %" PRId64,
-              form->name, cases[i].text, rc, ns, cases[i].ns);
+        CHECK(rc == 0 && ns == cases[i].ns, "%s %s: rc %d ns %" PRId64 " want %" PRId64, form->name,
+              cases[i].text, rc, ns, cases[i].ns);
         Buf b = {0};
         form->format(cases[i].ns, &b);
         CHECK_STR(b.data, cases[i].formatted);
@@ -79,9 +79,16 @@ test_durations(void)
     };
     check_time_cases(&duration, cases, sizeof cases / sizeof cases[0]);
     static const char *const rejects[] = {
-        "", "5", "1x", "99999999999999999999s", "1h30", "h", "-1s", "+1s", " 1s",
-        "1s ", "1.5h", "1 s", "300y", "9223372036854775807ns1ns", "1M", "1mss", "1\xc2s",
-        "1u", "1n",
+        "",       "5",
+        "1x",     "99999999999999999999s",
+        "1h30",   "h",
+        "-1s",    "+1s",
+        " 1s",    "1s ",
+        "1.5h",   "1 s",
+        "300y",   "9223372036854775807ns1ns",
+        "1M",     "1mss",
+        "1\xc2s", "1u",
+        "1n",
     };
     check_time_rejects(&duration, rejects, sizeof rejects / sizeof rejects[0]);
     /* length is honoured: "1h30m" cut to "1h3" is a bad duration */
@@ -133,23 +140,50 @@ test_datetimes(void)
     };
     check_time_cases(&datetime, cases, sizeof cases / sizeof cases[0]);
     static const char *const rejects[] = {
-        "", "2026-13-01T00:00:00Z", "2026-00-01T00:00:00Z", "2026-02-30T00:00:00Z",
-        "2023-02-29T00:00:00Z", "1900-02-29", "2026-04-31", "2026-01-00",
-        "2300-01-01T00:00:00Z", "1600-01-01T00:00:00Z", "0000-01-01", "9999-12-31",
-        "2262-04-11T23:47:16.854775808Z", "1677-09-21T00:12:43.145224191Z",
+        "",
+        "2026-13-01T00:00:00Z",
+        "2026-00-01T00:00:00Z",
+        "2026-02-30T00:00:00Z",
+        "2023-02-29T00:00:00Z",
+        "1900-02-29",
+        "2026-04-31",
+        "2026-01-00",
+        "2300-01-01T00:00:00Z",
+        "1600-01-01T00:00:00Z",
+        "0000-01-01",
+        "9999-12-31",
+        "2262-04-11T23:47:16.854775808Z",
+        "1677-09-21T00:12:43.145224191Z",
         "2262-04-11T23:47:16.854775807-00:01",
-        "2026-12-01T24:00:00Z", "2026-12-01T23:60:00Z", "2026-12-01T23:59:60Z",
-        "2026-12-01T08:00:00", "2026-12-01T08:00:00+25:00", "2026-12-01T08:00:00+02:60",
-        "2026-12-01T08:00:00+0200", "2026-12-01T08:00:00+02", "2026-12-01T08:00:00.Z",
-        "2026-12-01T08:00:00.1234567890Z", "2026-12-01T08:00Z", "26-12-01", "2026-12-01T",
-        "2026-12-01X08:00:00Z", "2026-12-01T08:00:00Zjunk", "2026-12-01T08:00:00ZZ",
-        "+2026-12-01", "2026-1-01", "2026-12-01T8:00:00Z", " 2026-12-01",
-        "2026-12-01 ", "2026/12/01", "abcd-ef-gh",
+        "2026-12-01T24:00:00Z",
+        "2026-12-01T23:60:00Z",
+        "2026-12-01T23:59:60Z",
+        "2026-12-01T08:00:00",
+        "2026-12-01T08:00:00+25:00",
+        "2026-12-01T08:00:00+02:60",
+        "2026-12-01T08:00:00+0200",
+        "2026-12-01T08:00:00+02",
+        "2026-12-01T08:00:00.Z",
+        "2026-12-01T08:00:00.1234567890Z",
+        "2026-12-01T08:00Z",
+        "26-12-01",
+        "2026-12-01T",
+        "2026-12-01X08:00:00Z",
+        "2026-12-01T08:00:00Zjunk",
+        "2026-12-01T08:00:00ZZ",
+        "+2026-12-01",
+        "2026-1-01",
+        "2026-12-01T8:00:00Z",
+        " 2026-12-01",
+        "2026-12-01 ",
+        "2026/12/01",
+        "abcd-ef-gh",
     };
     check_time_rejects(&datetime, rejects, sizeof rejects / sizeof rejects[0]);
     int64_t ns;
     CHECK(lang_datetime_parse("2026-12-01T08:00:00Z", 10, &ns) == 0 &&
-              ns == INT64_C(1796083200) * SEC, "length honoured");
+              ns == INT64_C(1796083200) * SEC,
+          "length honoured");
 }
 
 int

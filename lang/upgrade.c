@@ -12,7 +12,7 @@
 /* What the StoreRecord given back points into, until the next call: an
  * upgrade runs in one transaction of one thread. */
 static _Thread_local struct {
-    Buf   value;
+    Buf value;
     char *consumer, *instance;
 } kept;
 
@@ -69,18 +69,19 @@ lang_record_upgrade(void *ctx, StoreBytes table_def, StoreBytes old_value, Store
     Value key = lang_value_none(), fields = lang_value_none();
     int rc = -1;
     if (klen <= rest && lang_value_decode(t, (size_t)klen, &key) == 0 &&
-        lang_value_decode(t + klen, rest - (size_t)klen, &fields) == 0 && fields.kind == VAL_OBJECT) {
+        lang_value_decode(t + klen, rest - (size_t)klen, &fields) == 0 &&
+        fields.kind == VAL_OBJECT) {
         out->attempts = int_field(&fields, FIELD_ATTEMPTS, VAL_INT);
         out->hold = int_field(&fields, FIELD_HOLD, VAL_INT);
         out->claimed_until = int_field(&fields, FIELD_CLAIMED_UNTIL, VAL_DATETIME);
         kept.consumer = by_field(&fields, "consumer");
-        if (!out->claimed_until)   /* no hold since the last release */
+        if (!out->claimed_until) /* no hold since the last release */
             free(kept.instance), kept.instance = NULL;
         if (out->attempts && !out->claimed)
-            out->claimed = out->changed;   /* claimed once: format 1 kept no instant */
-        for (const char *const *f = (const char *const[]){FIELD_ATTEMPTS, FIELD_HOLD,
-                                                            FIELD_CLAIMED_UNTIL,
-                                                            FIELD_CLAIMED_BY, NULL};
+            out->claimed = out->changed; /* claimed once: format 1 kept no instant */
+        for (const char *const *f =
+                 (const char *const[]){FIELD_ATTEMPTS, FIELD_HOLD, FIELD_CLAIMED_UNTIL,
+                                       FIELD_CLAIMED_BY, NULL};
              *f; f++)
             lang_value_object_remove(&fields, *f);
         Record r = {.key = key, .fields = fields};

@@ -90,9 +90,7 @@ void
 lang_value_free(Value *v)
 {
     switch (v->kind) {
-    case VAL_STRING:
-        free(v->u.str.s);
-        break;
+    case VAL_STRING: free(v->u.str.s); break;
     case VAL_RECORD:
         free(v->u.rec.table);
         if (v->u.rec.key) {
@@ -113,8 +111,7 @@ lang_value_free(Value *v)
         free(v->u.obj.keys);
         free(v->u.obj.vals);
         break;
-    default:
-        break;
+    default: break;
     }
     memset(v, 0, sizeof *v);
     v->kind = VAL_NONE;
@@ -125,8 +122,7 @@ lang_value_clone(const Value *v)
 {
     Value c = *v;
     switch (v->kind) {
-    case VAL_STRING:
-        return lang_value_string(v->u.str.s, v->u.str.len);
+    case VAL_STRING: return lang_value_string(v->u.str.s, v->u.str.len);
     case VAL_RECORD:
         c.u.rec.table = lang_xstrdup(v->u.rec.table);
         c.u.rec.key = lang_xmalloc(sizeof *c.u.rec.key);
@@ -147,8 +143,7 @@ lang_value_clone(const Value *v)
             c.u.obj.vals[i] = lang_value_clone(&v->u.obj.vals[i]);
         }
         return c;
-    default:
-        return c;
+    default: return c;
     }
 }
 
@@ -281,17 +276,17 @@ static int
 kind_rank(ValueKind k)
 {
     switch (k) {
-    case VAL_NONE:     return 0;
-    case VAL_NULL:     return 1;
-    case VAL_BOOL:     return 2;
+    case VAL_NONE: return 0;
+    case VAL_NULL: return 1;
+    case VAL_BOOL: return 2;
     case VAL_INT:
-    case VAL_FLOAT:    return 3;
-    case VAL_STRING:   return 4;
+    case VAL_FLOAT: return 3;
+    case VAL_STRING: return 4;
     case VAL_DURATION: return 5;
     case VAL_DATETIME: return 6;
-    case VAL_RECORD:   return 7;
-    case VAL_ARRAY:    return 8;
-    case VAL_OBJECT:   return 9;
+    case VAL_RECORD: return 7;
+    case VAL_ARRAY: return 8;
+    case VAL_OBJECT: return 9;
     }
     return 10;
 }
@@ -322,10 +317,10 @@ cmp_int_float(int64_t i, double f)
         return -1;
     if (f < -0x1p63)
         return 1;
-    int64_t t = (int64_t)f;           /* truncation; exact for |f| < 2^63 */
+    int64_t t = (int64_t)f; /* truncation; exact for |f| < 2^63 */
     if (i != t)
         return cmp_i64(i, t);
-    double frac = f - (double)t;      /* exact */
+    double frac = f - (double)t; /* exact */
     return (frac < 0) - (frac > 0);
 }
 
@@ -403,24 +398,16 @@ lang_value_compare(const Value *a, const Value *b)
     if (ra != rb)
         return ra < rb ? -1 : 1;
     switch (a->kind) {
-    case VAL_BOOL:
-        return (int)a->u.b - (int)b->u.b;
+    case VAL_BOOL: return (int)a->u.b - (int)b->u.b;
     case VAL_INT:
-    case VAL_FLOAT:
-        return cmp_number(a, b);
-    case VAL_STRING:
-        return cmp_bytes(a->u.str.s, a->u.str.len, b->u.str.s, b->u.str.len);
+    case VAL_FLOAT: return cmp_number(a, b);
+    case VAL_STRING: return cmp_bytes(a->u.str.s, a->u.str.len, b->u.str.s, b->u.str.len);
     case VAL_DURATION:
-    case VAL_DATETIME:
-        return cmp_i64(a->u.ns, b->u.ns);
-    case VAL_RECORD:
-        return cmp_record(&a->u.rec, &b->u.rec);
-    case VAL_ARRAY:
-        return cmp_array(a, b);
-    case VAL_OBJECT:
-        return cmp_object(a, b);
-    default:
-        return 0;
+    case VAL_DATETIME: return cmp_i64(a->u.ns, b->u.ns);
+    case VAL_RECORD: return cmp_record(&a->u.rec, &b->u.rec);
+    case VAL_ARRAY: return cmp_array(a, b);
+    case VAL_OBJECT: return cmp_object(a, b);
+    default: return 0;
     }
 }
 
@@ -435,22 +422,14 @@ lang_value_truthy(const Value *v)
 {
     switch (v->kind) {
     case VAL_NONE:
-    case VAL_NULL:
-        return false;
-    case VAL_BOOL:
-        return v->u.b;
-    case VAL_INT:
-        return v->u.i != 0;
-    case VAL_FLOAT:
-        return v->u.f != 0.0;
-    case VAL_STRING:
-        return v->u.str.len != 0;
-    case VAL_ARRAY:
-        return v->u.arr.len != 0;
-    case VAL_OBJECT:
-        return v->u.obj.len != 0;
-    default:
-        return true;
+    case VAL_NULL: return false;
+    case VAL_BOOL: return v->u.b;
+    case VAL_INT: return v->u.i != 0;
+    case VAL_FLOAT: return v->u.f != 0.0;
+    case VAL_STRING: return v->u.str.len != 0;
+    case VAL_ARRAY: return v->u.arr.len != 0;
+    case VAL_OBJECT: return v->u.obj.len != 0;
+    default: return true;
     }
 }
 
@@ -458,17 +437,17 @@ const char *
 lang_value_kind_name(ValueKind k)
 {
     switch (k) {
-    case VAL_NONE:     return "none";
-    case VAL_NULL:     return "null";
-    case VAL_BOOL:     return "bool";
-    case VAL_INT:      return "int";
-    case VAL_FLOAT:    return "float";
-    case VAL_STRING:   return "string";
+    case VAL_NONE: return "none";
+    case VAL_NULL: return "null";
+    case VAL_BOOL: return "bool";
+    case VAL_INT: return "int";
+    case VAL_FLOAT: return "float";
+    case VAL_STRING: return "string";
     case VAL_DURATION: return "duration";
     case VAL_DATETIME: return "datetime";
-    case VAL_RECORD:   return "record";
-    case VAL_ARRAY:    return "array";
-    case VAL_OBJECT:   return "object";
+    case VAL_RECORD: return "record";
+    case VAL_ARRAY: return "array";
+    case VAL_OBJECT: return "object";
     }
     return "unknown";
 }

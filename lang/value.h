@@ -51,27 +51,27 @@ typedef struct Value Value;
 
 /* A record identity: "table:key" where key is a VAL_INT or VAL_STRING. */
 typedef struct RecordId {
-    char  *table;  /* NUL-terminated table name */
-    Value *key;    /* heap-allocated; kind VAL_INT or VAL_STRING */
+    char *table; /* NUL-terminated table name */
+    Value *key;  /* heap-allocated; kind VAL_INT or VAL_STRING */
 } RecordId;
 
 struct Value {
     ValueKind kind;
     union {
-        bool    b;       /* VAL_BOOL */
-        int64_t i;       /* VAL_INT */
-        double  f;       /* VAL_FLOAT */
-        int64_t ns;      /* VAL_DURATION, VAL_DATETIME */
-        struct {         /* VAL_STRING: may hold NUL bytes; always NUL-terminated */
-            char  *s;
+        bool b;     /* VAL_BOOL */
+        int64_t i;  /* VAL_INT */
+        double f;   /* VAL_FLOAT */
+        int64_t ns; /* VAL_DURATION, VAL_DATETIME */
+        struct {    /* VAL_STRING: may hold NUL bytes; always NUL-terminated */
+            char *s;
             size_t len;
         } str;
-        RecordId rec;    /* VAL_RECORD */
-        struct {         /* VAL_ARRAY */
+        RecordId rec; /* VAL_RECORD */
+        struct {      /* VAL_ARRAY */
             Value *items;
             size_t len, cap;
         } arr;
-        struct {         /* VAL_OBJECT: keys sorted (bytewise strcmp), unique */
+        struct { /* VAL_OBJECT: keys sorted (bytewise strcmp), unique */
             char **keys;
             Value *vals;
             size_t len, cap;
@@ -85,8 +85,8 @@ Value lang_value_null(void);
 Value lang_value_bool(bool b);
 Value lang_value_int(int64_t i);
 Value lang_value_float(double f);
-Value lang_value_string(const char *s, size_t len);   /* copies */
-Value lang_value_cstring(const char *s);              /* copies */
+Value lang_value_string(const char *s, size_t len); /* copies */
+Value lang_value_cstring(const char *s);            /* copies */
 Value lang_value_duration(int64_t ns);
 Value lang_value_datetime(int64_t ns);
 Value lang_value_record(const char *table, Value key); /* takes ownership of "key" */

@@ -47,21 +47,22 @@ test_objects(void)
     /* remove everything, in an awkward order */
     o = obj(3, "a", lang_value_int(1), "b", lang_value_int(2), "c", lang_value_int(3));
     CHECK(lang_value_object_remove(&o, "b") && lang_value_object_remove(&o, "c") &&
-              lang_value_object_remove(&o, "a"), "remove all");
+              lang_value_object_remove(&o, "a"),
+          "remove all");
     CHECK(o.u.obj.len == 0, "empty");
     lang_value_object_set(&o, "again", lang_value_null());
     CHECK(o.u.obj.len == 1, "reuse after emptying");
     lang_value_free(&o);
     CHECK(o.kind == VAL_NONE, "free leaves NONE");
-    lang_value_free(&o);   /* safe on NONE */
+    lang_value_free(&o); /* safe on NONE */
     CHECK(o.kind == VAL_NONE, "free twice");
 }
 
 static void
 test_clone(void)
 {
-    Value v = obj(3, "list", arr(2, lang_value_int(1), lang_value_cstring("two")),
-                  "rec", rec_str("t", "k/1"), "s", lang_value_string("a\0b", 3));
+    Value v = obj(3, "list", arr(2, lang_value_int(1), lang_value_cstring("two")), "rec",
+                  rec_str("t", "k/1"), "s", lang_value_string("a\0b", 3));
     Value c = lang_value_clone(&v);
     CHECK(lang_value_equal(&v, &c), "clone equal");
     lang_value_object_set(&c, "s", lang_value_cstring("changed"));
@@ -78,17 +79,25 @@ test_truthy(void)
 {
     struct {
         Value v;
-        bool  want;
+        bool want;
     } cases[] = {
-        {lang_value_none(), false},           {lang_value_null(), false},
-        {lang_value_bool(false), false},      {lang_value_bool(true), true},
-        {lang_value_int(0), false},           {lang_value_int(-1), true},
-        {lang_value_float(0.0), false},       {lang_value_float(-0.0), false},
-        {lang_value_float(0.5), true},        {lang_value_string("", 0), false},
-        {lang_value_cstring("0"), true},      {lang_value_array(), false},
-        {arr(1, lang_value_null()), true},    {lang_value_object(), false},
+        {lang_value_none(), false},
+        {lang_value_null(), false},
+        {lang_value_bool(false), false},
+        {lang_value_bool(true), true},
+        {lang_value_int(0), false},
+        {lang_value_int(-1), true},
+        {lang_value_float(0.0), false},
+        {lang_value_float(-0.0), false},
+        {lang_value_float(0.5), true},
+        {lang_value_string("", 0), false},
+        {lang_value_cstring("0"), true},
+        {lang_value_array(), false},
+        {arr(1, lang_value_null()), true},
+        {lang_value_object(), false},
         {obj(1, "a", lang_value_bool(false)), true},
-        {lang_value_duration(1), true},       {rec_int("t", 0), true},
+        {lang_value_duration(1), true},
+        {rec_int("t", 0), true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         CHECK(lang_value_truthy(&cases[i].v) == cases[i].want, "truthy case %zu (%s)", i,

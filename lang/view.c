@@ -102,8 +102,7 @@ claim_one(LangSession *s, const char *table, Buf *out, LangUnclaim *undo, LangCl
 }
 
 LangErrorCode
-lang_view_claim(LangSession *s, const char *table, Buf *out, LangClaimed *claimed,
-                LangError *err)
+lang_view_claim(LangSession *s, const char *table, Buf *out, LangClaimed *claimed, LangError *err)
 {
     return claim_one(s, table, out, NULL, claimed, err);
 }
@@ -138,7 +137,8 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
     if (!lang_table_def_load(txn, table, &def, err)) {
         if (info)
             lang_table_info(&def, info);
-        if (!lang_access_check(s, &def, ACCESS_READ, err) && !lang_record_load(txn, &def, key, &r, err) &&
+        if (!lang_access_check(s, &def, ACCESS_READ, err) &&
+            !lang_record_load(txn, &def, key, &r, err) &&
             !lang_record_fence(&def, &r, fence, store_txn_now(txn), err)) {
             size_t before = out->len;
             Value view = lang_record_view(&r, &def, store_txn_now(txn));
@@ -156,8 +156,7 @@ lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fenc
 }
 
 LangErrorCode
-lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fence,
-                 LangError *err)
+lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fence, LangError *err)
 {
     Stmt *st = stmt_new(ST_DELETE);
     st->u.del.target = target_of(table, key);
@@ -196,8 +195,7 @@ lang_view_retry(LangSession *s, const char *table, const Value *key, const Value
 }
 
 LangErrorCode
-lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence,
-                LangError *err)
+lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence, LangError *err)
 {
     return hold_stmt(s, ST_TOUCH, table, key, NULL, fence, NULL, err);
 }
@@ -228,8 +226,8 @@ parse_content(const char *text, size_t len, Value *out, LangError *err)
 }
 
 LangErrorCode
-lang_view_write(LangSession *s, const char *table, const Value *key, const char *text,
-                size_t len, bool exclusive, LangError *err)
+lang_view_write(LangSession *s, const char *table, const Value *key, const char *text, size_t len,
+                bool exclusive, LangError *err)
 {
     Value content;
     if (parse_content(text, len, &content, err))
@@ -242,8 +240,7 @@ lang_view_write(LangSession *s, const char *table, const Value *key, const char 
 }
 
 LangErrorCode
-lang_view_append(LangSession *s, const char *table, const char *text, size_t len,
-                 LangError *err)
+lang_view_append(LangSession *s, const char *table, const char *text, size_t len, LangError *err)
 {
     Stmt **stmts = NULL;
     size_t n = 0, cap = 0;
@@ -260,8 +257,7 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
         Value content;
         if (parse_content(text + a, b - a, &content, err)) {
             size_t m = strlen(err->message);
-            snprintf(err->message + m, sizeof err->message - m, " (line %zu of the write)",
-                     lineno);
+            snprintf(err->message + m, sizeof err->message - m, " (line %zu of the write)", lineno);
             rc = err->code;
             break;
         }
@@ -326,8 +322,7 @@ each_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 }
 
 LangErrorCode
-lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *name), void *ctx,
-                 LangError *err)
+lang_view_tables(LangSession *s, int (*fn)(void *ctx, const char *name), void *ctx, LangError *err)
 {
     StoreTxn *txn;
     if (lang_session_read(s, &txn, err))
@@ -369,7 +364,8 @@ lang_view_keys(LangSession *s, const char *table, const Value *after,
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!lang_table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
+    if (!lang_table_def_load(txn, table, &def, err) &&
+        !lang_access_check(s, &def, ACCESS_READ, err)) {
         Buf from = {0};
         if (after)
             lang_record_key_encode(after, &from);
@@ -389,10 +385,10 @@ typedef struct ListingWalk {
     int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat);
     void *ctx;
     const Value *after;
-    Buf json;          /* reused for every record */
+    Buf json; /* reused for every record */
     int stopped;
     LangError *err;
-    int64_t now;       /* the listing's instant */
+    int64_t now; /* the listing's instant */
 } ListingWalk;
 
 static int
@@ -401,13 +397,14 @@ each_listed(void *ctx, const StoreRecord *sr)
     ListingWalk *w = ctx;
     Record r = {0};
     int stop = 0;
-    if (!lang_record_from_store(sr, w->def, &r, w->err) && !(w->after && lang_value_equal(&r.key, w->after))) {
+    if (!lang_record_from_store(sr, w->def, &r, w->err) &&
+        !(w->after && lang_value_equal(&r.key, w->after))) {
         Value view = lang_record_view(&r, w->def, w->now);
         lang_buf_reset(&w->json);
         lang_value_to_json(&view, &w->json);
         lang_value_free(&view);
         LangRecordStat st;
-        lang_record_stat(&r, w->json.len + 1, &st);   /* and its newline */
+        lang_record_stat(&r, w->json.len + 1, &st); /* and its newline */
         stop = w->fn(w->ctx, &r.key, &st);
     }
     lang_record_free(&r);
@@ -418,15 +415,15 @@ each_listed(void *ctx, const StoreRecord *sr)
 
 LangErrorCode
 lang_view_listing(LangSession *s, const char *table, const Value *after,
-                  int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat),
-                  void *ctx,
+                  int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat), void *ctx,
                   LangTableInfo *info, LangError *err)
 {
     StoreTxn *txn;
     if (lang_session_read(s, &txn, err))
         return err->code;
     TableDef def;
-    if (!lang_table_def_load(txn, table, &def, err) && !lang_access_check(s, &def, ACCESS_READ, err)) {
+    if (!lang_table_def_load(txn, table, &def, err) &&
+        !lang_access_check(s, &def, ACCESS_READ, err)) {
         if (info)
             lang_table_info(&def, info);
         Buf from = {0};
@@ -451,12 +448,12 @@ lang_view_listing(LangSession *s, const char *table, const Value *after,
  * size, or drops the table). */
 typedef struct OwnerRun {
     LangSession *s;
-    const char  *name;
+    const char *name;
     /* Makes the change to "def": 0, or -1 with r->err filled. */
     int (*change)(StoreTxn *txn, TableDef *def, const struct OwnerRun *r);
-    int64_t      mode, uid, gid;   /* chattr: -1 stays */
-    const char  *to;               /* rename */
-    LangError   *err;
+    int64_t mode, uid, gid; /* chattr: -1 stays */
+    const char *to;         /* rename */
+    LangError *err;
 } OwnerRun;
 
 static int

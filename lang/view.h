@@ -38,12 +38,12 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangC
 
 /* What a table directory shows: its kind, owner and mode. */
 typedef struct LangTableInfo {
-    bool     is_queue;
-    bool     has_delay;   /* a queue that declares NOT BEFORE */
-    bool     has_owner;   /* false: no owner is known (neither the table's nor
+    bool is_queue;
+    bool has_delay; /* a queue that declares NOT BEFORE */
+    bool has_owner; /* false: no owner is known (neither the table's nor
                            * the store's); show the mount's */
     uint32_t uid, gid;
-    uint32_t mode;        /* permission bits; 0755 when never set */
+    uint32_t mode; /* permission bits; 0755 when never set */
 } LangTableInfo;
 
 /* What a record's file shows, from the store, so every mount agrees: its
@@ -53,18 +53,17 @@ typedef struct LangTableInfo {
  * creation (ctime); "claimed": when its last hold was taken (the mtime of
  * its held/ID~N name; 0 when never held). */
 typedef struct LangRecordStat {
-    size_t  size;
+    size_t size;
     int64_t written, changed, claimed;
 } LangRecordStat;
 
 /* Appends record "key" as one JSON line ending in "\n", when "fence"
  * holds, and fills "info" (may be NULL) with its table's.  Never claims. */
 LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key, int64_t fence,
-                             Buf *out, LangTableInfo *info, LangRecordStat *stat,
-                             LangError *err);
+                             Buf *out, LangTableInfo *info, LangRecordStat *stat, LangError *err);
 /* DELETE the record, when "fence" holds. */
-LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key,
-                               int64_t fence, LangError *err);
+LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fence,
+                               LangError *err);
 /* RELEASE the record, NOT BEFORE "not_before" unless it is NULL or NONE
  * (a VAL_DURATION from now, or a VAL_DATETIME), BECAUSE "because" unless
  * it is NULL; "fence" as for delete. */
@@ -74,8 +73,8 @@ LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *
 /* TOUCH the record: its hold's deadline becomes now + the queue's
  * TIMEOUT.  NotHeld when nobody holds it, HeldByAnotherConsumer for a hold
  * another consumer signed; "fence" as for delete. */
-LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key,
-                              int64_t fence, LangError *err);
+LangErrorCode lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fence,
+                              LangError *err);
 /* RETRY the record — its hold ended, its attempts back to 0 — NOT BEFORE
  * "not_before" as for lang_view_release; "fence" as for delete (the dead/
  * view's LANG_FENCE_DEAD: only while it is at the ceiling). */
@@ -86,18 +85,18 @@ LangErrorCode lang_view_retry(LangSession *s, const char *table, const Value *ke
  * writer lock, and the first instant a held or delayed record of it
  * becomes claimable ("*next_wake"; INT64_MAX when none).  Refuses as the
  * claim would: NoSuchTable, WrongKind, PermissionDenied. */
-LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes,
-                                  int64_t *next_wake, LangError *err);
+LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_wake,
+                                  LangError *err);
 
 /* How to give back one claim: the claimed record as it was before the
  * claim (its columns; its key, consumer and instance held in "bytes") and
  * the number of the hold the claim took.  Zero-initialise; "table" is
  * NULL when nothing was claimed. */
 typedef struct LangUnclaim {
-    char       *table;
+    char *table;
     StoreRecord before;
-    Buf         bytes;
-    int64_t     hold;
+    Buf bytes;
+    int64_t hold;
 } LangUnclaim;
 
 /* What a claim of the file view tells of the record it took, as the store
@@ -106,17 +105,16 @@ typedef struct LangUnclaim {
  * lookup of its name that follows (rm, cat) without asking again.
  * Zero-initialise; lang_claimed_clear frees it. */
 struct LangClaimed {
-    Value          key;
+    Value key;
     LangRecordStat stat;
-    LangTableInfo  info;
+    LangTableInfo info;
 };
 void lang_claimed_clear(LangClaimed *c);
 
 /* lang_view_claim, also filling "undo" (see LangUnclaim) for
  * lang_view_unclaim. */
 LangErrorCode lang_view_claim_undoable(LangSession *s, const char *table, Buf *out,
-                                       LangUnclaim *undo, LangClaimed *claimed,
-                                       LangError *err);
+                                       LangUnclaim *undo, LangClaimed *claimed, LangError *err);
 /* Gives back the claim "undo" describes, for a caller that will never see
  * it: when the record is still exactly as that claim stored it, puts back
  * the form it had before (attempts, hold, delay, its place in the queue —
@@ -135,19 +133,18 @@ LangErrorCode lang_view_metrics(LangSession *s, Buf *out, LangError *err);
 /* Calls "fn" with each record of the queue held now and the number of
  * its hold, until it returns non-zero. */
 LangErrorCode lang_view_held(LangSession *s, const char *table,
-                             int (*fn)(void *ctx, const Value *key, int64_t hold),
-                             void *ctx, LangError *err);
+                             int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx,
+                             LangError *err);
 /* Calls "fn" with each record of the queue at its ATTEMPTS ceiling and not
  * held, until it returns non-zero. */
 LangErrorCode lang_view_dead(LangSession *s, const char *table,
-                             int (*fn)(void *ctx, const Value *key), void *ctx,
-                             LangError *err);
+                             int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
 /* Writes record content "text" (JSON or a SurrealQL object literal; empty
  * text is {}; an `id` field is ignored): CREATE when the record is absent,
  * else a whole-record UPDATE — unless "exclusive", when an existing record
  * is RecordExists. */
-LangErrorCode lang_view_write(LangSession *s, const char *table, const Value *key,
-                              const char *text, size_t len, bool exclusive, LangError *err);
+LangErrorCode lang_view_write(LangSession *s, const char *table, const Value *key, const char *text,
+                              size_t len, bool exclusive, LangError *err);
 /* CREATEs one record with a store-assigned identity per line of "text"
  * (blank lines skipped, `id` fields ignored), all in one transaction: all
  * or none. */
@@ -172,10 +169,8 @@ LangErrorCode lang_view_keys(LangSession *s, const char *table, const Value *aft
  * JSON line, as lang_view_read gives it — all read in one transaction;
  * fills "info" (may be NULL) with the table's. */
 LangErrorCode lang_view_listing(LangSession *s, const char *table, const Value *after,
-                                int (*fn)(void *ctx, const Value *key,
-                                          const LangRecordStat *stat),
-                                void *ctx,
-                                LangTableInfo *info, LangError *err);
+                                int (*fn)(void *ctx, const Value *key, const LangRecordStat *stat),
+                                void *ctx, LangTableInfo *info, LangError *err);
 /* DEFINE COLLECTION "name", with permission bits "mode". */
 LangErrorCode lang_view_mkdir(LangSession *s, const char *name, uint32_t mode, LangError *err);
 /* Drops table "name" when it holds no record; TableNotEmpty otherwise. */
@@ -184,7 +179,6 @@ LangErrorCode lang_view_rmdir(LangSession *s, const char *name, LangError *err);
  * drop: its records, holds, counters and definition go with it, and
  * nothing is claimed.  TableExists when "to" is taken, NoSuchTable when
  * "from" does not exist, ParseError when "to" cannot name a table. */
-LangErrorCode lang_view_rename(LangSession *s, const char *from, const char *to,
-                               LangError *err);
+LangErrorCode lang_view_rename(LangSession *s, const char *from, const char *to, LangError *err);
 
 #endif

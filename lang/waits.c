@@ -24,8 +24,7 @@ lang_view_claimable(LangSession *s, const char *table, bool *yes, int64_t *next_
     TableDef def;
     if (!lang_table_def_load(txn, table, &def, err)) {
         StoreQueueCounts c;
-        if (!lang_queue_check(&def, table, err) &&
-            !lang_access_check(s, &def, ACCESS_WRITE, err) &&
+        if (!lang_queue_check(&def, table, err) && !lang_access_check(s, &def, ACCESS_WRITE, err) &&
             store_queue_counts(txn, def.id, &c) == STORE_OK) {
             /* A paused queue hands out nothing: its wait sleeps until the
              * commit that resumes it.  Records held back by their AT MOST …
@@ -87,7 +86,7 @@ lang_claim_wait(LangSession *s, Stmt *st, LangEmit emit, void *ctx, LangError *e
                 break;
             if (strcmp(line.data, "[]") != 0)
                 break;
-            continue;   /* another worker got there first: look again */
+            continue; /* another worker got there first: look again */
         }
         int64_t until = deadline < next_wake ? deadline : next_wake;
         if (s->interrupted && until - now > INTERRUPT_LOOK_NS)
@@ -136,4 +135,3 @@ lang_claim_wait_for(LangSession *s, Stmt *st, int64_t wait_ns, Buf *line, LangEr
     st->u.claim.wait_ns = whole;
     return rc;
 }
-

@@ -91,11 +91,11 @@ typedef struct Pending {
 
 static int image_fd = -1;
 static off_t image_size;
-static Pending **pending;           /* the current interval's writes, oldest first */
+static Pending **pending; /* the current interval's writes, oldest first */
 static size_t n_pending, cap_pending, pending_bytes;
 static uint64_t flushes, writes;
-static uint64_t armed;              /* 0: no cut armed */
-static bool torn;                   /* what a cut keeps: torn, else nothing */
+static uint64_t armed; /* 0: no cut armed */
+static bool torn;      /* what a cut keeps: torn, else nothing */
 static uint64_t seed, rng;
 static bool is_cut;
 static uint64_t cut_flush, cut_kept, cut_total;
@@ -141,7 +141,7 @@ apply_pending(size_t count)
         pending_bytes -= pending[i]->len;
         free(pending[i]);
     }
-    if (count < n_pending)   /* (none pending: "pending" may be NULL) */
+    if (count < n_pending) /* (none pending: "pending" may be NULL) */
         memmove(pending, pending + count, (n_pending - count) * sizeof *pending);
     n_pending -= count;
     return err;
@@ -174,8 +174,10 @@ cut_power(void)
     }
     n_pending = pending_bytes = 0;
     is_cut = true;
-    fprintf(stderr, "powerfs: power cut before flush %" PRIu64 ": kept %" PRIu64 " of %" PRIu64
-            " pending sectors\n", cut_flush, cut_kept, cut_total);
+    fprintf(stderr,
+            "powerfs: power cut before flush %" PRIu64 ": kept %" PRIu64 " of %" PRIu64
+            " pending sectors\n",
+            cut_flush, cut_kept, cut_total);
 }
 
 /* The status the ctl file reads as. */
@@ -189,8 +191,8 @@ status(char *buf, size_t cap)
     n += torn ? snprintf(buf + n, cap - (size_t)n, "mode torn %" PRIu64 "\n", seed)
               : snprintf(buf + n, cap - (size_t)n, "mode drop\n");
     n += is_cut ? snprintf(buf + n, cap - (size_t)n,
-                           "cut yes %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n",
-                           cut_flush, cut_kept, cut_total, cut_ns)
+                           "cut yes %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRId64 "\n", cut_flush,
+                           cut_kept, cut_total, cut_ns)
                 : snprintf(buf + n, cap - (size_t)n, "cut no\n");
     return (size_t)n;
 }
@@ -202,7 +204,7 @@ command(const char *line)
     char word[16], arg[32], extra[2];
     int n = sscanf(line, "%15s %31s %1s", word, arg, extra);
     if (n <= 0)
-        return 0;   /* a blank line */
+        return 0; /* a blank line */
     char *end;
     if (n == 2 && !strcmp(word, "cut") && !strcmp(arg, "now")) {
         if (!is_cut)
@@ -216,7 +218,8 @@ command(const char *line)
     if (n == 2 && !strcmp(word, "cut")) {
         uint64_t at = strtoull(arg, &end, 10);
         if (*end || at <= flushes) {
-            fprintf(stderr, "powerfs: cut %s: not a flush to come (%" PRIu64 " done)\n", arg, flushes);
+            fprintf(stderr, "powerfs: cut %s: not a flush to come (%" PRIu64 " done)\n", arg,
+                    flushes);
             return EINVAL;
         }
         armed = at;
@@ -285,7 +288,8 @@ pfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 /* Only ctl's size may be "set" (the O_TRUNC of `echo … > ctl`), to 0. */
 static void
-pfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi)
+pfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+            struct fuse_file_info *fi)
 {
     (void)fi;
     int other = to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
@@ -347,16 +351,17 @@ pfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
             fuse_reply_err(req, EIO);
             return;
         }
-        if (n == 0) {   /* a sparse tail: zeros */
+        if (n == 0) { /* a sparse tail: zeros */
             memset(buf + got, 0, size - got);
             break;
         }
         got += (size_t)n;
     }
-    for (size_t i = 0; i < n_pending; i++) {   /* the pending writes over it, in order */
+    for (size_t i = 0; i < n_pending; i++) { /* the pending writes over it, in order */
         const Pending *w = pending[i];
         off_t lo = w->off > off ? w->off : off;
-        off_t hi = w->off + (off_t)w->len < off + (off_t)size ? w->off + (off_t)w->len : off + (off_t)size;
+        off_t hi =
+            w->off + (off_t)w->len < off + (off_t)size ? w->off + (off_t)w->len : off + (off_t)size;
         if (lo < hi)
             memcpy(buf + (lo - off), w->data + (lo - w->off), (size_t)(hi - lo));
     }
@@ -411,7 +416,7 @@ pfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
     pending_bytes += size;
     writes++;
     int err = 0;
-    if (pending_bytes > PENDING_MAX) {   /* the cache is full: the oldest half goes to the medium */
+    if (pending_bytes > PENDING_MAX) { /* the cache is full: the oldest half goes to the medium */
         size_t count = 0, bytes = 0;
         while (count < n_pending && bytes < PENDING_MAX / 2)
             bytes += pending[count++]->len;
@@ -464,7 +469,9 @@ pfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_
     char buf[512];
     size_t cap = size < sizeof buf ? size : sizeof buf, used = 0;
     for (size_t i = (size_t)off; i < 4; i++) {
-        struct stat st = {.st_ino = i < 2 ? INO_ROOT : i == 2 ? INO_DISK : INO_CTL,
+        struct stat st = {.st_ino = i < 2    ? INO_ROOT
+                                    : i == 2 ? INO_DISK
+                                             : INO_CTL,
                           .st_mode = i < 2 ? S_IFDIR : S_IFREG};
         size_t need = fuse_add_direntry(req, buf + used, cap - used, names[i], &st, (off_t)i + 1);
         if (need > cap - used)
@@ -489,14 +496,13 @@ static const struct fuse_lowlevel_ops operations = {
 static void
 usage(FILE *to)
 {
-    fprintf(to,
-            "usage: powerfs [-f] [-d] IMAGE MOUNTPOINT [-o FUSE_OPTIONS]\n"
-            "Serves IMAGE as MOUNTPOINT/disk, a disk whose writes wait in a volatile\n"
-            "cache until an fsync flushes them, and MOUNTPOINT/ctl, its power switch:\n"
-            "write 'cut N' (cut the power at flush N), 'cut now', 'cut off', 'drop' or\n"
-            "'torn SEED' (what a cut keeps of the unflushed writes) to it; read it\n"
-            "for the flushes so far and whether the power was cut.\n"
-            "  -f   stay in the foreground      -d   log every request\n");
+    fprintf(to, "usage: powerfs [-f] [-d] IMAGE MOUNTPOINT [-o FUSE_OPTIONS]\n"
+                "Serves IMAGE as MOUNTPOINT/disk, a disk whose writes wait in a volatile\n"
+                "cache until an fsync flushes them, and MOUNTPOINT/ctl, its power switch:\n"
+                "write 'cut N' (cut the power at flush N), 'cut now', 'cut off', 'drop' or\n"
+                "'torn SEED' (what a cut keeps of the unflushed writes) to it; read it\n"
+                "for the flushes so far and whether the power was cut.\n"
+                "  -f   stay in the foreground      -d   log every request\n");
 }
 
 int
@@ -550,7 +556,7 @@ main(int argc, char **argv)
         goto out;
     if (fuse_daemonize(opts.foreground) != 0 || fuse_set_signal_handlers(se) != 0)
         goto unmount;
-    rc = fuse_session_loop(se);   /* one request at a time: see the header */
+    rc = fuse_session_loop(se); /* one request at a time: see the header */
     fuse_remove_signal_handlers(se);
 unmount:
     fuse_session_unmount(se);

@@ -58,7 +58,7 @@ enum {
     KEEP_ONE_IN = 10,
     SERIALS_PER_PROCESS = 100000000,
     ERROR_SLEEP_MS = 20,
-    BACKLOG_MAX = 5000,     /* a writer waits while q holds more records */
+    BACKLOG_MAX = 5000, /* a writer waits while q holds more records */
 };
 
 static int log_fd = -1;
@@ -162,9 +162,10 @@ writer(int n, const char *mount)
         size_t len = 0;
         for (int i = 0; i < BATCH_LINES; i++) {
             pad_of(next, pad);
-            len += (size_t)snprintf(buf + len, cap - len,
-                                    "{\"s\":%" PRIu64 ",\"b\":%" PRIu64 ",\"w\":%d,\"pad\":\"%s\"}\n",
-                                    next, batch, n, pad);
+            len +=
+                (size_t)snprintf(buf + len, cap - len,
+                                 "{\"s\":%" PRIu64 ",\"b\":%" PRIu64 ",\"w\":%d,\"pad\":\"%s\"}\n",
+                                 next, batch, n, pad);
             next++;
         }
         if (fd < 0 && (fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) < 0) {
@@ -214,7 +215,7 @@ worker(int n, const char *mount)
         }
         log_line("CLAIM %" PRId64 " %" PRId64, id, serial);
         if (++turn % KEEP_ONE_IN == 0)
-            continue;   /* left held: its hold outlives the run */
+            continue; /* left held: its hold outlives the run */
         snprintf(record, sizeof record, "%s/q/%" PRId64, mount, id);
         log_line("DTRY %" PRId64 " %" PRId64, id, serial);
         if (unlink(record) == 0)
@@ -240,9 +241,10 @@ sql(int n, const char *queuefs_sql, const char *store, const char *opt)
         size_t len = (size_t)snprintf(stmt, cap, "BEGIN;");
         for (int i = 0; i < SQL_BATCH; i++) {
             pad_of(next, pad);
-            len += (size_t)snprintf(stmt + len, cap - len,
-                                    " CREATE q = {s: %" PRIu64 ", b: %" PRIu64 ", w: %d, pad: '%s'};",
-                                    next, batch, n, pad);
+            len +=
+                (size_t)snprintf(stmt + len, cap - len,
+                                 " CREATE q = {s: %" PRIu64 ", b: %" PRIu64 ", w: %d, pad: '%s'};",
+                                 next, batch, n, pad);
             next++;
         }
         snprintf(stmt + len, cap - len, " COMMIT;");

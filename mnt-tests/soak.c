@@ -56,12 +56,12 @@
 #include <unistd.h>
 
 enum {
-    TIMEOUT_MS = 2000,      /* the queue's TIMEOUT, as scripts/soak defines it */
-    QUIET_MS = 2500,        /* draining: empty this long (> TIMEOUT + 300ms) ends a worker */
-    DRAIN_MAX_MS = 30000,   /* draining never lasts longer */
+    TIMEOUT_MS = 2000,    /* the queue's TIMEOUT, as scripts/soak defines it */
+    QUIET_MS = 2500,      /* draining: empty this long (> TIMEOUT + 300ms) ends a worker */
+    DRAIN_MAX_MS = 30000, /* draining never lasts longer */
     EMPTY_SLEEP_MS = 20,
     ERROR_SLEEP_MS = 50,
-    BACKLOG_MAX = 300,      /* the producer waits while the queue holds this many */
+    BACKLOG_MAX = 300, /* the producer waits while the queue holds this many */
 };
 
 static int log_fd = -1;
@@ -212,10 +212,10 @@ claimed_parse(const char *json, Claimed *c)
 
 typedef struct Worker {
     const char *mount;
-    char        claim_path[4096];
-    long        empty;
-    bool        draining;
-    Stamp       drain_start, last_busy;
+    char claim_path[4096];
+    long empty;
+    bool draining;
+    Stamp drain_start, last_busy;
 } Worker;
 
 /* Claims through the mount: 1 with "c" filled, 0 when nothing was
@@ -387,7 +387,7 @@ produce_batch(const char *mount, int64_t first, int n)
         if (w < 0)
             e = errno;
         else if ((size_t)w != len)
-            e = EIO;   /* a short write to new: not what queuefs promises */
+            e = EIO; /* a short write to new: not what queuefs promises */
     }
     Stamp end = stamp();
     for (int i = 0; i < n; i++) {
@@ -397,7 +397,7 @@ produce_batch(const char *mount, int64_t first, int n)
             log_event("CREATED", s, end, "%" PRId64 " %s", first + i, mount);
     }
     if (fd >= 0)
-        close(fd);   /* complete lines only: nothing is left for close to store */
+        close(fd); /* complete lines only: nothing is left for close to store */
 }
 
 /* How many records "mount"/jobs lists (a listing never claims), or -1
@@ -429,7 +429,7 @@ run_producer(char *mounts)
          m = strtok_r(NULL, ",", &save))
         list[nmounts++] = m;
     if (nmounts == 0)
-        return 0;   /* no mount to produce to */
+        return 0; /* no mount to produce to */
     int64_t serial = 1;
     for (int turn = 0; !stopping(); turn++) {
         const char *mount = list[turn % nmounts];

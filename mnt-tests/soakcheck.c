@@ -65,12 +65,12 @@ enum { MAX_INDEX = 50000000, MAX_SHOWN = 12 };
 /* ---- the log in memory ---- */
 
 typedef struct Line {
-    char   *text;
+    char *text;
     const char *file;
-    long    no;
+    long no;
 } Line;
 
-static Line  *lines;
+static Line *lines;
 static size_t nlines, cap_lines;
 
 typedef enum Kind { K_FINISH, K_RELEASE } Kind;
@@ -81,57 +81,57 @@ typedef enum Outcome { O_OK, O_NONE, O_MAYBE } Outcome;
 
 typedef struct Claim {
     int64_t lin, cs, ce, cu, attempts, serial;
-    int     who;
-    size_t  line;
+    int who;
+    size_t line;
 } Claim;
 
 typedef struct Op {
-    Kind    kind;
+    Kind kind;
     Outcome outcome;
     int64_t rs, re;
-    int     who;
-    bool    late;
-    size_t  line;
+    int who;
+    bool late;
+    size_t line;
 } Op;
 
 typedef struct Rec {
-    Claim  *claims;
-    size_t  nclaims, cap_claims;
-    Op     *ops;
-    size_t  nops, cap_ops;
-    int64_t serial;          /* 0 until known */
-    size_t  serial_line;
-    bool    present;
+    Claim *claims;
+    size_t nclaims, cap_claims;
+    Op *ops;
+    size_t nops, cap_ops;
+    int64_t serial; /* 0 until known */
+    size_t serial_line;
+    bool present;
     int64_t present_attempts;
-    size_t  present_line;
+    size_t present_line;
 } Rec;
 
 typedef enum Created { C_NEVER, C_MAYBE, C_OK } Created;
 
 typedef struct Serial {
     Created created;
-    size_t  line;            /* the CREATED or CREATE_FAILED line */
-    int64_t id;              /* 0 until a claim or the end state names it */
+    size_t line; /* the CREATED or CREATE_FAILED line */
+    int64_t id;  /* 0 until a claim or the end state names it */
 } Serial;
 
-static Rec    *recs;
-static size_t  nrecs;
+static Rec *recs;
+static size_t nrecs;
 static Serial *serials;
-static size_t  nserials;
+static size_t nserials;
 
-static char  **names;       /* workers and producers */
-static size_t  nnames;
+static char **names; /* workers and producers */
+static size_t nnames;
 
 /* ---- options and findings ---- */
 
 static int64_t timeout_ns = 2000000000;
 static int64_t slack_ns = 2000000;
-static bool    crash;
-static int64_t t0 = INT64_MAX;   /* the earliest time in the log: times print relative to it */
+static bool crash;
+static int64_t t0 = INT64_MAX; /* the earliest time in the log: times print relative to it */
 
 typedef struct Tally {
     const char *kind;
-    long        n;
+    long n;
 } Tally;
 
 static Tally tallies[32];
@@ -253,9 +253,9 @@ static struct {
     int64_t first, last;
 } fig;
 
-static bool    have_state;       /* a STATE line came */
-static int64_t state_count;      /* the records it counts */
-static int     last_write_who = -1;
+static bool have_state;     /* a STATE line came */
+static int64_t state_count; /* the records it counts */
+static int last_write_who = -1;
 static int64_t last_write_rt;
 
 /* Remembers that serial "s" is record "id" (seen on log line "line"). */
@@ -270,8 +270,9 @@ bind_serial(int64_t s, int64_t id, size_t line)
         show("IDENTITY", r->serial_line);
         show("IDENTITY", line);
     } else if (sr->id && sr->id != id) {
-        finding("IDENTITY", "serial %" PRId64 " is both jobs:%" PRId64 " and jobs:%" PRId64
-                            " (created twice)", s, sr->id, id);
+        finding("IDENTITY",
+                "serial %" PRId64 " is both jobs:%" PRId64 " and jobs:%" PRId64 " (created twice)",
+                s, sr->id, id);
         show("IDENTITY", line);
     }
     if (!r->serial) {
@@ -484,7 +485,7 @@ take_line(size_t i)
         fig.kills++;
     } else if (strcmp(ev, "FINDING") == 0) {
         const char *text = lines[i].text;
-        for (int k = 0; k < 6; k++) {   /* the text follows the sixth field */
+        for (int k = 0; k < 6; k++) { /* the text follows the sixth field */
             text += strspn(text, " \t");
             text += strcspn(text, " \t");
         }
@@ -564,13 +565,15 @@ check_claims(int64_t id, Rec *r)
         if (c->lin < c->cs - slack_ns || c->lin > c->ce + slack_ns) {
             finding("CLAIMED-UNTIL",
                     "jobs:%" PRId64 ": claimed_until less the TIMEOUT (%.6f) is outside the claim "
-                    "(%.6f to %.6f)", id, rel(c->lin), rel(c->cs), rel(c->ce));
+                    "(%.6f to %.6f)",
+                    id, rel(c->lin), rel(c->cs), rel(c->ce));
             show("CLAIMED-UNTIL", c->line);
         }
         int64_t want = k ? r->claims[k - 1].attempts + 1 : 1;
         if (c->attempts < want || (!crash && c->attempts != want)) {
-            finding("ATTEMPTS", "jobs:%" PRId64 ": attempts %" PRId64 " after %s (expected %s%" PRId64 ")",
-                    id, c->attempts, k ? "the claim before it" : "no claim", crash ? "at least " : "",
+            finding("ATTEMPTS",
+                    "jobs:%" PRId64 ": attempts %" PRId64 " after %s (expected %s%" PRId64 ")", id,
+                    c->attempts, k ? "the claim before it" : "no claim", crash ? "at least " : "",
                     want);
             if (k)
                 show("ATTEMPTS", r->claims[k - 1].line);
@@ -602,9 +605,10 @@ check_claims(int64_t id, Rec *r)
         if (r->present_attempts > last)
             fig.unseen += r->present_attempts - last;
         if (r->present_attempts < last || (!crash && r->present_attempts != last)) {
-            finding("ATTEMPTS", "jobs:%" PRId64 " ends with attempts %" PRId64
-                                " after a last claim with attempts %" PRId64, id,
-                    r->present_attempts, last);
+            finding("ATTEMPTS",
+                    "jobs:%" PRId64 " ends with attempts %" PRId64
+                    " after a last claim with attempts %" PRId64,
+                    id, r->present_attempts, last);
             if (r->nclaims)
                 show("ATTEMPTS", r->claims[r->nclaims - 1].line);
             show("ATTEMPTS", r->present_line);
@@ -689,16 +693,20 @@ check_records(void)
         if (r && (r->present || finished || maybe))
             continue;
         if (sr->id) {
-            finding("LOST", "serial %zu (jobs:%" PRId64 ") was written and claimed, but never "
-                            "finished and is not in the store", s, sr->id);
+            finding("LOST",
+                    "serial %zu (jobs:%" PRId64 ") was written and claimed, but never "
+                    "finished and is not in the store",
+                    s, sr->id);
             show("LOST", sr->line);
             for (size_t k = 0; k < r->nclaims; k++)
                 show("LOST", r->claims[k].line);
             for (size_t i = 0; i < r->nops; i++)
                 show("LOST", r->ops[i].line);
         } else {
-            finding("LOST", "serial %zu was written (write() returned success) but never "
-                            "claimed and is not in the store", s);
+            finding("LOST",
+                    "serial %zu was written (write() returned success) but never "
+                    "claimed and is not in the store",
+                    s);
             show("LOST", sr->line);
         }
     }
@@ -759,7 +767,8 @@ main(int argc, char **argv)
     int64_t drift = clock_drift();
     if (drift > slack_ns / 2) {
         printf("note: the wall clock moved %.3f ms against the monotonic clock during the run; "
-               "the slack grows by that\n", (double)drift / 1e6);
+               "the slack grows by that\n",
+               (double)drift / 1e6);
         slack_ns += drift;
     }
     if (!have_state)
@@ -781,7 +790,8 @@ main(int argc, char **argv)
     printf("records: %ld written (%ld writes), %ld finished, %ld still in the store\n",
            fig.creates_ok, fig.writes, fig.finish_ok, fig.present);
     printf("claims: %ld (and %ld empty reads), %ld lapses observed, %" PRId64
-           " attempts handed to no worker\n", fig.claims, fig.empty, fig.lapses, (int64_t)fig.unseen);
+           " attempts handed to no worker\n",
+           fig.claims, fig.empty, fig.lapses, (int64_t)fig.unseen);
     printf("finishes: %ld, %ld succeeded; %ld late (%ld succeeded, %ld of them deleting another "
            "worker's hold); %ld found the record gone\n",
            fig.finishes, fig.finish_ok, fig.finish_late, fig.finish_late_ok, fig.finish_stole,
@@ -791,7 +801,8 @@ main(int argc, char **argv)
            fig.releases, fig.release_ok, fig.release_delayed, fig.release_late, fig.release_busy,
            fig.release_gone);
     printf("abandons: %ld (%ld at once, %ld sleeping past the TIMEOUT, %ld finishing or releasing "
-           "late)\n", fig.abandon_quick + fig.abandon_lapse + fig.abandon_late, fig.abandon_quick,
+           "late)\n",
+           fig.abandon_quick + fig.abandon_lapse + fig.abandon_late, fig.abandon_quick,
            fig.abandon_lapse, fig.abandon_late);
     if (crash)
         printf("crash: %ld kills survived; failed during outages: %ld claims, %ld finishes, %ld "

@@ -19,7 +19,7 @@
 
 /* A backend's table of operations: one member for each of ops.def. */
 typedef struct StoreOps {
-    const char *name;   /* "lmdb", "postgresql" */
+    const char *name; /* "lmdb", "postgresql" */
 #define STORE_OP(ret, op, params, args, self) ret(*op) params;
 #define STORE_VOID_OP(op, params, args, self) void(*op) params;
 #include "ops.def"

@@ -39,7 +39,8 @@ test_records(void)
     CHECK(store_record_create(t, q.table, &q, &r) == STORE_OK, "create");
     CHECK(store_record_create(t, q.table, &q, &r) == STORE_EXISTS, "create twice: EXISTS");
     StoreRecord got;
-    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK && bytes_eq(got.value, "one"),
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK &&
+              bytes_eq(got.value, "one"),
           "read back in the transaction");
     CHECK(got.since == now && got.written == now && got.changed == now && got.claimed == 0,
           "times of a new record are the transaction's instant");
@@ -52,8 +53,9 @@ test_records(void)
     StoreRecord v = {.key = bytes_of("nope"), .value = bytes_of("x")};
     CHECK(store_record_update(t, q.table, &q, &v) == STORE_NOTFOUND, "update absent: NOTFOUND");
     int64_t later = store_txn_now(t);
-    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK && bytes_eq(got.value, "two") &&
-              got.written == later && got.since == now && got.changed == now,
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &got) == STORE_OK &&
+              bytes_eq(got.value, "two") && got.written == later && got.since == now &&
+              got.changed == now,
           "update changes the value and written only");
     commit(t);
     t = begin(st, true);
@@ -186,33 +188,55 @@ enum RuleStep { R_END, R_CLAIM, R_RELEASE, R_RELEASE_LATER, R_LATER, R_LAPSE, R_
 
 static const struct RuleCase {
     const char *what;
-    int64_t ceiling;             /* ATTEMPTS; 0: none */
-    bool created_later;          /* created with not_before an hour ahead */
+    int64_t ceiling;    /* ATTEMPTS; 0: none */
+    bool created_later; /* created with not_before an hour ahead */
     enum RuleStep steps[5];
-    QueueState state, next;      /* what queue_place must say, to be sure the
+    QueueState state, next; /* what queue_place must say, to be sure the
                                   * case is the situation it names */
 } rule_cases[] = {
     {"new: ready", 0, false, {R_END}, QUEUE_READY, QUEUE_READY},
     {"new, NOT BEFORE ahead: delayed", 0, true, {R_END}, QUEUE_DELAYED, QUEUE_READY},
     {"claimed: held, then ready", 0, false, {R_CLAIM}, QUEUE_HELD, QUEUE_READY},
-    {"claimed at the ceiling: held, then retired", 1, false, {R_CLAIM}, QUEUE_HELD,
-     QUEUE_RETIRED},
+    {"claimed at the ceiling: held, then retired", 1, false, {R_CLAIM}, QUEUE_HELD, QUEUE_RETIRED},
     {"its hold lapsed: ready", 0, false, {R_CLAIM, R_LAPSE}, QUEUE_READY, QUEUE_READY},
-    {"its hold lapsed at the ceiling: retired", 1, false, {R_CLAIM, R_LAPSE}, QUEUE_RETIRED,
+    {"its hold lapsed at the ceiling: retired",
+     1,
+     false,
+     {R_CLAIM, R_LAPSE},
+     QUEUE_RETIRED,
      QUEUE_RETIRED},
     {"released: ready", 0, false, {R_CLAIM, R_RELEASE}, QUEUE_READY, QUEUE_READY},
-    {"released at the ceiling: retired", 1, false, {R_CLAIM, R_RELEASE}, QUEUE_RETIRED,
+    {"released at the ceiling: retired",
+     1,
+     false,
+     {R_CLAIM, R_RELEASE},
+     QUEUE_RETIRED,
      QUEUE_RETIRED},
-    {"released NOT BEFORE ahead: delayed", 0, false, {R_CLAIM, R_RELEASE_LATER}, QUEUE_DELAYED,
+    {"released NOT BEFORE ahead: delayed",
+     0,
+     false,
+     {R_CLAIM, R_RELEASE_LATER},
+     QUEUE_DELAYED,
      QUEUE_READY},
-    {"held, its NOT BEFORE moved past the hold: held, then delayed", 0, false,
-     {R_CLAIM, R_LATER}, QUEUE_HELD, QUEUE_DELAYED},
-    {"that hold lapsed: delayed", 0, false, {R_CLAIM, R_LATER, R_LAPSE}, QUEUE_DELAYED,
+    {"held, its NOT BEFORE moved past the hold: held, then delayed",
+     0,
+     false,
+     {R_CLAIM, R_LATER},
+     QUEUE_HELD,
+     QUEUE_DELAYED},
+    {"that hold lapsed: delayed",
+     0,
+     false,
+     {R_CLAIM, R_LATER, R_LAPSE},
+     QUEUE_DELAYED,
      QUEUE_READY},
-    {"retired, then RETRY: ready", 1, false, {R_CLAIM, R_LAPSE, R_RETRY}, QUEUE_READY,
-     QUEUE_READY},
-    {"claimed at the ceiling, NOT BEFORE past the hold: held, then retired", 1, false,
-     {R_CLAIM, R_LATER}, QUEUE_HELD, QUEUE_RETIRED},
+    {"retired, then RETRY: ready", 1, false, {R_CLAIM, R_LAPSE, R_RETRY}, QUEUE_READY, QUEUE_READY},
+    {"claimed at the ceiling, NOT BEFORE past the hold: held, then retired",
+     1,
+     false,
+     {R_CLAIM, R_LATER},
+     QUEUE_HELD,
+     QUEUE_RETIRED},
 };
 
 /* Takes step "step" of a rule case on record "x" of "q"; "*hold" is its
@@ -240,7 +264,7 @@ rule_step(const StoreQueue *q, enum RuleStep step, int64_t *hold)
     } else if (step == R_RETRY) {
         rc = store_retry(t, q, bytes_of("x"), 0, &r);
     } else if ((rc = store_record_get(t, q->table, bytes_of("x"), &r)) == STORE_OK) {
-        r.not_before = now + RULE_LATER;   /* R_LATER: refiled, its hold kept */
+        r.not_before = now + RULE_LATER; /* R_LATER: refiled, its hold kept */
         rc = store_record_update(t, q->table, q, &r);
     }
     CHECK(rc == STORE_OK, "step %d: %s", step, store_strerror(rc));
@@ -256,7 +280,8 @@ test_queue_rules(void)
         int64_t hold = 0;
         StoreTxn *t = begin(st, true);
         CHECK(add_in(t, &q, "x", "v", NULL, k->created_later ? store_txn_now(t) + RULE_LATER : 0) ==
-                  STORE_OK, "%s: create", k->what);
+                  STORE_OK,
+              "%s: create", k->what);
         commit(t);
         for (const enum RuleStep *s = k->steps; *s != R_END; s++)
             rule_step(&q, *s, &hold);
@@ -267,10 +292,10 @@ test_queue_rules(void)
         QueuePlace p = queue_place(&q, &r, store_txn_now(t));
         StoreQueueCounts n = counts_in(t, q.table);
         store_txn_abort(t);
-        CHECK(p.state == k->state && p.next == k->next, "%s: the rules say %d, then %d",
-              k->what, p.state, p.next);
-        uint64_t want[] = {[QUEUE_READY] = 0, [QUEUE_HELD] = 0, [QUEUE_DELAYED] = 0,
-                           [QUEUE_RETIRED] = 0};
+        CHECK(p.state == k->state && p.next == k->next, "%s: the rules say %d, then %d", k->what,
+              p.state, p.next);
+        uint64_t want[] = {
+            [QUEUE_READY] = 0, [QUEUE_HELD] = 0, [QUEUE_DELAYED] = 0, [QUEUE_RETIRED] = 0};
         want[p.state] = 1;
         CHECK(n.records == 1 && n.ready == want[QUEUE_READY] && n.held == want[QUEUE_HELD] &&
                   n.delayed == want[QUEUE_DELAYED] && n.idle == want[QUEUE_RETIRED],
@@ -285,8 +310,8 @@ test_queue_rules(void)
         t = begin(st, true);
         int rc = claim_in(t, &q, 1, "x", NULL, &c);
         store_txn_abort(t);
-        CHECK(rc == STORE_OK && (c.keys[0] != 0) == (queue_place(&q, &r, store_now(st)).state ==
-                                                       QUEUE_READY),
+        CHECK(rc == STORE_OK &&
+                  (c.keys[0] != 0) == (queue_place(&q, &r, store_now(st)).state == QUEUE_READY),
               "%s: a claim %s it", k->what, c.keys[0] ? "took" : "did not take");
     }
 }
@@ -302,10 +327,12 @@ test_release_touch_fence(void)
     StoreRecord r;
     CHECK(store_release(t, &q, bytes_of("x"), c.hold + 1000, 0, bytes_of(""), &r) == STORE_CONFLICT,
           "another hold's number: CONFLICT");
-    CHECK(store_touch(t, &q, bytes_of("x"), c.hold + 1000, &r) == STORE_CONFLICT, "touch: CONFLICT");
+    CHECK(store_touch(t, &q, bytes_of("x"), c.hold + 1000, &r) == STORE_CONFLICT,
+          "touch: CONFLICT");
     CHECK(store_record_delete(t, q.table, &q, bytes_of("x"), c.hold + 1000) == STORE_CONFLICT,
           "delete fenced: CONFLICT");
-    CHECK(store_release(t, &q, bytes_of("nope"), 1, 0, bytes_of(""), &r) == STORE_NOTFOUND, "absent: NOTFOUND");
+    CHECK(store_release(t, &q, bytes_of("nope"), 1, 0, bytes_of(""), &r) == STORE_NOTFOUND,
+          "absent: NOTFOUND");
     commit(t);
     sleep_ms(5);
     t = begin(st, true);
@@ -313,7 +340,8 @@ test_release_touch_fence(void)
     CHECK(store_touch(t, &q, bytes_of("x"), c.hold, &r) == STORE_OK &&
               r.claimed_until == now + 30000 * MS && r.changed == now,
           "touch extends the hold from now");
-    CHECK(store_release(t, &q, bytes_of("x"), c.hold, now + 200 * MS, bytes_of(""), &r) == STORE_OK, "release");
+    CHECK(store_release(t, &q, bytes_of("x"), c.hold, now + 200 * MS, bytes_of(""), &r) == STORE_OK,
+          "release");
     CHECK(r.hold == 0 && r.claimed_until == 0 && r.consumer.len == 0 && r.instance.len == 0 &&
               r.attempts == 1 && r.since == now && r.not_before == now + 200 * MS,
           "release clears the hold, keeps attempts, delays");
@@ -352,15 +380,18 @@ test_release_all(void)
     claim(st, &q, 1, NULL, "grp", &c);
     StoreTxn *t = begin(st, true);
     int n = 0;
-    CHECK(store_release_all(t, &q, bytes_of("grp"), bytes_of("other"), 0, bytes_of(""), count_released, &n) ==
-                  STORE_OK && n == 1,
+    CHECK(store_release_all(t, &q, bytes_of("grp"), bytes_of("other"), 0, bytes_of(""),
+                            count_released, &n) == STORE_OK &&
+              n == 1,
           "by consumer: its one hold");
     n = 0;
-    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("other"), 0, bytes_of(""), count_released, &n) == STORE_OK &&
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("other"), 0, bytes_of(""), count_released,
+                            &n) == STORE_OK &&
               n == 0,
           "another instance's: none");
-    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("inst-a"), 0, bytes_of(""), count_released, &n) ==
-                  STORE_OK && n == 2,
+    CHECK(store_release_all(t, &q, bytes_of(""), bytes_of("inst-a"), 0, bytes_of(""),
+                            count_released, &n) == STORE_OK &&
+              n == 2,
           "by instance: both");
     commit(t);
     CHECK(counts_of(st, &q).ready == 3, "all ready again");
@@ -395,10 +426,12 @@ test_unclaim(void)
     CHECK(store_unclaim(t, &q, &before, hold, &back) == STORE_OK && back, "given back");
     commit(t);
     StoreRecord r;
-    CHECK(get(st, q.table, "x", &r) == STORE_OK && r.attempts == 0 && r.hold == 0 && r.claimed_until == 0,
+    CHECK(get(st, q.table, "x", &r) == STORE_OK && r.attempts == 0 && r.hold == 0 &&
+              r.claimed_until == 0,
           "as before the claim");
     StoreQueueCounts n = counts_of(st, &q);
-    CHECK(n.claims == 0 && n.ready == 2 && bytes_eq(n.head_key, "x"), "back at the head, uncounted");
+    CHECK(n.claims == 0 && n.ready == 2 && bytes_eq(n.head_key, "x"),
+          "back at the head, uncounted");
 }
 
 static void
@@ -515,8 +548,10 @@ test_queue_filing(void)
         check_counts(t, q.table, (uint64_t[6]){5, 4, 1, 0, 0, 0}, "r2", "r2 lapsed");
         if (write) {
             int64_t now = store_txn_now(t);
-            StoreRecord r = {.key = bytes_of("r2"), .value = bytes_of("r2"),
-                             .order = bytes_of("10"), .not_before = now + 60 * SEC};
+            StoreRecord r = {.key = bytes_of("r2"),
+                             .value = bytes_of("r2"),
+                             .order = bytes_of("10"),
+                             .not_before = now + 60 * SEC};
             CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "delay r2");
             check_counts(t, q.table, (uint64_t[6]){5, 3, 1, 1, 0, 0}, "r3", "r2 delayed");
             r.order = bytes_of("50");
@@ -571,7 +606,7 @@ enum { SCALE_N = 20000, SCALE_DELAYED = 10000 };
 
 typedef struct Scale {
     StoreQueue q;
-    int64_t base;        /* the instant of the creates */
+    int64_t base; /* the instant of the creates */
     int bad;
 } Scale;
 
@@ -657,7 +692,9 @@ test_counts(void)
     CHECK(add_in(t, &q, "d", "d", "40", now + 2 * SEC) == STORE_OK, "d delayed");
     CHECK(claim_in(t, &q, 1, "h", NULL, &c) == STORE_OK && claim_in(t, &q, 1, "n", NULL, &c) == 0,
           "h and n claimed");
-    StoreRecord r = {.key = bytes_of("n"), .value = bytes_of("n"), .order = bytes_of("01"),
+    StoreRecord r = {.key = bytes_of("n"),
+                     .value = bytes_of("n"),
+                     .order = bytes_of("01"),
                      .not_before = now + 2 * SEC};
     CHECK(store_record_update(t, q.table, &q, &r) == STORE_OK, "n delayed after its hold");
     check_counts(t, q.table, (uint64_t[6]){6, 2, 3, 1, 0, 0}, "b", "filed");
@@ -677,7 +714,8 @@ test_counts(void)
     CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK, "claim");
     CHECK_STR(c.keys, "h");
     CHECK(c.attempts == 2 && c.before_until != 0, "h's second attempt, after a lapse");
-    CHECK(store_release(t, &q, bytes_of("h"), c.hold, 0, bytes_of(""), NULL) == STORE_OK, "release h");
+    CHECK(store_release(t, &q, bytes_of("h"), c.hold, 0, bytes_of(""), NULL) == STORE_OK,
+          "release h");
     check_counts(t, q.table, (uint64_t[6]){6, 2, 0, 2, 2, 0}, "b", "released at the ceiling");
     CHECK(counts_in(t, q.table).releases == 1, "a release counted");
     CHECK(store_retry(t, &q, bytes_of("h"), 0, NULL) == STORE_OK, "retry h");
@@ -735,7 +773,7 @@ commit_later(void *arg)
 /* What claims_in_two claims from. */
 typedef struct TwoQueues {
     StoreQueue a, b;
-    int64_t    got;
+    int64_t got;
 } TwoQueues;
 
 static int
@@ -758,13 +796,13 @@ claims_in_two(StoreTxn *txn, void *ctx)
  * and claims one from the head — or deletes "del", and after a delete
  * that found nothing reads "then". */
 typedef struct LastWrite {
-    StoreQueue  q;
+    StoreQueue q;
     const char *name;
     const char *del;
     const char *then;
-    char        def[16];   /* the definition it read */
-    int64_t     got;       /* claimed */
-    int         rc;        /* what the primitive answered */
+    char def[16]; /* the definition it read */
+    int64_t got;  /* claimed */
+    int rc;       /* what the primitive answered */
 } LastWrite;
 
 static int
@@ -871,8 +909,8 @@ enum { RACE_RECORDS = 300, RACE_THREADS = 3, RACE_PROCS = 2 };
 
 typedef struct Race {
     StoreQueue q;
-    int        fd;       /* where each claimed key is written, one a line */
-    int64_t    got;      /* what a racer's last claim took (each has a copy) */
+    int fd;      /* where each claimed key is written, one a line */
+    int64_t got; /* what a racer's last claim took (each has a copy) */
 } Race;
 
 static int
@@ -943,8 +981,10 @@ test_races(void)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "test \"$(sort -u %s | wc -l)\" = %d && test \"$(wc -l < %s)\" = %d",
              keys_path, RACE_RECORDS, keys_path, RACE_RECORDS);
-    CHECK(system(cmd) == 0, "each of %d records claimed exactly once by %d threads and %d "
-                            "processes", RACE_RECORDS, RACE_THREADS, RACE_PROCS);
+    CHECK(system(cmd) == 0,
+          "each of %d records claimed exactly once by %d threads and %d "
+          "processes",
+          RACE_RECORDS, RACE_THREADS, RACE_PROCS);
     unlink(keys_path);
     StoreQueueCounts n = counts_of(st, &race.q);
     CHECK(n.claims == RACE_RECORDS && n.held == RACE_RECORDS && n.ready == 0, "all held");
@@ -954,10 +994,10 @@ test_races(void)
  * many, the newest's instant, "attempt:text" joined by commas, and the
  * record's since and attempts. */
 typedef struct ErrorsSeen {
-    int     rc;
-    size_t  n, len;
+    int rc;
+    size_t n, len;
     int64_t last_at, since, attempts;
-    char    text[16384];
+    char text[16384];
 } ErrorsSeen;
 
 static void

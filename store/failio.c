@@ -16,7 +16,7 @@
  * Calls on other files (a FUSE device, standard output) are never failed.
  * msync names no descriptor and fails whenever armed. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE   /* sync_file_range, pwritev2 */
+#define _GNU_SOURCE /* sync_file_range, pwritev2 */
 #endif
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 
 enum { FAIL_SYNC = 1, FAIL_WRITE = 2 };
 
-static unsigned long fail_calls;   /* matching calls seen while armed */
+static unsigned long fail_calls; /* matching calls seen while armed */
 
 /* The kinds of call QUEUEFS_FAIL names (FAIL_SYNC, FAIL_WRITE). */
 static int

@@ -27,9 +27,9 @@
 typedef struct Bench {
     Store *st;
     uint32_t table;
-    StoreQueue q;                /* the queue "table" is (TIMEOUT 60 s) */
+    StoreQueue q; /* the queue "table" is (TIMEOUT 60 s) */
     long per_thread;
-    int proc;                    /* process number (keys differ per process) */
+    int proc; /* process number (keys differ per process) */
     pthread_barrier_t start, middle;
     long failures;
 } Bench;
@@ -37,7 +37,7 @@ typedef struct Bench {
 typedef struct Worker {
     Bench *b;
     int id;
-    long i;                      /* the put being made */
+    long i; /* the put being made */
 } Worker;
 
 /* Phase timings of one run, in seconds, and the store's figures. */
@@ -156,7 +156,10 @@ bench_setup(const char *dir, bool sync)
 static Result
 run_threads(Store *st, uint32_t table, int proc, int threads, long per_thread, int from, int to)
 {
-    Bench b = {.st = st, .table = table, .per_thread = per_thread, .proc = proc,
+    Bench b = {.st = st,
+               .table = table,
+               .per_thread = per_thread,
+               .proc = proc,
                .q = {.table = table, .timeout_ns = 60 * 1000000000LL}};
     Worker *w = calloc((size_t)threads, sizeof *w);
     pthread_t *th = calloc((size_t)threads, sizeof *th);
@@ -249,9 +252,9 @@ run_config(const char *dir, bool sync, int procs, int threads, long writes)
     }
     Result total = {0};
     double t0 = now_s();
-    phase_run(go[1], done[0], procs);   /* the puts */
+    phase_run(go[1], done[0], procs); /* the puts */
     double t1 = now_s();
-    phase_run(go[1], done[0], procs);   /* the claims */
+    phase_run(go[1], done[0], procs); /* the claims */
     double t2 = now_s();
     for (int p = 0; p < procs; p++) {
         Result r;
@@ -288,11 +291,14 @@ main(int argc, char **argv)
         else if (c == 'd')
             parent = optarg;
         else {
-            fprintf(stderr, "usage: queuefs-group-bench [-o sync=full|none] [-n WRITES] [-d DIR]\n");
+            fprintf(stderr,
+                    "usage: queuefs-group-bench [-o sync=full|none] [-n WRITES] [-d DIR]\n");
             return 2;
         }
     }
-    static const struct { int procs, threads; } configs[] = {{1, 1}, {1, 4}, {1, 16}, {2, 8}};
+    static const struct {
+        int procs, threads;
+    } configs[] = {{1, 1}, {1, 4}, {1, 16}, {2, 8}};
     double put_rate[4], claim_rate[4];
     printf("queuefs-group-bench: sync=%s, %ld puts then %ld claim+delete per configuration\n",
            sync ? "full" : "none", writes, writes);

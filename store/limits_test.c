@@ -23,7 +23,8 @@ static void
 add_grouped(const StoreQueue *q, const char *key, const char *group, const char *order)
 {
     StoreTxn *t = begin(st, true);
-    StoreRecord r = {.key = bytes_of(key), .value = bytes_of("v"),
+    StoreRecord r = {.key = bytes_of(key),
+                     .value = bytes_of("v"),
                      .order = order ? bytes_of(order) : (StoreBytes){NULL, 0},
                      .group = bytes_of(group)};
     int rc = store_record_create(t, q->table, q, &r);
@@ -182,7 +183,8 @@ file_all_one_group(void *ctx, const StoreRecord *r, StoreFiling *out)
     (void)ctx;
     /* reversed claim order: "c" first */
     static char order[8];
-    snprintf(order, sizeof order, "%c", 'z' - (r->key.len ? ((const char *)r->key.data)[0] : 0) + 'a');
+    snprintf(order, sizeof order, "%c",
+             'z' - (r->key.len ? ((const char *)r->key.data)[0] : 0) + 'a');
     *out = (StoreFiling){.order = bytes_of(order), .not_before = 0, .group = bytes_of("one")};
     return 0;
 }
@@ -202,7 +204,8 @@ test_group_refile(void)
           "A full, B's first ready (ready %d grouped %d full %d)", (int)n.ready, (int)n.grouped,
           (int)n.groups_full);
     StoreRecord r;
-    CHECK(get(st, q.table, "a", &r) == STORE_OK && r.claimed_until == until, "a keeps its deadline");
+    CHECK(get(st, q.table, "a", &r) == STORE_OK && r.claimed_until == until,
+          "a keeps its deadline");
     refile(st, &q, file_all_one_group, NULL, "refile into one group, reversed");
     n = counts_of(st, &q);
     CHECK(n.ready == 0 && n.grouped == 3 && n.groups_full == 1, "one group, full");
@@ -268,7 +271,7 @@ test_rate(void)
     Claimed c;
     c = claim_expect(st, &q, 1, "r7", "r7", "a named claim");
     int64_t first = c.claimed;
-    sleep_ms(250);   /* so r7 leaves the window well before r0 and r1 */
+    sleep_ms(250); /* so r7 leaves the window well before r0 and r1 */
     claim_expect(st, &q, 10, NULL, "r0,r1", "claim 10");
     claim_expect(st, &q, 10, NULL, "", "no room: none");
     t = begin(st, false);
@@ -295,9 +298,9 @@ test_rate(void)
  * transaction of its own. */
 typedef struct LateClaim {
     const StoreQueue *q;
-    Claimed           c;
-    int               rc;
-    bool              done;
+    Claimed c;
+    int rc;
+    bool done;
 } LateClaim;
 
 static void *
@@ -323,7 +326,7 @@ test_rate_overtaken(void)
     sleep_ms(300);
     claim_expect(st, &q, 3, NULL, "o2,o3,o4", "claim 3 more");
     sleep_ms(200);
-    StoreTxn *early = begin(st, true);   /* its window holds all five */
+    StoreTxn *early = begin(st, true); /* its window holds all five */
     CHECK(store_txn_now(early) < first + q.rate_window_ns, "began within the first window");
     int64_t wait_ms = (first + q.rate_window_ns - store_txn_now(early)) / MS + 50;
     sleep_ms(wait_ms);
@@ -336,8 +339,8 @@ test_rate_overtaken(void)
     CHECK(c.keys[0] == 0, "its window is full, but it took %s", c.keys);
     commit(early);
     pthread_join(th, NULL);
-    CHECK(later.rc == STORE_OK && !strcmp(later.c.keys, "o5"),
-          "the later one has room for one: %s", later.c.keys);
+    CHECK(later.rc == STORE_OK && !strcmp(later.c.keys, "o5"), "the later one has room for one: %s",
+          later.c.keys);
 }
 
 /* Rate and groups together: the rate counts only what is handed out. */

@@ -21,11 +21,11 @@
 
 /* A queue record's state at an instant (store.h: "the queue primitives"). */
 typedef enum QueueState {
-    QUEUE_READY,     /* claimable, in claim order (AT MOST … PER may keep it
+    QUEUE_READY,   /* claimable, in claim order (AT MOST … PER may keep it
                       * waiting behind its group: a backend's filing) */
-    QUEUE_HELD,      /* a hold runs until its claimed_until */
-    QUEUE_DELAYED,   /* not handed out before its not_before */
-    QUEUE_RETIRED,   /* at the ATTEMPTS ceiling and not held: handed out no
+    QUEUE_HELD,    /* a hold runs until its claimed_until */
+    QUEUE_DELAYED, /* not handed out before its not_before */
+    QUEUE_RETIRED, /* at the ATTEMPTS ceiling and not held: handed out no
                       * more until RETRY */
 } QueueState;
 
@@ -33,10 +33,10 @@ typedef enum QueueState {
  * ends. */
 typedef struct QueuePlace {
     QueueState state;
-    int64_t    wake;        /* HELD, DELAYED: the instant the wait ends; else 0 */
-    QueueState next;        /* what it is at "wake": for HELD, READY, DELAYED or
+    int64_t wake;      /* HELD, DELAYED: the instant the wait ends; else 0 */
+    QueueState next;   /* what it is at "wake": for HELD, READY, DELAYED or
                              * RETIRED; for DELAYED, READY; else "state" */
-    int64_t    next_wake;   /* next DELAYED: until when; else 0 */
+    int64_t next_wake; /* next DELAYED: until when; else 0 */
 } QueuePlace;
 
 /* True while a hold whose deadline is "claimed_until" runs at "now": the
@@ -82,8 +82,8 @@ bool queue_hold_lapsed(const StoreRecord *r, int64_t now);
 
 /* One failed attempt: its number, when it failed, and why. */
 typedef struct QueueError {
-    int64_t    attempt;
-    int64_t    at;
+    int64_t attempt;
+    int64_t at;
     StoreBytes text;
 } QueueError;
 

@@ -73,7 +73,7 @@ store_location_shown(const char *location, char *out, size_t len)
     size_t n = 0;
     for (size_t i = 0; i < upto && n + 1 < len; i++) {
         if (colon && location + i == colon)
-            i = (size_t)(at - location);   /* ":password" goes; '@' stays */
+            i = (size_t)(at - location); /* ":password" goes; '@' stays */
         out[n++] = location[i];
     }
     /* The parameters but password=... */
@@ -91,4 +91,3 @@ store_location_shown(const char *location, char *out, size_t len)
     }
     out[n] = 0;
 }
-

@@ -7,8 +7,7 @@
 #define OPS(p) (*(const StoreOps *const *)(const void *)(p))
 
 int
-store_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
-           size_t errlen)
+store_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen)
 {
     const StoreOps *ops = store_location_is_server(location) ? &store_pg_ops : &store_lmdb_ops;
     return ops->open(location, opts, out, errbuf, errlen);
@@ -46,7 +45,13 @@ store_txn_abort(StoreTxn *txn)
 #define STORE_OWN_OP(ret, op, params, args, self)
 #define STORE_OWN_VOID_OP(op, params, args, self)
 #define STORE_OP(ret, op, params, args, self) \
-    ret store_##op params { return OPS(self)->op args; }
+    ret store_##op params \
+    { \
+        return OPS(self)->op args; \
+    }
 #define STORE_VOID_OP(op, params, args, self) \
-    void store_##op params { OPS(self)->op args; }
+    void store_##op params \
+    { \
+        OPS(self)->op args; \
+    }
 #include "ops.def"

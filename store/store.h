@@ -111,7 +111,7 @@ typedef enum StoreStatus {
 /* Bytes owned by the store; see "Memory" above. */
 typedef struct StoreBytes {
     const void *data;
-    size_t      len;
+    size_t len;
 } StoreBytes;
 
 typedef struct StoreRecord StoreRecord;
@@ -127,23 +127,23 @@ typedef int (*StoreUpgradeFn)(void *ctx, StoreBytes table_def, StoreBytes old_va
                               StoreRecord *out);
 
 typedef struct StoreOptions {
-    bool   sync;        /* true: a committed write is on disk when commit returns;
+    bool sync;              /* true: a committed write is on disk when commit returns;
                            false: a machine crash may undo the last commits, but
                            the store is never corrupted */
-    size_t map_size;    /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
+    size_t map_size;        /* initial map size in bytes; 0 = $QUEUEFS_MAP_SIZE, else
                          * STORE_DEFAULT_MAP_SIZE */
-    bool   read_only;   /* open an existing store for reading only, as a user
+    bool read_only;         /* open an existing store for reading only, as a user
                          * or a filesystem that cannot write it may: nothing
                          * is created, synced or checkpointed, and every write
                          * transaction is STORE_READONLY.  LMDB still needs to
                          * write its lock file, except on a read-only
                          * filesystem (where it reads without locks: no
                          * process can be writing there) */
-    StoreUpgradeFn upgrade;  /* how to bring a store of format 2 up to date
+    StoreUpgradeFn upgrade; /* how to bring a store of format 2 up to date
                               * (the first process that opens it for writing
                               * does, in one transaction); NULL: its records'
                               * values stay as they are, with zero columns */
-    void  *upgrade_ctx;
+    void *upgrade_ctx;
 } StoreOptions;
 
 /* The initial map size when neither StoreOptions.map_size nor the
@@ -153,13 +153,13 @@ typedef struct StoreOptions {
 
 /* Figures of a Store's activity in this process, since it was opened. */
 typedef struct StoreStats {
-    uint64_t writes;     /* store_write() callers served */
-    uint64_t groups;     /* write transactions committed for them */
-    uint64_t syncs;      /* group syncs this process made (besides the sync of
+    uint64_t writes;  /* store_write() callers served */
+    uint64_t groups;  /* write transactions committed for them */
+    uint64_t syncs;   /* group syncs this process made (besides the sync of
                           * the data pages inside each commit) */
-    uint64_t grows;      /* times this process grew the map */
-    uint64_t waiting;    /* store_write() callers waiting right now */
-    size_t   map_size;   /* the map's current size in bytes */
+    uint64_t grows;   /* times this process grew the map */
+    uint64_t waiting; /* store_write() callers waiting right now */
+    size_t map_size;  /* the map's current size in bytes */
 } StoreStats;
 
 /* ---- the environment ---- */
@@ -177,8 +177,8 @@ typedef struct StoreStats {
  * an option of the store is malformed (QUEUEFS_MAP_SIZE).  How each
  * backend keeps these promises: store/lmdb/lmdb_internal.h
  * ("Durability") and store/pg/pg_internal.h. */
-int store_open(const char *location, const StoreOptions *opts, Store **out,
-               char *errbuf, size_t errlen);
+int store_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
+               size_t errlen);
 /* True when "location" names a PostgreSQL database (a postgresql:// or
  * postgres:// URI, libpq's form) rather than an LMDB directory. */
 bool store_location_is_server(const char *location);
@@ -365,14 +365,14 @@ int store_table_rename(StoreTxn *txn, const char *from, const char *to);
 
 struct StoreRecord {
     StoreBytes key;
-    StoreBytes value;          /* the caller's bytes */
-    uint64_t   seq;            /* arrival sequence in its table (claim order's
+    StoreBytes value; /* the caller's bytes */
+    uint64_t seq;     /* arrival sequence in its table (claim order's
                                 * tie-break); kept across updates */
     /* The times: since = created, or last released; written = its value
      * created or last replaced; changed = its hold last changed (claim,
      * release, touch, retry) or created; claimed = its last hold taken
      * (0: never). */
-    int64_t    since, written, changed, claimed;
+    int64_t since, written, changed, claimed;
     /* The engine's columns (a queue's records; zero on a collection's).
      * attempts counts the holds taken (RETRY sets it back to 0); the last
      * hold is described by hold (its store-wide number, never reused),
@@ -380,16 +380,16 @@ struct StoreRecord {
      * (who signed it; empty: unsigned) and instance (the session that took
      * it).  A release clears hold, claimed_until, consumer and instance:
      * claimed_until == 0 means no hold since the last release. */
-    int64_t    attempts;
-    int64_t    hold;
-    int64_t    claimed_until;
+    int64_t attempts;
+    int64_t hold;
+    int64_t claimed_until;
     StoreBytes consumer, instance;
     /* How the caller files a queue record: "order" is its claim-order key
      * (ascending memcmp, then seq; empty: the record key), "not_before"
      * the instant before which it is not handed out (0: none), "group" its
      * AT MOST … PER group (empty: none; reserved — see StoreQueue). */
     StoreBytes order;
-    int64_t    not_before;
+    int64_t not_before;
     StoreBytes group;
     /* The record's failed attempts, oldest first, the last
      * STORE_ERRORS_KEPT of them: each entry [i64 attempt][i64 at][u16
@@ -414,8 +414,8 @@ struct StoreRecord {
  * delayed when its not_before is later, or ready. */
 typedef struct StoreQueue {
     uint32_t table;
-    int64_t  timeout_ns;     /* a hold's length (TIMEOUT) */
-    int64_t  max_attempts;   /* the ATTEMPTS ceiling; 0: none */
+    int64_t timeout_ns;   /* a hold's length (TIMEOUT) */
+    int64_t max_attempts; /* the ATTEMPTS ceiling; 0: none */
     /* AT MOST per_group PER f (0: none): at most this many records of one
      * group (StoreRecord.group, non-empty) are held at once.  A claim
      * passes over a group with that many holds and takes the next
@@ -426,13 +426,13 @@ typedef struct StoreQueue {
      * files only each group's next record where claims look.  A hold that
      * lapses frees its group's place at the claim that finds it lapsed.
      * A queue whose per_group changes is refiled (store_queue_refile). */
-    int64_t  per_group;
+    int64_t per_group;
     /* AT MOST rate EVERY rate_window_ns (rate 0: none): at most "rate"
      * records handed out by store_claim in any window of rate_window_ns,
      * counted across every process and host on the store; a claim beyond
      * it takes fewer, or none (not an error).  See store_queue_rate_next. */
-    int64_t  rate, rate_window_ns;
-    bool     paused;         /* claims hand out nothing */
+    int64_t rate, rate_window_ns;
+    bool paused; /* claims hand out nothing */
 } StoreQueue;
 
 /* Reads the record under "key" into "out" (pointers into the store's
@@ -475,11 +475,11 @@ int store_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
 
 /* What a claim asks for. */
 typedef struct StoreClaim {
-    int64_t    n;            /* at most this many records, from the head */
-    StoreBytes key;          /* non-empty: the one record "key" instead,
+    int64_t n;           /* at most this many records, from the head */
+    StoreBytes key;      /* non-empty: the one record "key" instead,
                               * when it is claimable now */
-    StoreBytes consumer;     /* signs the holds (empty: unsigned) */
-    StoreBytes instance;     /* the claiming session's instance */
+    StoreBytes consumer; /* signs the holds (empty: unsigned) */
+    StoreBytes instance; /* the claiming session's instance */
 } StoreClaim;
 
 /* Claims: takes the first "c->n" ready records of the queue in claim
@@ -499,8 +499,8 @@ typedef struct StoreClaim {
  * (StoreQueue) bound what it takes, a named record's claim too (a record
  * whose group is at its limit is not claimable). */
 int store_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
-                int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before),
-                void *ctx, int64_t *claimed);
+                int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+                int64_t *claimed);
 /* Ends hold number "hold" of record "key": clears the hold's columns,
  * since = changed = now, and not_before = "not_before" when it is non-zero
  * (the record waits until then); counts a release.  A non-empty "reason"
@@ -519,8 +519,7 @@ int store_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreB
                       int (*fn)(void *ctx, const StoreRecord *r), void *ctx);
 /* Extends live hold "hold" of record "key" to now + TIMEOUT; changed = now.
  * Errors as store_release. */
-int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
-                StoreRecord *out);
+int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, StoreRecord *out);
 /* Ends any hold of record "key" (a live one counted as a release, one
  * that lapsed added to its errors as a claim would) and sets attempts
  * back to 0, so a retired record is claimable again; not_before as for
@@ -542,7 +541,7 @@ int store_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before,
  * (empty: none), as StoreRecord's order, not_before and group. */
 typedef struct StoreFiling {
     StoreBytes order;
-    int64_t    not_before;
+    int64_t not_before;
     StoreBytes group;
 } StoreFiling;
 
@@ -556,8 +555,7 @@ typedef struct StoreFiling {
  * Changes no record's value, columns or times (held records keep their
  * deadline).  O(n) in the records, in one transaction. */
 int store_queue_refile(StoreTxn *txn, const StoreQueue *q,
-                       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out),
-                       void *ctx);
+                       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
 
 /* The first instant queue "q"'s AT MOST rate EVERY window admits another
  * hand-out into "*at": at most the transaction's instant when a claim now
@@ -567,23 +565,23 @@ int store_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at);
 
 /* What a queue table holds at an instant, and what was done to it. */
 typedef struct StoreQueueCounts {
-    uint64_t   records;    /* every record of the table */
-    uint64_t   ready;      /* claimable */
-    uint64_t   held;       /* waiting for a hold to end */
-    uint64_t   delayed;    /* waiting for a delay to end */
-    uint64_t   idle;       /* retired: handed out no more */
-    uint64_t   grouped;    /* claimable but for AT MOST … PER: waiting
+    uint64_t records;                           /* every record of the table */
+    uint64_t ready;                             /* claimable */
+    uint64_t held;                              /* waiting for a hold to end */
+    uint64_t delayed;                           /* waiting for a delay to end */
+    uint64_t idle;                              /* retired: handed out no more */
+    uint64_t grouped;                           /* claimable but for AT MOST … PER: waiting
                             * behind a record of their group (counted in
                             * none of ready, held, delayed and idle) */
-    uint64_t   groups_full;  /* the groups with per_group records held */
-    uint64_t   unsorted;   /* waiting, filed by a store of an earlier format
+    uint64_t groups_full;                       /* the groups with per_group records held */
+    uint64_t unsorted;                          /* waiting, filed by a store of an earlier format
                             * that did not tell held from delayed: counted in
                             * none of ready, held, delayed and idle */
-    uint64_t   claims, releases, lapses, deletes;  /* since the table was made */
-    bool       has_head;
-    StoreBytes head_key;   /* when has_head: the ready record the next claim
+    uint64_t claims, releases, lapses, deletes; /* since the table was made */
+    bool has_head;
+    StoreBytes head_key; /* when has_head: the ready record the next claim
                             * takes (the first in claim order) */
-    int64_t    next_wake;  /* the first instant a waiting record becomes
+    int64_t next_wake;   /* the first instant a waiting record becomes
                             * claimable or retires (INT64_MAX: none) */
 } StoreQueueCounts;
 
@@ -602,9 +600,9 @@ int store_queue_each_waiting(StoreTxn *txn, uint32_t table,
 
 /* What a server backend knows of the store's health as a whole. */
 typedef struct StoreHealth {
-    bool     known;        /* false: the backend keeps no such figures (LMDB) */
-    uint64_t live_rows;    /* the rows of the store's tables (an estimate) */
-    uint64_t dead_rows;    /* versions of rows left for VACUUM to reclaim (an
+    bool known;         /* false: the backend keeps no such figures (LMDB) */
+    uint64_t live_rows; /* the rows of the store's tables (an estimate) */
+    uint64_t dead_rows; /* versions of rows left for VACUUM to reclaim (an
                             * estimate): what long transactions hold back */
 } StoreHealth;
 

@@ -45,8 +45,10 @@ static void
 test_location_shown(void)
 {
     static const char *const cases[][2] = {
-        {"postgresql://u:secret@h:5432/db?sslmode=require", "postgresql://u@h:5432/db?sslmode=require"},
-        {"postgresql://u@h/db?password=secret&sslmode=require", "postgresql://u@h/db?sslmode=require"},
+        {"postgresql://u:secret@h:5432/db?sslmode=require",
+         "postgresql://u@h:5432/db?sslmode=require"},
+        {"postgresql://u@h/db?password=secret&sslmode=require",
+         "postgresql://u@h/db?sslmode=require"},
         {"postgres://h/db?a=1&password=secret&b=2", "postgres://h/db?a=1&b=2"},
         {"postgresql:///db?host=/run/pg&password=secret", "postgresql:///db?host=/run/pg"},
         {"postgresql://u:p@h", "postgresql://u@h"},
@@ -58,7 +60,8 @@ test_location_shown(void)
         store_location_shown(cases[i][0], out, sizeof out);
         CHECK_STR(out, cases[i][1]);
     }
-    CHECK(store_location_is_server("postgresql://h/db") && store_location_is_server("postgres://h") &&
+    CHECK(store_location_is_server("postgresql://h/db") &&
+              store_location_is_server("postgres://h") &&
               !store_location_is_server("/srv/postgresql://x") && !store_location_is_server("pg"),
           "which locations are servers'");
 }
@@ -169,9 +172,8 @@ table_empty(StoreTxn *t, uint32_t table)
 {
     StoreQueueCounts c;
     int rc = store_queue_counts(t, table, &c);
-    return rc == STORE_NOTFOUND ||
-           (rc == STORE_OK && c.records == 0 && c.ready == 0 && c.held == 0 && c.delayed == 0 &&
-            !c.has_head);
+    return rc == STORE_NOTFOUND || (rc == STORE_OK && c.records == 0 && c.ready == 0 &&
+                                    c.held == 0 && c.delayed == 0 && !c.has_head);
 }
 
 static void
@@ -215,11 +217,14 @@ test_catalog(Store *st)
     /* Rename moves the name; id, definition, records and queue go with it. */
     StoreQueue qc = {.table = c, .timeout_ns = 30 * SEC};
     CHECK(add_in(t, &qc, "g1", "gv", "o", 0) == STORE_OK, "put gamma g1");
-    const struct { const char *from, *to; int want; } renames[] = {
-        {gamma, alpha, STORE_EXISTS},    /* onto a table */
-        {gamma, gamma, STORE_EXISTS},    /* onto itself */
-        {delta, omega, STORE_NOTFOUND},  /* no such table */
-        {gamma, "", STORE_TOOBIG},       /* to the empty name */
+    const struct {
+        const char *from, *to;
+        int want;
+    } renames[] = {
+        {gamma, alpha, STORE_EXISTS},   /* onto a table */
+        {gamma, gamma, STORE_EXISTS},   /* onto itself */
+        {delta, omega, STORE_NOTFOUND}, /* no such table */
+        {gamma, "", STORE_TOOBIG},      /* to the empty name */
         {gamma, omega, STORE_OK},
     };
     for (size_t i = 0; i < sizeof renames / sizeof renames[0]; i++)
@@ -304,8 +309,7 @@ test_records(Store *st)
     CHECK(put(t, id, "d", "again") == STORE_EXISTS, "create twice: EXISTS");
 
     StoreRecord r, r2;
-    CHECK(store_record_get(t, id, bytes_of("d"), &r) == STORE_OK && bytes_eq(r.value, "d"),
-          "get");
+    CHECK(store_record_get(t, id, bytes_of("d"), &r) == STORE_OK && bytes_eq(r.value, "d"), "get");
     CHECK(r.seq == 1, "first arrival is 1, got %" PRIu64, r.seq);
     CHECK(r.attempts == 0 && r.hold == 0 && r.claimed_until == 0 && r.not_before == 0 &&
               r.consumer.len == 0 && r.instance.len == 0 && r.claimed == 0,
@@ -322,12 +326,15 @@ test_records(Store *st)
 
     /* Walks: from where, stopped after how many, what they return, how
      * many records they meet, the first and the last. */
-    static const struct { const char *from; int stop_after, rc, n; const char *first, *last; }
-    walks[] = {
-        {"", 0, 0, 6, "", "e"},     /* every record, the empty key first */
-        {"bb", 0, 0, 3, "c", "e"},  /* from a key between two */
-        {"b", 2, 7, 2, "b", "c"},   /* from a key (inclusive), stopped by the function */
-        {"f", 0, 0, 0, "", ""},     /* past the last */
+    static const struct {
+        const char *from;
+        int stop_after, rc, n;
+        const char *first, *last;
+    } walks[] = {
+        {"", 0, 0, 6, "", "e"},    /* every record, the empty key first */
+        {"bb", 0, 0, 3, "c", "e"}, /* from a key between two */
+        {"b", 2, 7, 2, "b", "c"},  /* from a key (inclusive), stopped by the function */
+        {"f", 0, 0, 0, "", ""},    /* past the last */
     };
     for (size_t i = 0; i < sizeof walks / sizeof walks[0]; i++) {
         struct each_records e = {.stop_after = walks[i].stop_after};
@@ -376,7 +383,7 @@ test_toobig(Store *st)
 {
     char big[STORE_MAX_KEY + 2];
     memset(big, 'k', sizeof big - 1);
-    big[sizeof big - 1] = '\0';      /* 401 bytes */
+    big[sizeof big - 1] = '\0'; /* 401 bytes */
     StoreRecord r;
     StoreTxn *t = begin(st, true);
     uint32_t id;
@@ -395,7 +402,9 @@ test_toobig(Store *st)
         snprintf(rk, sizeof rk, "r%zu", len);
         StoreRecord ready = {.key = bytes_of(rk), .value = bytes_of("v"), .order = k};
         CHECK(store_record_create(t, id, &q, &ready) == want, "%zu-byte order key", len);
-        StoreRecord waiting = {.key = bytes_of("w"), .value = bytes_of("v"), .order = k,
+        StoreRecord waiting = {.key = bytes_of("w"),
+                               .value = bytes_of("v"),
+                               .order = k,
                                .not_before = store_now(st) + SEC};
         int wrc = len == STORE_MAX_KEY ? store_record_create(t, id, &q, &waiting)
                                        : store_record_update(t, id, &q, &waiting);
@@ -404,7 +413,7 @@ test_toobig(Store *st)
         CHECK(store_dedup_check(t, id, k, SEC, &repeat) == want, "%zu-byte dedup key", len);
     }
     CHECK(store_table_create(t, big, bytes_of(""), &id) == STORE_TOOBIG, "401-byte table name");
-    char *b400 = big + 1;        /* 400 bytes, unique to this run */
+    char *b400 = big + 1; /* 400 bytes, unique to this run */
     const char *u = unique_name("big");
     memcpy(b400, u, strlen(u));
     CHECK(store_table_create(t, b400, bytes_of(""), &id) == STORE_OK, "400-byte table name");
@@ -510,16 +519,16 @@ test_write_threads(Store *st)
     CHECK(n == N * M, "counter %" PRIu64 ", want %d", n, N * M);
     store_txn_abort(t);
     CHECK(after.writes - before.writes == N * M, "writes %" PRIu64, after.writes - before.writes);
-    CHECK(after.groups - before.groups <= N * M && after.groups > before.groups,
-          "groups %" PRIu64, after.groups - before.groups);
+    CHECK(after.groups - before.groups <= N * M && after.groups > before.groups, "groups %" PRIu64,
+          after.groups - before.groups);
     CHECK(after.waiting == 0, "nobody left waiting");
 }
 
 typedef struct Blocker {
     Store *st;
-    int want_waiting;           /* hold the lead until this many callers wait */
+    int want_waiting; /* hold the lead until this many callers wait */
     int started;
-    int rc;                     /* what its store_write returned */
+    int rc; /* what its store_write returned */
 } Blocker;
 
 /* Holds the lead (and the store's writer) until the wanted number of
@@ -567,7 +576,8 @@ test_write_rollback_alone(Store *st)
 {
     enum { K = 6 };
     if (!test_store_is_lmdb()) {
-        printf("# skipped on a server backend: write groups are LMDB's (each writer commits alone)\n");
+        printf(
+            "# skipped on a server backend: write groups are LMDB's (each writer commits alone)\n");
         return;
     }
     uint32_t id = table_make(st, unique_name("write-group"));
@@ -581,8 +591,12 @@ test_write_rollback_alone(Store *st)
         sleep_ms(1);
     for (int i = 0; i < K; i++) {
         /* Odd callers fail after writing: their put and count must vanish. */
-        w[i] = (OneWrite){.a = {.st = st, .table = id, .thread = i, .value = "x",
-                                .value_len = 1, .result = i % 2 ? -7 - i : 0}};
+        w[i] = (OneWrite){.a = {.st = st,
+                                .table = id,
+                                .thread = i,
+                                .value = "x",
+                                .value_len = 1,
+                                .result = i % 2 ? -7 - i : 0}};
         CHECK(pthread_create(&th[i], NULL, thread_one_write, &w[i]) == 0, "thread");
     }
     pthread_join(lead, NULL);
@@ -625,9 +639,9 @@ write_then_notfound(StoreTxn *txn, void *ctx)
  * not refuse (def_refused_unless). */
 typedef struct DefSeen {
     const char *name;
-    bool        add;
-    char        def[16];
-    int         runs;
+    bool add;
+    char def[16];
+    int runs;
     const char *want;
 } DefSeen;
 
@@ -678,7 +692,7 @@ test_definition_elsewhere(Store *st)
     t = begin(st, false);
     StoreRecord r;
     CHECK(store_record_get(t, id, bytes_of("v3"), &r) == STORE_OK &&
-          store_record_get(t, id, bytes_of("v2"), &r) == STORE_OK,
+              store_record_get(t, id, bytes_of("v2"), &r) == STORE_OK,
           "the records were written under the definitions they read");
     store_txn_abort(t);
     /* Refused under v3, which this process keeps; v4, made elsewhere, lets
@@ -689,7 +703,8 @@ test_definition_elsewhere(Store *st)
     int rc = store_write(st, def_refused_unless, &d);
     CHECK(rc == STORE_OK && !strcmp(d.def, "v4"),
           "a write that failed on the kept definition runs again with the other process's: "
-          "%s under %s", store_strerror(rc), d.def);
+          "%s under %s",
+          store_strerror(rc), d.def);
 }
 
 static void
@@ -705,10 +720,10 @@ test_write_status(Store *st)
 
 /* A thread sleeping in store_wait_change, and what it saw. */
 struct change_wait {
-    Store   *st;
+    Store *st;
     uint64_t seen;
-    bool     changed;
-    int64_t  woke_at;
+    bool changed;
+    int64_t woke_at;
 };
 
 static void *
@@ -730,7 +745,7 @@ test_wait_change(Store *st)
     uint64_t seen = store_changes(st);
     int64_t t0 = store_now(st);
     bool moved = store_wait_change(st, seen, t0 + 50 * MS);
-    bool own = test_made[0] != '\0';   /* a store of its own: nobody else commits */
+    bool own = test_made[0] != '\0'; /* a store of its own: nobody else commits */
     CHECK(own ? !moved && store_now(st) >= t0 + 50 * MS : moved || store_now(st) >= t0 + 50 * MS,
           "no change: the instant ends it");
 

@@ -89,8 +89,8 @@ test_dir_remove(const char *dir)
 
 /* ---- the store under test ---- */
 
-static char test_location[256];   /* where the store under test is */
-static char test_made[64];        /* the directory made for it ("": given) */
+static char test_location[256]; /* where the store under test is */
+static char test_made[64];      /* the directory made for it ("": given) */
 
 /* True when the store under test is LMDB's (not a server's): the group
  * commit tests are LMDB's, whose writers share one transaction. */
@@ -254,7 +254,8 @@ static inline int
 add_in(StoreTxn *t, const StoreQueue *q, const char *key, const char *value, const char *order,
        int64_t not_before)
 {
-    StoreRecord r = {.key = bytes_of(key), .value = bytes_of(value),
+    StoreRecord r = {.key = bytes_of(key),
+                     .value = bytes_of(value),
                      .order = order ? bytes_of(order) : (StoreBytes){NULL, 0},
                      .not_before = not_before};
     return store_record_create(t, q->table, q, &r);
@@ -274,9 +275,9 @@ add(Store *s, const StoreQueue *q, const char *key, const char *value, const cha
 /* What one claim found: the keys claimed, in order, joined by ',', and the
  * last claimed record's columns. */
 typedef struct Claimed {
-    char    keys[512];
+    char keys[512];
     int64_t attempts, hold, claimed_until, claimed, before_attempts, before_until;
-    char    consumer[64], instance[64];
+    char consumer[64], instance[64];
 } Claimed;
 
 static inline int
@@ -306,7 +307,8 @@ claim_in(StoreTxn *t, const StoreQueue *q, int64_t n, const char *key, const cha
          Claimed *out)
 {
     memset(out, 0, sizeof *out);
-    StoreClaim c = {.n = n, .key = key ? bytes_of(key) : (StoreBytes){NULL, 0},
+    StoreClaim c = {.n = n,
+                    .key = key ? bytes_of(key) : (StoreBytes){NULL, 0},
                     .consumer = bytes_of(consumer ? consumer : ""),
                     .instance = bytes_of("inst-a")};
     int64_t got = 0;
@@ -320,8 +322,7 @@ claim_in(StoreTxn *t, const StoreQueue *q, int64_t n, const char *key, const cha
 
 /* The same in a transaction of its own (committed when it succeeded). */
 static inline int
-claim(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *consumer,
-      Claimed *out)
+claim(Store *s, const StoreQueue *q, int64_t n, const char *key, const char *consumer, Claimed *out)
 {
     StoreTxn *t = begin(s, true);
     int rc = claim_in(t, q, n, key, consumer, out);
@@ -350,8 +351,7 @@ claim_expect(Store *s, const StoreQueue *q, int64_t n, const char *key, const ch
  * transaction of its own, checking success; "what" names the step. */
 static inline void
 refile(Store *s, const StoreQueue *q,
-       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx,
-       const char *what)
+       int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx, const char *what)
 {
     StoreTxn *t = begin(s, true);
     int rc = store_queue_refile(t, q, file, ctx);
@@ -399,8 +399,8 @@ check_counts(StoreTxn *t, uint32_t table, const uint64_t want[6], const char *he
     CHECK(memcmp(got, want, sizeof got) == 0,
           "%s: counts %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
           ", want %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
-          what, got[0], got[1], got[2], got[3], got[4], got[5], want[0], want[1], want[2],
-          want[3], want[4], want[5]);
+          what, got[0], got[1], got[2], got[3], got[4], got[5], want[0], want[1], want[2], want[3],
+          want[4], want[5]);
     CHECK(c.has_head == (head[0] != '\0') && (!c.has_head || bytes_eq(c.head_key, head)),
           "%s: head %.*s, want %s", what, c.has_head ? (int)c.head_key.len : 4,
           c.has_head ? (const char *)c.head_key.data : "none", head);
@@ -473,10 +473,10 @@ typedef struct WriteArg {
     int i;
     int writes;
     int failures;
-    int runs;                   /* times the function ran */
-    const char *value;          /* put under "w<thread>-<i>" */
+    int runs;          /* times the function ran */
+    const char *value; /* put under "w<thread>-<i>" */
     size_t value_len;
-    int result;                 /* what the function returns after its put */
+    int result; /* what the function returns after its put */
 } WriteArg;
 
 /* A store_write function: creates record w<thread>-<i> and adds 1 to the
@@ -517,8 +517,12 @@ writers_run(Store *s, uint32_t table, int n, int base, int writes, const char *v
     WriteArg args[16];
     int failures = 0, started = 0;
     for (int i = 0; i < n && i < 16; i++, started++) {
-        args[i] = (WriteArg){.st = s, .table = table, .thread = base + i, .writes = writes,
-                             .value = value, .value_len = value_len};
+        args[i] = (WriteArg){.st = s,
+                             .table = table,
+                             .thread = base + i,
+                             .writes = writes,
+                             .value = value,
+                             .value_len = value_len};
         if (pthread_create(&th[i], NULL, thread_write, &args[i]) != 0)
             break;
     }
@@ -532,7 +536,6 @@ writers_run(Store *s, uint32_t table, int n, int base, int writes, const char *v
 /* ---- LMDB's tests' scratch directory of stores ---- */
 
 static char test_root[64];
-
 
 /* A path under the scratch directory (static storage, four at a time). */
 static inline const char *

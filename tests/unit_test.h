@@ -11,21 +11,20 @@
 
 static int unit_passed, unit_failed;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (cond) {                                                       \
-            unit_passed++;                                                \
-        } else {                                                          \
-            unit_failed++;                                                \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,        \
-                    __LINE__, #cond);                                     \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fputc('\n', stderr);                                          \
-        }                                                                 \
+#define CHECK(cond, ...) \
+    do { \
+        if (cond) { \
+            unit_passed++; \
+        } else { \
+            unit_failed++; \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__); \
+            fputc('\n', stderr); \
+        } \
     } while (0)
 
 /* CHECK_STR(got, want): two NUL-terminated strings are equal. */
-#define CHECK_STR(got, want)                                              \
+#define CHECK_STR(got, want) \
     CHECK(strcmp((got), (want)) == 0, "got \"%s\", want \"%s\"", (got), (want))
 
 static inline int

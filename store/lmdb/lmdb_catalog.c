@@ -136,7 +136,7 @@ lmdb_table_create(StoreTxn *txn, const char *name, StoreBytes def, uint32_t *id_
     uint32_t id = 0;
     int rc = catalog_key_build(&k, name);
     if (rc)
-        return STORE_TOOBIG;         /* too long, or empty */
+        return STORE_TOOBIG; /* too long, or empty */
     MDB_val kv = lmdb_key_val(&k), v;
     rc = mdb_get(txn->txn, txn->st->catalog, &kv, &v);
     if (rc == 0)
@@ -188,9 +188,8 @@ lmdb_table_get(StoreTxn *txn, const char *name, uint32_t *id_out, StoreBytes *de
 }
 
 int
-lmdb_table_each(StoreTxn *txn,
-                 int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
-                 void *ctx)
+lmdb_table_each(StoreTxn *txn, int (*fn)(void *ctx, const char *name, uint32_t id, StoreBytes def),
+                void *ctx)
 {
     MDB_cursor *cur;
     MDB_val k, v;
@@ -252,7 +251,7 @@ lmdb_table_rename(StoreTxn *txn, const char *from, const char *to)
     if (rc)
         return rc;
     if (catalog_key_build(&tk, to))
-        return STORE_TOOBIG;         /* too long, or empty */
+        return STORE_TOOBIG; /* too long, or empty */
     MDB_val fkv = lmdb_key_val(&fk), tkv = lmdb_key_val(&tk), v, taken;
     if ((rc = mdb_get(txn->txn, txn->st->catalog, &fkv, &v)))
         return lmdb_status_of(rc);
@@ -292,8 +291,7 @@ lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value)
     if (name.len > META_NAME_MAX)
         return STORE_TOOBIG;
     meta_key_build(&k, table, META_CALLER, name.data, name.len);
-    return lmdb_put_copy(txn->st, txn->txn, txn->st->meta, lmdb_key_val(&k), value.data,
-                         value.len);
+    return lmdb_put_copy(txn->st, txn->txn, txn->st->meta, lmdb_key_val(&k), value.data, value.len);
 }
 
 int

@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define CHECKPOINT_INTERVAL_MS 20    /* how often sync off takes a checkpoint */
-#define SLOT_LEN 4096                 /* one slot a block: written whole */
+#define CHECKPOINT_INTERVAL_MS 20 /* how often sync off takes a checkpoint */
+#define SLOT_LEN 4096             /* one slot a block: written whole */
 #define RECORD_MAGIC "qfs-ckpt"
 /* Version 2: recovery by the store's files.  Bytes 32..95 held the data
  * file's device and inode and the boot of version 1, by which its builds
@@ -26,7 +26,7 @@
  * record of theirs (so none of them trusts the disk on one of these). */
 #define RECORD_VERSION 2u
 #define RECORD_VERSION_BOOTS 1u
-#define RECORD_LEN (96 + 2 * CHECKPOINT_META_LEN)   /* before the crc */
+#define RECORD_LEN (96 + 2 * CHECKPOINT_META_LEN) /* before the crc */
 /* After the record's crc, where builds before the redo log wrote zeros:
  * the chain's epoch and position, with a crc of their own. */
 #define LOG_AT (RECORD_LEN + 4)
@@ -239,7 +239,7 @@ lmdb_store_alone(const char *location, bool *alone)
      * would meet: asked of an OFD lock, which takes nothing (a lock held
      * would keep this process's own LMDB from its lock). */
     int fd = lmdb_open_in(location, "lock.mdb", O_RDONLY);
-    *alone = fd < 0 && errno == ENOENT;   /* no lock file: never opened */
+    *alone = fd < 0 && errno == ENOENT; /* no lock file: never opened */
     if (fd < 0)
         return *alone ? 0 : errno;
     struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
@@ -254,7 +254,7 @@ lmdb_checkpoint_unrecovered(const char *location, int *ckpt_fd)
 {
     *ckpt_fd = lmdb_open_in(location, CHECKPOINT_FILE, O_RDONLY);
     if (*ckpt_fd < 0)
-        return 0;                    /* none yet, or another user's: unknown */
+        return 0; /* none yet, or another user's: unknown */
     Checkpoint c;
     bool alone = false;
     int rc = lmdb_open_lock(*ckpt_fd, F_RDLCK);
@@ -274,8 +274,7 @@ data_file_matches(int data_fd, unsigned page_size, const Checkpoint *c)
 {
     unsigned char meta[2][CHECKPOINT_META_LEN];
     uint64_t newest = 0;
-    return lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) != 0 ||
-           newest >= c->txnid;
+    return lmdb_checkpoint_meta_read(data_fd, page_size, meta, &newest) != 0 || newest >= c->txnid;
 }
 
 int
@@ -289,7 +288,7 @@ lmdb_checkpoint_recover(int ckpt_fd, const char *location)
     int rc = lmdb_checkpoint_read(ckpt_fd, &c);
     if (rc == ENOENT || (!rc && c.trust_disk)) {
         close(data_fd);
-        return 0;                    /* a new store, or closed cleanly */
+        return 0; /* a new store, or closed cleanly */
     }
     unsigned page_size = rc ? 0 : get_u32(c.meta[0] + META_PAGE_SIZE_AT);
     if (!rc && (page_size < CHECKPOINT_META_LEN || (page_size & (page_size - 1)) ||
@@ -328,7 +327,6 @@ monotonic_ns(const struct timespec *t)
 {
     return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
 }
-
 
 /* Writes checkpoint record "c" after the newest one, under flock on the
  * record file: 0 or an errno.  With "clear_dead" it then clears the reader
@@ -399,7 +397,7 @@ pages_read(MDB_txn *txn, uint64_t id, unsigned char meta[2][CHECKPOINT_META_LEN]
     for (int i = 0; i < 2; i++)
         if (get_u64(meta[i] + META_TXNID_AT) == id)
             out->last = get_u64(meta[i] + META_LAST_PAGE_AT);
-    int rc = mdb_cursor_open(txn, 0, &cur);    /* 0: LMDB's free list */
+    int rc = mdb_cursor_open(txn, 0, &cur); /* 0: LMDB's free list */
     if (rc)
         return rc;
     while ((rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
@@ -507,21 +505,22 @@ static int
 pages_sync(Store *st, const CheckpointPages *now)
 {
     const CheckpointPages *was = &st->pages;
-    if (!was->seq || was->seq != st->shared->record_seq || !st->pin ||
-        st->pin_id != was->id || !metadata_synced_whole(st))
+    if (!was->seq || was->seq != st->shared->record_seq || !st->pin || st->pin_id != was->id ||
+        !metadata_synced_whole(st))
         return mdb_env_sync(st->env, 1);
     uint64_t first;
     int rc = runs_sync(st, was, now, SYNC_FILE_RANGE_WRITE, &first);
     if (!rc)
         rc = runs_sync(st, was, now,
                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                           SYNC_FILE_RANGE_WAIT_AFTER, &first);
+                           SYNC_FILE_RANGE_WAIT_AFTER,
+                       &first);
     if (rc == ENOSYS || rc == EOPNOTSUPP || rc == EINVAL)
-        return mdb_env_sync(st->env, 1);   /* a kernel without sync_file_range */
+        return mdb_env_sync(st->env, 1); /* a kernel without sync_file_range */
     if (rc)
         return rc;
     if (!first)
-        return mdb_env_sync(st->env, 1);   /* (no page to write again: below) */
+        return mdb_env_sync(st->env, 1); /* (no page to write again: below) */
     /* The pages are written; a synchronous write of one of them again, as
      * it is (nothing writes a page in use), syncs the file's metadata and
      * the disk's cache, without the pages nothing uses. */
@@ -531,7 +530,7 @@ pages_sync(Store *st, const CheckpointPages *now)
     rc = read_at(st->data_fd, page, st->page_size, at);
     ssize_t put = rc ? 0 : pwritev2(st->data_fd, &iov, 1, at, RWF_DSYNC);
     if (!rc && put < 0 && (errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
-        rc = mdb_env_sync(st->env, 1);   /* a kernel without RWF_DSYNC */
+        rc = mdb_env_sync(st->env, 1); /* a kernel without RWF_DSYNC */
     else if (!rc && put != (ssize_t)st->page_size)
         rc = put < 0 ? errno : EIO;
     free(page);

@@ -39,7 +39,8 @@
 #define QUEUEFS_LMDB_CHECKPOINT_H
 
 #ifndef QUEUEFS_LMDB_BACKEND
-#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#error \
+    "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
 #endif
 
 #include <stdbool.h>
@@ -47,17 +48,17 @@
 #include <stdint.h>
 
 #define CHECKPOINT_FILE "queuefs.checkpoint"
-#define CHECKPOINT_META_LEN 256   /* bytes kept of each meta page (LMDB uses 152) */
+#define CHECKPOINT_META_LEN 256 /* bytes kept of each meta page (LMDB uses 152) */
 
 /* One checkpoint record. */
 typedef struct Checkpoint {
-    uint64_t seq;                    /* orders the records: the newer is larger */
-    uint64_t txnid;                  /* the transaction wholly on disk */
-    bool trust_disk;                 /* true: nothing to put back (see above) */
-    unsigned char meta[2][CHECKPOINT_META_LEN];  /* meta pages 0 and 1 */
-    bool log;                        /* the redo log's chain follows it (lmdb_log.h): */
-    uint64_t log_epoch;              /* the chain's epoch */
-    uint64_t log_pos;                /* the position of its first entry */
+    uint64_t seq;                               /* orders the records: the newer is larger */
+    uint64_t txnid;                             /* the transaction wholly on disk */
+    bool trust_disk;                            /* true: nothing to put back (see above) */
+    unsigned char meta[2][CHECKPOINT_META_LEN]; /* meta pages 0 and 1 */
+    bool log;                                   /* the redo log's chain follows it (lmdb_log.h): */
+    uint64_t log_epoch;                         /* the chain's epoch */
+    uint64_t log_pos;                           /* the position of its first entry */
 } Checkpoint;
 
 /* Opens (creating, with room for both slots) "queuefs.checkpoint" in the

@@ -120,8 +120,8 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
 
 int
 lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
-            int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
-            int64_t *claimed)
+           int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+           int64_t *claimed)
 {
     int64_t now = lmdb_txn_now(txn), room;
     StoreRecord r;
@@ -133,8 +133,7 @@ lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     if (c->key.len) {
         /* Drained first, a lapsed hold of its group no longer counts. */
         StoreBytes head;
-        if (q->per_group > 0 && (rc = lmdb_queue_head(txn, q, now, &head)) &&
-            rc != STORE_NOTFOUND)
+        if (q->per_group > 0 && (rc = lmdb_queue_head(txn, q, now, &head)) && rc != STORE_NOTFOUND)
             return rc;
         if ((rc = lmdb_record_load(txn, q->table, c->key, &r, NULL)))
             return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
@@ -153,7 +152,7 @@ lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         if (rc || (rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             return rc == STORE_NOTFOUND ? STORE_CORRUPT : rc;
         if (!claimable(q, &r, now))
-            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);   /* refile it */
+            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL); /* refile it */
         else if ((rc = claim_one(txn, q, c, &r, fn, ctx)) == STORE_OK)
             ++*claimed;
         if (rc)
@@ -178,8 +177,8 @@ load_held(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Stor
  * "retry" sets attempts back to 0.  Reads it back into "out" (may be
  * NULL). */
 static int
-end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
-         StoreBytes reason, bool retry, StoreRecord *out)
+end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before, StoreBytes reason,
+         bool retry, StoreRecord *out)
 {
     int64_t now = lmdb_txn_now(txn);
     int64_t extra[CNT_N] = {[CNT_RELEASES] = held(r, now)};
@@ -201,8 +200,8 @@ end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
 }
 
 int
-lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold,
-              int64_t not_before, StoreBytes reason, StoreRecord *out)
+lmdb_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int64_t not_before,
+             StoreBytes reason, StoreRecord *out)
 {
     StoreRecord r;
     if (reason.len > STORE_MAX_REASON)
@@ -228,8 +227,7 @@ lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Sto
 }
 
 int
-lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
-            StoreRecord *out)
+lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out)
 {
     StoreRecord r;
     int rc = lmdb_record_load(txn, q->table, key, &r, NULL);
@@ -260,8 +258,8 @@ collect_hold(void *ctx, const StoreRecord *r, int64_t wake)
 
 int
 lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes instance,
-                  int64_t not_before, StoreBytes reason,
-                  int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+                 int64_t not_before, StoreBytes reason, int (*fn)(void *ctx, const StoreRecord *r),
+                 void *ctx)
 {
     if (reason.len > STORE_MAX_REASON)
         return STORE_TOOBIG;
@@ -282,7 +280,7 @@ lmdb_release_all(StoreTxn *txn, const StoreQueue *q, StoreBytes who, StoreBytes 
 
 int
 lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
-              bool *given_back)
+             bool *given_back)
 {
     StoreRecord r;
     *given_back = false;
@@ -395,7 +393,7 @@ dedup_prune(StoreTxn *txn, uint32_t table, int64_t limit)
     KeyBuf k;
     size_t plen = strlen(DEDUP_TIME_PREFIX);
     lmdb_key_set_table(&k, table);
-    k.data[k.len++] = 0x01;   /* the caller's meta namespace (lmdb_catalog.c) */
+    k.data[k.len++] = 0x01; /* the caller's meta namespace (lmdb_catalog.c) */
     lmdb_key_append(&k, DEDUP_TIME_PREFIX, plen);
     size_t head = k.len;
     MDB_cursor *cur;
@@ -427,8 +425,7 @@ dedup_prune(StoreTxn *txn, uint32_t table, int64_t limit)
 }
 
 int
-lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns,
-                  bool *repeat)
+lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_ns, bool *repeat)
 {
     int64_t now = lmdb_txn_now(txn), first = 0;
     unsigned char name[META_NAME_MAX], tname[META_NAME_MAX];

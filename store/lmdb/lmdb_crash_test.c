@@ -123,7 +123,8 @@ checkpoint_wait(const char *name)
     for (int i = 0; i < 200; i++) {
         int fd = open(f.ckpt, O_RDONLY);
         Checkpoint c;
-        bool done = fd >= 0 && lmdb_checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
+        bool done =
+            fd >= 0 && lmdb_checkpoint_read(fd, &c) == 0 && !c.trust_disk && c.txnid >= want;
         if (fd >= 0)
             close(fd);
         if (done)
@@ -168,7 +169,7 @@ count_prefixed(void *ctx, const StoreRecord *r)
     PrefixCount *c = ctx;
     size_t len = strlen(c->prefix);
     if (r->key.len < len || memcmp(r->key.data, c->prefix, len) != 0)
-        return 1;                 /* past them: the walk is in key order */
+        return 1; /* past them: the walk is in key order */
     c->n++;
     return 0;
 }
@@ -225,7 +226,7 @@ test_machine_crash(void)
         return;
     CHECK(disk_make("crash-disk", "crash"), "the disk at the checkpoint");
 
-    puts_each(st, id, "b", 300);   /* unsynced; a checkpoint may follow */
+    puts_each(st, id, "b", 300); /* unsynced; a checkpoint may follow */
     CHECK(disk_make("crash-same", "crash"), "the page cache after the processes died");
     /* The newest meta pages reached the disk; the pages they point at did not. */
     CHECK(meta_copy("crash", "crash-disk"), "later meta pages on the disk");
@@ -256,15 +257,13 @@ test_machine_crash(void)
 
     CHECK(count_prefix("crash-disk", id, "a") == 300,
           "after the machine crash: every record of the checkpoint");
-    CHECK(count_prefix("crash-disk", id, "b") == 0,
-          "and none of the commits after it");
+    CHECK(count_prefix("crash-disk", id, "b") == 0, "and none of the commits after it");
     st = open_store("crash-disk", false, 0);
     if (st) {
         puts_each(st, id, "c", 50);
         store_close(st);
     }
-    CHECK(count_prefix("crash-disk", id, "") == 350,
-          "the store goes on: %d records",
+    CHECK(count_prefix("crash-disk", id, "") == 350, "the store goes on: %d records",
           count_prefix("crash-disk", id, ""));
 
     CHECK(count_prefix("crash-same", id, "") == 600,
@@ -338,11 +337,11 @@ test_machine_crash_lazy_claim(void)
     printf("# 100 lazy claims: %" PRIu64 " syncs; 100 durable creates: %" PRIu64 "\n",
            s1.syncs - s0.syncs, s2.syncs - s1.syncs);
     CHECK(s1.syncs - s0.syncs < 50 && s2.syncs - s1.syncs >= 100,
-          "100 lazy commits made %" PRIu64 " syncs, 100 durable ones %" PRIu64,
-          s1.syncs - s0.syncs, s2.syncs - s1.syncs);
+          "100 lazy commits made %" PRIu64 " syncs, 100 durable ones %" PRIu64, s1.syncs - s0.syncs,
+          s2.syncs - s1.syncs);
     store_close(st);
 
-    st = open_store("lazy-disk", true, 0);   /* after the machine crash */
+    st = open_store("lazy-disk", true, 0); /* after the machine crash */
     if (!st)
         return;
     StoreRecord r;
@@ -388,11 +387,11 @@ test_machine_crash_log(void)
     CHECK(disk_make("log-bare", "log"), "the same disk, to lose its log");
     StoreStats s0, s1;
     store_stats(st, &s0);
-    puts_each(st, id, "d", 10);    /* durable, each one flush of the log */
+    puts_each(st, id, "d", 10); /* durable, each one flush of the log */
     store_stats(st, &s1);
     CHECK(s1.syncs - s0.syncs >= 10, "10 durable writes, %" PRIu64 " flushes", s1.syncs - s0.syncs);
 
-    puts_large(st, id, "big", 24, 128 * 1024);   /* 3 MiB: more than the log takes */
+    puts_large(st, id, "big", 24, 128 * 1024); /* 3 MiB: more than the log takes */
     CHECK(disk_make("log-disk2", "log"), "the disk at the large commit's checkpoint");
     puts_each(st, id, "e", 10);
     CHECK(log_copy("log", "log-disk1") && log_copy("log", "log-disk2") &&
@@ -403,17 +402,13 @@ test_machine_crash_log(void)
           "later meta pages on the disks");
     store_close(st);
 
-    CHECK(count_prefix("log-disk1", id, "a") == 20 &&
-              count_prefix("log-disk1", id, "d") == 10,
+    CHECK(count_prefix("log-disk1", id, "a") == 20 && count_prefix("log-disk1", id, "d") == 10,
           "after the crash: the checkpoint's records, and the 10 durable writes after it (d: %d)",
           count_prefix("log-disk1", id, "d"));
-    CHECK(count_prefix("log-disk1", id, "big") == 0,
-          "but not what came after its chain broke");
-    CHECK(count_prefix("log-bare", id, "a") == 20 &&
-              count_prefix("log-bare", id, "d") == 0,
+    CHECK(count_prefix("log-disk1", id, "big") == 0, "but not what came after its chain broke");
+    CHECK(count_prefix("log-bare", id, "a") == 20 && count_prefix("log-bare", id, "d") == 0,
           "without the log, only the checkpoint's records");
-    CHECK(count_prefix("log-disk2", id, "big") == 24 &&
-              count_prefix("log-disk2", id, "e") == 10 &&
+    CHECK(count_prefix("log-disk2", id, "big") == 24 && count_prefix("log-disk2", id, "e") == 10 &&
               count_prefix("log-disk2", id, "") == 64,
           "the large commit, through its checkpoint, and the writes logged after it: %d records",
           count_prefix("log-disk2", id, ""));
@@ -435,7 +430,7 @@ test_machine_crash_log_processes(void)
     CHECK(log_copy("logp", "logp-disk") && meta_copy("logp", "logp-disk"),
           "the log as flushed, later meta pages");
     store_close(st);
-    st = open_store("logp-disk", true, 0);   /* after the crash */
+    st = open_store("logp-disk", true, 0); /* after the crash */
     if (!st)
         return;
     CHECK(records_count(st, id) == P * T * W, "every durable write of both processes: %d",
@@ -455,8 +450,8 @@ test_machine_crash_log_processes(void)
 static struct {
     ino_t ino;
     char disk[300];
-    int ranges;               /* the sync_file_range calls copied */
-    int failed;               /* the copies that failed */
+    int ranges; /* the sync_file_range calls copied */
+    int failed; /* the copies that failed */
 } synced;
 
 /* Copies "len" bytes at "at" of "fd" (0: to its end) into synced.disk. */
@@ -554,13 +549,13 @@ test_machine_crash_pages(void)
     CHECK(finished == 320, "320 records claimed and finished");
     static const char *const disks[] = {"pages-disk", "pages-later"};
     for (int i = 0; i < 2; i++) {
-        int a = count_prefix(disks[i], q.table, "a"),
-            b = count_prefix(disks[i], q.table, "b");
+        int a = count_prefix(disks[i], q.table, "a"), b = count_prefix(disks[i], q.table, "b");
         /* Claims take the head: the 200 "a" records went first, then 120
          * of the "b" ones; the 200 "b" records left are the unfinished. */
         CHECK(a == 0 && b == 200,
               "%s after the crash: the 200 records not finished, and none of those finished: "
-              "%d and %d", disks[i], a, b);
+              "%d and %d",
+              disks[i], a, b);
     }
 }
 

@@ -22,12 +22,11 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 4u      /* records may keep errors (COLUMNS_VERSION 4) */
-#define STORE_FORMAT_COUNTED 2u      /* the first format with counts */
-#define STORE_FORMAT_COLUMNS 3u      /* the first with the engine's columns */
+#define STORE_FORMAT_VERSION 4u /* records may keep errors (COLUMNS_VERSION 4) */
+#define STORE_FORMAT_COUNTED 2u /* the first format with counts */
+#define STORE_FORMAT_COLUMNS 3u /* the first with the engine's columns */
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
-
 
 _Thread_local int lmdb_full_seen;
 
@@ -36,41 +35,29 @@ static int
 status_of(int rc)
 {
     switch (rc) {
-    case MDB_SUCCESS:
-        return STORE_OK;
-    case MDB_NOTFOUND:
-        return STORE_NOTFOUND;
-    case MDB_KEYEXIST:
-        return STORE_EXISTS;
-    case MDB_MAP_FULL:
-        lmdb_full_seen = FULL_MAP;
-        return STORE_FULL;
-    case MDB_TXN_FULL:
-        lmdb_full_seen = FULL_TXN;
-        return STORE_FULL;
+    case MDB_SUCCESS: return STORE_OK;
+    case MDB_NOTFOUND: return STORE_NOTFOUND;
+    case MDB_KEYEXIST: return STORE_EXISTS;
+    case MDB_MAP_FULL: lmdb_full_seen = FULL_MAP; return STORE_FULL;
+    case MDB_TXN_FULL: lmdb_full_seen = FULL_TXN; return STORE_FULL;
     case MDB_PAGE_FULL:
     case MDB_CURSOR_FULL:
-    case ENOSPC:
-        return STORE_FULL;
-    case MDB_BAD_VALSIZE:
-        return STORE_TOOBIG;
+    case ENOSPC: return STORE_FULL;
+    case MDB_BAD_VALSIZE: return STORE_TOOBIG;
     case MDB_READERS_FULL:
     case MDB_MAP_RESIZED:
     case MDB_TLS_FULL:
     case MDB_DBS_FULL:
     case EAGAIN:
-    case EBUSY:
-        return STORE_BUSY;
+    case EBUSY: return STORE_BUSY;
     case MDB_INVALID:
     case MDB_CORRUPTED:
     case MDB_VERSION_MISMATCH:
     case MDB_PAGE_NOTFOUND:
     case MDB_INCOMPATIBLE:
     case MDB_BAD_RSLOT:
-    case MDB_BAD_DBI:
-        return STORE_CORRUPT;
-    default:                     /* EIO, MDB_PANIC, MDB_BAD_TXN, other errnos */
-        return STORE_IO;
+    case MDB_BAD_DBI: return STORE_CORRUPT;
+    default: /* EIO, MDB_PANIC, MDB_BAD_TXN, other errnos */ return STORE_IO;
     }
 }
 
@@ -116,8 +103,7 @@ lmdb_failure(const char *call, int rc)
 /* Writes "location: what[: LMDB's message for rc]" into errbuf (when there
  * is one); rc == 0 adds no LMDB message. */
 static void
-store_open_message(char *errbuf, size_t errlen, const char *location,
-                   const char *what, int rc)
+store_open_message(char *errbuf, size_t errlen, const char *location, const char *what, int rc)
 {
     if (!errbuf || !errlen)
         return;
@@ -282,8 +268,7 @@ store_schema_open(Store *st)
     if (rc)
         goto fail;
     uint32_t version = STORE_FORMAT_VERSION;
-    if ((rc = fresh ? store_format_init(st, txn)
-                    : store_format_check(txn, st->sys, &version)))
+    if ((rc = fresh ? store_format_init(st, txn) : store_format_check(txn, st->sys, &version)))
         goto fail;
     if ((rc = store_dbi_open(txn, "catalog", 0, fresh, &st->catalog)) ||
         (rc = store_dbi_open(txn, "records", 0, fresh, &st->records)) ||
@@ -335,9 +320,21 @@ map_size_from_env(size_t *out)
     if (errno)
         return -1;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
     default: break;
     }
     if (*end || n == 0 || n > (SIZE_MAX >> shift))
@@ -359,7 +356,7 @@ store_lockfile_allocate(const char *location)
     if (fd < 0)
         return;
     if (fstat(fd, &sb) == 0 && sb.st_size > 0)
-        (void)fallocate(fd, 0, 0, sb.st_size);   /* no emulation: never writes */
+        (void)fallocate(fd, 0, 0, sb.st_size); /* no emulation: never writes */
     close(fd);
 }
 
@@ -396,7 +393,7 @@ store_env_open_read_only(Store *st, const char *location, size_t map_size, const
         rc = mdb_env_open(st->env, location, MDB_NOTLS | MDB_RDONLY, 0600);
     }
     if (ckpt_fd >= 0)
-        close(ckpt_fd);              /* with its lock: the environment is open */
+        close(ckpt_fd); /* with its lock: the environment is open */
     struct statvfs fs;
     if (rc == EACCES && statvfs(location, &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
         /* The lock file is another user's on a read-only filesystem: read
@@ -416,8 +413,8 @@ store_env_open_read_only(Store *st, const char *location, size_t map_size, const
     *what = "cannot size the map";
     if ((rc = lmdb_map_init(st, map_size)))
         return rc;
-    SyncShared *sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE,
-                          MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    SyncShared *sh =
+        mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED)
         return errno;
     sh->magic = SYNC_MAGIC;
@@ -436,7 +433,7 @@ store_env_open_read_only(Store *st, const char *location, size_t map_size, const
 static int
 store_env_open(Store *st, const char *location, size_t map_size, const char **what)
 {
-    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC;   /* safe until a checkpoint */
+    unsigned flags = MDB_NOTLS | MDB_NOMETASYNC; /* safe until a checkpoint */
     MDB_stat ms;
     unsigned char meta[2][CHECKPOINT_META_LEN];
     uint64_t newest;
@@ -460,8 +457,9 @@ store_env_open(Store *st, const char *location, size_t map_size, const char **wh
     *what = "cannot recover the store after an unclean stop";
     if (alone && (rc = lmdb_checkpoint_recover(st->ckpt_fd, location))) {
         if (rc == EUCLEAN)
-            *what = "cannot recover the store after an unclean stop: data.mdb is older than "
-                    CHECKPOINT_FILE " (a copy of it alone was put back?)";
+            *what =
+                "cannot recover the store after an unclean stop: data.mdb is older than " CHECKPOINT_FILE
+                " (a copy of it alone was put back?)";
         return rc;
     }
     *what = "cannot open " SYNC_FILE;
@@ -584,8 +582,7 @@ store_locks_init(Store *st)
 }
 
 int
-lmdb_open(const char *location, const StoreOptions *opts, Store **out,
-           char *errbuf, size_t errlen)
+lmdb_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen)
 {
     Store *st = NULL;
     const char *what = "cannot create the directory";
@@ -598,8 +595,7 @@ lmdb_open(const char *location, const StoreOptions *opts, Store **out,
         errbuf[0] = '\0';
     if (!map_size && map_size_from_env(&map_size) != 0) {
         store_open_message(errbuf, errlen, location,
-                           "QUEUEFS_MAP_SIZE: expected a size in bytes such as 67108864 or 64M",
-                           0);
+                           "QUEUEFS_MAP_SIZE: expected a size in bytes such as 67108864 or 64M", 0);
         return STORE_INVALID;
     }
     if (!map_size)
@@ -737,7 +733,7 @@ int
 lmdb_health(StoreTxn *txn, StoreHealth *out)
 {
     (void)txn;
-    *out = (StoreHealth){.known = false};   /* LMDB reuses its pages itself */
+    *out = (StoreHealth){.known = false}; /* LMDB reuses its pages itself */
     return STORE_OK;
 }
 

@@ -48,9 +48,10 @@ test_not_a_store(void)
     /* A store of a future format version. */
     st = open_store("future", true, 0);
     store_close(st);
-    snprintf(cmd, sizeof cmd,
-             "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\63\\n' | mdb_load -T -s sys '%s'",
-             path_of("future"));
+    snprintf(
+        cmd, sizeof cmd,
+        "printf 'version\\nqueuefs-store\\\\00\\\\00\\\\00\\\\63\\n' | mdb_load -T -s sys '%s'",
+        path_of("future"));
     CHECK(system(cmd) == 0, "mdb_load future version");
     rc = store_open(path_of("future"), &opts, &st, err, sizeof err);
     CHECK(rc == STORE_CORRUPT, "future version: got %s", store_strerror(rc));
@@ -269,8 +270,8 @@ test_format1_upgrade(void)
     /* Filed anew, h is sorted: delayed until its instant. */
     StoreQueue q = {.table = 1, .timeout_ns = SEC};
     t = begin(st, true);
-    StoreRecord h = {.key = bytes_of("h"), .value = bytes_of("h"), .order = bytes_of("3"),
-                     .not_before = wake};
+    StoreRecord h = {
+        .key = bytes_of("h"), .value = bytes_of("h"), .order = bytes_of("3"), .not_before = wake};
     CHECK(store_record_update(t, 1, &q, &h) == STORE_OK, "file h anew");
     check_counts(t, 1, (uint64_t[6]){4, 2, 0, 1, 1, 0}, "a", "filed anew");
     commit(t);
@@ -289,7 +290,7 @@ test_format1_upgrade(void)
 /* What an upgrade function saw, and the buffers "out" points into. */
 typedef struct Upgrader {
     int calls;
-    int wrong_def;               /* calls whose table definition was not "def-jobs" */
+    int wrong_def; /* calls whose table definition was not "def-jobs" */
     char consumer[64];
 } Upgrader;
 
@@ -378,8 +379,10 @@ test_format2_upgrade(void)
     CHECK(rc == STORE_OK && st, "open with the upgrade: %s", store_strerror(rc));
     if (rc != STORE_OK)
         return;
-    CHECK(u.calls == 3 && u.wrong_def == 0, "called once a record (%d), with its table's "
-                                            "definition", u.calls);
+    CHECK(u.calls == 3 && u.wrong_def == 0,
+          "called once a record (%d), with its table's "
+          "definition",
+          u.calls);
     StoreRecord r;
     CHECK(get(st, 1, "r1", &r) == STORE_OK && r.attempts == 2 && r.seq == 1, "r1's columns");
     StoreTxn *t = begin(st, false);
@@ -388,8 +391,8 @@ test_format2_upgrade(void)
     CHECK(store_record_get(t, 1, bytes_of("r2"), &r) == STORE_OK && bytes_eq(r.value, "xyz") &&
               r.attempts == 1 && bytes_eq(r.consumer, "bob") && bytes_eq(r.order, "b"),
           "r2's columns and value");
-    CHECK(store_record_get(t, 1, bytes_of("r3"), &r) == STORE_OK &&
-              bytes_eq(r.value, "later") && r.not_before == wake,
+    CHECK(store_record_get(t, 1, bytes_of("r3"), &r) == STORE_OK && bytes_eq(r.value, "later") &&
+              r.not_before == wake,
           "r3's not_before and value");
     StoreQueueCounts n = counts_in(t, 1);
     CHECK(n.records == 3 && n.ready == 2 && n.delayed == 1 && n.held == 0 && n.unsorted == 0 &&
@@ -495,7 +498,8 @@ test_format3_errors(void)
 int
 main(void)
 {
-    static const TestCase cases[] = {test_not_a_store, test_dir_mode, test_format1_upgrade,
-                                     test_format2_upgrade, test_format3_errors, NULL};
+    static const TestCase cases[] = {test_not_a_store,     test_dir_mode,
+                                     test_format1_upgrade, test_format2_upgrade,
+                                     test_format3_errors,  NULL};
     return test_root_main("lmdb_format_test", cases);
 }

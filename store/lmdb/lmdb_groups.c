@@ -25,9 +25,9 @@
 #include "lmdb_internal.h"
 
 #define GROUP_META_PREFIX "grp:"
-#define GROUP_STATE_FIXED 9       /* [i64 held][u8 full] */
+#define GROUP_STATE_FIXED 9 /* [i64 held][u8 full] */
 #define META_RATE "rate"
-#define GROUPS_KEY_PREFIX 12      /* [T][u64 hash] */
+#define GROUPS_KEY_PREFIX 12 /* [T][u64 hash] */
 
 /* ---- a group's state ---- */
 
@@ -36,7 +36,7 @@ typedef struct GroupState {
     int64_t held;
     bool full;
     bool has_head;
-    unsigned char head[STORE_MAX_KEY];   /* its record in the ready index */
+    unsigned char head[STORE_MAX_KEY]; /* its record in the ready index */
     size_t head_len;
 } GroupState;
 
@@ -186,10 +186,11 @@ group_first(StoreTxn *t, uint32_t table, StoreBytes group, GroupEntry *out)
 /* ---- what the queue indexes call ---- */
 
 int
-lmdb_group_file(StoreTxn *t, uint32_t table, StoreBytes group, const void *order,
-                size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len)
+lmdb_group_file(StoreTxn *t, uint32_t table, StoreBytes group, const void *order, size_t order_len,
+                uint64_t seq, const void *rkey, size_t rkey_len)
 {
-    return lmdb_status_of(group_entry(t, table, group, order, order_len, seq, rkey, rkey_len, true));
+    return lmdb_status_of(
+        group_entry(t, table, group, order, order_len, seq, rkey, rkey_len, true));
 }
 
 int
@@ -308,8 +309,7 @@ lmdb_group_settle(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes g
 }
 
 int
-lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
-                    bool *full)
+lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group, bool *full)
 {
     GroupState g;
     *full = false;
@@ -390,7 +390,8 @@ lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed)
     if (rc)
         return rc;
     size_t kept = rate_in_window(q, at, n, now, &first);
-    size_t total = kept + (size_t)handed, drop = total > (size_t)q->rate ? total - (size_t)q->rate : 0;
+    size_t total = kept + (size_t)handed,
+           drop = total > (size_t)q->rate ? total - (size_t)q->rate : 0;
     size_t len = (total - drop) * 8;
     unsigned char *buf = lmdb_alloc(len);
     size_t w = 0;

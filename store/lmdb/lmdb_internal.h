@@ -139,7 +139,8 @@
 #define QUEUEFS_LMDB_INTERNAL_H
 
 #ifndef QUEUEFS_LMDB_BACKEND
-#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#error \
+    "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
 #endif
 
 #include "backend.h"
@@ -158,11 +159,11 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define RECORD_HEAD_LEN 18           /* u64 seq, i64 wake, u16 order_len */
+#define RECORD_HEAD_LEN 18 /* u64 seq, i64 wake, u16 order_len */
 #define WAKE_NO_SLOT (-1)
-#define WAIT_DELAY 1                 /* a deadline entry's kinds */
+#define WAIT_DELAY 1 /* a deadline entry's kinds */
 #define WAIT_HOLD 2
-#define WAIT_VALUE_LEN 9             /* [u8 kind][i64 then] */
+#define WAIT_VALUE_LEN 9 /* [u8 kind][i64 then] */
 
 /* Room for the longest composite key: [T][u64][key] or [T][sub][name]. */
 /* The longest meta name: a record key with a prefix of the store's own
@@ -171,10 +172,22 @@
 #define KEY_BUF_LEN (4 + 1 + META_NAME_MAX)
 
 /* The per-table counts (main "records"[T]), in their stored order. */
-enum { CNT_RECORDS, CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED,
-       CNT_CLAIMS, CNT_RELEASES, CNT_LAPSES, CNT_DELETES, CNT_GROUPED, CNT_GROUPS_FULL, CNT_N };
-#define CNT_N_FORMAT2 5              /* the counts a store of format 2 kept */
-#define CNT_N_UNGROUPED 9            /* the counts before AT MOST … PER */
+enum {
+    CNT_RECORDS,
+    CNT_READY,
+    CNT_HELD,
+    CNT_DELAYED,
+    CNT_UNSORTED,
+    CNT_CLAIMS,
+    CNT_RELEASES,
+    CNT_LAPSES,
+    CNT_DELETES,
+    CNT_GROUPED,
+    CNT_GROUPS_FULL,
+    CNT_N
+};
+#define CNT_N_FORMAT2 5   /* the counts a store of format 2 kept */
+#define CNT_N_UNGROUPED 9 /* the counts before AT MOST … PER */
 
 /* A held record's "then" (a deadline entry's): it retires at its wake. */
 #define THEN_RETIRE (-1)
@@ -194,40 +207,40 @@ enum { FULL_NONE, FULL_MAP, FULL_TXN };
 typedef struct WriteReq {
     int (*fn)(StoreTxn *txn, void *ctx);
     void *ctx;
-    int rc;               /* what store_write returns to this caller */
-    bool in_group;        /* taken into a group by a leader */
-    bool reserve;         /* its last run may use the reserve */
-    bool lazy;            /* its last run need not be durable (store_txn_lazy) */
-    bool committed;       /* its changes are committed (sync pending) */
-    bool done;            /* rc is final: the caller may return */
-    char detail[256];     /* what the thread that failed it knew (store_error_detail) */
+    int rc;           /* what store_write returns to this caller */
+    bool in_group;    /* taken into a group by a leader */
+    bool reserve;     /* its last run may use the reserve */
+    bool lazy;        /* its last run need not be durable (store_txn_lazy) */
+    bool committed;   /* its changes are committed (sync pending) */
+    bool done;        /* rc is final: the caller may return */
+    char detail[256]; /* what the thread that failed it knew (store_error_detail) */
     struct WriteReq *next;
 } WriteReq;
 
 struct Store {
-    const StoreOps *ops;         /* &store_lmdb_ops: first (backend.h) */
+    const StoreOps *ops; /* &store_lmdb_ops: first (backend.h) */
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
-    MDB_dbi group_index;         /* the "groups" database */
-    MDB_dbi main;                /* LMDB's main database: the counts */
-    pthread_rwlock_t map_lock;   /* shared by open txns; exclusive to resize */
-    bool sync;                   /* sync on: commits are made durable */
-    int data_fd;                 /* LMDB's descriptor of the data file */
-    size_t map_size;             /* the map's size (atomic) */
+    MDB_dbi group_index;       /* the "groups" database */
+    MDB_dbi main;              /* LMDB's main database: the counts */
+    pthread_rwlock_t map_lock; /* shared by open txns; exclusive to resize */
+    bool sync;                 /* sync on: commits are made durable */
+    int data_fd;               /* LMDB's descriptor of the data file */
+    size_t map_size;           /* the map's size (atomic) */
 
-    pthread_mutex_t group_mu;    /* guards the queue, "leading", "waiting" */
+    pthread_mutex_t group_mu; /* guards the queue, "leading", "waiting" */
     pthread_cond_t group_cv;
     WriteReq *queue, **queue_tail;
-    bool leading;                /* a leader is running a group */
+    bool leading; /* a leader is running a group */
     uint64_t waiting;
 
-    pthread_mutex_t sync_mu;     /* guards "syncing" */
-    pthread_cond_t sync_cv;      /* signalled when a sync ends */
-    bool syncing;                /* a thread of this process leads a sync
+    pthread_mutex_t sync_mu; /* guards "syncing" */
+    pthread_cond_t sync_cv;  /* signalled when a sync ends */
+    bool syncing;            /* a thread of this process leads a sync
                                   * (then holds flock on sync_fd) */
-    int sync_fd;                 /* "queuefs.sync" */
-    SyncShared *shared;          /* mapped from sync_fd */
-    bool nosync;                 /* MDB_NOSYNC is set (changed by the writer) */
+    int sync_fd;             /* "queuefs.sync" */
+    SyncShared *shared;      /* mapped from sync_fd */
+    bool nosync;             /* MDB_NOSYNC is set (changed by the writer) */
 
     int ckpt_fd;                 /* "queuefs.checkpoint" */
     int log_fd;                  /* "queuefs.log", -1: none (read only) */
@@ -235,49 +248,49 @@ struct Store {
     pthread_mutex_t log_sync_mu; /* one flush of the log at a time */
     LogOps wlog;                 /* the open write transaction's changes */
     unsigned page_size;
-    bool checkpoints;            /* the data file's meta pages are understood */
-    bool checkpointed;           /* this process took a checkpoint (atomic) */
-    uint64_t last_commit;        /* the id of this process's last commit (atomic) */
-    time_t dead_cleared_at;      /* when it last cleared dead readers (the sync
+    bool checkpoints;       /* the data file's meta pages are understood */
+    bool checkpointed;      /* this process took a checkpoint (atomic) */
+    uint64_t last_commit;   /* the id of this process's last commit (atomic) */
+    time_t dead_cleared_at; /* when it last cleared dead readers (the sync
                                   * leader's), in monotonic seconds */
-    MDB_txn *pin;                /* the read transaction holding this process's
+    MDB_txn *pin;           /* the read transaction holding this process's
                                   * checkpoint, or NULL (the sync leader's) */
-    uint64_t pin_id;             /* its transaction, UINT64_MAX: none (atomic) */
-    CheckpointPages pages;       /* the pages of its newest record (the sync leader's) */
+    uint64_t pin_id;        /* its transaction, UINT64_MAX: none (atomic) */
+    CheckpointPages pages;  /* the pages of its newest record (the sync leader's) */
 
-    pthread_t ticker;            /* takes checkpoints with sync off */
-    bool ticking, stopping;      /* (guarded by tick_mu) */
+    pthread_t ticker;       /* takes checkpoints with sync off */
+    bool ticking, stopping; /* (guarded by tick_mu) */
     pthread_mutex_t tick_mu;
     pthread_cond_t tick_cv;
 
-    uint64_t writes, groups, syncs, grows;  /* StoreStats (atomic) */
+    uint64_t writes, groups, syncs, grows; /* StoreStats (atomic) */
 
-    bool read_only;              /* StoreOptions.read_only */
-    bool owner_known;            /* the directory's owner, when opened */
+    bool read_only;   /* StoreOptions.read_only */
+    bool owner_known; /* the directory's owner, when opened */
     uid_t owner_uid;
     gid_t owner_gid;
 
-    uint64_t reserve_pages;      /* the reserve (see "The reserve"; atomic) */
-    uint64_t file_bytes;         /* the data file's size as last seen: it never
+    uint64_t reserve_pages; /* the reserve (see "The reserve"; atomic) */
+    uint64_t file_bytes;    /* the data file's size as last seen: it never
                                   * shrinks, so a lower bound (atomic) */
-    StoreUpgradeFn upgrade;      /* StoreOptions.upgrade */
+    StoreUpgradeFn upgrade; /* StoreOptions.upgrade */
     void *upgrade_ctx;
 };
 
 struct StoreTxn {
-    const StoreOps *ops;         /* &store_lmdb_ops: first (backend.h) */
+    const StoreOps *ops; /* &store_lmdb_ops: first (backend.h) */
     Store *st;
     MDB_txn *txn;
     bool write;
-    bool reserve;                /* it may use the reserve (store_txn_use_reserve) */
-    bool lazy;                   /* need not be durable on return (store_txn_lazy) */
-    int64_t now;                 /* store_txn_now's instant; 0: not asked yet */
+    bool reserve; /* it may use the reserve (store_txn_use_reserve) */
+    bool lazy;    /* need not be durable on return (store_txn_lazy) */
+    int64_t now;  /* store_txn_now's instant; 0: not asked yet */
 };
 
 /* A record's stored header, decoded; pointers are into the stored value. */
 typedef struct RecordHead {
     uint64_t seq;
-    int64_t wake;                 /* WAKE_NO_SLOT, 0 (ready) or > 0 (waiting) */
+    int64_t wake; /* WAKE_NO_SLOT, 0 (ready) or > 0 (waiting) */
     const unsigned char *order;
     size_t order_len;
     const unsigned char *value;
@@ -410,76 +423,63 @@ lmdb_stat_add(uint64_t *p, uint64_t n)
 /* Maps an LMDB return code (or errno) to a StoreStatus, noting in
  * lmdb_full_seen a full map or transaction; a failure of the disk or of
  * LMDB that nothing explained yet (lmdb_failure) is explained by its code. */
-int
-lmdb_status_of(int rc);
+int lmdb_status_of(int rc);
 
 /* "location/name", allocated (the caller frees it). */
-char *
-lmdb_path(const char *location, const char *name);
+char *lmdb_path(const char *location, const char *name);
 
 /* open(2) of "name" in the store directory "location" (mode 0600 when it
  * creates): a descriptor, or -1 with errno set. */
-int
-lmdb_open_in(const char *location, const char *name, int flags);
+int lmdb_open_in(const char *location, const char *name, int flags);
 
 /* Says in store_error_detail what failed: "call" (a system call and the
  * file it was on, or LMDB's call) and "rc", an errno or LMDB code.  Returns
  * "rc". */
-int
-lmdb_failure(const char *call, int rc);
+int lmdb_failure(const char *call, int rc);
 
 /* ---- lmdb_map.c ---- */
 
 /* Reads LMDB's idea of the map size and the last committed transaction id.
  * The caller holds the map lock (either way): the meta pages live in the
  * map. */
-void
-lmdb_env_info(Store *st, size_t *map_size, uint64_t *last_txnid);
+void lmdb_env_info(Store *st, size_t *map_size, uint64_t *last_txnid);
 
 /* The id of the last committed transaction, taking the map lock shared. */
-uint64_t
-lmdb_last_txnid(Store *st);
+uint64_t lmdb_last_txnid(Store *st);
 
 /* Sets the initial map: the requested size, or the data file's if larger,
  * but no more than the disk has room for. */
-int
-lmdb_map_init(Store *st, size_t requested);
+int lmdb_map_init(Store *st, size_t requested);
 
 /* Adopts the map size another process grew the environment to — no more
  * than the disk has room for — once no transaction of this process is open
  * (waits a few seconds at most). */
-int
-lmdb_map_adopt(Store *st);
+int lmdb_map_adopt(Store *st);
 
 /* Grows the map — doubles it, within the room the disk has — once no
  * transaction of this process is open.  MDB_MAP_FULL when it cannot grow. */
-int
-lmdb_map_grow(Store *st);
+int lmdb_map_grow(Store *st);
 
 /* The largest map the disk allows, in pages, with the data file's size
  * and the reserve brought up to date. */
-uint64_t
-lmdb_room_pages(Store *st);
+uint64_t lmdb_room_pages(Store *st);
 
 /* STORE_OK when write transaction "txn", as it stands, leaves the reserve
  * free; else STORE_FULL.  Looks at the disk only when the data file as
  * last seen is too small to tell. */
-int
-lmdb_reserve_check(Store *st, MDB_txn *txn);
+int lmdb_reserve_check(Store *st, MDB_txn *txn);
 
 /* As the holder of LMDB's writer lock: allocates the data file up to the
  * pages in use plus one and a half reserves when it holds less than the
  * pages in use plus the reserve, as far as the disk has room.  Failures
  * are left for the writes to meet. */
-void
-lmdb_reserve_allocate(Store *st);
+void lmdb_reserve_allocate(Store *st);
 
 /* True when the disk leaves the store less room past the data file's last
  * page than the reserve: it is nearly full, and the pages freed since the
  * last checkpoint are wanted back (durable writes then take a checkpoint
  * each rather than only flushing the log).  Takes the map lock shared. */
-bool
-lmdb_file_tight(Store *st);
+bool lmdb_file_tight(Store *st);
 
 /* ---- lmdb_txn.c ---- */
 
@@ -489,19 +489,16 @@ lmdb_file_tight(Store *st);
  * "*id", the id to sync up to), appends it to the redo log and lets the
  * log's lock go.  The caller holds LMDB's writer lock, so the mode cannot
  * change meanwhile and only one thread sets the flag. */
-int
-lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id);
+int lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id);
 
 /* Aborts the top-level write transaction "txn" and lets the log's lock go. */
-void
-lmdb_abort(Store *st, MDB_txn *txn);
+void lmdb_abort(Store *st, MDB_txn *txn);
 
 /* Begins an LMDB transaction (no parent) with the map lock held shared,
  * adopting a map another process grew, and for a write the log's lock; on
  * success the caller releases the map lock when the transaction ends
  * (lmdb_commit or lmdb_abort for a write). */
-int
-lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
+int lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
 
 /* ---- lmdb_upgrade.c ---- */
 
@@ -509,73 +506,61 @@ lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out);
  * transaction "t": every record gets its columns (through st->upgrade when
  * set), the counters kept in meta values join the counts, and the
  * DEDUPLICATE entries get their time index. */
-int
-lmdb_upgrade_columns(StoreTxn *t);
+int lmdb_upgrade_columns(StoreTxn *t);
 
 /* ---- lmdb_catalog.c ---- */
 
 /* Takes the next arrival sequence of "table" (1, 2, ...) into *seq. */
-int
-lmdb_table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq);
+int lmdb_table_seq_next(StoreTxn *t, uint32_t table, uint64_t *seq);
 
 /* Decodes a catalog value into id and definition. */
-int
-lmdb_catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out);
+int lmdb_catalog_entry_parse(MDB_val v, uint32_t *id_out, StoreBytes *def_out);
 
 /* ---- lmdb_records.c ---- */
 
 /* Decodes a stored record value; STORE_CORRUPT when it is malformed. */
-int
-lmdb_record_head_parse(MDB_val v, RecordHead *h);
+int lmdb_record_head_parse(MDB_val v, RecordHead *h);
 
 /* Writes a record header at p (RECORD_HEAD_LEN bytes; the order key is
  * copied by the caller). */
-void
-lmdb_record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len);
+void lmdb_record_head_write(unsigned char *p, uint64_t seq, int64_t wake, size_t order_len);
 
 /* Finds record "key" of "table": its records key [T][key] into "rk" and
  * its decoded header into "h" (pointing into LMDB memory: valid until
  * the transaction's next update or its end).  STORE_NOTFOUND when there
  * is no such record, STORE_TOOBIG when "key" is too long, STORE_CORRUPT
  * when its value is malformed. */
-int
-lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, RecordHead *h);
+int lmdb_record_find(StoreTxn *txn, uint32_t table, StoreBytes key, KeyBuf *rk, RecordHead *h);
 
 /* Puts a private copy of "data" under "key", so that "data" may point into
  * LMDB memory that the write itself moves. */
-int
-lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
+int lmdb_put_copy(Store *st, MDB_txn *txn, MDB_dbi dbi, MDB_val key, const void *data, size_t len);
 
 /* Opens a cursor of "txn" on database "dbi" into "*cur" and sets "prefix"
  * to table id "table" (where a walk of the table's entries starts): a
  * store status.  The caller closes the cursor. */
-int
-lmdb_table_cursor(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_cursor **cur, KeyBuf *prefix);
+int lmdb_table_cursor(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_cursor **cur, KeyBuf *prefix);
 
 /* Moves "cur" as lmdb_cursor_in_table does: true when it is at an entry of
  * "table" (in "*k" and "*v"); false past the table's last entry ("*rc"
  * STORE_OK) or when LMDB failed ("*rc" its status). */
-bool
-lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table,
-                int *rc);
+bool lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table,
+                     int *rc);
 
 /* Calls "fn" with each entry of database "dbi" under table "table"'s key
  * prefix, in key order from the first key >= "start", until "fn" returns
  * non-zero, which is returned; STORE_OK at the table's end. */
-int
-lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
-                int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx);
+int lmdb_table_walk(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_val start,
+                    int (*fn)(void *ctx, MDB_val k, MDB_val v), void *ctx);
 
 /* Parses the record under records key "k" (its [T] prefix included) with
  * header "h" into "r": every field, pointing into LMDB memory.
  * STORE_CORRUPT when its columns are malformed. */
-int
-lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r);
+int lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r);
 
 /* Reads record "key" of "table" into "r" (see lmdb_record_parse), and its
  * header into "h" (may be NULL).  Errors as lmdb_record_find. */
-int
-lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h);
+int lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h);
 
 /* Writes record "r" — every field of it: key, value, times, columns,
  * order, not_before, group — under (table, r->key), filing it as
@@ -585,46 +570,37 @@ lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, 
  * gets the next arrival sequence; else STORE_NOTFOUND when it is absent,
  * and it keeps its own.  Every byte of "r" is copied before anything is
  * written, so it may point into LMDB memory. */
-int
-lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
-                  bool create, const int64_t *extra);
+int lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
+                      bool create, const int64_t *extra);
 
 /* Rewrites record "r->key" with the header "h" it has (its sequence, its
  * place in the indexes and its order key stay) and the columns and value
  * of "r", changing no index and no count: for the format upgrade.  Copies
  * "h" and "r" first, so they may point into LMDB memory. */
-int
-lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
+int lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
 
 /* Where record "r" of queue "q" (NULL: a collection) is filed at "now":
  * "*wake" WAKE_NO_SLOT (in no index: a collection's, or retired), 0
  * (ready) or the instant it waits until, with the kind of wait in "*kind"
  * and, for a hold, what it does then in "*then" (0: ready, later: delayed
  * until then, THEN_RETIRE). */
-void
-lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
-               int *kind, int64_t *then);
+void lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
+                    int *kind, int64_t *then);
 
 /* Deletes every entry of database "dbi" (every duplicate too) whose key
  * starts with [T] and then the "n" bytes "sub", at O(log n) an entry. */
-int
-lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, size_t n);
+int lmdb_delete_prefixed(StoreTxn *t, MDB_dbi dbi, uint32_t table, const void *sub, size_t n);
 
 /* ---- lmdb_catalog.c: meta values ---- */
 
 /* The meta value "name" of "table" (the caller's namespace of meta keys,
  * which the queue primitives keep theirs in).  STORE_NOTFOUND when absent. */
-int
-lmdb_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
-int
-lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
-int
-lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name);
+int lmdb_meta_get(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes *value_out);
+int lmdb_meta_put(StoreTxn *txn, uint32_t table, StoreBytes name, StoreBytes value);
+int lmdb_meta_del(StoreTxn *txn, uint32_t table, StoreBytes name);
 /* An 8-byte big-endian meta value (0 when absent) and its update. */
-int
-lmdb_meta_get_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t *out);
-int
-lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
+int lmdb_meta_get_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t *out);
+int lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
 
 /* ---- lmdb_queue.c ---- */
 
@@ -632,26 +608,22 @@ lmdb_meta_put_i64(StoreTxn *txn, uint32_t table, const char *name, int64_t v);
  * into LMDB memory), after moving every waiting record whose instant has
  * come on (a write transaction is required).  STORE_NOTFOUND when nothing
  * is ready. */
-int
-lmdb_queue_head(StoreTxn *txn, const StoreQueue *q, int64_t now, StoreBytes *key_out);
+int lmdb_queue_head(StoreTxn *txn, const StoreQueue *q, int64_t now, StoreBytes *key_out);
 
 /* Puts (put) or deletes a record's ready entry: an LMDB code
  * (MDB_NOTFOUND for a missing one). */
-int
-lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t order_len, uint64_t seq,
-                 const void *rkey, size_t rkey_len, bool put);
+int lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t order_len, uint64_t seq,
+                     const void *rkey, size_t rkey_len, bool put);
 
 /* True when (order a, seq a) comes before (order b, seq b) in claim order:
  * memcmp of the order keys, the shorter first on a tie, then arrival. */
-bool
-lmdb_claim_place_before(const unsigned char *a, size_t a_len, uint64_t a_seq,
-                        const unsigned char *b, size_t b_len, uint64_t b_seq);
+bool lmdb_claim_place_before(const unsigned char *a, size_t a_len, uint64_t a_seq,
+                             const unsigned char *b, size_t b_len, uint64_t b_seq);
 
 /* Empties every index of "table" — ready, deadline, groups, the groups'
  * states — and their counts, so that every record can be filed anew
  * (store_queue_refile); the records and counters stay. */
-int
-lmdb_queue_unfile_all(StoreTxn *t, uint32_t table);
+int lmdb_queue_unfile_all(StoreTxn *t, uint32_t table);
 
 /* ---- lmdb_groups.c ---- */
 
@@ -665,70 +637,56 @@ lmdb_grouped(const StoreQueue *q, StoreBytes group)
 
 /* Files a ready record of "group" in the groups index (its settling puts
  * it where it belongs).  Counted as CNT_GROUPED by the caller. */
-int
-lmdb_group_file(StoreTxn *t, uint32_t table, StoreBytes group, const void *order,
-                size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len);
+int lmdb_group_file(StoreTxn *t, uint32_t table, StoreBytes group, const void *order,
+                    size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len);
 
 /* Removes the index entry of a ready record of "group" (header "h"):
  * from the ready index when it is its group's next, else from the groups
  * index; "*cls" says which count it was in (-1: none, missing). */
-int
-lmdb_group_unfile(StoreTxn *t, uint32_t table, StoreBytes group, const RecordHead *h,
-                  const void *rkey, size_t rkey_len, int *cls);
+int lmdb_group_unfile(StoreTxn *t, uint32_t table, StoreBytes group, const RecordHead *h,
+                      const void *rkey, size_t rkey_len, int *cls);
 
 /* Adds "by" (±1) to the holds of "group". */
-int
-lmdb_group_held_add(StoreTxn *t, uint32_t table, StoreBytes group, int by);
+int lmdb_group_held_add(StoreTxn *t, uint32_t table, StoreBytes group, int by);
 
 /* Puts the right record of "group" — its first in claim order, while it
  * has fewer than q->per_group holds — in the ready index, and the rest in
  * the groups index, noting the moves and whether it is full in "delta". */
-int
-lmdb_group_settle(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
-                  int64_t delta[CNT_N]);
+int lmdb_group_settle(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
+                      int64_t delta[CNT_N]);
 
 /* True in "*full" when "group" has q->per_group holds (false when q puts
  * no record of it in a group). */
-int
-lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
-                    bool *full);
+int lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreBytes group,
+                        bool *full);
 
 /* Deletes the groups index entries and group states of "table". */
-int
-lmdb_groups_clear(StoreTxn *t, uint32_t table);
+int lmdb_groups_clear(StoreTxn *t, uint32_t table);
 
 /* The hand-outs queue "q"'s rate has room for now into "*room" (INT64_MAX
  * without a rate). */
-int
-lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t *room);
+int lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t *room);
 
 /* Notes "handed" hand-outs of queue "q" now. */
-int
-lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed);
+int lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed);
 
 /* Reads the counts of "table" into "n" (all 0 when it has none yet; the
  * counters 0 in an entry of format 2). */
-int
-lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N]);
-
+int lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N]);
 
 /* Builds the key of the counts of "table": "records"[T]. */
-void
-lmdb_counts_key_build(KeyBuf *k, uint32_t table);
+void lmdb_counts_key_build(KeyBuf *k, uint32_t table);
 
 /* Adds "delta" to the counts of "table": one write, none when all are 0. */
-int
-lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N]);
+int lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N]);
 
 /* Notes in "delta" that one entry of count "cls" came (by +1) or went
  * (by -1); cls < 0 (no index entry) counts nothing. */
-void
-lmdb_counts_note(int64_t delta[CNT_N], int cls, int by);
+void lmdb_counts_note(int64_t delta[CNT_N], int cls, int by);
 
 /* The count an index state files a record under: none (-1) without a
  * slot, ready, or by the kind of its wait. */
-int
-lmdb_slot_class(int64_t wake, int kind);
+int lmdb_slot_class(int64_t wake, int kind);
 
 /* Adds the index entry a record with this slot state belongs in (none for
  * WAKE_NO_SLOT); a waiting one of "kind" (WAIT_HOLD carries "then").  A
@@ -737,25 +695,21 @@ lmdb_slot_class(int64_t wake, int kind);
  * counted in its group; the caller then settles the group
  * (lmdb_group_settle).  "*cls" says which count the entry is in (-1:
  * none).  All pointers are to local copies. */
-int
-lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                     const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
-                     int64_t then, StoreBytes group, int *cls);
+int lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                         const void *order, size_t order_len, uint64_t seq, int64_t wake, int kind,
+                         int64_t then, StoreBytes group, int *cls);
 
 /* Removes the index entry described by a record's header (none for
  * WAKE_NO_SLOT) — of a record of "group" as for lmdb_queue_index_add —
  * and says in "*cls" which count it was in (-1: none, or missing).
  * Copies what it needs from "h" before writing, so "h" may point into
  * LMDB memory.  A missing entry is not an error. */
-int
-lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
-                        const RecordHead *h, StoreBytes group, int *cls);
+int lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
+                            const RecordHead *h, StoreBytes group, int *cls);
 
 /* Counts the records of table "table" and their index entries from
  * scratch (see "Layout"), at O(1) per record. */
-int
-lmdb_table_recount(StoreTxn *t, uint32_t table);
-
+int lmdb_table_recount(StoreTxn *t, uint32_t table);
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

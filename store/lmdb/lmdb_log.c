@@ -27,14 +27,14 @@
 #include <zlib.h>
 
 #define HEADER_LEN 32
-#define ENTRY_MAGIC 0x474f4c51u        /* "QLOG" */
+#define ENTRY_MAGIC 0x474f4c51u /* "QLOG" */
 #define KIND_COMMIT 1u
 #define KIND_WRAP 2u
 #define OP_PUT 1
-#define OP_DEL 2                        /* one value (or the key, unsorted) */
-#define OP_DEL_ALL 3                    /* the key and every value */
+#define OP_DEL 2     /* one value (or the key, unsorted) */
+#define OP_DEL_ALL 3 /* the key and every value */
 #define OP_LEN 8
-#define REPLAY_TRIES 8                  /* map doublings a replay may ask for */
+#define REPLAY_TRIES 8 /* map doublings a replay may ask for */
 
 /* The databases a change names, by number: LMDB's main database, then the
  * store's named ones (as lmdb_env.c opens them). */
@@ -42,8 +42,8 @@ static const struct {
     const char *name;
     unsigned flags;
 } log_dbs[] = {
-    {NULL, 0},           {"sys", 0},  {"catalog", 0},          {"records", 0},
-    {"ready", MDB_DUPSORT}, {"deadline", 0}, {"meta", 0}, {"groups", MDB_DUPSORT},
+    {NULL, 0},       {"sys", 0},  {"catalog", 0},          {"records", 0}, {"ready", MDB_DUPSORT},
+    {"deadline", 0}, {"meta", 0}, {"groups", MDB_DUPSORT},
 };
 #define LOG_DBS (sizeof log_dbs / sizeof log_dbs[0])
 
@@ -267,7 +267,7 @@ lmdb_log_append(Store *st, uint64_t id)
         }
     }
     pos += skip;
-    memset(w->data + w->len, 0, len - w->len);   /* the padding (cap is a power of two) */
+    memset(w->data + w->len, 0, len - w->len); /* the padding (cap is a power of two) */
     header_fill(w->data, KIND_COMMIT, sh->log_epoch, id, len, len - HEADER_LEN);
     if (!ring_write(st->log_fd, w->data, len, pos)) {
         chain_break(sh);
@@ -395,7 +395,7 @@ entry_apply(MDB_txn *txn, const MDB_dbi *dbis, const unsigned char *e, uint64_t 
         int op = p[0], db = p[1];
         size_t klen = be_get16(p + 2), vlen = be_get32(p + 4);
         if (op == 0)
-            break;                        /* the padding */
+            break; /* the padding */
         if ((size_t)db >= LOG_DBS || off + OP_LEN + klen + vlen > len)
             return MDB_CORRUPTED;
         MDB_val k = {klen, (void *)(p + OP_LEN)}, v = {vlen, (void *)(p + OP_LEN + klen)};
@@ -484,8 +484,9 @@ replay_into(const char *location, size_t map_size, const unsigned char *ring, co
         else if (!(rc = mdb_txn_commit(txn)))
             rc = mdb_env_sync(env, 1);
         if (!rc && applied)
-            fprintf(stderr, "queuefs: %s: %ld commits after the checkpoint replayed from " LOG_FILE
-                            "\n", location, applied);
+            fprintf(stderr,
+                    "queuefs: %s: %ld commits after the checkpoint replayed from " LOG_FILE "\n",
+                    location, applied);
     }
     mdb_env_close(env);
     return rc;

@@ -33,7 +33,8 @@
 #define QUEUEFS_LMDB_LOG_H
 
 #ifndef QUEUEFS_LMDB_BACKEND
-#error "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
+#error \
+    "the LMDB backend's own header: only store/lmdb/ includes it (built with -DQUEUEFS_LMDB_BACKEND)"
 #endif
 
 #include "lmdb_checkpoint.h"
@@ -44,7 +45,7 @@
 #include <stdint.h>
 
 #define LOG_FILE "queuefs.log"
-#define LOG_LEN (4u << 20)           /* the ring's size */
+#define LOG_LEN (4u << 20) /* the ring's size */
 
 typedef struct Store Store;
 
@@ -53,7 +54,7 @@ typedef struct Store Store;
 typedef struct LogOps {
     unsigned char *data;
     size_t len, cap;
-    bool unloggable;              /* too large, or of a database not logged */
+    bool unloggable; /* too large, or of a database not logged */
 } LogOps;
 
 /* Opens (making and allocating when absent) the log of the store

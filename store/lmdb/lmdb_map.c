@@ -12,13 +12,13 @@
 #include <unistd.h>
 
 #define STORE_RESIZE_WAIT_S 5
-#define STORE_DISK_MARGIN ((uint64_t)256 << 10)  /* disk left to the filesystem */
-#define RESERVE_SHARE 8              /* the reserve: 1/8 of the room the store has, */
-#define RESERVE_MIN_PAGES 64         /* at least 256 KiB (with 4 KiB pages) */
-#define RESERVE_MAX_PAGES 2048       /* and at most 8 MiB */
-#define LMDB_META_PAGES 2            /* LMDB's two meta pages */
-#define LMDB_FREE_DBI 0              /* LMDB's own databases: its free list */
-#define LMDB_MAIN_DBI 1              /* and the one naming the others */
+#define STORE_DISK_MARGIN ((uint64_t)256 << 10) /* disk left to the filesystem */
+#define RESERVE_SHARE 8                         /* the reserve: 1/8 of the room the store has, */
+#define RESERVE_MIN_PAGES 64                    /* at least 256 KiB (with 4 KiB pages) */
+#define RESERVE_MAX_PAGES 2048                  /* and at most 8 MiB */
+#define LMDB_META_PAGES 2                       /* LMDB's two meta pages */
+#define LMDB_FREE_DBI 0                         /* LMDB's own databases: its free list */
+#define LMDB_MAIN_DBI 1                         /* and the one naming the others */
 
 /* Rounds n down to a whole number of the system's pages. */
 static uint64_t
@@ -119,7 +119,7 @@ lmdb_map_adopt(Store *st)
     int rc = mdb_env_set_mapsize(st->env, 0);
     lmdb_env_info(st, &cur, NULL);
     if (rc == 0 && cur > room) {
-        rc = mdb_env_set_mapsize(st->env, room);    /* LMDB keeps what is used */
+        rc = mdb_env_set_mapsize(st->env, room); /* LMDB keeps what is used */
         lmdb_env_info(st, &cur, NULL);
     }
     __atomic_store_n(&st->map_size, cur, __ATOMIC_RELAXED);
@@ -173,7 +173,9 @@ static uint64_t
 reserve_of(uint64_t room)
 {
     uint64_t r = room / RESERVE_SHARE;
-    return r < RESERVE_MIN_PAGES ? RESERVE_MIN_PAGES : r > RESERVE_MAX_PAGES ? RESERVE_MAX_PAGES : r;
+    return r < RESERVE_MIN_PAGES   ? RESERVE_MIN_PAGES
+           : r > RESERVE_MAX_PAGES ? RESERVE_MAX_PAGES
+                                   : r;
 }
 
 uint64_t
@@ -220,7 +222,7 @@ lmdb_reserve_check(Store *st, MDB_txn *txn)
 {
     uint64_t used = txn_used_pages(st, txn);
     if (!used)
-        return STORE_OK;             /* no figure: LMDB itself will tell */
+        return STORE_OK; /* no figure: LMDB itself will tell */
     return leaves_reserve(st, used) ? STORE_OK : STORE_FULL;
 }
 

@@ -110,7 +110,7 @@ wait_next(MDB_val v, int64_t now)
         p.next = then == THEN_RETIRE ? QUEUE_RETIRED : then ? QUEUE_DELAYED : QUEUE_READY;
         p.next_wake = then > 0 ? then : 0;
     }
-    p = queue_woken(&p, now);   /* (the entry's wake has come: p.wake 0 is past) */
+    p = queue_woken(&p, now); /* (the entry's wake has come: p.wake 0 is past) */
     return p.state == QUEUE_RETIRED ? WAKE_NO_SLOT : p.state == QUEUE_DELAYED ? p.wake : 0;
 }
 
@@ -118,8 +118,8 @@ wait_next(MDB_val v, int64_t now)
 
 /* Builds the ready entry of a record: key [T][order], data [seq][rkey]. */
 static void
-ready_entry_build(KeyBuf *k, KeyBuf *d, uint32_t table, const void *order,
-                  size_t order_len, uint64_t seq, const void *rkey, size_t rkey_len)
+ready_entry_build(KeyBuf *k, KeyBuf *d, uint32_t table, const void *order, size_t order_len,
+                  uint64_t seq, const void *rkey, size_t rkey_len)
 {
     lmdb_key_set_table(k, table);
     lmdb_key_append(k, order, order_len);
@@ -223,8 +223,8 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
  * "delta"; a hold's end ("was_hold") is its group's.  The deadline entry is
  * the caller's to delete.  A deadline entry without a record is ignored. */
 static int
-queue_record_refile(StoreTxn *t, const StoreQueue *q, const KeyBuf *rk, int64_t wake,
-                    bool was_hold, int64_t delta[CNT_N])
+queue_record_refile(StoreTxn *t, const StoreQueue *q, const KeyBuf *rk, int64_t wake, bool was_hold,
+                    int64_t delta[CNT_N])
 {
     uint32_t table = q->table;
     KeyBuf key = *rk;
@@ -312,8 +312,8 @@ queue_drain(StoreTxn *t, const StoreQueue *q, int64_t now)
 /* What lmdb_table_recount adds up. */
 typedef struct Recount {
     StoreTxn *t;
-    uint32_t  table;
-    uint64_t  n[CNT_N];
+    uint32_t table;
+    uint64_t n[CNT_N];
 } Recount;
 
 static int
@@ -400,8 +400,7 @@ ready_first(StoreTxn *t, uint32_t table, ClaimPlace *place, StoreBytes *key)
         return lmdb_status_of(rc);
     if (v.mv_size < 8 || v.mv_size > 8 + STORE_MAX_KEY)
         return STORE_CORRUPT;
-    *place = (ClaimPlace){(const unsigned char *)k.mv_data + 4, k.mv_size - 4,
-                          be_get64(v.mv_data)};
+    *place = (ClaimPlace){(const unsigned char *)k.mv_data + 4, k.mv_size - 4, be_get64(v.mv_data)};
     *key = (StoreBytes){(const unsigned char *)v.mv_data + 8, v.mv_size - 8};
     return STORE_OK;
 }
@@ -418,8 +417,7 @@ lmdb_queue_head(StoreTxn *txn, const StoreQueue *q, int64_t now, StoreBytes *key
  * into the ready index, the head in "out" when it comes before the head
  * found so far ("*best"). */
 static int
-head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best,
-              StoreQueueCounts *out)
+head_consider(StoreTxn *t, uint32_t table, StoreBytes key, ClaimPlace *best, StoreQueueCounts *out)
 {
     KeyBuf rk;
     RecordHead h;
@@ -471,11 +469,11 @@ deadline_each(StoreTxn *txn, uint32_t table,
 /* What store_queue_counts adds up over the waiting entries whose instant
  * has come: where each goes now, and the best of those that are ready. */
 typedef struct DueWalk {
-    StoreTxn         *txn;
-    uint32_t          table;
-    int64_t           now;
-    int64_t           d[CNT_N];
-    ClaimPlace        best;
+    StoreTxn *txn;
+    uint32_t table;
+    int64_t now;
+    int64_t d[CNT_N];
+    ClaimPlace best;
     StoreQueueCounts *out;
 } DueWalk;
 
@@ -493,7 +491,7 @@ count_due(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
     int was = lmdb_slot_class(wake, wait_kind(v));
     if (was == CNT_UNSORTED)
         return 0;
-    int64_t next = wait_next(v, w->now);   /* retired: idle, the rest */
+    int64_t next = wait_next(v, w->now); /* retired: idle, the rest */
     w->d[was]--;
     if (next != WAKE_NO_SLOT)
         w->d[next > 0 ? CNT_DELAYED : CNT_READY]++;
@@ -552,14 +550,13 @@ each_waiting(void *ctx, StoreBytes key, int64_t wake, MDB_val v)
     StoreRecord r;
     int rc = lmdb_record_load(w->txn, w->table, key, &r, NULL);
     if (rc == STORE_NOTFOUND)
-        return STORE_OK;   /* an entry without its record: nothing waits */
+        return STORE_OK; /* an entry without its record: nothing waits */
     return rc ? rc : w->fn(w->ctx, &r, wake);
 }
 
 int
 lmdb_queue_each_waiting(StoreTxn *txn, uint32_t table,
-                         int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns),
-                         void *ctx)
+                        int (*fn)(void *ctx, const StoreRecord *r, int64_t wake_ns), void *ctx)
 {
     WaitingWalk w = {fn, ctx, txn, table};
     return deadline_each(txn, table, each_waiting, &w);
@@ -574,8 +571,8 @@ lmdb_queue_unfile_all(StoreTxn *t, uint32_t table)
         (rc = lmdb_delete_prefixed(t, t->st->deadline, table, NULL, 0)) ||
         (rc = lmdb_groups_clear(t, table)))
         return rc;
-    static const int filed[] = {CNT_READY, CNT_HELD, CNT_DELAYED, CNT_UNSORTED, CNT_GROUPED,
-                                CNT_GROUPS_FULL};
+    static const int filed[] = {CNT_READY,    CNT_HELD,    CNT_DELAYED,
+                                CNT_UNSORTED, CNT_GROUPED, CNT_GROUPS_FULL};
     for (size_t i = 0; i < sizeof filed / sizeof *filed; i++)
         n[filed[i]] = 0;
     return counts_put(t, table, n);

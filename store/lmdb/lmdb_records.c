@@ -52,8 +52,7 @@ lmdb_table_cursor(StoreTxn *txn, MDB_dbi dbi, uint32_t table, MDB_cursor **cur, 
 }
 
 bool
-lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table,
-                int *rc)
+lmdb_table_next(MDB_cursor *cur, MDB_val *k, MDB_val *v, MDB_cursor_op op, uint32_t table, int *rc)
 {
     int got = lmdb_cursor_in_table(cur, k, v, op, table);
     *rc = got == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(got);
@@ -89,8 +88,8 @@ record_key_build(KeyBuf *k, uint32_t table, StoreBytes key)
 }
 
 void
-lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake,
-               int *kind, int64_t *then)
+lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *wake, int *kind,
+               int64_t *then)
 {
     *kind = WAIT_DELAY;
     *then = 0;
@@ -104,14 +103,9 @@ lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *
         *kind = WAIT_HOLD;
         *then = p.next == QUEUE_RETIRED ? THEN_RETIRE : p.next == QUEUE_DELAYED ? p.next_wake : 0;
         break;
-    case QUEUE_DELAYED:
-        *wake = p.wake;
-        break;
-    case QUEUE_READY:
-        *wake = 0;
-        break;
-    case QUEUE_RETIRED:
-        break;
+    case QUEUE_DELAYED: *wake = p.wake; break;
+    case QUEUE_READY: *wake = 0; break;
+    case QUEUE_RETIRED: break;
     }
 }
 
@@ -139,8 +133,8 @@ lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
     if (h->value_len < COLUMNS_FIXED_3 || (p[0] != COLUMNS_VERSION && p[0] != 3))
         return STORE_CORRUPT;
     bool has_errors = p[0] == COLUMNS_VERSION;
-    int64_t *cols[] = {&r->since, &r->written, &r->changed, &r->claimed,
-                       &r->attempts, &r->hold, &r->claimed_until, &r->not_before};
+    int64_t *cols[] = {&r->since,    &r->written, &r->changed,       &r->claimed,
+                       &r->attempts, &r->hold,    &r->claimed_until, &r->not_before};
     p++;
     for (size_t i = 0; i < sizeof cols / sizeof *cols; i++, p += 8)
         *cols[i] = (int64_t)be_get64(p);
@@ -200,8 +194,7 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
         return STORE_TOOBIG;
     lmdb_placement(q, r, lmdb_txn_now(txn), &wake, &kind, &then);
     /* Copy every caller byte first: they may point into LMDB memory. */
-    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len +
-                  r->errors.len;
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len + r->errors.len;
     size_t len = RECORD_HEAD_LEN + order.len + cols + r->value.len;
     unsigned char *buf = lmdb_alloc(len);
     lmdb_copy(buf + RECORD_HEAD_LEN, order.data, order.len);
@@ -212,8 +205,8 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     unsigned char old_group_buf[STORE_MAX_KEY];
     StoreBytes old_group = {old_group_buf, 0};
     const unsigned char *group_at = buf + len - r->value.len - r->errors.len - 4 - r->group.len;
-    StoreBytes group = lmdb_grouped(q, r->group) ? (StoreBytes){group_at, r->group.len}
-                                                 : (StoreBytes){NULL, 0};
+    StoreBytes group =
+        lmdb_grouped(q, r->group) ? (StoreBytes){group_at, r->group.len} : (StoreBytes){NULL, 0};
     rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
     if (rc == 0 && create) {
         rc = STORE_EXISTS;
@@ -245,11 +238,11 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     if ((rc = lmdb_status_of(lmdb_put(txn->st, txn->txn, txn->st->records, &kv, &v))))
         goto done;
     int cls = -1;
-    rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN,
-                              order.len, seq, wake, kind, then, group, &cls);
+    rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN, order.len,
+                              seq, wake, kind, then, group, &cls);
     lmdb_counts_note(delta, cls, 1);
-    if (rc == STORE_OK && old_group.len && (old_group.len != group.len ||
-                                            memcmp(old_group.data, group.data, group.len)))
+    if (rc == STORE_OK && old_group.len &&
+        (old_group.len != group.len || memcmp(old_group.data, group.data, group.len)))
         rc = lmdb_group_settle(txn, table, q, old_group, delta);
     if (rc == STORE_OK && group.len)
         rc = lmdb_group_settle(txn, table, q, group, delta);
@@ -271,8 +264,7 @@ lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const St
         return rc;
     if (r->consumer.len > 255 || r->instance.len > 255 || r->group.len > STORE_MAX_KEY)
         return STORE_TOOBIG;
-    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len +
-                  r->errors.len;
+    size_t cols = COLUMNS_FIXED + r->consumer.len + r->instance.len + r->group.len + r->errors.len;
     size_t len = RECORD_HEAD_LEN + h->order_len + cols + r->value.len;
     unsigned char *buf = lmdb_alloc(len);
     lmdb_record_head_write(buf, h->seq, h->wake, h->order_len);
@@ -305,7 +297,7 @@ lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, 
     int rc = lmdb_record_find(txn, table, key, &rk, head);
     if (rc || (rc = lmdb_record_parse(lmdb_key_val(&rk), head, r)))
         return rc;
-    r->key = key;   /* the caller's bytes outlive "rk" */
+    r->key = key; /* the caller's bytes outlive "rk" */
     return STORE_OK;
 }
 
@@ -319,8 +311,13 @@ int
 lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
     int64_t now = lmdb_txn_now(txn);
-    StoreRecord n = {.key = r->key, .value = r->value, .since = now, .written = now,
-                     .changed = now, .order = r->order, .not_before = r->not_before,
+    StoreRecord n = {.key = r->key,
+                     .value = r->value,
+                     .since = now,
+                     .written = now,
+                     .changed = now,
+                     .order = r->order,
+                     .not_before = r->not_before,
                      .group = r->group};
     return lmdb_record_store(txn, table, q, &n, true, NULL);
 }
@@ -342,8 +339,7 @@ lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Sto
 }
 
 int
-lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
-                    int64_t hold)
+lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold)
 {
     KeyBuf rk;
     RecordHead h;
@@ -400,7 +396,7 @@ each_record(void *ctx, MDB_val k, MDB_val v)
 
 int
 lmdb_record_each(StoreTxn *txn, uint32_t table, StoreBytes from,
-                  int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
+                 int (*fn)(void *ctx, const StoreRecord *r), void *ctx)
 {
     KeyBuf start;
     int rc = record_key_build(&start, table, from);

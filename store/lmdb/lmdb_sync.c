@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-
 /* Makes the calling thread the sync leader: the one thread of the process
  * that syncs, holding flock on the shared file (which excludes the other
  * processes' leaders).  The caller holds sync_mu, which this releases. */
@@ -85,8 +84,8 @@ lmdb_sync_open(Store *st, const char *location, bool alone)
         rc = errno;
     else if (sb.st_size < SYNC_FILE_LEN)
         rc = posix_fallocate(fd, 0, SYNC_FILE_LEN);
-    if (!rc && (sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
-                   MAP_FAILED)
+    if (!rc &&
+        (sh = mmap(NULL, SYNC_FILE_LEN, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
         rc = errno;
     if (!rc && (alone || sh->magic != SYNC_MAGIC)) {
         Checkpoint newest;
@@ -163,9 +162,9 @@ lmdb_sync_upto(Store *st, uint64_t id, bool durable)
     int rc = 0;
     if (!durable || !st->sync) {
         if (lmdb_log_covers(st, id))
-            return 0;       /* a crash of the processes would keep it */
+            return 0; /* a crash of the processes would keep it */
     } else if (lmdb_log_sync(st, id, &rc)) {
-        return rc;          /* one flush of the log */
+        return rc; /* one flush of the log */
     }
     pthread_mutex_lock(&st->sync_mu);
     for (;;) {

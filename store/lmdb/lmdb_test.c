@@ -27,8 +27,7 @@ child_write(const char *name)
     if (store_txn_begin(st, true, &t) != STORE_OK ||
         store_table_get(t, "shared", &id, NULL) != STORE_OK ||
         store_record_get(t, id, bytes_of("from-parent"), &r) != STORE_OK ||
-        put(t, id, "from-child", "hi") != STORE_OK ||
-        store_txn_commit(t) != STORE_OK)
+        put(t, id, "from-child", "hi") != STORE_OK || store_txn_commit(t) != STORE_OK)
         _exit(2);
     store_close(st);
     _exit(0);
@@ -47,12 +46,12 @@ test_two_processes(void)
     /* A read transaction open across the child's commit keeps its snapshot. */
     StoreTxn *old = begin(st, false);
     child_run(child_write, "shared");
-    CHECK(store_record_get(old, id, bytes_of("from-child"), &v) == STORE_NOTFOUND,
-          "old snapshot");
+    CHECK(store_record_get(old, id, bytes_of("from-child"), &v) == STORE_NOTFOUND, "old snapshot");
     store_txn_abort(old);
     t = begin(st, false);
     CHECK(store_record_get(t, id, bytes_of("from-child"), &v) == STORE_OK &&
-          bytes_eq(v.value, "hi"), "parent sees the child's commit");
+              bytes_eq(v.value, "hi"),
+          "parent sees the child's commit");
     store_txn_abort(t);
     store_close(st);
 }
@@ -162,7 +161,8 @@ test_map_resized_and_full(void)
     CHECK(rc == STORE_OK, "begin after resize: %s", store_strerror(rc));
     if (t) {
         CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
-              v.value.len == sizeof val, "reads the grown data");
+                  v.value.len == sizeof val,
+              "reads the grown data");
         store_txn_abort(t);
     }
     t = NULL;
@@ -225,8 +225,8 @@ test_map_resized_while_opening(void)
     if (!st)
         return;
     StoreTxn *t = begin(st, false);
-    CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK &&
-          v.value.len == 64 << 10, "reads what the child wrote");
+    CHECK(store_record_get(t, id, bytes_of("g127"), &v) == STORE_OK && v.value.len == 64 << 10,
+          "reads what the child wrote");
     store_txn_abort(t);
     store_close(st);
 }
@@ -302,7 +302,7 @@ test_map_size_env(void)
         setenv("QUEUEFS_MAP_SIZE", bad[i], 1);
         st = NULL;
         CHECK(store_open(path_of("env-size"), &opts, &st, err, sizeof err) == STORE_INVALID &&
-              !st && strstr(err, "QUEUEFS_MAP_SIZE"),
+                  !st && strstr(err, "QUEUEFS_MAP_SIZE"),
               "QUEUEFS_MAP_SIZE='%s' refused: %s", bad[i], err);
     }
     unsetenv("QUEUEFS_MAP_SIZE");

@@ -17,8 +17,9 @@
 #include <stdio.h>
 
 #define STORE_BEGIN_TRIES 8
-#define STORE_GROW_TRIES 32          /* map growths one group may ask for */
-#define STORE_UNPIN_TRIES 3          /* checkpoints a full write of the reserve's
+#define STORE_GROW_TRIES 32 /* map growths one group may ask for */
+#define STORE_UNPIN_TRIES \
+    3 /* checkpoints a full write of the reserve's
                                       * may wait for (see lmdb_unpin_freed) */
 
 int
@@ -37,10 +38,11 @@ lmdb_commit(Store *st, MDB_txn *txn, uint64_t *id)
     int rc = mdb_txn_commit(txn);
     if (rc)
         lmdb_failure(st->nosync ? "mdb_txn_commit (pwrite of data.mdb)"
-                                : "mdb_txn_commit (pwrite, fdatasync of data.mdb)", rc);
+                                : "mdb_txn_commit (pwrite, fdatasync of data.mdb)",
+                     rc);
     if (!rc) {
         *id = lmdb_commit_note(st, mine);
-        lmdb_log_append(st, *id == mine ? mine : 0);   /* 0: it changed nothing */
+        lmdb_log_append(st, *id == mine ? mine : 0); /* 0: it changed nothing */
     }
     lmdb_log_unlock(st);
     return rc;
@@ -69,7 +71,7 @@ lmdb_env_begin(Store *st, unsigned flags, MDB_txn **out)
         }
         pthread_rwlock_unlock(&st->map_lock);
         if (rc == MDB_MAP_RESIZED && (rc = lmdb_map_adopt(st)) == 0)
-            rc = MDB_MAP_RESIZED;    /* adopted: try again */
+            rc = MDB_MAP_RESIZED; /* adopted: try again */
     }
     return rc;
 }
@@ -223,12 +225,12 @@ group_run(Store *st, WriteReq *head, uint64_t *uncovered)
             pthread_rwlock_unlock(&st->map_lock);
             if (full == FULL_MAP && grows < STORE_GROW_TRIES && lmdb_map_grow(st) == 0) {
                 grows++;
-                continue;                /* run it again in the larger map */
+                continue; /* run it again in the larger map */
             }
             if (full == FULL_MAP && from->reserve && unpins < STORE_UNPIN_TRIES &&
                 lmdb_unpin_freed(st, unpins++) == 0)
-                continue;                /* run it again: the pinned pages are free */
-            from = from->next;           /* it keeps its failure */
+                continue;      /* run it again: the pinned pages are free */
+            from = from->next; /* it keeps its failure */
             continue;
         }
         uint64_t id = 0;
@@ -241,17 +243,17 @@ group_run(Store *st, WriteReq *head, uint64_t *uncovered)
                 *uncovered = id;
             for (WriteReq *q = from; q != r; q = q->next)
                 q->committed = q->rc == 0;
-            from = r;                    /* one did not fit: it goes first next */
+            from = r; /* one did not fit: it goes first next */
             continue;
         }
         lmdb_commit_failed(st, rc);
         if (rc == MDB_MAP_FULL && grows < STORE_GROW_TRIES && lmdb_map_grow(st) == 0) {
             grows++;
-            continue;                    /* the commit needed room: all again */
+            continue; /* the commit needed room: all again */
         }
         if (rc == MDB_MAP_FULL && group_uses_reserve(from, r) && unpins < STORE_UNPIN_TRIES &&
             lmdb_unpin_freed(st, unpins++) == 0)
-            continue;                    /* all again: the pinned pages are free */
+            continue; /* all again: the pinned pages are free */
         for (WriteReq *q = from; q != r; q = q->next)
             if (q->rc == 0)
                 req_set(q, lmdb_status_of(rc));
@@ -345,7 +347,7 @@ lmdb_txn_lazy(StoreTxn *txn)
 void
 lmdb_txn_last(StoreTxn *txn)
 {
-    (void)txn;   /* a commit here costs no round trip: nothing to send with it */
+    (void)txn; /* a commit here costs no round trip: nothing to send with it */
 }
 
 int64_t

@@ -316,7 +316,8 @@ pg_health(StoreTxn *txn, StoreHealth *out)
     PGresult *res = PG_RUN(txn, HEALTH, &rc);
     if (!res)
         return rc;
-    *out = (StoreHealth){.known = true, .live_rows = (uint64_t)pg_i64(res, 0, 0),
+    *out = (StoreHealth){.known = true,
+                         .live_rows = (uint64_t)pg_i64(res, 0, 0),
                          .dead_rows = (uint64_t)pg_i64(res, 0, 1)};
     return STORE_OK;
 }

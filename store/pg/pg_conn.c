@@ -46,8 +46,8 @@ void
 pg_record_of(const PGresult *res, int row, int col, StoreRecord *r)
 {
     /* PG_RECORD_COLS' since .. claimed_until, in their order. */
-    int64_t *const times[] = {&r->since, &r->written, &r->changed, &r->claimed,
-                              &r->attempts, &r->hold, &r->claimed_until};
+    int64_t *const times[] = {&r->since,    &r->written, &r->changed,      &r->claimed,
+                              &r->attempts, &r->hold,    &r->claimed_until};
     memset(r, 0, sizeof *r);
     r->key = pg_bytes(res, row, col);
     r->value = pg_bytes(res, row, col + 1);
@@ -120,9 +120,9 @@ PGconn *
 pg_connect(const Store *st, char *errbuf, size_t errlen)
 {
     /* Defaults first: what the URI says wins. */
-    const char *keys[] = {"application_name", "connect_timeout", "keepalives_idle",
-                          "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-                          "dbname", NULL};
+    const char *keys[] = {
+        "application_name", "connect_timeout",  "keepalives_idle", "keepalives_interval",
+        "keepalives_count", "tcp_user_timeout", "dbname",          NULL};
     const char *values[] = {"queuefs", "10", "15", "5", "3", "30000", st->conninfo, NULL};
     PGconn *conn = PQconnectdbParams(keys, values, 1);
     if (PQstatus(conn) != CONNECTION_OK) {
@@ -295,8 +295,7 @@ store_free(Store *st)
 }
 
 int
-pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf,
-        size_t errlen)
+pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbuf, size_t errlen)
 {
     static const StoreOptions defaults = {.sync = true};
     if (!opts)
@@ -363,7 +362,7 @@ bool
 pg_owner(StoreTxn *txn, uint32_t *uid, uint32_t *gid)
 {
     (void)txn;
-    *uid = (uint32_t)getuid();   /* as the mount shows it (see store_owner) */
+    *uid = (uint32_t)getuid(); /* as the mount shows it (see store_owner) */
     *gid = (uint32_t)getgid();
     return true;
 }

@@ -22,7 +22,8 @@
 #define QUEUEFS_PG_INTERNAL_H
 
 #ifndef QUEUEFS_PG_BACKEND
-#error "the PostgreSQL backend's own header: only store/pg/ includes it (built with -DQUEUEFS_PG_BACKEND)"
+#error \
+    "the PostgreSQL backend's own header: only store/pg/ includes it (built with -DQUEUEFS_PG_BACKEND)"
 #endif
 
 #include "backend.h"
@@ -68,10 +69,10 @@ typedef enum PgStmt {
 /* One pooled connection. */
 typedef struct PgConn {
     PGconn *conn;
-    int slot;                     /* its row of each table's counters */
-    uint64_t prepared[(PG_STMT_COUNT + 63) / 64];  /* statements prepared on it */
-    bool busy;                    /* a transaction has it */
-    bool rolling_back;            /* a ROLLBACK was sent, its answer not read */
+    int slot;                                     /* its row of each table's counters */
+    uint64_t prepared[(PG_STMT_COUNT + 63) / 64]; /* statements prepared on it */
+    bool busy;                                    /* a transaction has it */
+    bool rolling_back;                            /* a ROLLBACK was sent, its answer not read */
 } PgConn;
 
 #define PG_POOL_MAX 32
@@ -81,18 +82,18 @@ typedef struct PgConn {
 #define PG_COUNTER_LOCKS 1902539619
 
 struct Store {
-    const StoreOps *ops;          /* &store_pg_ops: first (backend.h) */
-    char *conninfo;               /* the URI, as given (may hold a password) */
-    char *server;                 /* "the server host:port/dbname", for messages:
+    const StoreOps *ops; /* &store_pg_ops: first (backend.h) */
+    char *conninfo;      /* the URI, as given (may hold a password) */
+    char *server;        /* "the server host:port/dbname", for messages:
                                    * no password */
     bool sync, read_only;
 
     pthread_mutex_t pool_mu;
     pthread_cond_t pool_cv;
     PgConn pool[PG_POOL_MAX];
-    int opened;                   /* pool[0 .. opened) have been used */
-    uint64_t writes, waiting;     /* StoreStats (under pool_mu) */
-    int64_t clock_offset;         /* server clock - local clock, ns (atomic) */
+    int opened;               /* pool[0 .. opened) have been used */
+    uint64_t writes, waiting; /* StoreStats (under pool_mu) */
+    int64_t clock_offset;     /* server clock - local clock, ns (atomic) */
 
     /* Notifications: a thread LISTENs on a connection of its own, and
      * another NOTIFYs on one of its own after commits that changed
@@ -100,7 +101,7 @@ struct Store {
      * commits on the server's notification lock). */
     pthread_mutex_t change_mu;
     pthread_cond_t change_cv;
-    uint64_t changes;             /* under change_mu */
+    uint64_t changes; /* under change_mu */
     pthread_t listener;
     bool listening, stopping;
     int stop_pipe[2];
@@ -110,8 +111,8 @@ struct Store {
     pthread_mutex_t catalog_mu;
     int64_t catalog_version;
     struct PgTableEntry *tables;
-    pthread_cond_t notify_cv;     /* under change_mu */
-    bool notify_pending;          /* a commit changed something since the last NOTIFY */
+    pthread_cond_t notify_cv; /* under change_mu */
+    bool notify_pending;      /* a commit changed something since the last NOTIFY */
     pthread_t notifier;
     bool notifying;
 };
@@ -146,40 +147,40 @@ typedef struct PgGroupFix {
 } PgGroupFix;
 
 struct StoreTxn {
-    const StoreOps *ops;          /* &store_pg_ops: first (backend.h) */
+    const StoreOps *ops; /* &store_pg_ops: first (backend.h) */
     Store *st;
     PgConn *c;
     bool write;
-    bool started;                 /* BEGIN was sent: with the first statement, or when
+    bool started;            /* BEGIN was sent: with the first statement, or when
                                    * its instant was first asked for (pg_txn_now) */
-    bool cache_used;              /* read a cached definition before it started, so
+    bool cache_used;         /* read a cached definition before it started, so
                                    * the catalog version it assumed is checked then */
-    bool changed;                 /* a statement may have made something claimable: tell */
-    bool failed;                  /* a statement failed: only a rollback is left */
-    bool retryable;               /* ... of a serialization failure or deadlock */
-    bool last;                    /* its next statement is its last change
+    bool changed;            /* a statement may have made something claimable: tell */
+    bool failed;             /* a statement failed: only a rollback is left */
+    bool retryable;          /* ... of a serialization failure or deadlock */
+    bool last;               /* its next statement is its last change
                                    * (store_txn_last): its COMMIT may go with it */
-    bool committed;               /* its COMMIT went with a statement: nothing is open */
-    bool committed_changes;       /* ... and that statement changed something */
-    int64_t now;                  /* its instant, once started: read it with pg_txn_now */
-    int64_t catalog_version;      /* queuefs.catalog's at BEGIN (before it: the
+    bool committed;          /* its COMMIT went with a statement: nothing is open */
+    bool committed_changes;  /* ... and that statement changed something */
+    int64_t now;             /* its instant, once started: read it with pg_txn_now */
+    int64_t catalog_version; /* queuefs.catalog's at BEGIN (before it: the
                                    * version the store's cache holds) */
-    uint32_t drawn_table;         /* the last identity store_identity_next */
-    int64_t drawn_id;             /* drew in this transaction, and its table */
-    bool catalog_changed;         /* this transaction changed a definition */
+    uint32_t drawn_table;    /* the last identity store_identity_next */
+    int64_t drawn_id;        /* drew in this transaction, and its table */
+    bool catalog_changed;    /* this transaction changed a definition */
     /* The last record a get found absent (table, key): a create of it that
      * finds it there lost a race with another transaction's create, and
      * store_write runs its function again. */
     uint32_t missing_table;
     unsigned char missing[STORE_MAX_KEY];
     size_t missing_len;
-    PGresult **results;           /* kept until the transaction ends */
+    PGresult **results; /* kept until the transaction ends */
     size_t nresults, capresults;
-    void **blobs;                 /* copies kept until it ends (definitions) */
+    void **blobs; /* copies kept until it ends (definitions) */
     size_t nblobs;
     PgDelta deltas[PG_DELTAS_MAX];
     int ndeltas;
-    PgGroupFix *fixes;            /* groups to put right (pg_groups_fix) */
+    PgGroupFix *fixes; /* groups to put right (pg_groups_fix) */
     size_t nfixes, capfixes;
 };
 
@@ -268,7 +269,7 @@ void pg_notify_stop(Store *st);
 /* ---- what pg_records.c shares with pg_queue.c ---- */
 
 #define PG_NO_BYTES ((StoreBytes){NULL, 0})
-#define PG_PAGE 256                  /* the rows a walk reads at a time */
+#define PG_PAGE 256 /* the rows a walk reads at a time */
 
 /* True for a queue whose records AT MOST … PER groups. */
 static inline bool

@@ -106,7 +106,7 @@ notify_loop(void *arg)
         while (!st->notify_pending && !st->stopping)
             pthread_cond_wait(&st->notify_cv, &st->change_mu);
         if (!st->notify_pending)
-            break;   /* closing, with every change told */
+            break; /* closing, with every change told */
         st->notify_pending = false;
         pthread_mutex_unlock(&st->change_mu);
         if (!conn || PQstatus(conn) != CONNECTION_OK) {
@@ -162,7 +162,7 @@ listen_loop(void *arg)
                     break;
                 continue;
             }
-            changes_bump(st);   /* what happened while not listening */
+            changes_bump(st); /* what happened while not listening */
         }
         struct pollfd p[2] = {{PQsocket(conn), POLLIN, 0}, {st->stop_pipe[0], POLLIN, 0}};
         if (poll(p, 2, -1) < 0 && errno != EINTR)

@@ -102,15 +102,15 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
         return STORE_NOTFOUND;
     StoreRecord before;
     pg_record_of(res, 0, 0, &before);
-    int state = PQgetisnull(res, 0, PG_RECORD_NCOLS)
-                    ? -1
-                    : (int16_t)be_get((const unsigned char *)PQgetvalue(res, 0, PG_RECORD_NCOLS), 2);
+    int state =
+        PQgetisnull(res, 0, PG_RECORD_NCOLS)
+            ? -1
+            : (int16_t)be_get((const unsigned char *)PQgetvalue(res, 0, PG_RECORD_NCOLS), 2);
     int64_t wake = pg_i64(res, 0, PG_RECORD_NCOLS + 1);
     bool dead = pg_bool(res, 0, PG_RECORD_NCOLS + 2);
     int64_t now = pg_txn_now(txn);
-    bool ready = state == 0 ||
-                 (state == 1 && wake <= now && before.claimed_until <= now && !dead &&
-                  before.not_before <= now);
+    bool ready = state == 0 || (state == 1 && wake <= now && before.claimed_until <= now && !dead &&
+                                before.not_before <= now);
     if (q->paused || !ready || room < 1)
         return STORE_OK;
     PGresult *done = PG_RUN(txn, CLAIM_ONE, &rc, .table = q->table, .key = c->key, .now = now,
@@ -200,18 +200,18 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     if (!bytes_ok(c->consumer) || !bytes_ok(c->instance))
         return STORE_TOOBIG;
     int64_t room = INT64_MAX;
-    int rc = pg_groups_fix(txn);   /* what this transaction changed first */
+    int rc = pg_groups_fix(txn); /* what this transaction changed first */
     if (rc || (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room))))
         return rc;
     if (c->key.len) {
         int64_t until = deadline(pg_txn_now(txn), q->timeout_ns);
         return pg_grouped(q) ? claim_named(txn, q, c, until, room, fn, ctx, claimed)
-                          : claim_one(txn, q, c, until, room, fn, ctx, claimed);
+                             : claim_one(txn, q, c, until, room, fn, ctx, claimed);
     }
     if (q->paused || c->n <= 0 || room <= 0)
         return STORE_OK;
     int64_t n = c->n < room ? c->n : room;
-    bool counted = false;   /* by the statement */
+    bool counted = false; /* by the statement */
     PGresult *res;
     if (pg_grouped(q)) {
         int64_t now = pg_txn_now(txn);
@@ -238,10 +238,9 @@ pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int
     if (key.len > STORE_MAX_KEY)
         return STORE_NOTFOUND;
     int rc;
-    PGresult *res =
-        PG_RUN(txn, RELEASE, &rc, .table = q->table, .key = key, .hold = hold,
-               .now = pg_txn_now(txn), .not_before = not_before, .ceiling = q->max_attempts,
-               .reason = reason);
+    PGresult *res = PG_RUN(txn, RELEASE, &rc, .table = q->table, .key = key, .hold = hold,
+                           .now = pg_txn_now(txn), .not_before = not_before,
+                           .ceiling = q->max_attempts, .reason = reason);
     if (!res)
         return rc;
     if (PQntuples(res) == 0)
@@ -327,8 +326,7 @@ pg_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Store
 }
 
 int
-pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
-         StoreRecord *out)
+pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before, StoreRecord *out)
 {
     StoreBytes was_in;
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);

@@ -21,7 +21,7 @@ pg_count(StoreTxn *txn, uint32_t table, int64_t claims, int64_t releases, int64_
 {
     PgDelta *d = pg_delta(txn, table);
     if (!d)
-        return;   /* more tables than PG_DELTAS_MAX in one transaction: not counted */
+        return; /* more tables than PG_DELTAS_MAX in one transaction: not counted */
     d->claims += claims;
     d->releases += releases;
     d->lapses += lapses;
@@ -171,8 +171,8 @@ pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
 static int
 filing_check(const StoreQueue *q, const StoreRecord *r)
 {
-    if (r->key.len > STORE_MAX_KEY || (q && (r->order.len > STORE_MAX_KEY ||
-                                             r->group.len > STORE_MAX_KEY)))
+    if (r->key.len > STORE_MAX_KEY ||
+        (q && (r->order.len > STORE_MAX_KEY || r->group.len > STORE_MAX_KEY)))
         return STORE_TOOBIG;
     return STORE_OK;
 }
@@ -188,11 +188,11 @@ pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
         return rc;
     if (PQntuples(res)) {
         if (was_missing(txn, table, r->key))
-            txn->missing_len = 0, txn->missing_table = 0;   /* its own now */
+            txn->missing_len = 0, txn->missing_table = 0; /* its own now */
         return pg_group_fix(txn, q, r->group, PG_NO_BYTES);
     }
     if (was_missing(txn, table, r->key))
-        txn->retryable = true;   /* created meanwhile by another transaction */
+        txn->retryable = true; /* created meanwhile by another transaction */
     return STORE_EXISTS;
 }
 
@@ -227,7 +227,7 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
     if (rc)
         return rc;
-    bool counted = q && pg_txn_commits_with_next(txn);   /* by the statement */
+    bool counted = q && pg_txn_commits_with_next(txn); /* by the statement */
     PGresult *res =
         PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold, .counts = counted,
                .slot = txn->c->slot, .catalog = pg_txn_version_to_check(txn));

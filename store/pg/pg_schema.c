@@ -247,9 +247,7 @@ static const char schema_v3_sql[] =
     /* Claims record k (locked, claimable) as PG_CLAIM_HEAD does: the record
      * as now stored and its columns before. */
     "CREATE OR REPLACE FUNCTION queuefs.claim_key(tid int8, k bytea, at_ns int8, ceiling_n int8,"
-    "    until int8, who bytea, inst bytea)"
-    CLAIMED_TABLE
-    "  LANGUAGE sql AS $$"
+    "    until int8, who bytea, inst bytea)" CLAIMED_TABLE "  LANGUAGE sql AS $$"
     "  WITH p AS (SELECT attempts, hold, claimed_until, consumer, instance, since, changed,"
     "      claimed, errors FROM queuefs.records WHERE table_id = tid AND key = k),"
     "   u AS (UPDATE queuefs.records r SET attempts = r.attempts + 1,"
@@ -368,8 +366,8 @@ static int
 schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
 {
     long version;
-    int rc = exec_ok(conn, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", errbuf, errlen,
-                     NULL);
+    int rc =
+        exec_ok(conn, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", errbuf, errlen, NULL);
     if (!rc)
         rc = schema_version(conn, &version, errbuf, errlen);
     if (!rc && version == 1)
@@ -405,8 +403,7 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
     long version = 0;
     if (rc || (rc = schema_version(conn, &version, errbuf, errlen)))
         return rc;
-    if (version < PG_SCHEMA_VERSION && !read_only &&
-        !(rc = schema_upgrade(conn, errbuf, errlen)))
+    if (version < PG_SCHEMA_VERSION && !read_only && !(rc = schema_upgrade(conn, errbuf, errlen)))
         rc = schema_version(conn, &version, errbuf, errlen);
     if (rc)
         return rc;

@@ -172,7 +172,7 @@ pg_run_sql(StoreTxn *txn, const char *sql)
     if (txn->committed && txn_after_commit(txn))
         return STORE_IO;
     if (!txn->started && !txn->failed)
-        pg_txn_now(txn);   /* never outside its transaction */
+        pg_txn_now(txn); /* never outside its transaction */
     if (txn->failed)
         return STORE_IO;
     PGresult *res = PQexec(txn->c->conn, sql);
@@ -191,15 +191,15 @@ pg_run_sql(StoreTxn *txn, const char *sql)
 
 /* Statements sent together and answered together. */
 typedef struct Pipe {
-    PgConn  *c;
-    int      n;
-    PgStmt   preparing[PIPE_MAX];   /* the statement a prepare at [i] is of, or
+    PgConn *c;
+    int n;
+    PgStmt preparing[PIPE_MAX]; /* the statement a prepare at [i] is of, or
                                      * PG_STMT_COUNT for any other statement */
     PGresult *res[PIPE_MAX];
-    PGresult *extra;                /* an answer after the last statement's: the
+    PGresult *extra; /* an answer after the last statement's: the
                                      * failure of an implicit transaction's commit */
-    bool     ok;                    /* every send succeeded */
-    char     why[256];              /* what the connection said when it failed */
+    bool ok;         /* every send succeeded */
+    char why[256];   /* what the connection said when it failed */
 } Pipe;
 
 static void
@@ -229,7 +229,7 @@ pipe_stmt(Pipe *p, PgStmt s, const PgBound *a)
 {
     char name[16];
     stmt_name(s, name);
-    bool preparing = stmt_prepared(p->c, s);   /* or prepared earlier in this pipeline */
+    bool preparing = stmt_prepared(p->c, s); /* or prepared earlier in this pipeline */
     for (int i = 0; i < p->n && !preparing; i++)
         preparing = p->preparing[i] == s;
     if (p->ok && !preparing && p->n < PIPE_MAX) {
@@ -290,7 +290,7 @@ pipe_end(Pipe *p)
         if (PQresultStatus(p->res[i]) == PGRES_COMMAND_OK) {
             stmt_mark_prepared(p->c, p->preparing[i]);
         } else if (i + 1 < p->n) {
-            PQclear(p->res[i + 1]);   /* aborted: its prepare's failure says why */
+            PQclear(p->res[i + 1]); /* aborted: its prepare's failure says why */
             p->res[i + 1] = p->res[i];
             p->res[i] = NULL;
         }
@@ -432,7 +432,7 @@ txn_begin_with(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
     /* (Not sent again when it carried its commit: it may have committed.) */
     if (rc && broken && !commit) {
         if ((rc = pg_conn_ready(txn->st, txn->c, true))) {
-            txn->failed = true;   /* the server is away: pg_conn_ready said why */
+            txn->failed = true; /* the server is away: pg_conn_ready said why */
             return rc;
         }
         rc = txn_begin_once(txn, s, a, out, commit, &broken, why);
@@ -459,7 +459,7 @@ pg_txn_begin(Store *st, bool write, StoreTxn **out)
         abort();
     *txn = (StoreTxn){.ops = &store_pg_ops, .st = st, .c = c, .write = write};
     pthread_mutex_lock(&st->catalog_mu);
-    txn->catalog_version = st->catalog_version;   /* assumed until it begins */
+    txn->catalog_version = st->catalog_version; /* assumed until it begins */
     pthread_mutex_unlock(&st->catalog_mu);
     int rc = pg_conn_ready(st, c, false);
     /* A write transaction begins with its first statement (store_write
@@ -579,7 +579,7 @@ pg_txn_last(StoreTxn *txn)
 void
 pg_txn_lazy(StoreTxn *txn)
 {
-    (void)txn;   /* holders may be on other hosts: every write stays durable */
+    (void)txn; /* holders may be on other hosts: every write stays durable */
 }
 
 bool
@@ -598,7 +598,7 @@ pg_txn_version_to_check(const StoreTxn *txn)
 void
 pg_txn_use_reserve(StoreTxn *txn)
 {
-    (void)txn;   /* PostgreSQL keeps no reserve of its own */
+    (void)txn; /* PostgreSQL keeps no reserve of its own */
 }
 
 int64_t
