@@ -365,7 +365,7 @@ schema_version(PGconn *conn, long *version, char *errbuf, size_t errlen)
 static int
 schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
 {
-    long version;
+    long version = 0;
     int rc =
         exec_ok(conn, "BEGIN; SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")", errbuf, errlen, NULL);
     if (!rc)
