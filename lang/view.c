@@ -200,10 +200,13 @@ lang_view_touch(LangSession *s, const char *table, const Value *key, int64_t fen
     return hold_stmt(s, ST_TOUCH, table, key, NULL, fence, NULL, err);
 }
 
-/* Parses record content; empty or blank text is an empty record. */
+/* Parses record content into "out" (empty or blank text is an empty
+ * record) and takes its `id`, when it has one, out of it into "id" (else
+ * NONE): a file's name, a line's `id` or the store gives the identity. */
 static LangErrorCode
-parse_content(const char *text, size_t len, Value *out, LangError *err)
+parse_content(const char *text, size_t len, Value *out, Value *id, LangError *err)
 {
+    *id = lang_value_none();
     size_t i = 0;
     while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
         i++;
@@ -219,9 +222,11 @@ parse_content(const char *text, size_t len, Value *out, LangError *err)
         lang_value_free(out);
         return LANG_PARSE_ERROR;
     }
-    /* A file's name (or the store) gives the identity: an `id` in the
-     * content, as a record read from another table carries, is ignored. */
-    lang_value_object_remove(out, "id");
+    const Value *given = lang_value_object_get(out, "id");
+    if (given) {
+        *id = lang_value_clone(given);
+        lang_value_object_remove(out, "id");
+    }
     return LANG_OK;
 }
 
@@ -229,14 +234,58 @@ LangErrorCode
 lang_view_write(LangSession *s, const char *table, const Value *key, const char *text, size_t len,
                 bool exclusive, LangError *err)
 {
-    Value content;
-    if (parse_content(text, len, &content, err))
+    Value content, id;
+    if (parse_content(text, len, &content, &id, err))
         return err->code;
+    lang_value_free(&id); /* the file's name gives the identity */
     Stmt *st = stmt_new(exclusive ? ST_CREATE : ST_UPSERT);
     st->u.write.target = target_of(table, key);
     st->u.write.mode = WRITE_CONTENT;
     st->u.write.content = literal_expr(content);
     return run_one(s, st, NULL, NULL, err);
+}
+
+/* The identity a line of new names by its `id` (SPEC section 8), into
+ * "*key": an integer is that integer; a string is the identity that a
+ * record of "table" shows as that id ("jobs:7", "jobs:abc",
+ * "jobs:'a b'"), or else that string itself — except the id a record of
+ * another table shows ("other:7"), which names none: a record copied from
+ * another table gets a new identity.  NONE when it names none (and when
+ * there is no id); ParseError for an id of another kind, or the empty
+ * string. */
+static LangErrorCode
+line_key(const char *table, const Value *id, Value *key, LangError *err)
+{
+    *key = lang_value_none();
+    if (id->kind == VAL_NONE)
+        return LANG_OK;
+    if (id->kind == VAL_INT) {
+        *key = lang_value_int(id->u.i);
+        return LANG_OK;
+    }
+    if (id->kind != VAL_STRING || id->u.str.len == 0)
+        return lang_error_set(err, LANG_PARSE_ERROR,
+                              "a line's id must be an integer or a non-empty string, not %s",
+                              lang_value_kind_name(id->kind));
+    Value named;
+    LangError ignored = {0};
+    if (lang_literal_parse(id->u.str.s, id->u.str.len, &named, &ignored) == 0) {
+        bool shown_so = false, ours = false;
+        if (named.kind == VAL_RECORD) {
+            Buf shown = {0};
+            lang_record_id_format(&named.u.rec, &shown);
+            shown_so = shown.len == id->u.str.len && !memcmp(shown.data, id->u.str.s, shown.len);
+            ours = strcmp(named.u.rec.table, table) == 0;
+            lang_buf_free(&shown);
+        }
+        if (shown_so && ours)
+            *key = lang_value_clone(named.u.rec.key);
+        lang_value_free(&named);
+        if (shown_so)
+            return LANG_OK;
+    }
+    *key = lang_value_clone(id);
+    return LANG_OK;
 }
 
 LangErrorCode
@@ -254,21 +303,28 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
         start = end + 1;
         if (a == b)
             continue;
-        Value content;
-        if (parse_content(text + a, b - a, &content, err)) {
+        Value content, id, key = lang_value_none();
+        bool parsed = !parse_content(text + a, b - a, &content, &id, err);
+        if (!parsed || line_key(table, &id, &key, err)) {
             size_t m = strlen(err->message);
             snprintf(err->message + m, sizeof err->message - m, " (line %zu of the write)", lineno);
+            if (parsed) {
+                lang_value_free(&content);
+                lang_value_free(&id);
+            }
             rc = err->code;
             break;
         }
+        lang_value_free(&id);
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             stmts = lang_xrealloc(stmts, cap * sizeof *stmts);
         }
         Stmt *st = stmt_new(ST_CREATE);
-        st->u.write.target = target_of(table, NULL);
+        st->u.write.target = target_of(table, key.kind != VAL_NONE ? &key : NULL);
         st->u.write.mode = WRITE_CONTENT;
         st->u.write.content = literal_expr(content);
+        lang_value_free(&key);
         stmts[n++] = st;
     }
     if (!rc && n)

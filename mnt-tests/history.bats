@@ -112,3 +112,22 @@ claim_hold() {
     cp "$BATS_TEST_TMPDIR/rec" "$M/q/7" || fail "writing back what was read failed"
     assert_equal "$(jq -c '[.n, .last_error]' "$M/q/7")" '[2,"boom"]'
 }
+
+@test "a line of new that carries id creates that identity (a record's own id read back too; another table's names none); DEDUPLICATE drops a repeat; an id taken is EEXIST for the whole write" {
+    sql "DEFINE QUEUE q TIMEOUT 30s; DEFINE QUEUE d TIMEOUT 30s DEDUPLICATE 10m;" >/dev/null
+    mount_fs
+    printf '%s\n' '{"id":"bucket/key","n":1}' '{"n":2}' '{"id":7,"n":3}' '{"id":"other:5","n":4}' \
+        '{"id":"q:abc","n":5}' >>"$M/q/new"
+    assert_equal "$(sql 'SELECT id, n FROM q;' | jq -c 'map([.id, .n])')" \
+        "[[\"q:1\",2],[\"q:7\",3],[\"q:8\",4],[\"q:abc\",5],[\"q:'bucket/key'\",1]]"
+    # A record read back and appended names itself: it exists, so the whole
+    # write (one write(), one transaction) is refused.
+    printf '%s\n' '{"n":6}' "$(jq -c '.n = 9' "$M/q/7")" >"$BATS_TEST_TMPDIR/lines"
+    assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, open(a[3], "rb").read())' \
+        "$M/q/new" "$BATS_TEST_TMPDIR/lines")" EEXIST
+    assert_equal "$(sql 'SELECT n FROM q WHERE n >= 6;')" '[]'
+    printf '%s\n' '{"id":"k","v":1}' >>"$M/d/new"
+    printf '%s\n' '{"id":"k","v":2}' '{"id":"d:k","v":3}' '{"id":"j","v":4}' >>"$M/d/new"
+    assert_equal "$(sql 'SELECT id, v FROM d;' | jq -c 'map([.id, .v])')" '[["d:j",4],["d:k",1]]'
+    assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, b"{\"id\": [1]}\n")' "$M/q/new")" EINVAL
+}
