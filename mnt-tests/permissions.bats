@@ -56,6 +56,16 @@ mount_shared() {
     assert_failure
     run as_nobody rm -f "$M/jobs/1"
     assert_failure
+    # Nor hand back, with a reason, a record another user claimed.
+    local hold
+    hold=$(jq .hold <"$M/jobs/claim")
+    run as_nobody sh -c "printf 'why\n' > '$M/jobs/released/1~$hold'"
+    assert_failure
+    assert_output --partial "Permission denied"
+    assert_equal "$(jq -c '[.hold, .errors]' "$M/jobs/1")" "[$hold,null]"
+    run as_nobody "$QUEUEFS_CTL" "$M" "RELEASE jobs:1 BECAUSE 'why';"
+    assert_failure
+    assert_output --partial PermissionDenied
     run as_nobody "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
     assert_failure
     assert_output --partial '"error":"PermissionDenied"'
@@ -65,14 +75,14 @@ mount_shared() {
     run as_nobody "$QUEUEFS_CTL" "$M" "DELETE jobs:1;"
     assert_failure
     # Reading is allowed by 0755: files and SELECT alike, and nothing changed.
-    run as_nobody cat "$M/jobs/1"
+    run as_nobody cat "$M/jobs/2"
     assert_success
-    assert_output '{"id":"jobs:1","n":1}'
+    assert_output '{"id":"jobs:2","n":2}'
     run as_nobody "$QUEUEFS_CTL" "$M" "SELECT * FROM jobs;"
     assert_success
     assert_equal "$(jq length <<<"$output")" 3
-    run sql "SELECT * FROM jobs WHERE attempts >= 1;"
-    assert_output "[]"
+    run sql "SELECT id FROM jobs WHERE attempts >= 1;"
+    assert_output '[{"id":"jobs:1"}]'
 }
 
 @test "permissions: a user who may not read jobs/ can neither list, read nor SELECT it" {
@@ -102,6 +112,9 @@ mount_shared() {
     run as_nobody "$QUEUEFS_CTL" "$M" "CLAIM FROM jobs;"
     assert_success
     assert_equal "$(jqr '.[0].id' "$output")" "jobs:3"
+    run as_nobody sh -c "printf 'HTTP 503\n' > '$M/jobs/released/3~$(jqr '.[0].hold' "$output")'"
+    assert_success
+    assert_equal "$(jq -c '[.hold, .last_error]' "$M/jobs/3")" '[null,"HTTP 503"]'
 }
 
 @test "permissions: waiting to claim from a queue one may not claim from is refused at once, by ctl and by the wait file" {
