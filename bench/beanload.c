@@ -227,12 +227,7 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1,
-                      .seconds = 5,
-                      .setup = setup,
-                      .unit = unit,
-                      .teardown = teardown,
-                      .arg = &cfg};
+    BenchSpec spec = BENCH_SPEC_DEFAULT(&cfg);
     int first = bench_parse_options(argc, argv, &spec, "b:", take_option, usage, 2);
     if (first < 0)
         return 2;

@@ -157,12 +157,7 @@ int
 main(int argc, char **argv)
 {
     Config cfg = {0};
-    BenchSpec spec = {.workers = 1,
-                      .seconds = 5,
-                      .setup = setup,
-                      .unit = unit,
-                      .teardown = teardown,
-                      .arg = &cfg};
+    BenchSpec spec = BENCH_SPEC_DEFAULT(&cfg);
     int first = bench_parse_options(argc, argv, &spec, "f", take_option, usage, 1);
     if (first < 0)
         return 2;

@@ -44,6 +44,14 @@ typedef struct BenchResult {
     int failed;           /* a worker failed: the figures are not to be used */
 } BenchResult;
 
+/* The spec every client starts from: one worker for 5 s, running the
+ * including file's own setup, unit and teardown with "arg". */
+#define BENCH_SPEC_DEFAULT(arg_) \
+    { \
+        .workers = 1, .seconds = 5, .setup = setup, .unit = unit, .teardown = teardown, \
+        .arg = (arg_) \
+    }
+
 /* Runs "spec" and fills "out".  Returns 0, or -1 when the run could not be
  * made or a worker failed (out->failed is then set; what was measured is
  * still filled in). */
