@@ -160,6 +160,9 @@ bool
 lang_record_engine_field(const Record *r, const char *name, int64_t now, Value *out)
 {
     if (strcmp(name, FIELD_ERRORS) == 0 || strcmp(name, FIELD_LAST_ERROR) == 0) {
+        StoreRecord hold = {.claimed_until = r->claimed_until};
+        if (!r->errors_len && !queue_hold_lapsed(&hold, now))
+            return false; /* no errors: nothing to build */
         Value errors = errors_view(r, now);
         size_t n = errors.u.arr.len;
         if (n && strcmp(name, FIELD_LAST_ERROR) == 0)
@@ -191,9 +194,19 @@ Value
 lang_record_view(const Record *r, const TableDef *def, int64_t now)
 {
     Value v = lang_value_clone(&r->fields), f;
-    for (size_t i = 0; def->is_queue && i < ENGINE_FIELDS; i++)
-        if (lang_record_engine_field(r, engine_fields[i], now, &f))
-            lang_value_object_set(&v, engine_fields[i], f);
+    /* The newest error's text once errors are shown (in "v"'s memory). */
+    const Value *newest = NULL;
+    for (size_t i = 0; def->is_queue && i < ENGINE_FIELDS; i++) {
+        const char *name = engine_fields[i];
+        if (newest && strcmp(name, FIELD_LAST_ERROR) == 0) {
+            /* the newest of the errors just shown, not built again */
+            lang_value_object_set(&v, name, lang_value_clone(newest));
+        } else if (lang_record_engine_field(r, name, now, &f)) {
+            if (strcmp(name, FIELD_ERRORS) == 0)
+                newest = lang_value_object_get(&f.u.arr.items[f.u.arr.len - 1], "error");
+            lang_value_object_set(&v, name, f);
+        }
+    }
     lang_value_object_set(&v, "id", lang_value_record(def->decl.name, lang_value_clone(&r->key)));
     return v;
 }
