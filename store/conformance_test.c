@@ -1134,6 +1134,180 @@ test_errors(void)
           "the errors as before the claim: %s", e.text);
 }
 
+/* Finishes record "key" of "q" (store_record_delete, hold "hold") in a
+ * transaction of its own; its status. */
+static int
+finish(const StoreQueue *q, const char *key, int64_t hold)
+{
+    StoreTxn *t = begin(st, true);
+    int rc = store_record_delete(t, q->table, q, bytes_of(key), hold);
+    if (rc == STORE_OK)
+        commit(t);
+    else
+        store_txn_abort(t);
+    return rc;
+}
+
+/* KEEP: a finish marks the record done (completed_at, its hold ended, out
+ * of the claims, counted as done), a delete of a done record removes it,
+ * a create of a done identity is new work, the queue's writes reap the
+ * expired ones (no more than STORE_REAP_MAX a write), a retry leaves a
+ * done one alone, and a refile without KEEP removes them. */
+static void
+test_keep(void)
+{
+    StoreQueue q = queue_new(st, "keep", 30000 * MS, 0);
+    q.keep_ns = 3600000 * MS;
+    add(st, &q, "a", "one", NULL, 0);
+    add(st, &q, "b", "two", NULL, 0);
+    Claimed c = claim_expect(st, &q, 1, NULL, "a", "claim a");
+    CHECK(finish(&q, "a", c.hold + 1) == STORE_CONFLICT, "a finish with a stale hold: CONFLICT");
+    CHECK(finish(&q, "a", c.hold) == STORE_OK, "finish a");
+    StoreRecord r;
+    StoreTxn *t = begin(st, false);
+    int64_t seen = store_txn_now(t);
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &r) == STORE_OK && bytes_eq(r.value, "one"),
+          "a done record is still read, with its value");
+    CHECK(r.completed_at > 0 && r.completed_at <= seen && r.changed == r.completed_at &&
+              r.claimed_until == 0 && r.hold == 0 && r.consumer.len == 0 && r.attempts == 1,
+          "done: completed_at the finish, its hold ended, attempts kept");
+    CHECK(queue_place(&q, &r, seen).state == QUEUE_DONE && !queue_done_expired(&q, &r, seen),
+          "placed done, not expired within its KEEP");
+    store_txn_abort(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 2 && n.done == 1 && n.ready == 1 && n.held == 0 && n.deletes == 1 &&
+              bytes_eq(n.head_key, "b"),
+          "counted done (%" PRIu64 "), in records, out of ready and held; a finish counts a delete",
+          n.done);
+    claim_expect(st, &q, 5, NULL, "b", "a done record is never claimed");
+    CHECK(claim(st, &q, 1, "a", NULL, &c) == STORE_OK && c.keys[0] == '\0',
+          "nor claimed by name");
+    t = begin(st, true);
+    CHECK(store_retry(t, &q, bytes_of("a"), 0, &r) == STORE_NOTFOUND,
+          "a retry of a done record: NOTFOUND");
+    store_txn_abort(t);
+
+    /* CREATE of a done identity: new work. */
+    t = begin(st, true);
+    StoreRecord again = {.key = bytes_of("a"), .value = bytes_of("again")};
+    CHECK(store_record_create(t, q.table, &q, &again) == STORE_OK, "create over a done record");
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &r) == STORE_OK &&
+              bytes_eq(r.value, "again") && r.completed_at == 0 && r.attempts == 0 &&
+              r.errors.len == 0,
+          "created anew: new work, its columns at 0");
+    commit(t);
+    n = counts_of(st, &q);
+    CHECK(n.records == 2 && n.done == 0 && n.ready == 1, "no longer done: ready again");
+    c = claim_expect(st, &q, 1, NULL, "a", "the re-created record is claimed");
+    CHECK(c.attempts == 1, "its first attempt");
+    CHECK(finish(&q, "a", c.hold) == STORE_OK, "finish a again");
+    CHECK(finish(&q, "a", 0) == STORE_OK && get(st, q.table, "a", &r) == STORE_NOTFOUND,
+          "a delete of a done record removes it");
+    n = counts_of(st, &q);
+    CHECK(n.records == 1 && n.done == 0, "removed: no longer counted");
+
+    /* Reaping: a short KEEP, then writes of the queue. */
+    StoreQueue k = queue_new(st, "keep-reap", 30000 * MS, 0);
+    k.keep_ns = 100 * MS;
+    char key[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof key, "r%03d", i);
+        add(st, &k, key, "v", NULL, 0);
+    }
+    t = begin(st, true);
+    for (int i = 0; i < 300; i++) {
+        snprintf(key, sizeof key, "r%03d", i);
+        CHECK(store_record_delete(t, k.table, &k, bytes_of(key), 0) == STORE_OK, "finish %s", key);
+    }
+    commit(t);
+    n = counts_of(st, &k);
+    CHECK(n.records == 300 && n.done == 300, "300 done within their KEEP (%" PRIu64 ")", n.done);
+    sleep_ms(150);
+    CHECK(get(st, k.table, "r000", &r) == STORE_OK && queue_done_expired(&k, &r, store_now(st)),
+          "expired once KEEP has passed (still stored until a write reaps it)");
+    add(st, &k, "new1", "v", NULL, 0);
+    n = counts_of(st, &k);
+    CHECK(n.done == 300 - STORE_REAP_MAX && n.records == 301 - STORE_REAP_MAX,
+          "one write reaps %d, oldest first: %" PRIu64 " left", STORE_REAP_MAX, n.done);
+    CHECK(get(st, k.table, "r000", &r) == STORE_NOTFOUND &&
+              get(st, k.table, "r299", &r) == STORE_OK,
+          "the oldest finishes went first");
+    claim_expect(st, &k, 1, NULL, "new1", "a claim reaps too");
+    n = counts_of(st, &k);
+    CHECK(n.done == 0 && n.records == 1, "none left after the claim: %" PRIu64, n.done);
+
+    /* A refile without KEEP removes the done records. */
+    StoreQueue d = queue_new(st, "keep-drop", 30000 * MS, 0);
+    d.keep_ns = 3600000 * MS;
+    add(st, &d, "x", "v", NULL, 0);
+    add(st, &d, "y", "v", NULL, 0);
+    CHECK(finish(&d, "x", 0) == STORE_OK, "finish x");
+    d.keep_ns = 0;
+    refile(st, &d, NULL, NULL, "refile without KEEP");
+    n = counts_of(st, &d);
+    CHECK(get(st, d.table, "x", &r) == STORE_NOTFOUND && n.records == 1 && n.done == 0 &&
+              n.ready == 1,
+          "KEEP dropped: the done record is gone, the rest as it was");
+    CHECK(finish(&d, "y", 0) == STORE_OK && get(st, d.table, "y", &r) == STORE_NOTFOUND,
+          "without KEEP a finish removes");
+}
+
+/* COALESCE's mark: only while held; a release keeps it; the finish hands
+ * the record out again as new work (attempts 0, errors emptied, behind
+ * what came before it), and the finish after that is a plain one. */
+static void
+test_rerun(void)
+{
+    StoreQueue q = queue_new(st, "rerun", 30000 * MS, 0);
+    add(st, &q, "a", "v", NULL, 0);
+    add(st, &q, "b", "v", NULL, 0);
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_rerun(t, &q, bytes_of("a")) == STORE_CONFLICT,
+          "marking a record no hold runs on: CONFLICT");
+    CHECK(store_record_rerun(t, &q, bytes_of("zz")) == STORE_NOTFOUND, "an absent one: NOTFOUND");
+    store_txn_abort(t);
+    Claimed c = claim_expect(st, &q, 1, NULL, "a", "claim a");
+    t = begin(st, true);
+    CHECK(store_record_rerun(t, &q, bytes_of("a")) == STORE_OK, "mark a while held");
+    commit(t);
+    StoreRecord r;
+    CHECK(get(st, q.table, "a", &r) == STORE_OK && r.rerun && r.hold == c.hold,
+          "marked, its hold untouched");
+    t = begin(st, true);
+    CHECK(store_release(t, &q, bytes_of("a"), c.hold, 0, bytes_of("boom"), &r) == STORE_OK &&
+              r.rerun,
+          "a release keeps the mark");
+    commit(t);
+    c = claim_expect(st, &q, 1, NULL, "a", "a, released, keeps its place before b");
+    CHECK(finish(&q, "a", c.hold) == STORE_OK, "finish the marked a");
+    CHECK(get(st, q.table, "a", &r) == STORE_OK && !r.rerun && r.attempts == 0 &&
+              r.errors.len == 0 && r.claimed_until == 0 && r.hold == 0 && r.completed_at == 0,
+          "its finish handed it out again as new work, the mark spent");
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 2 && n.ready == 2 && n.held == 0 && n.deletes == 1,
+          "ready again, the finish counted");
+    c = claim_expect(st, &q, 2, NULL, "b,a", "new work goes behind what came before it");
+    CHECK(finish(&q, "a", c.hold) == STORE_OK && get(st, q.table, "a", &r) == STORE_NOTFOUND,
+          "the finish after that removes it");
+
+    /* On a queue that keeps, the mark wins over done. */
+    StoreQueue k = queue_new(st, "rerun-keep", 30000 * MS, 0);
+    k.keep_ns = 3600000 * MS;
+    add(st, &k, "x", "v", NULL, 0);
+    c = claim_expect(st, &k, 1, NULL, "x", "claim x");
+    t = begin(st, true);
+    CHECK(store_record_rerun(t, &k, bytes_of("x")) == STORE_OK, "mark x");
+    commit(t);
+    CHECK(finish(&k, "x", c.hold) == STORE_OK && get(st, k.table, "x", &r) == STORE_OK &&
+              r.completed_at == 0 && !r.rerun,
+          "a marked record runs again rather than being done");
+    c = claim_expect(st, &k, 1, NULL, "x", "claim x again");
+    CHECK(finish(&k, "x", c.hold) == STORE_OK && get(st, k.table, "x", &r) == STORE_OK &&
+              r.completed_at != 0,
+          "then it is done");
+}
+
+
 int
 main(void)
 {
@@ -1158,6 +1332,8 @@ main(void)
                                      test_notification,
                                      test_races,
                                      test_errors,
+                                     test_keep,
+                                     test_rerun,
                                      NULL};
     return test_store_main("conformance_test", &st, cases);
 }

@@ -20,6 +20,8 @@ queue_ceiling_reached(int64_t max_attempts, int64_t attempts)
 QueuePlace
 queue_place(const StoreQueue *q, const StoreRecord *r, int64_t now)
 {
+    if (r->completed_at != 0)
+        return (QueuePlace){.state = QUEUE_DONE, .next = QUEUE_DONE};
     bool retired = queue_ceiling_reached(q->max_attempts, r->attempts);
     if (queue_hold_runs(r->claimed_until, now)) {
         QueuePlace p = {.state = QUEUE_HELD, .wake = r->claimed_until, .next = QUEUE_READY};
@@ -64,6 +66,17 @@ bool
 queue_hold_lapsed(const StoreRecord *r, int64_t now)
 {
     return r->claimed_until != 0 && !queue_hold_runs(r->claimed_until, now);
+}
+
+bool
+queue_done_expired(const StoreQueue *q, const StoreRecord *r, int64_t now)
+{
+    if (r->completed_at == 0)
+        return false;
+    if (q->keep_ns <= 0)
+        return true;
+    /* a KEEP that runs past the end of time never ends */
+    return q->keep_ns <= INT64_MAX - r->completed_at && r->completed_at + q->keep_ns <= now;
 }
 
 bool

@@ -27,6 +27,8 @@ typedef enum QueueState {
     QUEUE_DELAYED, /* not handed out before its not_before */
     QUEUE_RETIRED, /* at the ATTEMPTS ceiling and not held: handed out no
                       * more until RETRY */
+    QUEUE_DONE,    /* finished on a queue that KEEPs (completed_at set):
+                      * handed out no more; CREATE queues it again */
 } QueueState;
 
 /* Where a record stands at an instant, and where it goes when its wait
@@ -47,9 +49,9 @@ bool queue_hold_runs(int64_t claimed_until, int64_t now);
  * "max_attempts" (0: no ceiling). */
 bool queue_ceiling_reached(int64_t max_attempts, int64_t attempts);
 
-/* Where record "r" of queue "q" stands at "now": held while its hold runs,
- * else retired at the ceiling, else delayed while its not_before is
- * later, else ready. */
+/* Where record "r" of queue "q" stands at "now": done once finished
+ * (completed_at set), else held while its hold runs, else retired at the
+ * ceiling, else delayed while its not_before is later, else ready. */
 QueuePlace queue_place(const StoreQueue *q, const StoreRecord *r, int64_t now);
 
 /* Where a record placed "p" stands at "now", once its wait may be over:
@@ -72,6 +74,12 @@ bool queue_claim_lapses(const StoreRecord *r);
  * claim or retry next finds it; until then a reader shows it so too
  * (lang's JSON of the record). */
 bool queue_hold_lapsed(const StoreRecord *r, int64_t now);
+
+/* True when "r" is a done record whose KEEP is over at "now": its
+ * completed_at + q->keep_ns has passed (with keep_ns 0, at once).  Such a
+ * record is gone to readers, and the queue's next writes remove it
+ * (StoreQueue.keep_ns). */
+bool queue_done_expired(const StoreQueue *q, const StoreRecord *r, int64_t now);
 
 /* ---- a record's errors (StoreRecord.errors) ---- */
 

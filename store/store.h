@@ -399,6 +399,16 @@ struct StoreRecord {
      * collection's records have none.  Like the engine's columns, only the
      * queue primitives change it: create starts it empty, update keeps it. */
     StoreBytes errors;
+    /* KEEP (StoreQueue.keep_ns): the instant its finish made the record
+     * done (store_record_delete), 0 while it is not.  A done record is
+     * never claimed and is in no claim index; it is kept until the reaping
+     * of its queue's writes removes it (StoreQueue.keep_ns).  Only the
+     * queue primitives change it: create starts it at 0, update keeps it. */
+    int64_t completed_at;
+    /* COALESCE: true when a CREATE came while the record was held
+     * (store_record_rerun): its finish hands it out again as new work
+     * instead of finishing it.  Create starts it false, update keeps it. */
+    bool rerun;
 };
 
 /* How many failed attempts a record keeps (StoreRecord.errors), and the
@@ -433,7 +443,21 @@ typedef struct StoreQueue {
      * it takes fewer, or none (not an error).  See store_queue_rate_next. */
     int64_t rate, rate_window_ns;
     bool paused; /* claims hand out nothing */
+    /* KEEP keep_ns (0: none): a finish (store_record_delete) marks a
+     * record done for this long instead of removing it.  A done record
+     * whose completed_at + keep_ns has passed is expired (queue.h's
+     * queue_done_expired: readers treat it as gone), and the queue's
+     * writes remove expired ones as they go — store_record_create,
+     * store_record_delete and store_claim of the queue each remove up to
+     * STORE_REAP_MAX of them, oldest finish first, so nothing sweeps in
+     * the background and the store keeps about the finish rate × KEEP of
+     * them.  With keep_ns 0 a queue keeps no done record (a refile removes
+     * those an earlier KEEP left: store_queue_refile). */
+    int64_t keep_ns;
 } StoreQueue;
+
+/* The most expired done records one write of a queue removes. */
+#define STORE_REAP_MAX 256
 
 /* Reads the record under "key" into "out" (pointers into the store's
  * memory; see "Memory").  In a write transaction the record is locked for
@@ -445,7 +469,9 @@ int store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord 
  * filed by r->order, r->not_before and r->group; its engine columns start
  * at zero; every other field of "r" is ignored).  Its times are now; it
  * gets its table's next arrival sequence.  STORE_EXISTS when the key is
- * taken (nothing changes). */
+ * taken (nothing changes) — except, on a queue, by a done record
+ * (completed_at != 0): that one is replaced as if it were absent, and the
+ * new record is new work (counted as a record, no longer as done). */
 int store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
 /* Replaces the value of the existing record "r->key" with "r->value" and
  * refiles it by r->order, r->not_before and r->group (queues); its engine
@@ -453,8 +479,18 @@ int store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, cons
  * STORE_NOTFOUND when absent. */
 int store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
 /* Deletes the record.  "hold" > 0: only when that is the number of its
- * live hold (STORE_CONFLICT otherwise, nothing changes).  A queue's delete
- * (q != NULL) is counted in its deletes.  STORE_NOTFOUND when absent. */
+ * live hold (STORE_CONFLICT otherwise, nothing changes).  STORE_NOTFOUND
+ * when absent.  A queue's delete (q != NULL) is its finish, counted in
+ * its deletes, and does one of three things:
+ *   - a record marked to run again (rerun: store_record_rerun) is handed
+ *     out again as new work: its hold ended (hold, claimed_until,
+ *     consumer and instance cleared), attempts 0, errors emptied, rerun
+ *     false, since = changed = now, the table's next arrival sequence,
+ *     filed by its order, not_before and group as they are;
+ *   - else, on a queue that keeps (q->keep_ns > 0), a record not yet done
+ *     becomes done: completed_at = changed = now, its hold ended as
+ *     above, out of every claim index (its attempts and errors stay);
+ *   - else (a done record, or a queue that keeps none) it is removed. */
 int store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
                         int64_t hold);
 /* Calls "fn" for each record of the table in key order, starting at the
@@ -523,9 +559,16 @@ int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold
 /* Ends any hold of record "key" (a live one counted as a release, one
  * that lapsed added to its errors as a claim would) and sets attempts
  * back to 0, so a retired record is claimable again; not_before as for
- * store_release; its errors stay.  STORE_NOTFOUND when absent. */
+ * store_release; its errors stay.  STORE_NOTFOUND when absent or done
+ * (a done record is finished: CREATE queues it again). */
 int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
                 StoreRecord *out);
+/* COALESCE: marks record "key", while a hold of it runs, to run once
+ * more (StoreRecord.rerun): its finish (store_record_delete) hands it out
+ * again as new work.  The mark stays until then, across releases and
+ * lapses.  Changes nothing else.  STORE_NOTFOUND when absent,
+ * STORE_CONFLICT when no hold of it runs now (nothing changes). */
+int store_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key);
 /* Gives back a claim whose taker will never see it: when the record is
  * still held by hold number "hold" and unchanged since that claim (not
  * touched, not rewritten), puts back the columns and place of "before"
@@ -553,7 +596,9 @@ typedef struct StoreFiling {
  * call) and fills "*out" (its bytes valid until the next call), and the
  * record is filed so; a non-zero return stops the refile and is returned.
  * Changes no record's value, columns or times (held records keep their
- * deadline).  O(n) in the records, in one transaction. */
+ * deadline); a done record stays done, in no claim index — or, when
+ * q->keep_ns is 0 (KEEP dropped), is removed.  O(n) in the records, in one
+ * transaction. */
 int store_queue_refile(StoreTxn *txn, const StoreQueue *q,
                        int (*file)(void *ctx, const StoreRecord *r, StoreFiling *out), void *ctx);
 
@@ -574,6 +619,8 @@ typedef struct StoreQueueCounts {
                             * behind a record of their group (counted in
                             * none of ready, held, delayed and idle) */
     uint64_t groups_full;                       /* the groups with per_group records held */
+    uint64_t done;                              /* done (KEEP), expired or not, until reaped:
+                            * counted in records, in none of the others */
     uint64_t unsorted;                          /* waiting, filed by a store of an earlier format
                             * that did not tell held from delayed: counted in
                             * none of ready, held, delayed and idle */

@@ -451,3 +451,10 @@ lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_n
     return lmdb_meta_put(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, now, key),
                          (StoreBytes){NULL, 0});
 }
+
+int
+lmdb_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key)
+{
+    (void)txn, (void)q, (void)key;
+    return STORE_CONFLICT; /* TODO(keep): mark the record */
+}

@@ -105,7 +105,8 @@ lmdb_placement(const StoreQueue *q, const StoreRecord *r, int64_t now, int64_t *
         break;
     case QUEUE_DELAYED: *wake = p.wake; break;
     case QUEUE_READY: *wake = 0; break;
-    case QUEUE_RETIRED: break;
+    case QUEUE_RETIRED:
+    case QUEUE_DONE: break;
     }
 }
 

@@ -590,3 +590,10 @@ pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
     free(last);
     return rc;
 }
+
+int
+pg_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key)
+{
+    (void)txn, (void)q, (void)key;
+    return STORE_CONFLICT; /* TODO(keep): mark the record */
+}
