@@ -493,6 +493,7 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
     case KIND_METRICS:
     case KIND_HELD_ENTRY:
     case KIND_DEAD_ENTRY:
+    case KIND_DONE_ENTRY:
         /* What only reads (or claims by reading) opens for reading only. */
         if (accmode != O_RDONLY)
             return -EACCES;
@@ -535,12 +536,14 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
             rc = open_write(req, in, fi->flags, true, out);
         return rc;
     case KIND_HELD_ENTRY:
-    case KIND_DEAD_ENTRY: return open_snapshot(req, in, out);
+    case KIND_DEAD_ENTRY:
+    case KIND_DONE_ENTRY: return open_snapshot(req, in, out);
     case KIND_ROOT:
     case KIND_TABLE:
     case KIND_RELEASED:
     case KIND_HELD:
-    case KIND_DEAD: return -EISDIR;
+    case KIND_DEAD:
+    case KIND_DONE: return -EISDIR;
     default: return -ENOENT;
     }
 }
@@ -574,7 +577,7 @@ create_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, H
     InodeKind k = in->kind;
     if (k == KIND_TOOLONG)
         return -ENAMETOOLONG;
-    if (k == KIND_HELD_ENTRY || k == KIND_DEAD_ENTRY)
+    if (k == KIND_HELD_ENTRY || k == KIND_DEAD_ENTRY || k == KIND_DONE_ENTRY)
         return -ENOENT; /* a view's name that is gone (touch says so) */
     /* A collection has no claim, wait, stats or view directories, and none of
      * those names is an identity's (those are %63laim, …). */

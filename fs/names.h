@@ -34,6 +34,7 @@ typedef enum FsReserved {
     FS_RELEASED,
     FS_HELD,
     FS_DEAD,
+    FS_DONE,
     FS_RESERVED_N
 } FsReserved;
 

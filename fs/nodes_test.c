@@ -23,9 +23,11 @@ static const char *const kind_names[] = {
     [KIND_RELEASED] = "released",
     [KIND_HELD] = "held",
     [KIND_DEAD] = "dead",
+    [KIND_DONE] = "done",
     [KIND_RELEASED_ENTRY] = "released-entry",
     [KIND_HELD_ENTRY] = "held-entry",
     [KIND_DEAD_ENTRY] = "dead-entry",
+    [KIND_DONE_ENTRY] = "done-entry",
     [KIND_RECORD] = "record",
     [KIND_NONE] = "none",
     [KIND_TOOLONG] = "toolong",
@@ -122,6 +124,8 @@ test_kinds(void)
     CHECK_STR(child(n, held, "7"), "held-entry jobs/7 - 0");
     uint64_t dead = look(n, jobs, "dead", 0);
     CHECK_STR(child(n, dead, "8"), "dead-entry jobs/8 8 -1");
+    uint64_t done = look(n, jobs, "done", 0);
+    CHECK_STR(child(n, done, "9"), "done-entry jobs/9 9 -2");
     uint64_t released = look(n, jobs, "released", 0);
     CHECK_STR(child(n, released, "7@10s"), "released-entry jobs/7@10s - 0");
     uint64_t record = look(n, jobs, "7", 0);

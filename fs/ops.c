@@ -190,13 +190,13 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
     fs_inode_clear(&in);
 }
 
-/* rm of a record deletes it; of a held/ or dead/ name, when its fence
- * holds. */
+/* rm of a record deletes it (finishes it); of a held/, dead/ or done/
+ * name, when its fence holds (a done record is removed). */
 static int
 unlink_inode(fuse_req_t req, const Inode *in)
 {
     InodeKind k = in->kind;
-    if (k != KIND_RECORD && k != KIND_HELD_ENTRY && k != KIND_DEAD_ENTRY)
+    if (k != KIND_RECORD && k != KIND_HELD_ENTRY && k != KIND_DEAD_ENTRY && k != KIND_DONE_ENTRY)
         return k == KIND_NONE || k == KIND_RELEASED_ENTRY ? -ENOENT : -EPERM;
     if (in->key.kind == VAL_NONE)
         return -ENOENT;

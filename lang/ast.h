@@ -125,6 +125,8 @@ typedef struct TableDecl {
     char *per_field;        /* … and its field f, or NULL */
     int64_t rate;           /* AT MOST n EVERY d: n; 0 = not given */
     int64_t rate_window_ns; /* … and its window d */
+    int64_t keep_ns;        /* KEEP d: a finish keeps the record done for d; 0 = not given */
+    bool coalesce;          /* COALESCE: a CREATE of an outstanding identity is demand */
     /* both kinds: */
     SchemaMode schema; /* SCHEMAFULL | SCHEMALESS | neither */
     char *graph;       /* IN g, or NULL */
@@ -143,6 +145,8 @@ enum {
     CLAUSE_EVERY = 1u << 6,  /* AT MOST n EVERY d */
     CLAUSE_SCHEMA = 1u << 7, /* SCHEMAFULL | SCHEMALESS */
     CLAUSE_IN = 1u << 8,
+    CLAUSE_KEEP = 1u << 9,
+    CLAUSE_COALESCE = 1u << 10,
 };
 
 /* The greatest n of AT MOST n PER f and AT MOST n EVERY d. */

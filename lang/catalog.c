@@ -53,6 +53,10 @@ lang_table_def_encode(const TableDef *def, Buf *out)
         lang_value_object_set(&o, "rate", lang_value_int(d->rate));
         lang_value_object_set(&o, "rate_window", lang_value_duration(d->rate_window_ns));
     }
+    if (d->keep_ns)
+        lang_value_object_set(&o, "keep", lang_value_duration(d->keep_ns));
+    if (d->coalesce)
+        lang_value_object_set(&o, "coalesce", lang_value_bool(true));
     if (d->schema != SCHEMA_UNSPECIFIED)
         lang_value_object_set(&o, "schema", lang_value_int(d->schema));
     set_str(&o, "graph", d->graph);
@@ -111,6 +115,9 @@ table_def_from_value(const Value *o, TableDef *def)
     d->rate_window_ns = d->rate ? get_int(o, "rate_window") : 0;
     if (d->rate_window_ns <= 0)
         d->rate = d->rate_window_ns = 0;
+    d->keep_ns = get_int(o, "keep");
+    const Value *coalesce = lang_value_object_get(o, "coalesce");
+    d->coalesce = coalesce && coalesce->kind == VAL_BOOL && coalesce->u.b;
     d->schema = (SchemaMode)get_int(o, "schema");
     d->graph = get_str(o, "graph");
     def->uid = lang_value_object_get(o, "uid") ? get_int(o, "uid") : -1;
@@ -387,6 +394,12 @@ table_def_statement(const TableDef *def, Buf *out)
             lang_buf_printf(out, " AT MOST %lld EVERY ", (long long)d->rate);
             lang_duration_format(d->rate_window_ns, out);
         }
+        if (d->keep_ns) {
+            lang_buf_puts(out, " KEEP ");
+            lang_duration_format(d->keep_ns, out);
+        }
+        if (d->coalesce)
+            lang_buf_puts(out, " COALESCE");
     }
     if (d->schema == SCHEMA_FULL)
         lang_buf_puts(out, " SCHEMAFULL");
@@ -481,6 +494,11 @@ lang_table_def_info(const TableDef *def)
             lang_value_object_set(&every, "window", lang_value_duration(d->rate_window_ns));
             lang_value_object_set(&o, "at_most_every", every);
         }
+        /* KEEP and COALESCE: shown only when declared */
+        if (d->keep_ns)
+            lang_value_object_set(&o, "keep", lang_value_duration(d->keep_ns));
+        if (d->coalesce)
+            lang_value_object_set(&o, "coalesce", lang_value_bool(true));
     }
     lang_value_object_set(&o, "schemafull", lang_value_bool(d->schema == SCHEMA_FULL));
     lang_value_object_set(&o, "graph", d->graph ? lang_value_cstring(d->graph) : lang_value_null());

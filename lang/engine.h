@@ -28,6 +28,7 @@
 #define FIELD_HOLD "hold"
 #define FIELD_ERRORS "errors"
 #define FIELD_LAST_ERROR "last_error"
+#define FIELD_COMPLETED_AT "completed_at"
 
 /* ---- table definitions (catalog.c) ---- */
 
@@ -92,6 +93,7 @@ typedef struct Record {
     int64_t since, written, changed, claimed;          /* see StoreRecord */
     unsigned char *errors;                             /* a copy of StoreRecord.errors, or NULL */
     size_t errors_len;
+    int64_t completed_at; /* done (KEEP): the instant of its finish; 0: not done */
 } Record;
 
 void lang_record_free(Record *r);
@@ -124,9 +126,16 @@ const StoreQueue *lang_record_queue(const TableDef *def, StoreQueue *q);
 bool lang_record_is_held(const Record *r, int64_t now);
 /* The instant "r" is delayed to (its NOT BEFORE), or 0. */
 int64_t lang_record_not_before(const Record *r, const TableDef *def);
-/* True when "r" has reached the queue's ATTEMPTS ceiling. */
+/* True when "r" has reached the queue's ATTEMPTS ceiling and is not done. */
 bool lang_record_is_dead(const Record *r, const TableDef *def);
-/* NoSuchRecord unless "fence" (see LANG_FENCE_DEAD in lang.h) holds for
+/* True when the store's record "sr" of table "def" is a done record whose
+ * KEEP is over at "now" (queue_done_expired): gone to every reader, though
+ * still stored until the queue's writes remove it. */
+bool lang_record_expired(const TableDef *def, const StoreRecord *sr, int64_t now);
+/* store_record_get of store key "key" of table "def", where an expired
+ * done record (lang_record_expired) is STORE_NOTFOUND. */
+int lang_record_get_stored(StoreTxn *txn, const TableDef *def, StoreBytes key, StoreRecord *sr);
+/* NoSuchRecord unless "fence" (see LANG_FENCE_DEAD in view.h) holds for
  * "r" at "now". */
 LangErrorCode lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t now,
                                 LangError *err);
@@ -162,7 +171,7 @@ LangErrorCode lang_record_filing(const TableDef *def, const Value *key, const Va
 LangErrorCode lang_record_refile(StoreTxn *txn, const TableDef *old, const TableDef *def,
                                  bool by_fields, LangError *err);
 /* Reads record "key" of "def" into "r" (r->key is set to a copy of key).
- * NoSuchRecord when absent. */
+ * NoSuchRecord when absent (or done and expired). */
 LangErrorCode lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r,
                                LangError *err);
 /* NoSuchRecord naming record "key" of "def", for a store status that says
@@ -175,7 +184,9 @@ LangErrorCode lang_record_missing(int status, const TableDef *def, const Value *
  * coercing datetime strings in place.  SchemaViolation when refused. */
 LangErrorCode lang_record_validate(const TableDef *def, Value *fields, LangError *err);
 
-/* True when table "def" holds a record of identity "key". */
+/* True when table "def" holds a record of identity "key" that is still
+ * outstanding: a done record (KEEP) is history, and a write of its
+ * identity creates it anew. */
 bool lang_record_exists(StoreTxn *txn, const TableDef *def, const Value *key);
 
 /* A list of store keys in one Buf, each after its length (4 bytes): what
@@ -221,5 +232,7 @@ const Value *lang_path_get(const Value *v, char *const *parts, size_t len);
 /* Sets "v" (taking it) at "parts" inside object "o", making objects on the
  * way (replacing what is not one). */
 void lang_path_set(Value *o, char *const *parts, size_t len, Value v);
+/* Removes the field at "parts" inside object "o": true when there was one. */
+bool lang_path_remove(Value *o, char *const *parts, size_t len);
 
 #endif

@@ -191,6 +191,21 @@ static const Case cases[] = {
      "\"not_before\":null,\"paused\":false,\"priority_by\":null,\"schemafull\":false,"
      "\"timeout\":\"1m\"}\n",
      LANG_OK},
+    /* KEEP and COALESCE: INFO writes them back; they refuse DEDUPLICATE */
+    {"DEFINE QUEUE k TIMEOUT 1m COALESCE SCHEMALESS KEEP 1d; INFO FOR TABLE k;"
+     "ALTER QUEUE k DEDUPLICATE 1h;",
+     "null\n{\"attempts\":null,\"coalesce\":true,\"deduplicate\":null,\"definition\":"
+     "\"DEFINE QUEUE k TIMEOUT 1m KEEP 1d COALESCE SCHEMALESS\",\"fields\":{},\"graph\":null,"
+     "\"indexes\":{},\"keep\":\"1d\",\"kind\":\"queue\",\"name\":\"k\",\"not_before\":null,"
+     "\"paused\":false,\"priority_by\":null,\"schemafull\":false,\"timeout\":\"1m\"}\n",
+     LANG_PARSE_ERROR},
+    {"DEFINE QUEUE k TIMEOUT 1m DEDUPLICATE 1h; ALTER QUEUE k DROP DEDUPLICATE COALESCE KEEP 2h;"
+     "ALTER QUEUE k DROP KEEP DROP COALESCE DEDUPLICATE 1m; INFO FOR TABLE k;",
+     "null\nnull\nnull\n{\"attempts\":null,\"deduplicate\":\"1m\",\"definition\":"
+     "\"DEFINE QUEUE k TIMEOUT 1m DEDUPLICATE 1m\",\"fields\":{},\"graph\":null,"
+     "\"indexes\":{},\"kind\":\"queue\",\"name\":\"k\",\"not_before\":null,"
+     "\"paused\":false,\"priority_by\":null,\"schemafull\":false,\"timeout\":\"1m\"}\n",
+     LANG_OK},
     /* AT MOST 1 PER a: a claim passes over a full group; null is no group */
     {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1 PER a; CREATE q:1 = {a: 'x'}; CREATE q:2 = {a: 'x'};"
      "CREATE q:3 = {a: 'y'}; CREATE q:4 = {a: null}; CREATE q:5 = {a: null};"
@@ -607,10 +622,10 @@ test_stats_keys(void)
     lang_buf_reset(&out);
     CHECK(lang_view_stats(f.s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
     CHECK(strncmp(out.data,
-                  "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"grouped\":0,"
-                  "\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
+                  "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"done\":0,"
+                  "\"grouped\":0,\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
                   "\"oldest_ready_age_seconds\":",
-                  124) == 0 &&
+                  133) == 0 &&
               strstr(out.data, ",\"paused\":false,\"queue\":\"q\",\"ready\":1,\"records\":1,"
                                "\"releases\":0}\n"),
           "the keys of stats: %s", out.data);

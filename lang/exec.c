@@ -31,12 +31,15 @@ lang_exec_answer_records(Exec *x, Value *records)
 typedef struct KeyWalk {
     Value *keys;
     const TableDef *def;
+    int64_t now; /* a done record expired by then is gone */
 } KeyWalk;
 
 static int
 collect_key(void *ctx, const StoreRecord *sr)
 {
     KeyWalk *w = ctx;
+    if (lang_record_expired(w->def, sr, w->now))
+        return 0;
     Record r = {0};
     LangError ignored = {0};
     if (lang_record_from_store(sr, w->def, &r, &ignored) == LANG_OK)
@@ -53,7 +56,7 @@ lang_exec_target_keys(Exec *x, const TableDef *def, const Target *t, Value *keys
         lang_value_array_push(keys, lang_value_clone(t->id.u.rec.key));
         return LANG_OK;
     }
-    KeyWalk w = {keys, def};
+    KeyWalk w = {keys, def, lang_exec_now(x)};
     int rc = store_record_each(x->txn, def->id, (StoreBytes){NULL, 0}, collect_key, &w);
     return rc ? lang_store_error(rc, "reading records", x->err) : LANG_OK;
 }

@@ -174,6 +174,17 @@ LangErrorCode lang_identity_note(Exec *x, const TableDef *def, const Value *key)
  * instant (lang_exec_now). */
 LangErrorCode lang_dedup_check(Exec *x, const TableDef *def, const Value *key, bool *repeat);
 
+/* COALESCE (coalesce.c): takes "fields", the content of a CREATE of
+ * "old" — a record queue "def" holds and that is not done — as demand
+ * for it.  Waiting (ready or delayed): its PRIORITY BY field becomes the
+ * greater of the two, its NOT BEFORE field the earlier (an absent one is
+ * now), the rest of the record and its place in arrival order stay.
+ * Held: it is marked to run once more after its finish.  Dead:
+ * RecordExists, as without COALESCE.  Appends the record's view to
+ * "results". */
+LangErrorCode lang_coalesce(Exec *x, const TableDef *def, Record *old, const Value *fields,
+                            Value *results);
+
 /* ---- CLAIM … WAIT (waits.c) ---- */
 
 /* Runs CLAIM … WAIT "st" for the session: claims as soon as something is

@@ -3,13 +3,15 @@
  * of a queue (see parse.h and parse_state.h).
  *
  * Decisions beyond the grammar:
- *  - TIMEOUT, DEDUPLICATE and AT MOST … EVERY take a positive duration,
+ *  - TIMEOUT, DEDUPLICATE, KEEP and AT MOST … EVERY take a positive duration,
  *    ATTEMPTS a positive integer, AT MOST an integer from 1 to
  *    LANG_AT_MOST_MAX (1000000).
  *  - ALTER QUEUE takes every clause of DEFINE QUEUE, in any order, and
  *    DROP of each optional one: DROP ATTEMPTS, DROP DEDUPLICATE, DROP
  *    PRIORITY BY, DROP NOT BEFORE, DROP AT MOST PER, DROP AT MOST EVERY,
- *    DROP IN (SCHEMALESS undoes SCHEMAFULL).
+ *    DROP KEEP, DROP COALESCE, DROP IN (SCHEMALESS undoes SCHEMAFULL).
+ *  - COALESCE and DEDUPLICATE refuse each other in one DEFINE QUEUE
+ *    (ParseError); ALTER QUEUE refuses a queue left with both (exec).
  *  - DEFINE FIELD takes TYPE and REQUIRED in either order. */
 #include <stdio.h>
 
@@ -139,7 +141,8 @@ at_most(ParseState *ps, TableDecl *d, unsigned *given)
 }
 
 /* queueclause -> PRIORITY BY pathtext | NOT BEFORE pathtext
- *              | DEDUPLICATE duration | atmost | SCHEMAFULL | SCHEMALESS | IN name
+ *              | DEDUPLICATE duration | atmost | KEEP duration | COALESCE
+ *              | SCHEMAFULL | SCHEMALESS | IN name
  * Each at most once ("*given": the CLAUSE_* bits seen).  The clause's name,
  * or NULL when the token opens none (nothing consumed, no error) or on an
  * error. */
@@ -164,6 +167,16 @@ queue_clause(ParseState *ps, TableDecl *d, unsigned *given)
             lang_parse_duration(ps, &d->deduplicate_ns, "DEDUPLICATE");
         return "DEDUPLICATE";
     }
+    if (is_kw(t, "KEEP")) {
+        if (clause_bit(ps, given, CLAUSE_KEEP, "KEEP"))
+            lang_parse_duration(ps, &d->keep_ns, "KEEP");
+        return "KEEP";
+    }
+    if (is_kw(t, "COALESCE")) {
+        if (clause_bit(ps, given, CLAUSE_COALESCE, "COALESCE"))
+            d->coalesce = true;
+        return "COALESCE";
+    }
     if (is_kw(t, "AT"))
         return at_most(ps, d, given);
     bool schema = is_kw(t, "SCHEMAFULL") || is_kw(t, "SCHEMALESS");
@@ -177,7 +190,8 @@ queue_clause(ParseState *ps, TableDecl *d, unsigned *given)
     return schema ? "the schema clause" : "IN";
 }
 
-#define QUEUE_CLAUSES "PRIORITY BY, NOT BEFORE, DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN"
+#define QUEUE_CLAUSES \
+    "PRIORITY BY, NOT BEFORE, DEDUPLICATE, AT MOST, KEEP, COALESCE, SCHEMAFULL, SCHEMALESS, IN"
 
 /* ---- DEFINE ---- */
 
@@ -212,6 +226,10 @@ define_queue(ParseState *ps, TableDecl *d)
             lang_parse_expected(ps, "a queue clause (" QUEUE_CLAUSES ") or ';'");
         }
     }
+    if (!FAILED(ps) && d->coalesce && d->deduplicate_ns)
+        lang_parse_error(ps, &ps->tok,
+                         "COALESCE and DEDUPLICATE refuse each other: a repeated CREATE is "
+                         "either demand or a duplicate");
 }
 
 /* tabledef -> [IF NOT EXISTS] name {SCHEMAFULL | SCHEMALESS | IN name} */
@@ -354,7 +372,7 @@ lang_parse_define(ParseState *ps, Stmt *s)
 /* ---- ALTER QUEUE ---- */
 
 /* dropclause -> ATTEMPTS | DEDUPLICATE | PRIORITY BY | NOT BEFORE
- *             | AT MOST (PER | EVERY) | IN
+ *             | AT MOST (PER | EVERY) | KEEP | COALESCE | IN
  * (after ALTER QUEUE's DROP: the clause is given, its value left absent) */
 static void
 alter_drop(ParseState *ps, unsigned *given)
@@ -369,6 +387,8 @@ alter_drop(ParseState *ps, unsigned *given)
         {"NOT", "BEFORE", "NOT BEFORE", CLAUSE_NOT_BEFORE},
         {"PER", NULL, "AT MOST … PER", CLAUSE_PER},       /* after AT MOST */
         {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY}, /* after AT MOST */
+        {"KEEP", NULL, "KEEP", CLAUSE_KEEP},
+        {"COALESCE", NULL, "COALESCE", CLAUSE_COALESCE},
         {"IN", NULL, "IN", CLAUSE_IN},
     };
     bool at_most = is_kw(&ps->tok, "AT");
@@ -390,7 +410,8 @@ alter_drop(ParseState *ps, unsigned *given)
     }
     lang_parse_expected(ps, at_most ? "PER or EVERY after DROP AT MOST"
                                     : "ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
-                                      "AT MOST PER, AT MOST EVERY or IN after DROP");
+                                      "AT MOST PER, AT MOST EVERY, KEEP, COALESCE or IN "
+                                      "after DROP");
 }
 
 /* alter -> ALTER QUEUE name alterclause {alterclause}

@@ -128,6 +128,12 @@ dump_clauses(const TableDecl *d, Buf *b)
         lang_buf_printf(b, " every=%" PRId64 "/", d->rate);
         lang_duration_format(d->rate_window_ns, b);
     }
+    if (d->keep_ns) {
+        lang_buf_puts(b, " keep=");
+        lang_duration_format(d->keep_ns, b);
+    }
+    if (d->coalesce)
+        lang_buf_puts(b, " coalesce");
     if (d->schema == SCHEMA_FULL)
         lang_buf_puts(b, " full");
     if (d->schema == SCHEMA_LESS)
@@ -257,8 +263,9 @@ dump_stmt(const Stmt *s, Buf *b)
         break;
     case ST_ALTER_QUEUE: {
         /* the clauses given, by bit, then their values */
-        static const char *const bits[] = {"timeout", "attempts", "priority", "notbefore", "dedup",
-                                           "per",     "every",    "schema",   "in"};
+        static const char *const bits[] = {"timeout", "attempts", "priority", "notbefore",
+                                           "dedup",   "per",      "every",    "schema",
+                                           "in",      "keep",     "coalesce"};
         lang_buf_printf(b, "alter %s given=", s->u.alter.table);
         for (size_t i = 0, n = 0; i < sizeof bits / sizeof bits[0]; i++)
             if (s->u.alter.given & (1u << i))
@@ -389,6 +396,13 @@ static const struct {
     {"DEFINE QUEUE q TIMEOUT 1m ATTEMPTS 3 AT MOST 10 EVERY 1s PRIORITY BY p "
      "AT MOST 1 PER a.`b c` IN g;",
      "queue q timeout=1m attempts=3 priority=p per=1/a.b c every=10/1s in=g"},
+    {"DEFINE QUEUE q TIMEOUT 30s KEEP 1d;", "queue q timeout=30s keep=1d"},
+    {"DEFINE QUEUE q TIMEOUT 1m PRIORITY BY demand NOT BEFORE due COALESCE;",
+     "queue q timeout=1m priority=demand notbefore=due coalesce"},
+    {"DEFINE QUEUE q TIMEOUT 1m COALESCE KEEP 1h SCHEMALESS;",
+     "queue q timeout=1m keep=1h coalesce less"},
+    {"ALTER QUEUE q KEEP 10s DROP COALESCE;", "alter q given=keep,coalesce keep=10s"},
+    {"ALTER QUEUE q DROP KEEP COALESCE;", "alter q given=keep,coalesce coalesce"},
     {"DEFINE QUEUE q TIMEOUT 1m AT MOST 1000000 EVERY 1ms;",
      "queue q timeout=1m every=1000000/1ms"},
     {"RELEASE jobs:7 FOR CONSUMER 'billing';", "release jobs:7 for billing"},
@@ -500,12 +514,17 @@ static const struct {
     {"RETRY jobs", "ERROR: expected a record id (table:key) or ALL FROM after RETRY"},
     {"PAUSE jobs", "ERROR: expected QUEUE after PAUSE"},
     {"ALTER QUEUE jobs", "ERROR: expected a clause (TIMEOUT, ATTEMPTS, PRIORITY BY, NOT BEFORE, "
-                         "DEDUPLICATE, AT MOST, SCHEMAFULL, SCHEMALESS, IN or DROP) after the "
-                         "queue name"},
+                         "DEDUPLICATE, AT MOST, KEEP, COALESCE, SCHEMAFULL, SCHEMALESS, IN or "
+                         "DROP) after the queue name"},
+    {"DEFINE QUEUE q TIMEOUT 1m KEEP 0s", "ERROR: "},
+    {"DEFINE QUEUE q TIMEOUT 1m KEEP 1h KEEP 2h", "ERROR: KEEP given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1m COALESCE COALESCE", "ERROR: COALESCE given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1m DEDUPLICATE 1h COALESCE",
+     "ERROR: COALESCE and DEDUPLICATE refuse each other"},
     {"ALTER QUEUE jobs TIMEOUT 1m TIMEOUT 2m", "ERROR: TIMEOUT given twice at line 1, column 29"},
     {"ALTER QUEUE jobs DROP TIMEOUT",
      "ERROR: expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
-     "AT MOST PER, AT MOST EVERY or IN after DROP"},
+     "AT MOST PER, AT MOST EVERY, KEEP, COALESCE or IN after DROP"},
     {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ERROR: ATTEMPTS given twice"},
     {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "ERROR: AT MOST … PER given twice"},
     {"ALTER QUEUE jobs DROP IN IN g", "ERROR: IN given twice"},

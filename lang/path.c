@@ -52,3 +52,12 @@ lang_path_set(Value *o, char *const *parts, size_t len, Value v)
     }
     lang_value_object_set(o, parts[len - 1], v);
 }
+
+bool
+lang_path_remove(Value *o, char *const *parts, size_t len)
+{
+    if (!len)
+        return false;
+    Value *parent = (Value *)lang_path_get(o, parts, len - 1);
+    return parent && parent->kind == VAL_OBJECT && lang_value_object_remove(parent, parts[len - 1]);
+}

@@ -97,6 +97,7 @@ lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, La
     r->written = sr->written;
     r->changed = sr->changed;
     r->claimed = sr->claimed;
+    r->completed_at = sr->completed_at;
     if (sr->errors.len) {
         r->errors = lang_xmalloc(sr->errors.len);
         memcpy(r->errors, sr->errors.data, sr->errors.len);
@@ -108,8 +109,9 @@ lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, La
 }
 
 /* The engine's fields, in the order a record's JSON shows them. */
-static const char *const engine_fields[] = {FIELD_ATTEMPTS,   FIELD_HOLD,   FIELD_CLAIMED_UNTIL,
-                                            FIELD_CLAIMED_BY, FIELD_ERRORS, FIELD_LAST_ERROR};
+static const char *const engine_fields[] = {FIELD_ATTEMPTS,    FIELD_HOLD,   FIELD_CLAIMED_UNTIL,
+                                            FIELD_CLAIMED_BY,  FIELD_ERRORS, FIELD_LAST_ERROR,
+                                            FIELD_COMPLETED_AT};
 enum { ENGINE_FIELDS = sizeof engine_fields / sizeof *engine_fields };
 
 bool
@@ -174,6 +176,8 @@ lang_record_engine_field(const Record *r, const char *name, int64_t now, Value *
     }
     if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
         *out = lang_value_int(r->attempts);
+    } else if (strcmp(name, FIELD_COMPLETED_AT) == 0 && r->completed_at) {
+        *out = lang_value_datetime(r->completed_at);
     } else if (!r->claimed_until) {
         return false;
     } else if (strcmp(name, FIELD_HOLD) == 0) {
@@ -223,7 +227,8 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
                       .per_group = d->per_field ? d->per_group : 0,
                       .rate = d->rate_window_ns > 0 ? d->rate : 0,
                       .rate_window_ns = d->rate ? d->rate_window_ns : 0,
-                      .paused = def->paused};
+                      .paused = def->paused,
+                      .keep_ns = d->keep_ns};
     return q;
 }
 
@@ -255,7 +260,24 @@ fields_not_before(const TableDef *def, const Value *fields)
 bool
 lang_record_is_dead(const Record *r, const TableDef *def)
 {
-    return queue_ceiling_reached(def->decl.attempts, r->attempts);
+    return !r->completed_at && queue_ceiling_reached(def->decl.attempts, r->attempts);
+}
+
+bool
+lang_record_expired(const TableDef *def, const StoreRecord *sr, int64_t now)
+{
+    StoreQueue q;
+    return sr->completed_at && def->is_queue &&
+           queue_done_expired(lang_record_queue(def, &q), sr, now);
+}
+
+int
+lang_record_get_stored(StoreTxn *txn, const TableDef *def, StoreBytes key, StoreRecord *sr)
+{
+    int rc = store_record_get(txn, def->id, key, sr);
+    if (rc == STORE_OK && sr->completed_at && lang_record_expired(def, sr, store_txn_now(txn)))
+        return STORE_NOTFOUND;
+    return rc;
 }
 
 LangErrorCode
@@ -263,7 +285,7 @@ lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t n
 {
     bool held = lang_record_is_held(r, now);
     if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && lang_record_is_dead(r, def)) ||
-        (fence > 0 && held && r->hold == fence))
+        (fence == LANG_FENCE_DONE && r->completed_at) || (fence > 0 && held && r->hold == fence))
         return LANG_OK;
     RecordId id = {def->decl.name, (Value *)&r->key};
     Buf name = {0};
@@ -272,7 +294,8 @@ lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t n
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer held by hold %lld", name.data,
                        (long long)fence);
     else
-        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is no longer dead", name.data);
+        lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is %s", name.data,
+                       fence == LANG_FENCE_DONE ? "not done" : "no longer dead");
     lang_buf_free(&name);
     return LANG_NO_SUCH_RECORD;
 }
@@ -498,7 +521,7 @@ lang_record_load(StoreTxn *txn, const TableDef *def, const Value *key, Record *r
     Buf kb = {0};
     lang_record_key_encode(key, &kb);
     StoreRecord sr;
-    int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &sr);
+    int rc = lang_record_get_stored(txn, def, (StoreBytes){kb.data, kb.len}, &sr);
     lang_buf_free(&kb);
     if (rc)
         return lang_record_missing(rc, def, key, "reading a record", err);
@@ -630,7 +653,7 @@ lang_record_exists(StoreTxn *txn, const TableDef *def, const Value *key)
     StoreRecord r;
     int rc = store_record_get(txn, def->id, (StoreBytes){kb.data, kb.len}, &r);
     lang_buf_free(&kb);
-    return rc == STORE_OK;
+    return rc == STORE_OK && !r.completed_at;
 }
 
 void

@@ -279,11 +279,23 @@ alter_queue(Exec *x, const Stmt *st, TableDef *def)
         d->schema = set->schema;
     if (given & CLAUSE_IN)
         str_replace(&d->graph, set->graph);
+    if (given & CLAUSE_KEEP)
+        d->keep_ns = set->keep_ns;
+    if (given & CLAUSE_COALESCE)
+        d->coalesce = set->coalesce;
+    if (d->coalesce && d->deduplicate_ns) {
+        lang_table_def_free(&old);
+        return lang_error_set(x->err, LANG_PARSE_ERROR,
+                              "COALESCE and DEDUPLICATE refuse each other: drop one to declare "
+                              "the other");
+    }
     const TableDecl *o = &old.decl;
     bool by_fields = !str_same(o->priority_by, d->priority_by) ||
                      !str_same(o->not_before, d->not_before) ||
                      !str_same(o->per_field, d->per_field);
-    bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group;
+    /* dropping KEEP removes the done records the refile finds */
+    bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group ||
+                  (o->keep_ns && !d->keep_ns);
     LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, def, by_fields, x->err) : LANG_OK;
     lang_table_def_free(&old);
     return rc ? rc : save_def(x, def);
@@ -342,6 +354,37 @@ define_index(Exec *x, const Stmt *st, TableDef *def)
 
 /* ---- CREATE, UPDATE, DELETE, SELECT ---- */
 
+/* True when CREATE of identity "named" with "fields" on table "def" is
+ * answered by a record it holds already: RecordExists (in x->err), or
+ * under COALESCE the demand taken (lang_coalesce: the record appended to
+ * "results").  A done record (KEEP) is not held: its CREATE is new work,
+ * as it is when the identity is absent. */
+static bool
+held_already(Exec *x, const TableDef *def, const Value *named, const Value *fields, Value *results)
+{
+    Record old = {0};
+    LangError absent = {0};
+    if (lang_record_load(x->txn, def, named, &old, &absent)) {
+        if (absent.code != LANG_NO_SUCH_RECORD)
+            *x->err = absent;
+        return absent.code != LANG_NO_SUCH_RECORD;
+    }
+    bool outstanding = !old.completed_at;
+    if (outstanding) {
+        if (def->is_queue && def->decl.coalesce) {
+            lang_coalesce(x, def, &old, fields, results);
+        } else {
+            RecordId id = {def->decl.name, (Value *)named};
+            Buf name = {0};
+            lang_record_id_format(&id, &name);
+            lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+            lang_buf_free(&name);
+        }
+    }
+    lang_record_free(&old);
+    return outstanding;
+}
+
 /* create -> CREATE target [(= | CONTENT) expr] */
 static LangErrorCode
 create_record(Exec *x, const Stmt *st, TableDef *def)
@@ -361,13 +404,8 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
             goto done;
         if (repeat)
             goto done;
-        if (lang_record_exists(x->txn, def, named)) {
-            Buf name = {0};
-            lang_record_id_format(&t->id.u.rec, &name);
-            lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
-            lang_buf_free(&name);
+        if (held_already(x, def, named, &r.fields, &results))
             goto done;
-        }
     } else if (lang_identity_next(x, def, &r.key)) {
         goto done;
     }

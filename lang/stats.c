@@ -33,10 +33,11 @@ with_queue(LangSession *s, const char *table,
 typedef struct Figures {
     const TableDef *def;
     int64_t now;
-    int64_t records, ready, held, delayed, dead;
-    int64_t grouped, groups_full; /* AT MOST … PER: see StoreQueueCounts */
-    int64_t oldest_ready;         /* the head's available_at; 0: nothing ready */
-    int64_t counters[4];          /* claims, releases, lapses, deletes */
+    int64_t records, ready, held, delayed, dead; /* records: the outstanding ones */
+    int64_t done;                                /* done (KEEP), until reaped */
+    int64_t grouped, groups_full;                /* AT MOST … PER: see StoreQueueCounts */
+    int64_t oldest_ready;                        /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];                         /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
@@ -47,9 +48,11 @@ count_record(void *ctx, const StoreRecord *sr)
     Record r = {0};
     if (lang_record_from_store(sr, f->def, &r, f->err))
         return 1;
-    f->records++;
     StoreQueue q;
-    switch (queue_place(lang_record_queue(f->def, &q), sr, f->now).state) {
+    QueueState state = queue_place(lang_record_queue(f->def, &q), sr, f->now).state;
+    f->records += state != QUEUE_DONE;
+    switch (state) {
+    case QUEUE_DONE: f->done++; break;
     case QUEUE_HELD: f->held++; break;
     case QUEUE_RETIRED: f->dead++; break;
     case QUEUE_DELAYED: f->delayed++; break;
@@ -94,7 +97,8 @@ count_figures(StoreTxn *txn, Figures *f)
         if (scan_figures(txn, f))
             return f->err->code;
     } else {
-        f->records = (int64_t)c.records;
+        f->records = (int64_t)(c.records - c.done);
+        f->done = (int64_t)c.done;
         f->ready = (int64_t)c.ready;
         f->held = (int64_t)c.held;
         f->delayed = (int64_t)c.delayed;
@@ -130,6 +134,7 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     lang_value_object_set(&o, "held", lang_value_int(f.held));
     lang_value_object_set(&o, "delayed", lang_value_int(f.delayed));
     lang_value_object_set(&o, "dead", lang_value_int(f.dead));
+    lang_value_object_set(&o, "done", lang_value_int(f.done));
     lang_value_object_set(&o, "grouped", lang_value_int(f.grouped));
     lang_value_object_set(&o, "groups_at_limit", lang_value_int(f.groups_full));
     double age =
@@ -227,6 +232,8 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         {"held", "queuefs_held", "gauge", "Records held by a worker now."},
         {"delayed", "queuefs_delayed", "gauge", "Records held back by NOT BEFORE."},
         {"dead", "queuefs_dead", "gauge", "Records at the ATTEMPTS ceiling."},
+        {"done", "queuefs_done", "gauge",
+         "Finished records kept by KEEP (expired ones until the queue's writes remove them)."},
         {"grouped", "queuefs_grouped_records", "gauge",
          "Records claimable but for AT MOST n PER f: waiting behind their group."},
         {"groups_at_limit", "queuefs_groups_at_limit", "gauge",
@@ -262,15 +269,17 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
     return err->code;
 }
 
-/* ---- the held and dead views ---- */
+/* ---- the held, dead and done views ---- */
 
-/* A walk of a queue's held records or of its dead ones, each handed on by
- * its identity: to "held" with its hold's number, or to "dead". */
+/* A walk of a queue's held records, or of those in state "state" (its
+ * dead or done ones), each handed on by its identity: to "held" with its
+ * hold's number, or to "each". */
 typedef struct QueueKeyWalk {
     const TableDef *def;
     int64_t now;
     int (*held)(void *ctx, const Value *key, int64_t hold); /* or NULL */
-    int (*dead)(void *ctx, const Value *key);               /* or NULL */
+    int (*each)(void *ctx, const Value *key);               /* or NULL */
+    QueueState state; /* with "each": QUEUE_RETIRED or QUEUE_DONE */
     void *ctx;
     LangError *err;
 } QueueKeyWalk;
@@ -283,7 +292,7 @@ hand_key(QueueKeyWalk *w, const StoreRecord *sr)
     Value key;
     if (lang_record_key_from_store(sr, &key) < 0)
         return 0;
-    int stop = w->held ? w->held(w->ctx, &key, sr->hold) : w->dead(w->ctx, &key);
+    int stop = w->held ? w->held(w->ctx, &key, sr->hold) : w->each(w->ctx, &key);
     lang_value_free(&key);
     return stop;
 }
@@ -299,19 +308,22 @@ held_entry(void *ctx, const StoreRecord *sr, int64_t wake_ns)
     return hand_key(w, sr);
 }
 
+/* Hands on a record in the walk's state (a done one while its KEEP
+ * lasts). */
 static int
-dead_entry(void *ctx, const StoreRecord *sr)
+state_entry(void *ctx, const StoreRecord *sr)
 {
     QueueKeyWalk *w = ctx;
     StoreQueue q;
-    if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != QUEUE_RETIRED)
+    if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != w->state ||
+        lang_record_expired(w->def, sr, w->now))
         return 0;
     return hand_key(w, sr);
 }
 
 /* Walks queue "def" for the held view, through its waiting records, or
- * for the dead one, through all of them (none without ATTEMPTS: nothing
- * dies there). */
+ * for the dead or done one, through all of them (none without ATTEMPTS:
+ * nothing dies there; none ever done without KEEP). */
 static LangErrorCode
 walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
 {
@@ -319,8 +331,8 @@ walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
     w->def = def;
     if (w->held)
         store_queue_each_waiting(txn, def->id, held_entry, w);
-    else if (def->decl.attempts)
-        store_record_each(txn, def->id, (StoreBytes){NULL, 0}, dead_entry, w);
+    else if (w->state == QUEUE_DONE || def->decl.attempts)
+        store_record_each(txn, def->id, (StoreBytes){NULL, 0}, state_entry, w);
     return w->err->code;
 }
 
@@ -328,7 +340,7 @@ LangErrorCode
 lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx, LangError *err)
 {
-    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, ctx, err};
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, QUEUE_HELD, ctx, err};
     return with_queue(s, table, walk_keys, &w, err);
 }
 
@@ -336,6 +348,14 @@ LangErrorCode
 lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key), void *ctx,
                LangError *err)
 {
-    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, ctx, err};
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_RETIRED, ctx, err};
+    return with_queue(s, table, walk_keys, &w, err);
+}
+
+LangErrorCode
+lang_view_done(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key), void *ctx,
+               LangError *err)
+{
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_DONE, ctx, err};
     return with_queue(s, table, walk_keys, &w, err);
 }

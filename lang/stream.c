@@ -117,6 +117,8 @@ chunk_row(void *ctx, const StoreRecord *sr)
     w->looked++;
     lang_buf_reset(&c->after);
     lang_buf_append(&c->after, key.data, key.len);
+    if (lang_record_expired(w->def, sr, lang_exec_now(w->x)))
+        return 0; /* done, and its KEEP is over: gone */
     Record r = {0};
     if (lang_record_from_store(sr, w->def, &r, w->x->err)) {
         lang_record_free(&r);
@@ -250,7 +252,7 @@ update_chunk(LangSession *s, LangStream *r, Buf *out, size_t room, bool *done, L
         StoreRecord sr;
         lang_keys_next(&r->keys, &r->key_off, &kb);
         Record rec = {0};
-        int rc = store_record_get(txn, def.id, kb, &sr);
+        int rc = lang_record_get_stored(txn, &def, kb, &sr);
         if (rc && rc != STORE_NOTFOUND) {
             lang_store_error(rc, "reading a record", err);
         } else if (!rc && !lang_record_from_store(&sr, &def, &rec, err)) {

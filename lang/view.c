@@ -403,8 +403,8 @@ each_key(void *ctx, const StoreRecord *sr)
 {
     KeysWalk *w = ctx;
     Value k;
-    if (lang_record_key_from_store(sr, &k) < 0)
-        return 0;
+    if (sr->completed_at || lang_record_key_from_store(sr, &k) < 0)
+        return 0; /* a done record is listed in done/, not with the work */
     int stop = w->after && lang_value_equal(&k, w->after) ? 0 : w->fn(w->ctx, &k);
     lang_value_free(&k);
     if (stop)
@@ -453,6 +453,8 @@ each_listed(void *ctx, const StoreRecord *sr)
     ListingWalk *w = ctx;
     Record r = {0};
     int stop = 0;
+    if (sr->completed_at)
+        return 0; /* a done record is listed in done/, not with the work */
     if (!lang_record_from_store(sr, w->def, &r, w->err) &&
         !(w->after && lang_value_equal(&r.key, w->after))) {
         Value view = lang_record_view(&r, w->def, w->now);
@@ -562,12 +564,14 @@ lang_view_chattr(LangSession *s, const char *name, int64_t mode, int64_t uid, in
 static int
 found_one(void *ctx, const StoreRecord *sr)
 {
-    (void)sr;
+    if (sr->completed_at)
+        return 0; /* finished work is no reason to keep the table */
     *(bool *)ctx = true;
     return 1;
 }
 
-/* Drops the table when it holds no record. */
+/* Drops the table when it holds no record still outstanding (done ones
+ * go with it). */
 static int
 rmdir_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
 {

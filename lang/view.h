@@ -32,9 +32,11 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangC
  * `hold` field (held/ID~N; numbers are never reused on a store, so the
  * name of a hold that lapsed, ended, or whose record was deleted and
  * created again never names a later hold); LANG_FENCE_DEAD: at the
- * ATTEMPTS ceiling and not held (dead/ID).  An operation whose fence
- * fails is NoSuchRecord and changes nothing. */
+ * ATTEMPTS ceiling and not held (dead/ID); LANG_FENCE_DONE: done, on a
+ * queue that KEEPs (done/ID).  An operation whose fence fails is
+ * NoSuchRecord and changes nothing. */
 #define LANG_FENCE_DEAD (-1)
+#define LANG_FENCE_DONE (-2)
 
 /* What a table directory shows: its kind, owner and mode. */
 typedef struct LangTableInfo {
@@ -124,8 +126,8 @@ LangErrorCode lang_view_claim_undoable(LangSession *s, const char *table, Buf *o
 LangErrorCode lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err);
 /* Frees what "undo" holds and zeroes it. */
 void lang_unclaim_free(LangUnclaim *undo);
-/* The queue's figures as one JSON line: records, ready, held, delayed,
- * dead, oldest_ready_age_seconds, and the store's counters of claims,
+/* The queue's figures as one JSON line: records (outstanding), ready,
+ * held, delayed, dead, done, oldest_ready_age_seconds, and the store's counters of claims,
  * releases, lapses and deletes. */
 LangErrorCode lang_view_stats(LangSession *s, const char *table, Buf *out, LangError *err);
 /* The same figures for every queue, in Prometheus text exposition format. */
@@ -138,6 +140,10 @@ LangErrorCode lang_view_held(LangSession *s, const char *table,
 /* Calls "fn" with each record of the queue at its ATTEMPTS ceiling and not
  * held, until it returns non-zero. */
 LangErrorCode lang_view_dead(LangSession *s, const char *table,
+                             int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
+/* Calls "fn" with each done record of the queue (KEEP) whose KEEP is not
+ * over, until it returns non-zero. */
+LangErrorCode lang_view_done(LangSession *s, const char *table,
                              int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
 /* Writes record content "text" (JSON or a SurrealQL object literal; empty
  * text is {}; an `id` field is ignored): CREATE when the record is absent,
