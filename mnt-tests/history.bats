@@ -131,3 +131,93 @@ claim_hold() {
     assert_equal "$(sql 'SELECT id, v FROM d;' | jq -c 'map([.id, .v])')" '[["d:j",4],["d:k",1]]'
     assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, b"{\"id\": [1]}\n")' "$M/q/new")" EINVAL
 }
+
+@test "KEEP: a finish marks the record done — out of ls and claims, in done/, read by name and by SELECT with completed_at, counted in stats; rm done/7 removes it" {
+    sql "DEFINE QUEUE q TIMEOUT 30s KEEP 1h; CREATE q:7 = {url: 'a'}; CREATE q:8 = {url: 'b'};" >/dev/null
+    mount_fs
+    assert_equal "$(jq -r .id <"$M/q/claim")" q:7
+    rm "$M/q/7" || fail "the finish failed"
+    assert_equal "$(ls "$M/q")" 8
+    assert_equal "$(ls "$M/q/done")" 7
+    assert_equal "$(jq -c '[.url, .attempts, .hold]' "$M/q/7")" '["a",1,null]'
+    assert_equal "$(jq -c 'del(.completed_at)' "$M/q/done/7")" "$(jq -c 'del(.completed_at)' "$M/q/7")"
+    assert_near "$(epoch_of "$(jq -r .completed_at "$M/q/7")")" "$(date +%s)" 5
+    assert_equal "$(sql 'SELECT id, completed_at != NONE AS done FROM q;' | jq -c 'map([.id, .done])')" \
+        '[["q:7",true],["q:8",false]]'
+    assert_equal "$(jq -c '[.records, .done, .ready, .deletes]' "$M/q/stats")" '[1,1,1,1]'
+    grep -q '^queuefs_done{queue="q"} 1$' "$M/metrics" || fail "no done in metrics: $(grep done "$M/metrics")"
+    # Never claimed again; RETRY does not revive it; completed_at is the engine's.
+    assert_equal "$(jq -r .id <"$M/q/claim")" q:8
+    assert_equal "$(cat "$M/q/claim")" ""
+    run --separate-stderr sql 'RETRY q:7;'
+    assert_error NoSuchRecord
+    run --separate-stderr sql 'UPDATE q:8 MERGE {completed_at: time::now()};'
+    assert_error QueueFieldIsTheEngines
+    # rm of a record that is not done, through done/: ENOENT; of a done one: gone.
+    assert_equal "$(errno_of 'os.unlink(a[2])' "$M/q/done/8")" ENOENT
+    rm "$M/q/done/7" || fail "rm done/7 failed"
+    [ ! -e "$M/q/7" ] || fail "q:7 still there: $(cat "$M/q/7")"
+    assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[1,0]'
+}
+
+@test "KEEP 1s: 200 finished records leave done/ 1.3 s later, the next write removes them from the store, and CREATE of a done identity is new work" {
+    sql "DEFINE QUEUE q TIMEOUT 30s KEEP 1s;" >/dev/null
+    mount_fs
+    local script=''
+    for i in $(seq 200); do script+="CREATE q:$i = {n: $i}; DELETE q:$i;"$'\n'; done
+    run ctl "$script"
+    assert_success
+    assert_equal "$(ls "$M/q/done" | wc -l)" 200
+    assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[0,200]'
+    sleep 1.3
+    assert_equal "$(ls "$M/q/done" | wc -l)" 0
+    [ ! -e "$M/q/5" ] || fail "an expired done record is still read: $(cat "$M/q/5")"
+    assert_equal "$(sql 'SELECT id FROM q;')" '[]'
+    # Expired, but still stored until a write of the queue removes them.
+    assert_equal "$(jq -c .done "$M/q/stats")" 200
+    echo '{"n": 0}' >"$M/q/500"
+    assert_equal "$(sql 'INFO FOR TABLE q;' | jq -r .keep)" 1s
+    assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[1,0]'
+    # A finished identity created again is new work: attempts and errors gone.
+    run ctl "CLAIM q:500; RELEASE q:500 BECAUSE 'boom'; CLAIM q:500; DELETE q:500; CREATE q:500 = {n: 1};"
+    assert_success
+    assert_equal "$(jq -c '[.n, .attempts, .errors, .completed_at]' "$M/q/500")" '[1,null,null,null]'
+    assert_equal "$(jq -r .id <"$M/q/claim")" q:500
+}
+
+@test "ALTER QUEUE … DROP KEEP removes the done records; a finish then removes" {
+    sql "DEFINE QUEUE q TIMEOUT 30s KEEP 1d; CREATE q:1 = {}; CREATE q:2 = {}; DELETE q:1;" >/dev/null
+    mount_fs
+    assert_equal "$(ls "$M/q/done")" 1
+    ctl "ALTER QUEUE q DROP KEEP;"
+    assert_equal "$(ls "$M/q/done")" ""
+    assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[1,0]'
+    rm "$M/q/2"
+    assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[0,0]'
+}
+
+@test "COALESCE: a CREATE of a waiting record raises its priority and brings its NOT BEFORE forward, keeping its place; of a held one runs it once more after its finish" {
+    sql "DEFINE QUEUE q TIMEOUT 30s PRIORITY BY demand NOT BEFORE due COALESCE;" >/dev/null
+    mount_fs
+    printf '%s\n' '{"id":"a","demand":1,"note":"first"}' '{"id":"b","demand":2}' \
+        '{"id":"c","demand":1,"due":"2099-01-01T00:00:00Z"}' >>"$M/q/new"
+    # a's demand rises above b's; the rest of a stays.
+    printf '%s\n' '{"id":"a","demand":5,"note":"second"}' '{"id":"b","demand":1}' >>"$M/q/new"
+    assert_equal "$(jq -c '[.demand, .note]' "$M/q/a")" '[5,"first"]'
+    assert_equal "$(jq -c .demand "$M/q/b")" 2
+    run ctl "CREATE q:c = {demand: 0};"
+    assert_success
+    assert_equal "$(jq -c '[.[0].demand, .[0].due]' <<<"$output")" '[1,null]'
+    assert_equal "$(sql 'SELECT id FROM q;' | jq -c 'map(.id)')" '["q:a","q:b","q:c"]'
+    assert_equal "$(jq -r .id <"$M/q/claim")" q:a
+    # Held: marked; its finish hands it out again, as new work.
+    echo '{"id":"a","demand":9}' >>"$M/q/new"
+    rm "$M/q/a" || fail "the finish of a failed"
+    assert_equal "$(jq -c '[.attempts, .hold, .demand]' "$M/q/a")" '[null,null,5]'
+    assert_equal "$(jq -r .id <"$M/q/claim")" q:a
+    rm "$M/q/a"
+    [ ! -e "$M/q/a" ] || fail "a ran a third time: $(cat "$M/q/a")"
+    # A dead record is not demand: EEXIST, as without COALESCE.
+    run --separate-stderr sql 'DEFINE QUEUE d TIMEOUT 30s ATTEMPTS 1 COALESCE; CREATE d:1 = {}; CLAIM d:1; RELEASE d:1; CREATE d:1 = {};'
+    assert_error RecordExists
+}

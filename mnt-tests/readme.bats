@@ -148,3 +148,24 @@ normalize() {
     run ls "$M/jobs"
     assert_output ""
 }
+
+@test "readme: 'What finished, and demand' keeps one build for two pushes and shows it done" {
+    mount_fs
+    local block
+    block=$(example "What finished, and demand")
+    [[ $block == *'COALESCE'* ]] || fail "no example in the README's 'What finished, and demand'"
+    block=${block//'~/queues'/$M}
+    block=${block//queuefs-ctl/$BATS_TEST_DIRNAME/../scripts/queuefs-ctl}
+    # The example's worker: the build runs and finishes between its two halves.
+    local head=${block%%ls *} tail="ls ${block#*ls }"
+    run bash -c "$head"
+    assert_success
+    assert_equal "$(ls "$M/builds")" main
+    assert_equal "$(jq -c .demand "$M/builds/main")" 3
+    assert_equal "$(jq -r .id <"$M/builds/claim")" builds:main
+    rm "$M/builds/main"
+    run bash -c "$tail"
+    assert_success
+    assert_line --index 0 main
+    assert_near "$(epoch_of "${lines[1]}")" "$(date +%s)" 5
+}

@@ -1180,8 +1180,7 @@ test_keep(void)
           "counted done (%" PRIu64 "), in records, out of ready and held; a finish counts a delete",
           n.done);
     claim_expect(st, &q, 5, NULL, "b", "a done record is never claimed");
-    CHECK(claim(st, &q, 1, "a", NULL, &c) == STORE_OK && c.keys[0] == '\0',
-          "nor claimed by name");
+    CHECK(claim(st, &q, 1, "a", NULL, &c) == STORE_OK && c.keys[0] == '\0', "nor claimed by name");
     t = begin(st, true);
     CHECK(store_retry(t, &q, bytes_of("a"), 0, &r) == STORE_NOTFOUND,
           "a retry of a done record: NOTFOUND");
@@ -1306,7 +1305,6 @@ test_rerun(void)
               r.completed_at != 0,
           "then it is done");
 }
-
 
 int
 main(void)
