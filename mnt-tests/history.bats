@@ -197,7 +197,8 @@ claim_hold() {
 }
 
 @test "COALESCE: a CREATE of a waiting record raises its priority and brings its NOT BEFORE forward, keeping its place; of a held one runs it once more after its finish" {
-    sql "DEFINE QUEUE q TIMEOUT 30s PRIORITY BY demand NOT BEFORE due COALESCE;" >/dev/null
+    sql "DEFINE QUEUE q TIMEOUT 30s PRIORITY BY demand NOT BEFORE due COALESCE;
+         DEFINE FIELD due ON q TYPE option<datetime>;" >/dev/null
     mount_fs
     printf '%s\n' '{"id":"a","demand":1,"note":"first"}' '{"id":"b","demand":2}' \
         '{"id":"c","demand":1,"due":"2099-01-01T00:00:00Z"}' >>"$M/q/new"
