@@ -601,15 +601,48 @@ test_format4_keep(void)
           "the done database holds it, the counts count it");
 }
 
+/* The done database holds one entry a done record, of every queue that
+ * keeps; a table's rename leaves its entries as they are (they are under
+ * its id), its drop takes them along. */
+static void
+test_done_drop(void)
+{
+    Store *st = open_store("done-drop", true, 0);
+    if (!st)
+        return;
+    StoreQueue a = {.table = table_make(st, "ka"), .timeout_ns = 30 * SEC, .keep_ns = 3600 * SEC};
+    StoreQueue b = {.table = table_make(st, "kb"), .timeout_ns = 30 * SEC, .keep_ns = 3600 * SEC};
+    add(st, &a, "x", "v", NULL, 0);
+    add(st, &b, "y", "v", NULL, 0);
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_delete(t, a.table, &a, bytes_of("x"), 0) == STORE_OK &&
+              store_record_delete(t, b.table, &b, bytes_of("y"), 0) == STORE_OK,
+          "finish x and y: done");
+    commit(t);
+    store_close(st);
+    long counts_len;
+    CHECK(raw_done_entries(path_of("done-drop"), a.table, &counts_len) == 2, "two done entries");
+    st = open_store("done-drop", true, 0);
+    if (!st)
+        return;
+    t = begin(st, true);
+    CHECK(store_table_rename(t, "ka", "ka2") == STORE_OK && store_table_drop(t, "kb") == STORE_OK,
+          "rename ka, drop kb");
+    commit(t);
+    StoreRecord r;
+    CHECK(get(st, a.table, "x", &r) == STORE_OK && r.completed_at != 0 &&
+              counts_of(st, &a).done == 1,
+          "the renamed table's record still done, still counted");
+    store_close(st);
+    CHECK(raw_done_entries(path_of("done-drop"), a.table, &counts_len) == 1,
+          "the dropped table's entry went with it");
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_not_a_store,
-                                     test_dir_mode,
-                                     test_format1_upgrade,
-                                     test_format2_upgrade,
-                                     test_format3_errors,
-                                     test_format4_keep,
-                                     NULL};
+    static const TestCase cases[] = {
+        test_not_a_store,    test_dir_mode,     test_format1_upgrade, test_format2_upgrade,
+        test_format3_errors, test_format4_keep, test_done_drop,       NULL};
     return test_root_main("lmdb_format_test", cases);
 }
