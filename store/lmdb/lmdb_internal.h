@@ -756,7 +756,8 @@ int lmdb_done_remove(StoreTxn *t, uint32_t table, int64_t completed_at, const vo
 
 /* Removes up to STORE_REAP_MAX expired done records of queue "q"
  * (queue_done_expired), the oldest finish first, and counts them: one
- * cursor seek when none is expired. */
+ * cursor seek when none is expired, none when the store has no done
+ * record. */
 int lmdb_done_reap(StoreTxn *t, const StoreQueue *q);
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */

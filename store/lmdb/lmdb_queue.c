@@ -653,8 +653,13 @@ lmdb_done_reap(StoreTxn *t, const StoreQueue *q)
     MDB_val v;
     KeyBuf prefix, rk;
     StoreRecord done = {.completed_at = 0};
-    int rc = lmdb_table_cursor(t, t->st->done_index, table, &cur, &prefix);
-    if (rc)
+    MDB_stat ms;
+    /* A store with no done record at all (the transaction knows how many
+     * entries each database has) pays no seek. */
+    int rc = mdb_stat(t->txn, t->st->done_index, &ms);
+    if (rc || ms.ms_entries == 0)
+        return lmdb_status_of(rc);
+    if ((rc = lmdb_table_cursor(t, t->st->done_index, table, &cur, &prefix)))
         return rc;
     for (int i = 0;
          i < STORE_REAP_MAX && instant_first(cur, table, &done.completed_at, &rk, &v, &rc) &&
