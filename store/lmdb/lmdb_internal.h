@@ -13,7 +13,8 @@
  * lmdb_checkpoint.c (the checkpoint record file and taking checkpoints);
  * lmdb_txn.c (transactions and group commit); lmdb_catalog.c (the catalog
  * and per-table meta values); lmdb_records.c (records: their keys and
- * values); lmdb_queue.c (the queue indexes, the counts, store_queue_*).
+ * values); lmdb_queue.c (the queue indexes, the counts, reaping KEEP's done
+ * records, store_queue_*).
  *
  * Layout: one LMDB environment (a directory) with eight named databases.
  * Integers in keys are big-endian so that byte order is numeric order;
@@ -609,7 +610,8 @@ int lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const 
 int lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
 
 /* Where record "r" of queue "q" (NULL: a collection) is filed at "now":
- * "*wake" WAKE_NO_SLOT (in no index: a collection's, or retired), 0
+ * "*wake" WAKE_NO_SLOT (in no claim index: a collection's, retired or
+ * done), 0
  * (ready) or the instant it waits until, with the kind of wait in "*kind"
  * and, for a hold, what it does then in "*then" (0: ready, later: delayed
  * until then, THEN_RETIRE). */
