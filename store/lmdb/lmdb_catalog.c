@@ -231,8 +231,8 @@ lmdb_table_drop(StoreTxn *txn, const char *name)
     MDB_val kv = lmdb_key_val(&k);
     if ((rc = lmdb_del(txn->st, txn->txn, txn->st->catalog, &kv, NULL)))
         return lmdb_status_of(rc);
-    MDB_dbi dbs[] = {txn->st->records, txn->st->ready, txn->st->deadline, txn->st->group_index,
-                     txn->st->meta};
+    MDB_dbi dbs[] = {txn->st->records,     txn->st->ready, txn->st->deadline,
+                     txn->st->group_index, txn->st->meta,  txn->st->done_index};
     for (size_t i = 0; i < sizeof dbs / sizeof *dbs; i++)
         if ((rc = lmdb_delete_prefixed(txn, dbs[i], id, NULL, 0)))
             return rc;

@@ -1,8 +1,9 @@
 /* lmdb_claim.c — the queue primitives of store.h on LMDB: claims,
- * releases, touches, retries and give-backs, each a change of a record's
- * columns that refiles it (lmdb_record_store) and keeps the queue's
- * counters; and the store-assigned identities and DEDUPLICATE windows,
- * kept in the table's meta values.  See "Layout" in lmdb_internal.h. */
+ * releases, touches, retries, give-backs and COALESCE's mark, each a
+ * change of a record's columns that refiles it (lmdb_record_store) and
+ * keeps the queue's counters; and the store-assigned identities and
+ * DEDUPLICATE windows, kept in the table's meta values.  See "Layout" in
+ * lmdb_internal.h. */
 #include "lmdb_internal.h"
 
 #define META_HOLDS "holds"
@@ -108,7 +109,7 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
     n.instance = c->instance;
     n.changed = n.claimed = now;
     int64_t extra[CNT_N] = {[CNT_CLAIMS] = 1, [CNT_LAPSES] = queue_claim_lapses(&before.r)};
-    rc = lmdb_record_store(txn, q->table, q, &n, false, extra);
+    rc = lmdb_record_store(txn, q->table, q, &n, PUT_UPDATE, extra);
     /* "n" is the record as stored (its bytes in "before" and "c"): no
      * read back. */
     if (rc == STORE_OK && fn)
@@ -118,10 +119,11 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, const StoreRe
     return rc;
 }
 
-int
-lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
-           int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
-           int64_t *claimed)
+/* store_claim but for the reaping. */
+static int
+claim_records(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+              int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+              int64_t *claimed)
 {
     int64_t now = lmdb_txn_now(txn), room;
     StoreRecord r;
@@ -152,13 +154,23 @@ lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         if (rc || (rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             return rc == STORE_NOTFOUND ? STORE_CORRUPT : rc;
         if (!claimable(q, &r, now))
-            rc = lmdb_record_store(txn, q->table, q, &r, false, NULL); /* refile it */
+            rc = lmdb_record_store(txn, q->table, q, &r, PUT_UPDATE, NULL); /* refile it */
         else if ((rc = claim_one(txn, q, c, &r, fn, ctx)) == STORE_OK)
             ++*claimed;
         if (rc)
             return rc;
     }
     return lmdb_rate_note(txn, q, *claimed);
+}
+
+int
+lmdb_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
+           int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
+           int64_t *claimed)
+{
+    /* Reaped after it, as c->key may point into LMDB memory. */
+    int rc = claim_records(txn, q, c, fn, ctx, claimed);
+    return rc ? rc : lmdb_done_reap(txn, q);
 }
 
 /* Loads record "key" and checks that its live hold is number "hold". */
@@ -194,7 +206,7 @@ end_hold(StoreTxn *txn, const StoreQueue *q, StoreRecord *r, int64_t not_before,
     r->since = r->changed = now;
     if (not_before)
         r->not_before = not_before;
-    int rc = lmdb_record_store(txn, q->table, q, r, false, extra);
+    int rc = lmdb_record_store(txn, q->table, q, r, PUT_UPDATE, extra);
     free(errors);
     return rc || !out ? rc : lmdb_record_load(txn, q->table, r->key, out, NULL);
 }
@@ -222,7 +234,7 @@ lmdb_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, Sto
     r.key = key;
     r.claimed_until = queue_hold_deadline(q, now);
     r.changed = now;
-    rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
+    rc = lmdb_record_store(txn, q->table, q, &r, PUT_UPDATE, NULL);
     return rc || !out ? rc : lmdb_record_load(txn, q->table, key, out, NULL);
 }
 
@@ -233,6 +245,8 @@ lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_befor
     int rc = lmdb_record_load(txn, q->table, key, &r, NULL);
     if (rc)
         return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+    if (r.completed_at)
+        return STORE_NOTFOUND; /* finished: CREATE queues it again */
     r.key = key;
     return end_hold(txn, q, &r, not_before, (StoreBytes){NULL, 0}, true, out);
 }
@@ -303,9 +317,25 @@ lmdb_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int6
     back.claimed = before->claimed;
     back.errors = before->errors;
     int64_t extra[CNT_N] = {[CNT_CLAIMS] = -1, [CNT_LAPSES] = -queue_claim_lapses(before)};
-    if ((rc = lmdb_record_store(txn, q->table, q, &back, false, extra)) == STORE_OK)
+    if ((rc = lmdb_record_store(txn, q->table, q, &back, PUT_UPDATE, extra)) == STORE_OK)
         *given_back = true;
     return rc;
+}
+
+int
+lmdb_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key)
+{
+    StoreRecord r;
+    int rc = lmdb_record_load(txn, q->table, key, &r, NULL);
+    if (rc)
+        return rc == STORE_TOOBIG ? STORE_NOTFOUND : rc;
+    if (!held(&r, lmdb_txn_now(txn)))
+        return STORE_CONFLICT;
+    if (r.rerun)
+        return STORE_OK;
+    r.key = key;
+    r.rerun = true;
+    return lmdb_record_store(txn, q->table, q, &r, PUT_UPDATE, NULL);
 }
 
 /* store_queue_refile's walk: the records' keys, to refile after it. */
@@ -314,6 +344,16 @@ collect_key(void *ctx, const StoreRecord *r)
 {
     lmdb_list_add(ctx, r->key.data, r->key.len);
     return 0;
+}
+
+/* Removes done record "r" of queue "q", whose KEEP was dropped, and
+ * counts it. */
+static int
+done_drop(StoreTxn *txn, const StoreQueue *q, const StoreRecord *r)
+{
+    int64_t delta[CNT_N] = {0};
+    int rc = lmdb_done_remove(txn, q->table, r->completed_at, r->key.data, r->key.len, delta);
+    return rc ? rc : lmdb_counts_add(txn, q->table, delta);
 }
 
 int
@@ -330,6 +370,10 @@ lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q,
         StoreFiling f;
         if ((rc = lmdb_record_load(txn, q->table, key, &r, NULL)))
             break;
+        if (r.completed_at && q->keep_ns == 0) {
+            rc = done_drop(txn, q, &r);
+            continue;
+        }
         if (file) {
             if ((rc = file(ctx, &r, &f)))
                 break;
@@ -337,7 +381,7 @@ lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q,
             r.not_before = f.not_before;
             r.group = f.group;
         }
-        rc = lmdb_record_store(txn, q->table, q, &r, false, NULL);
+        rc = lmdb_record_store(txn, q->table, q, &r, PUT_UPDATE, NULL);
     }
     free(keys.data);
     return rc;
@@ -450,11 +494,4 @@ lmdb_dedup_check(StoreTxn *txn, uint32_t table, StoreBytes key, int64_t window_n
         return rc;
     return lmdb_meta_put(txn, table, dedup_name(tname, DEDUP_TIME_PREFIX, now, key),
                          (StoreBytes){NULL, 0});
-}
-
-int
-lmdb_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key)
-{
-    (void)txn, (void)q, (void)key;
-    return STORE_CONFLICT; /* TODO(keep): mark the record */
 }

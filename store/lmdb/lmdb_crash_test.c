@@ -559,11 +559,46 @@ test_machine_crash_pages(void)
     }
 }
 
+/* With sync on, a finish on a queue that keeps is replayed from the redo
+ * log like any durable write: after a machine crash the record is back
+ * done, and so is its entry in the done database, so that the queue's
+ * next write reaps it once its KEEP is over. */
+static void
+test_machine_crash_keep(void)
+{
+    uint32_t id;
+    Store *st = store_checkpointed("keep", true, 5, &id);
+    if (!st)
+        return;
+    CHECK(disk_make("keep-disk", "keep"), "the disk at the checkpoint");
+    StoreQueue q = {.table = id, .timeout_ns = 30 * SEC, .keep_ns = 3600 * SEC};
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_delete(t, id, &q, bytes_of("a0"), 0) == STORE_OK, "finish a0: done");
+    commit(t);
+    CHECK(log_copy("keep", "keep-disk") && meta_copy("keep", "keep-disk"),
+          "the log as flushed, later meta pages on the disk");
+    store_close(st);
+    if (!(st = open_store("keep-disk", false, 0)))
+        return;
+    StoreRecord r;
+    CHECK(get(st, id, "a0", &r) == STORE_OK && r.completed_at != 0 && counts_of(st, &q).done == 1,
+          "after the crash: a0 done, counted");
+    q.keep_ns = 1;
+    add(st, &q, "new", "v", NULL, 0);
+    CHECK(get(st, id, "a0", &r) == STORE_NOTFOUND && counts_of(st, &q).done == 0,
+          "reaped by the next write once its KEEP is over: its done entry came back too");
+    store_close(st);
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_machine_crash,       test_machine_crash_lazy_claim,
-                                     test_machine_crash_log,   test_machine_crash_log_processes,
-                                     test_machine_crash_pages, NULL};
+    static const TestCase cases[] = {test_machine_crash,
+                                     test_machine_crash_lazy_claim,
+                                     test_machine_crash_log,
+                                     test_machine_crash_log_processes,
+                                     test_machine_crash_pages,
+                                     test_machine_crash_keep,
+                                     NULL};
     return test_root_main("lmdb_crash_test", cases);
 }

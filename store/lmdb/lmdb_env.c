@@ -8,7 +8,10 @@
  * counted once, its waiting entries as unsorted (their records were filed
  * before holds and delays were told apart), and the format becomes 2.
  * Format 3 keeps a queue record's engine columns beside the caller's value
- * (lmdb_upgrade.c brings earlier stores to it).
+ * (lmdb_upgrade.c brings earlier stores to it); format 4 adds a record's
+ * errors to them, format 5 its completed_at and rerun and the "done"
+ * database (KEEP) — a record of an earlier version reads as having none,
+ * so those upgrades only create the database and mark the format.
  */
 #include "lmdb_internal.h"
 
@@ -22,7 +25,7 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 4u /* records may keep errors (COLUMNS_VERSION 4) */
+#define STORE_FORMAT_VERSION 5u /* records may be done or marked (COLUMNS_VERSION 5) */
 #define STORE_FORMAT_COUNTED 2u /* the first format with counts */
 #define STORE_FORMAT_COLUMNS 3u /* the first with the engine's columns */
 #define STORE_MAX_DBS 8
@@ -120,13 +123,14 @@ store_dbi_open(MDB_txn *txn, const char *name, unsigned flags, bool create, MDB_
     return mdb_dbi_open(txn, name, flags | (create ? MDB_CREATE : 0), dbi);
 }
 
-/* Opens the "groups" database, which stores made before AT MOST … PER
- * lack: a write creates it; read only, a store without it has no grouped
- * record, and the handle is never used (only writes file groups). */
+/* Opens a database that stores of earlier formats lack — "groups" (AT
+ * MOST … PER) or "done" (KEEP): a write creates it; read only, a store
+ * without it has no entry of it, and the handle is never used (only
+ * writes file groups and done records). */
 static int
-store_groups_open(MDB_txn *txn, bool write, MDB_dbi *dbi)
+store_later_dbi_open(MDB_txn *txn, const char *name, unsigned flags, bool write, MDB_dbi *dbi)
 {
-    int rc = store_dbi_open(txn, "groups", MDB_DUPSORT, write, dbi);
+    int rc = store_dbi_open(txn, name, flags, write, dbi);
     return rc == MDB_NOTFOUND && !write ? 0 : rc;
 }
 
@@ -187,8 +191,10 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 /* Brings a store of format "version" to this one, in its open write
  * transaction "txn": counts every table (format 1 had no counts), then
  * gives every record its columns (format 3), then marks it of this format
- * (format 4 reads a record of format 3 as it is: one without errors; the
- * mark keeps a queuefs that knows no errors from opening it). */
+ * (formats 4 and 5 read a record of an earlier version as it is: one
+ * without errors, not done, not marked — the "done" database was created
+ * on the way in; the mark keeps a queuefs that knows none of them from
+ * opening it). */
 static int
 store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
 {
@@ -219,7 +225,8 @@ store_schema_read(Store *st)
         (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, false, &st->ready)) ||
         (rc = store_dbi_open(txn, "deadline", 0, false, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, false, &st->meta)) ||
-        (rc = store_groups_open(txn, false, &st->group_index))) {
+        (rc = store_later_dbi_open(txn, "groups", MDB_DUPSORT, false, &st->group_index)) ||
+        (rc = store_later_dbi_open(txn, "done", 0, false, &st->done_index))) {
         mdb_txn_abort(txn);
         pthread_rwlock_unlock(&st->map_lock);
         return rc == MDB_NOTFOUND ? MDB_INVALID : rc;
@@ -275,7 +282,8 @@ store_schema_open(Store *st)
         (rc = store_dbi_open(txn, "ready", MDB_DUPSORT, fresh, &st->ready)) ||
         (rc = store_dbi_open(txn, "deadline", 0, fresh, &st->deadline)) ||
         (rc = store_dbi_open(txn, "meta", 0, fresh, &st->meta)) ||
-        (rc = store_groups_open(txn, true, &st->group_index)))
+        (rc = store_later_dbi_open(txn, "groups", MDB_DUPSORT, true, &st->group_index)) ||
+        (rc = store_later_dbi_open(txn, "done", 0, true, &st->done_index)))
         goto fail;
     if (version < STORE_FORMAT_VERSION && (rc = store_format_upgrade(st, txn, version)))
         goto fail_status;

@@ -1,11 +1,12 @@
 /* lmdb_format_test.c — the LMDB backend's own tests, part one: what it
  * makes of a directory and what it finds in it.  Stores it refuses (not
  * LMDB, an LMDB environment of something else, a future format), the
- * directory's mode, and the stores of earlier formats it brings to format
- * 3: format 1 (counted when first opened) and format 2 (each record's
+ * directory's mode, and the stores of earlier formats it brings to this
+ * one: format 1 (counted when first opened), format 2 (each record's
  * engine columns parsed out of the caller's value by StoreOptions.upgrade,
  * the counters kept in meta values moved into the counts; an upgrade that
- * refuses leaves the store as it was).  The stores of earlier formats are
+ * refuses leaves the store as it was), format 3 (records without errors)
+ * and format 4 (records neither done nor marked, no "done" database).  The stores of earlier formats are
  * written by hand through <lmdb.h>, as those builds laid them out.  Part
  * two is lmdb_test.c. */
 #include "store_test.h"
@@ -190,17 +191,47 @@ raw_record(Raw *r, uint32_t id, const char *key, uint64_t seq, int64_t wake, con
     }
 }
 
-/* The counts of table "id" as format 2 kept them: records, ready, held,
- * delayed, unsorted. */
+/* The "len" counts "n" of table "id" as an earlier format kept them:
+ * records, ready, held, delayed, unsorted (format 2's five), then
+ * claims, releases, lapses and deletes (format 3's nine). */
 static void
-raw_counts(Raw *r, uint32_t id, const uint64_t n[5])
+raw_counts(Raw *r, uint32_t id, const uint64_t *n, int len)
 {
-    unsigned char k[11], v[40];
+    unsigned char k[11], v[8 * 9];
     memcpy(k, "records", 7);
     be_put32(k + 7, id);
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < len; i++)
         be_put64(v + 8 * i, n[i]);
-    raw_put(r, r->main, k, 11, v, 40);
+    raw_put(r, r->main, k, 11, v, 8 * (size_t)len);
+}
+
+/* Ready record "key" of table "id" (arrival "seq", order key "order",
+ * with its ready entry) as a build of columns "version" (3 or 4) wrote
+ * it: its header and order key, then its columns — the version, eight
+ * times all 0 but attempts, no consumer, instance or group, and (version
+ * 4) "errors" — then "value". */
+static void
+raw_record_columns(Raw *r, uint32_t id, const char *key, uint64_t seq, const char *order,
+                   int version, int64_t attempts, StoreBytes errors, const char *value)
+{
+    unsigned char k[64], v[512] = {0};
+    size_t klen = strlen(key), olen = strlen(order), n = 18 + olen;
+    raw_record(r, id, key, seq, 0, order, "", 0);
+    be_put32(k, id);
+    memcpy(k + 4, key, klen);
+    be_put64(v, seq);
+    be_put16(v + 16, (uint16_t)olen);
+    memcpy(v + 18, order, olen);
+    v[n++] = (unsigned char)version;
+    be_put64(v + n + 4 * 8, (uint64_t)attempts);
+    n += 8 * 8 + 1 + 1 + 2;
+    if (version >= 4) {
+        be_put32(v + n, (uint32_t)errors.len);
+        memcpy(v + n + 4, errors.data, errors.len);
+        n += 4 + errors.len;
+    }
+    memcpy(v + n, value, strlen(value));
+    raw_put(r, r->records, k, 4 + klen, v, n + strlen(value));
 }
 
 /* A caller's meta value of table "id" ([T][0x01]name), 8 bytes big-endian. */
@@ -276,7 +307,7 @@ test_format1_upgrade(void)
     check_counts(t, 1, (uint64_t[6]){4, 2, 0, 1, 1, 0}, "a", "filed anew");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 4, "of format 4");
+    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 5, "of format 5");
     /* Opened again, it is of this format: nothing is counted again. */
     st = open_store("format1", true, 0);
     if (!st)
@@ -343,7 +374,7 @@ format2_make(const char *name, int64_t wake, bool bad)
     raw_record(&r, 1, "r3", 3, wake, "c", later, 1 /* a delay */);
     if (bad)
         raw_record(&r, 1, "r4", 4, 0, "d", "bad blob", 0);
-    raw_counts(&r, 1, (uint64_t[5]){bad ? 4 : 3, bad ? 3 : 2, 0, 1, 0});
+    raw_counts(&r, 1, (uint64_t[5]){bad ? 4 : 3, bad ? 3 : 2, 0, 1, 0}, 5);
     static const char *const counters[] = {"count:claims", "count:releases", "count:lapses",
                                            "count:deletes"};
     static const int64_t values[] = {7, 3, 1, 2};
@@ -415,7 +446,7 @@ test_format2_upgrade(void)
     commit(t);
     store_close(st);
     char v[64];
-    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 4, "of format 4");
+    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 5, "of format 5");
     st = open_upgrading("format2", &u, &rc);
     CHECK(rc == STORE_OK && u.calls == 3, "upgraded once: %d calls", u.calls);
     if (st)
@@ -441,12 +472,12 @@ test_format2_upgrade(void)
     CHECK(n.records == 4 && n.ready == 3 && n.claims == 7 && n.deletes == 2, "counts");
     store_txn_abort(t);
     store_close(st);
-    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 4, "of format 4");
+    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 5, "of format 5");
 }
 
 /* A store of format 3, whose records keep no errors, opens as it is: its
  * records read with none, and a release's reason is kept from then on;
- * the store is marked of format 4, so a build that knows no errors
+ * the store is marked of this format, so a build that knows no errors
  * refuses it. */
 static void
 test_format3_errors(void)
@@ -455,17 +486,7 @@ test_format3_errors(void)
     raw_begin(&r, path_of("format3"), true);
     raw_format(&r, 3, 2);
     raw_table(&r, "jobs", 1, "", 1);
-    raw_record(&r, 1, "a", 1, 0, "1", "", 0);
-    /* Record a as format 3 wrote it: its header and order key, then the
-     * columns (version 3, eight times, attempts 2, no strings), then "a". */
-    unsigned char k[5] = {0, 0, 0, 1, 'a'}, v[18 + 1 + 69 + 1] = {0};
-    be_put64(v, 1);
-    be_put16(v + 16, 1);
-    v[18] = '1';
-    v[19] = 3;
-    be_put64(v + 20 + 4 * 8, 2);
-    v[sizeof v - 1] = 'a';
-    raw_put(&r, r.records, k, sizeof k, v, sizeof v);
+    raw_record_columns(&r, 1, "a", 1, "1", 3, 2, (StoreBytes){NULL, 0}, "a");
     CHECK(raw_end(&r, true), "make a format 3 store");
 
     Store *st = open_store("format3", true, 0);
@@ -492,14 +513,136 @@ test_format3_errors(void)
           "its reason kept beside its value");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format3"), 0, NULL, NULL) == 4, "of format 4");
+    CHECK(raw_version(path_of("format3"), 0, NULL, NULL) == 5, "of format 5");
+}
+
+/* The entries of the "done" database of the store in "dir" (-1: it has
+ * none), and in "*counts_len" the length of the counts of table "id". */
+static long
+raw_done_entries(const char *dir, uint32_t id, long *counts_len)
+{
+    Raw r;
+    MDB_dbi done;
+    MDB_stat ms;
+    unsigned char k[11], v[256];
+    raw_begin(&r, dir, false);
+    memcpy(k, "records", 7);
+    be_put32(k + 7, id);
+    *counts_len = raw_get(&r, r.main, k, sizeof k, v, sizeof v);
+    long n = r.ok && mdb_dbi_open(r.txn, "done", 0, &done) == 0 && mdb_stat(r.txn, done, &ms) == 0
+                 ? (long)ms.ms_entries
+                 : -1;
+    raw_end(&r, false);
+    return n;
+}
+
+/* A store of format 4, whose records are neither done nor marked (columns
+ * version 4) and which has no "done" database: a read-only open reads it
+ * as it is and leaves it so; the first open for writing creates the
+ * database and marks it of format 5, its records read not done and not
+ * marked with their errors, and a finish on a queue that keeps makes one
+ * done from then on (its counts then 12 long). */
+static void
+test_format4_keep(void)
+{
+    unsigned char buf[64];
+    QueueError e = {1, 1000, bytes_of("boom")};
+    StoreBytes errors = {buf, queue_errors_add((StoreBytes){NULL, 0}, &e, buf)};
+    Raw r;
+    raw_begin(&r, path_of("format4"), true);
+    raw_format(&r, 4, 2);
+    raw_table(&r, "jobs", 1, "", 2);
+    raw_record_columns(&r, 1, "a", 1, "1", 4, 1, errors, "va");
+    raw_record_columns(&r, 1, "b", 2, "2", 4, 0, (StoreBytes){NULL, 0}, "vb");
+    raw_counts(&r, 1, (uint64_t[9]){2, 2}, 9);
+    CHECK(raw_end(&r, true), "make a format 4 store");
+
+    StoreOptions ro = {.read_only = true};
+    Store *st = NULL;
+    char err[256] = "";
+    int rc = store_open(path_of("format4"), &ro, &st, err, sizeof err);
+    CHECK(rc == STORE_OK && st, "opened for reading only: %s", err);
+    StoreRecord rec;
+    if (st) {
+        StoreTxn *t = begin(st, false);
+        StoreBytes rest;
+        CHECK(store_record_get(t, 1, bytes_of("a"), &rec) == STORE_OK &&
+                  bytes_eq(rec.value, "va") && rec.attempts == 1 && rec.completed_at == 0 &&
+                  !rec.rerun && (rest = rec.errors, queue_errors_next(&rest, &e)) &&
+                  bytes_eq(e.text, "boom"),
+              "a record of format 4 reads not done, not marked, with its errors");
+        StoreQueueCounts n = counts_in(t, 1);
+        CHECK(n.records == 2 && n.ready == 2 && n.done == 0, "counted as it was");
+        store_txn_abort(t);
+        store_close(st);
+    }
+    long counts_len;
+    CHECK(raw_version(path_of("format4"), 0, NULL, NULL) == 4 &&
+              raw_done_entries(path_of("format4"), 1, &counts_len) == -1,
+          "a read-only open leaves it of format 4, without the done database");
+
+    if (!(st = open_store("format4", true, 0)))
+        return;
+    StoreQueue q = {.table = 1, .timeout_ns = 60 * SEC, .keep_ns = 3600 * SEC};
+    StoreTxn *t = begin(st, true);
+    Claimed c;
+    CHECK(claim_in(t, &q, 1, NULL, NULL, &c) == STORE_OK && strcmp(c.keys, "a") == 0 &&
+              c.attempts == 2,
+          "claimed on from its attempts: %s", c.keys);
+    CHECK(store_record_delete(t, 1, &q, bytes_of("a"), c.hold) == STORE_OK &&
+              store_record_get(t, 1, bytes_of("a"), &rec) == STORE_OK && rec.completed_at != 0,
+          "a finish makes it done");
+    StoreQueueCounts n = counts_in(t, 1);
+    CHECK(n.records == 2 && n.ready == 1 && n.done == 1 && n.deletes == 1, "counted done");
+    commit(t);
+    store_close(st);
+    CHECK(raw_version(path_of("format4"), 0, NULL, NULL) == 5, "of format 5");
+    CHECK(raw_done_entries(path_of("format4"), 1, &counts_len) == 1 && counts_len == 8 * 12,
+          "the done database holds it, the counts count it");
+}
+
+/* The done database holds one entry a done record, of every queue that
+ * keeps; a table's rename leaves its entries as they are (they are under
+ * its id), its drop takes them along. */
+static void
+test_done_drop(void)
+{
+    Store *st = open_store("done-drop", true, 0);
+    if (!st)
+        return;
+    StoreQueue a = {.table = table_make(st, "ka"), .timeout_ns = 30 * SEC, .keep_ns = 3600 * SEC};
+    StoreQueue b = {.table = table_make(st, "kb"), .timeout_ns = 30 * SEC, .keep_ns = 3600 * SEC};
+    add(st, &a, "x", "v", NULL, 0);
+    add(st, &b, "y", "v", NULL, 0);
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_delete(t, a.table, &a, bytes_of("x"), 0) == STORE_OK &&
+              store_record_delete(t, b.table, &b, bytes_of("y"), 0) == STORE_OK,
+          "finish x and y: done");
+    commit(t);
+    store_close(st);
+    long counts_len;
+    CHECK(raw_done_entries(path_of("done-drop"), a.table, &counts_len) == 2, "two done entries");
+    st = open_store("done-drop", true, 0);
+    if (!st)
+        return;
+    t = begin(st, true);
+    CHECK(store_table_rename(t, "ka", "ka2") == STORE_OK && store_table_drop(t, "kb") == STORE_OK,
+          "rename ka, drop kb");
+    commit(t);
+    StoreRecord r;
+    CHECK(get(st, a.table, "x", &r) == STORE_OK && r.completed_at != 0 &&
+              counts_of(st, &a).done == 1,
+          "the renamed table's record still done, still counted");
+    store_close(st);
+    CHECK(raw_done_entries(path_of("done-drop"), a.table, &counts_len) == 1,
+          "the dropped table's entry went with it");
 }
 
 int
 main(void)
 {
-    static const TestCase cases[] = {test_not_a_store,     test_dir_mode,
-                                     test_format1_upgrade, test_format2_upgrade,
-                                     test_format3_errors,  NULL};
+    static const TestCase cases[] = {
+        test_not_a_store,    test_dir_mode,     test_format1_upgrade, test_format2_upgrade,
+        test_format3_errors, test_format4_keep, test_done_drop,       NULL};
     return test_root_main("lmdb_format_test", cases);
 }

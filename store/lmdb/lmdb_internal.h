@@ -13,9 +13,10 @@
  * lmdb_checkpoint.c (the checkpoint record file and taking checkpoints);
  * lmdb_txn.c (transactions and group commit); lmdb_catalog.c (the catalog
  * and per-table meta values); lmdb_records.c (records: their keys and
- * values); lmdb_queue.c (the queue indexes, the counts, store_queue_*).
+ * values); lmdb_queue.c (the queue indexes, the counts, reaping KEEP's done
+ * records, store_queue_*).
  *
- * Layout: one LMDB environment (a directory) with seven named databases.
+ * Layout: one LMDB environment (a directory) with eight named databases.
  * Integers in keys are big-endian so that byte order is numeric order;
  * "T" below is a table id as 4 big-endian bytes.
  *
@@ -24,14 +25,17 @@
  *   catalog   table name       → [u32 id][definition bytes]
  *   records   [T][record key]  → [u64 seq][i64 wake][u16 order_len]
  *                                [order key][the columns][caller's value]
- *             the columns (format 3): [u8 3][i64 since, written, changed,
+ *             the columns (format 5): [u8 5][i64 since, written, changed,
  *             claimed, attempts, hold, claimed_until, not_before]
- *             [u8 len][consumer][u8 len][instance][u16 len][group] — the
+ *             [u8 len][consumer][u8 len][instance][u16 len][group]
+ *             [u32 len][errors][i64 completed_at][u8 rerun] — the
  *             StoreRecord's; the record's state follows from them (see
- *             lmdb_placement).
- *             wake is -1 when the record has no slot, 0 when it is in the
- *             ready index, > 0 when it is in the deadline index; with the
- *             order key it lets put and delete find the old index entry.
+ *             lmdb_placement).  Version 3 ends at the group, version 4 at
+ *             the errors (both read as not done, not marked).
+ *             wake is -1 when the record has no slot (a collection's, a
+ *             retired or a done one), 0 when it is in the ready index,
+ *             > 0 when it is in the deadline index; with the order key it
+ *             lets put and delete find the old index entry.
  *   ready     [T][order key]   → [u64 seq][record key]   (MDB_DUPSORT)
  *             LMDB compares keys by memcmp, shorter first on a tie, which
  *             is exactly (table, order key) order; the duplicates of one
@@ -45,6 +49,11 @@
  *   groups    [T][u64 hash of a group][order key] → [u64 seq][record key]
  *             (MDB_DUPSORT): under AT MOST … PER, the ready records of a
  *             group that wait behind its next one (lmdb_groups.c)
+ *   done      [T][i64 completed_at][record key] → empty: KEEP's done
+ *             records (completed_at != 0, in no other index), oldest
+ *             finish first, so that reaping the expired ones is a seek
+ *             (lmdb_done_reap).  Stores before format 5 lack it: the first
+ *             open for writing creates it.
  *   meta      [T][0x00]"seq"   → u64: the table's last arrival sequence
  *             [T][0x01]"next_id" → i64: the next store-assigned identity
  *             (INT64_MIN: none is left)
@@ -58,18 +67,22 @@
  *             first (AT MOST … EVERY)
  *             [0][0x01]"holds" → i64: the last hold number of the store
  *             (table id 0 is no table's: no drop removes it)
- *   (main)    "records"[T]     → 11 × u64: the table's records, and of them
+ *   (main)    "records"[T]     → 12 × u64: the table's records, and of them
  *             its ready, held and delayed and unsorted (format 1) index
  *             entries, then its claims, releases, lapses and deletes, then its
- *             grouped records and full groups (11 × u64; 9 while both are
- *             0, as before AT MOST … PER; 5 before format 3); kept in every transaction that changes them, so a
- *             count costs a lookup (store_queue_counts).  They live in
+ *             grouped records and full groups, then its done records (12 ×
+ *             u64; 11 while done is 0, as before KEEP; 9 while the three
+ *             last are 0, as before AT MOST … PER; 5 before format 3); kept
+ *             in every transaction that changes them, so a count costs a
+ *             lookup (store_queue_counts).  They live in
  *             LMDB's main database, next to the named databases' records,
  *             whose page every writing transaction rewrites anyway: a
  *             delete on a full disk needs no page more for them.
  *
  * Dropping a table deletes every key with its [T] prefix in records, groups,
- * ready, deadline and meta, and its counts.  Table ids are never reused.
+ * ready, deadline, done and meta, and its counts (a rename moves only the
+ * catalog entry: everything else is under the id).  Table ids are never
+ * reused.
  *
  * Concurrency: LMDB's lock file serialises writers across processes and
  * threads.  The environment is opened with MDB_NOTLS so read transactions
@@ -184,19 +197,25 @@ enum {
     CNT_DELETES,
     CNT_GROUPED,
     CNT_GROUPS_FULL,
+    CNT_DONE, /* done records (KEEP): in CNT_RECORDS, in no index count */
     CNT_N
 };
 #define CNT_N_FORMAT2 5   /* the counts a store of format 2 kept */
 #define CNT_N_UNGROUPED 9 /* the counts before AT MOST … PER */
+#define CNT_N_UNKEPT 11   /* the counts before KEEP */
 
 /* A held record's "then" (a deadline entry's): it retires at its wake. */
 #define THEN_RETIRE (-1)
 /* The columns' version byte, and their length without their strings:
  * [version][8 × i64][u8 consumer][u8 instance][u16 group][u32 errors]
- * (version 3, written before errors were kept, has no errors). */
-#define COLUMNS_VERSION 4
+ * [i64 completed_at][u8 rerun] (version 3, written before errors were
+ * kept, ends at the group; version 4, before KEEP and COALESCE, at the
+ * errors). */
+#define COLUMNS_VERSION 5
 #define COLUMNS_FIXED_3 (1 + 8 * 8 + 1 + 1 + 2)
-#define COLUMNS_FIXED (COLUMNS_FIXED_3 + 4)
+#define COLUMNS_FIXED_4 (COLUMNS_FIXED_3 + 4)
+#define COLUMNS_TAIL (8 + 1) /* what version 5 added: completed_at, rerun */
+#define COLUMNS_FIXED (COLUMNS_FIXED_4 + COLUMNS_TAIL)
 
 /* Why the last LMDB call that failed on this thread for want of room
  * failed: how store_write tells a map it can grow from a transaction that is
@@ -222,6 +241,7 @@ struct Store {
     MDB_env *env;
     MDB_dbi sys, catalog, records, ready, deadline, meta;
     MDB_dbi group_index;       /* the "groups" database */
+    MDB_dbi done_index;        /* the "done" database (KEEP) */
     MDB_dbi main;              /* LMDB's main database: the counts */
     pthread_rwlock_t map_lock; /* shared by open txns; exclusive to resize */
     bool sync;                 /* sync on: commits are made durable */
@@ -562,16 +582,26 @@ int lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r);
  * header into "h" (may be NULL).  Errors as lmdb_record_find. */
 int lmdb_record_load(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *r, RecordHead *h);
 
+/* How lmdb_record_store writes a record. */
+typedef enum RecordPut {
+    PUT_CREATE, /* a new one, with the table's next arrival sequence:
+                 * STORE_EXISTS when the key is taken — but by a done
+                 * record of queue "q", which it replaces */
+    PUT_UPDATE, /* an existing one, keeping its arrival sequence:
+                 * STORE_NOTFOUND when absent */
+    PUT_RENEW,  /* an existing one, as new work: the table's next arrival
+                 * sequence; STORE_NOTFOUND when absent */
+} RecordPut;
+
 /* Writes record "r" — every field of it: key, value, times, columns,
- * order, not_before, group — under (table, r->key), filing it as
- * lmdb_placement says for queue "q" (NULL: a collection's, in no index),
- * and adds "extra" (may be NULL) to the table's counts with the index
- * changes.  "create": STORE_EXISTS when the key is taken, and the record
- * gets the next arrival sequence; else STORE_NOTFOUND when it is absent,
- * and it keeps its own.  Every byte of "r" is copied before anything is
- * written, so it may point into LMDB memory. */
+ * order, not_before, group — under (table, r->key) as "put" says, filing
+ * it as lmdb_placement says for queue "q" (NULL: a collection's, in no
+ * index) and in the done index while r->completed_at is set, and adds
+ * "extra" (may be NULL) to the table's counts with the index changes.
+ * Every byte of "r" is copied before anything is written, so it may point
+ * into LMDB memory. */
 int lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
-                      bool create, const int64_t *extra);
+                      RecordPut put, const int64_t *extra);
 
 /* Rewrites record "r->key" with the header "h" it has (its sequence, its
  * place in the indexes and its order key stay) and the columns and value
@@ -580,7 +610,8 @@ int lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const 
 int lmdb_record_rewrite(StoreTxn *txn, uint32_t table, const RecordHead *h, const StoreRecord *r);
 
 /* Where record "r" of queue "q" (NULL: a collection) is filed at "now":
- * "*wake" WAKE_NO_SLOT (in no index: a collection's, or retired), 0
+ * "*wake" WAKE_NO_SLOT (in no claim index: a collection's, retired or
+ * done), 0
  * (ready) or the instant it waits until, with the kind of wait in "*kind"
  * and, for a hold, what it does then in "*then" (0: ready, later: delayed
  * until then, THEN_RETIRE). */
@@ -620,9 +651,10 @@ int lmdb_ready_entry(StoreTxn *t, uint32_t table, const void *order, size_t orde
 bool lmdb_claim_place_before(const unsigned char *a, size_t a_len, uint64_t a_seq,
                              const unsigned char *b, size_t b_len, uint64_t b_seq);
 
-/* Empties every index of "table" — ready, deadline, groups, the groups'
- * states — and their counts, so that every record can be filed anew
- * (store_queue_refile); the records and counters stay. */
+/* Empties every claim index of "table" — ready, deadline, groups, the
+ * groups' states — and their counts, so that every record can be filed
+ * anew (store_queue_refile); the records, the done index and the counters
+ * stay. */
 int lmdb_queue_unfile_all(StoreTxn *t, uint32_t table);
 
 /* ---- lmdb_groups.c ---- */
@@ -707,9 +739,28 @@ int lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t r
 int lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_len,
                             const RecordHead *h, StoreBytes group, int *cls);
 
-/* Counts the records of table "table" and their index entries from
- * scratch (see "Layout"), at O(1) per record. */
+/* Counts the records of table "table" and their index entries (the done
+ * ones by the done index's) from scratch (see "Layout"), at O(1) per
+ * record. */
 int lmdb_table_recount(StoreTxn *t, uint32_t table);
+
+/* Puts (put) or deletes the done entry of record [T][rkey], done at
+ * "completed_at": a store status (deleting a missing one is not an
+ * error). */
+int lmdb_done_entry(StoreTxn *t, uint32_t table, int64_t completed_at, const void *rkey,
+                    size_t rkey_len, bool put);
+
+/* Removes the done record [T][rkey] of done entry "completed_at" and the
+ * entry, noting in "delta" a record and a done one fewer; a record that is
+ * not done at that instant (a stray entry) stays, and only the entry goes. */
+int lmdb_done_remove(StoreTxn *t, uint32_t table, int64_t completed_at, const void *rkey,
+                     size_t rkey_len, int64_t delta[CNT_N]);
+
+/* Removes up to STORE_REAP_MAX expired done records of queue "q"
+ * (queue_done_expired), the oldest finish first, and counts them: one
+ * cursor seek when none is expired, none when the store has no done
+ * record. */
+int lmdb_done_reap(StoreTxn *t, const StoreQueue *q);
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

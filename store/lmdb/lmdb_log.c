@@ -43,7 +43,7 @@ static const struct {
     unsigned flags;
 } log_dbs[] = {
     {NULL, 0},       {"sys", 0},  {"catalog", 0},          {"records", 0}, {"ready", MDB_DUPSORT},
-    {"deadline", 0}, {"meta", 0}, {"groups", MDB_DUPSORT},
+    {"deadline", 0}, {"meta", 0}, {"groups", MDB_DUPSORT}, {"done", 0},
 };
 #define LOG_DBS (sizeof log_dbs / sizeof log_dbs[0])
 
@@ -51,8 +51,8 @@ static const struct {
 static int
 db_number(const Store *st, MDB_dbi dbi)
 {
-    const MDB_dbi all[LOG_DBS] = {st->main,  st->sys,      st->catalog, st->records,
-                                  st->ready, st->deadline, st->meta,    st->group_index};
+    const MDB_dbi all[LOG_DBS] = {st->main,     st->sys,  st->catalog,     st->records,   st->ready,
+                                  st->deadline, st->meta, st->group_index, st->done_index};
     for (size_t i = 0; i < LOG_DBS; i++)
         if (all[i] == dbi)
             return (int)i;

@@ -1,6 +1,7 @@
-/* lmdb_queue.c — the queue indexes (ready, deadline) and the per-table
- * counts kept beside them, moving waiting records on when their instant
- * comes, and store_queue_*.  See "Layout" in lmdb_internal.h.
+/* lmdb_queue.c — the queue indexes (ready, deadline, done) and the
+ * per-table counts kept beside them, moving waiting records on when their
+ * instant comes, reaping the done records whose KEEP is over, and
+ * store_queue_*.  See "Layout" in lmdb_internal.h.
  */
 #include "lmdb_internal.h"
 
@@ -27,22 +28,24 @@ lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
         return STORE_OK;
     if (rc)
         return lmdb_status_of(rc);
-    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_UNGROUPED &&
-        v.mv_size != 8 * CNT_N_FORMAT2)
+    if (v.mv_size != 8 * CNT_N && v.mv_size != 8 * CNT_N_UNKEPT &&
+        v.mv_size != 8 * CNT_N_UNGROUPED && v.mv_size != 8 * CNT_N_FORMAT2)
         return STORE_CORRUPT;
     for (int i = 0; i < (int)(v.mv_size / 8); i++)
         n[i] = be_get64((const unsigned char *)v.mv_data + 8 * i);
     return STORE_OK;
 }
 
-/* Stores "n" as the counts of "table": without the group counts while
- * they are 0, so that a store whose queues group nothing keeps the form
- * builds before AT MOST … PER read. */
+/* Stores "n" as the counts of "table": without the last counts while they
+ * are 0 — the done count, then the group counts — in the shorter forms
+ * of the builds before KEEP and AT MOST … PER. */
 static int
 counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
 {
     unsigned char buf[8 * CNT_N];
-    int len = n[CNT_GROUPED] || n[CNT_GROUPS_FULL] ? CNT_N : CNT_N_UNGROUPED;
+    int len = n[CNT_DONE]                            ? CNT_N
+              : n[CNT_GROUPED] || n[CNT_GROUPS_FULL] ? CNT_N_UNKEPT
+                                                     : CNT_N_UNGROUPED;
     for (int i = 0; i < len; i++)
         be_put64(buf + 8 * i, n[i]);
     KeyBuf k;
@@ -128,9 +131,9 @@ ready_entry_build(KeyBuf *k, KeyBuf *d, uint32_t table, const void *order, size_
     lmdb_key_append(d, rkey, rkey_len);
 }
 
-/* Builds the deadline key of a record: [T][wake][rkey]. */
+/* Builds the deadline or done key of a record: [T][instant][rkey]. */
 static void
-deadline_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, size_t rkey_len)
+instant_key_build(KeyBuf *k, uint32_t table, int64_t wake, const void *rkey, size_t rkey_len)
 {
     lmdb_key_set_table(k, table);
     lmdb_key_append_u64(k, (uint64_t)wake);
@@ -172,7 +175,7 @@ lmdb_queue_index_add(StoreTxn *t, uint32_t table, const void *rkey, size_t rkey_
         dv = lmdb_key_val(&d);
         dbi = t->st->ready;
     } else {
-        deadline_key_build(&k, table, wake, rkey, rkey_len);
+        instant_key_build(&k, table, wake, rkey, rkey_len);
         dbi = t->st->deadline;
         wait[0] = (unsigned char)kind;
         be_put64(wait + 1, (uint64_t)then);
@@ -202,7 +205,7 @@ lmdb_queue_index_remove(StoreTxn *t, uint32_t table, const void *rkey, size_t rk
         if (rc == 0)
             *cls = CNT_READY;
     } else {
-        deadline_key_build(&k, table, h->wake, rkey, rkey_len);
+        instant_key_build(&k, table, h->wake, rkey, rkey_len);
         kv = lmdb_key_val(&k);
         rc = mdb_get(t->txn, t->st->deadline, &kv, &dv);
         if (rc == 0) {
@@ -266,6 +269,30 @@ queue_record_refile(StoreTxn *t, const StoreQueue *q, const KeyBuf *rk, int64_t 
     return rc;
 }
 
+/* Seeks "cur", on the deadline or the done index, to the first entry of
+ * "table": true with its instant in "*at", its record's records key
+ * [T][key] copied into "rk" and its value in "*v"; false past the table's
+ * last entry ("*rc" STORE_OK), for a malformed key ("*rc" STORE_CORRUPT)
+ * or when LMDB failed ("*rc" its status). */
+static bool
+instant_first(MDB_cursor *cur, uint32_t table, int64_t *at, KeyBuf *rk, MDB_val *v, int *rc)
+{
+    KeyBuf prefix;
+    lmdb_key_set_table(&prefix, table);
+    MDB_val k = lmdb_key_val(&prefix);
+    if (!lmdb_table_next(cur, &k, v, MDB_SET_RANGE, table, rc))
+        return false;
+    if (k.mv_size < 12 || k.mv_size > 12 + STORE_MAX_KEY) {
+        *rc = STORE_CORRUPT;
+        return false;
+    }
+    const unsigned char *p = k.mv_data;
+    *at = (int64_t)be_get64(p + 4);
+    lmdb_key_set_table(rk, table);
+    lmdb_key_append(rk, p + 12, k.mv_size - 12);
+    return true;
+}
+
 /* Moves every waiting record of queue "q" whose wake is <= now where its
  * entry says (see wait_next), at O(log n) per record moved, and keeps the
  * counts; stops at the first entry still in the future. */
@@ -278,24 +305,11 @@ queue_drain(StoreTxn *t, const StoreQueue *q, int64_t now)
     int rc = lmdb_table_cursor(t, t->st->deadline, table, &cur, &prefix);
     if (rc)
         return rc;
-    int64_t delta[CNT_N] = {0};
-    for (;;) {
-        MDB_val k = lmdb_key_val(&prefix), v;
-        if (!lmdb_table_next(cur, &k, &v, MDB_SET_RANGE, table, &rc))
-            break;
-        if (k.mv_size < 12 || k.mv_size > 12 + STORE_MAX_KEY) {
-            rc = STORE_CORRUPT;
-            break;
-        }
-        const unsigned char *p = k.mv_data;
-        if ((int64_t)be_get64(p + 4) > now) {
-            rc = STORE_OK;
-            break;
-        }
-        lmdb_key_set_table(&rk, table);
-        lmdb_key_append(&rk, p + 12, k.mv_size - 12);
+    int64_t delta[CNT_N] = {0}, at;
+    MDB_val v;
+    while (instant_first(cur, table, &at, &rk, &v, &rc) && at <= now) {
         int kind = wait_kind(v);
-        int was = lmdb_slot_class((int64_t)be_get64(p + 4), kind);
+        int was = lmdb_slot_class(at, kind);
         int64_t wake = wait_next(v, now);
         if ((rc = lmdb_cursor_del(t->st, cur, t->st->deadline, 0))) {
             rc = lmdb_status_of(rc);
@@ -329,8 +343,8 @@ recount_one(void *ctx, MDB_val k, MDB_val v)
     r->n[CNT_RECORDS]++;
     int kind = 0;
     if (h.wake > 0) {
-        deadline_key_build(&dk, r->table, h.wake, (const unsigned char *)k.mv_data + 4,
-                           k.mv_size - 4);
+        instant_key_build(&dk, r->table, h.wake, (const unsigned char *)k.mv_data + 4,
+                          k.mv_size - 4);
         MDB_val dkv = lmdb_key_val(&dk);
         if (mdb_get(r->t->txn, r->t->st->deadline, &dkv, &dv) != 0)
             return 0;
@@ -342,13 +356,26 @@ recount_one(void *ctx, MDB_val k, MDB_val v)
     return 0;
 }
 
+/* A done entry: a done record (the records of stores before KEEP, whose
+ * columns may not be parsed yet, are never done). */
+static int
+recount_done(void *ctx, MDB_val k, MDB_val v)
+{
+    (void)k, (void)v;
+    ((Recount *)ctx)->n[CNT_DONE]++;
+    return 0;
+}
+
 int
 lmdb_table_recount(StoreTxn *t, uint32_t table)
 {
     Recount r = {t, table, {0}};
     KeyBuf prefix;
     lmdb_key_set_table(&prefix, table);
-    int rc = lmdb_table_walk(t, t->st->records, table, lmdb_key_val(&prefix), recount_one, &r);
+    MDB_val start = lmdb_key_val(&prefix);
+    int rc = lmdb_table_walk(t, t->st->records, table, start, recount_one, &r);
+    if (rc == STORE_OK)
+        rc = lmdb_table_walk(t, t->st->done_index, table, start, recount_done, &r);
     return rc ? rc : counts_put(t, table, r.n);
 }
 
@@ -527,7 +554,9 @@ lmdb_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     out->deletes = n[CNT_DELETES];
     out->grouped = n[CNT_GROUPED];
     out->groups_full = n[CNT_GROUPS_FULL];
-    uint64_t filed = out->ready + out->held + out->delayed + out->unsorted + out->grouped;
+    out->done = n[CNT_DONE];
+    uint64_t filed =
+        out->ready + out->held + out->delayed + out->unsorted + out->grouped + out->done;
     if (filed > out->records)
         return STORE_CORRUPT;
     out->idle = out->records - filed;
@@ -576,4 +605,68 @@ lmdb_queue_unfile_all(StoreTxn *t, uint32_t table)
     for (size_t i = 0; i < sizeof filed / sizeof *filed; i++)
         n[filed[i]] = 0;
     return counts_put(t, table, n);
+}
+
+/* ---- the done index (KEEP) ---- */
+
+int
+lmdb_done_entry(StoreTxn *t, uint32_t table, int64_t completed_at, const void *rkey,
+                size_t rkey_len, bool put)
+{
+    static const unsigned char none[1];
+    KeyBuf k;
+    instant_key_build(&k, table, completed_at, rkey, rkey_len);
+    MDB_val kv = lmdb_key_val(&k), v = {.mv_size = 0, .mv_data = (void *)none};
+    int rc = put ? lmdb_put(t->st, t->txn, t->st->done_index, &kv, &v)
+                 : lmdb_del(t->st, t->txn, t->st->done_index, &kv, NULL);
+    return rc == MDB_NOTFOUND && !put ? STORE_OK : lmdb_status_of(rc);
+}
+
+int
+lmdb_done_remove(StoreTxn *t, uint32_t table, int64_t completed_at, const void *rkey,
+                 size_t rkey_len, int64_t delta[CNT_N])
+{
+    KeyBuf rk;
+    RecordHead h;
+    StoreRecord r;
+    int rc = lmdb_record_find(t, table, (StoreBytes){rkey, rkey_len}, &rk, &h);
+    if (rc == STORE_OK && (rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)) == STORE_OK &&
+        r.completed_at == completed_at) {
+        MDB_val kv = lmdb_key_val(&rk);
+        if ((rc = lmdb_status_of(lmdb_del(t->st, t->txn, t->st->records, &kv, NULL))))
+            return rc;
+        delta[CNT_RECORDS]--;
+        delta[CNT_DONE]--;
+    }
+    if (rc && rc != STORE_NOTFOUND)
+        return rc;
+    /* "rkey" may point into LMDB memory: "rk" holds a copy. */
+    return lmdb_done_entry(t, table, completed_at, rk.data + 4, rk.len - 4, false);
+}
+
+int
+lmdb_done_reap(StoreTxn *t, const StoreQueue *q)
+{
+    uint32_t table = q->table;
+    int64_t now = lmdb_txn_now(t), delta[CNT_N] = {0};
+    MDB_cursor *cur;
+    MDB_val v;
+    KeyBuf prefix, rk;
+    StoreRecord done = {.completed_at = 0};
+    MDB_stat ms;
+    /* A store with no done record at all (the transaction knows how many
+     * entries each database has) pays no seek. */
+    int rc = mdb_stat(t->txn, t->st->done_index, &ms);
+    if (rc || ms.ms_entries == 0)
+        return lmdb_status_of(rc);
+    if ((rc = lmdb_table_cursor(t, t->st->done_index, table, &cur, &prefix)))
+        return rc;
+    for (int i = 0;
+         i < STORE_REAP_MAX && instant_first(cur, table, &done.completed_at, &rk, &v, &rc) &&
+         queue_done_expired(q, &done, now);
+         i++)
+        if ((rc = lmdb_done_remove(t, table, done.completed_at, rk.data + 4, rk.len - 4, delta)))
+            break;
+    mdb_cursor_close(cur);
+    return rc ? rc : lmdb_counts_add(t, table, delta);
 }

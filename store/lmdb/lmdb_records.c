@@ -126,14 +126,27 @@ column_bytes(const unsigned char **p, const unsigned char *end, int width, Store
     return true;
 }
 
+/* Reads what version 5 of the columns added at "*p" within "end" into
+ * "r", moving "*p" past it; false when it overruns. */
+static bool
+column_tail(const unsigned char **p, const unsigned char *end, StoreRecord *r)
+{
+    if (end - *p < COLUMNS_TAIL)
+        return false;
+    r->completed_at = (int64_t)be_get64(*p);
+    r->rerun = (*p)[8] != 0;
+    *p += COLUMNS_TAIL;
+    return true;
+}
+
 int
 lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
 {
     const unsigned char *p = h->value, *end = h->value + h->value_len;
     memset(r, 0, sizeof *r);
-    if (h->value_len < COLUMNS_FIXED_3 || (p[0] != COLUMNS_VERSION && p[0] != 3))
+    if (h->value_len < COLUMNS_FIXED_3 || p[0] < 3 || p[0] > COLUMNS_VERSION)
         return STORE_CORRUPT;
-    bool has_errors = p[0] == COLUMNS_VERSION;
+    int version = p[0];
     int64_t *cols[] = {&r->since,    &r->written, &r->changed,       &r->claimed,
                        &r->attempts, &r->hold,    &r->claimed_until, &r->not_before};
     p++;
@@ -141,7 +154,8 @@ lmdb_record_parse(MDB_val k, const RecordHead *h, StoreRecord *r)
         *cols[i] = (int64_t)be_get64(p);
     if (!column_bytes(&p, end, 1, &r->consumer) || !column_bytes(&p, end, 1, &r->instance) ||
         !column_bytes(&p, end, 2, &r->group) ||
-        (has_errors && !column_bytes(&p, end, 4, &r->errors)))
+        (version >= 4 && !column_bytes(&p, end, 4, &r->errors)) ||
+        (version >= 5 && !column_tail(&p, end, r)))
         return STORE_CORRUPT;
     r->key = (StoreBytes){(const unsigned char *)k.mv_data + 4, k.mv_size - 4};
     r->value = (StoreBytes){p, (size_t)(end - p)};
@@ -174,19 +188,80 @@ columns_write(unsigned char *p, const StoreRecord *r)
     column_put_bytes(&p, 1, r->instance);
     column_put_bytes(&p, 2, r->group);
     column_put_bytes(&p, 4, r->errors);
-    lmdb_copy(p, r->value.data, r->value.len);
+    be_put64(p, (uint64_t)r->completed_at);
+    p[8] = r->rerun;
+    lmdb_copy(p + COLUMNS_TAIL, r->value.data, r->value.len);
+}
+
+/* What a write learns of the record it replaces. */
+typedef struct OldRecord {
+    RecordHead h;
+    int64_t completed_at; /* 0: not done */
+    StoreBytes group;     /* its group, when the queue groups it (see lmdb_grouped) */
+    unsigned char group_buf[STORE_MAX_KEY];
+} OldRecord;
+
+/* Reads the record stored under records key "kv" as "v" into "o": its
+ * header, and — parsing its columns only for a record in no index (only
+ * such a one may be done) or when queue "q" groups records — whether it
+ * is done and its group. */
+static int
+old_record_read(MDB_val kv, MDB_val v, const StoreQueue *q, OldRecord *o)
+{
+    StoreRecord r;
+    o->completed_at = 0;
+    o->group = (StoreBytes){o->group_buf, 0};
+    int rc = lmdb_record_head_parse(v, &o->h);
+    if (rc || (o->h.wake != WAKE_NO_SLOT && !(q && q->per_group > 0)))
+        return rc;
+    if ((rc = lmdb_record_parse(kv, &o->h, &r)))
+        return rc;
+    o->completed_at = r.completed_at;
+    if (lmdb_grouped(q, r.group)) {
+        o->group.len = r.group.len;
+        memcpy(o->group_buf, r.group.data, r.group.len);
+    }
+    return STORE_OK;
+}
+
+/* For write "put" of "r" over the record found under "rk" (stored as
+ * "v"): reads it into "old", refuses to create over it (STORE_EXISTS)
+ * unless it is a done record of queue "q", takes it out of its claim
+ * index and — when "r" is not done at the same instant — of the done
+ * index, noting both in "delta", and gives the arrival sequence the write
+ * keeps or takes into "*seq". */
+static int
+old_record_take(StoreTxn *txn, uint32_t table, const StoreQueue *q, const KeyBuf *rk, MDB_val v,
+                RecordPut put, const StoreRecord *r, OldRecord *old, uint64_t *seq,
+                int64_t delta[CNT_N])
+{
+    KeyBuf key = *rk;
+    const unsigned char *rkey = key.data + 4;
+    int was, rc = old_record_read(lmdb_key_val(&key), v, q, old);
+    if (rc)
+        return rc;
+    if (put == PUT_CREATE && !(q && old->completed_at))
+        return STORE_EXISTS;
+    *seq = old->h.seq;
+    rc = lmdb_queue_index_remove(txn, table, rkey, key.len - 4, &old->h, old->group, &was);
+    lmdb_counts_note(delta, was, -1);
+    if (rc == STORE_OK && old->completed_at && old->completed_at != r->completed_at) {
+        delta[CNT_DONE]--;
+        rc = lmdb_done_entry(txn, table, old->completed_at, rkey, key.len - 4, false);
+    }
+    return rc || put == PUT_UPDATE ? rc : lmdb_table_seq_next(txn, table, seq);
 }
 
 int
 lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r,
-                  bool create, const int64_t *extra)
+                  RecordPut put, const int64_t *extra)
 {
     KeyBuf rk;
-    RecordHead old;
+    OldRecord old = {.completed_at = 0};
     uint64_t seq = 0;
     StoreBytes order = !q ? (StoreBytes){NULL, 0} : r->order.len ? r->order : r->key;
     int64_t delta[CNT_N] = {0}, wake, then;
-    int kind, was;
+    int kind;
     int rc = record_key_build(&rk, table, r->key);
     if (rc)
         return rc;
@@ -202,31 +277,15 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     columns_write(buf + RECORD_HEAD_LEN + order.len, r);
 
     MDB_val kv = lmdb_key_val(&rk), v;
-    /* The groups the record leaves and joins (see lmdb_grouped). */
-    unsigned char old_group_buf[STORE_MAX_KEY];
-    StoreBytes old_group = {old_group_buf, 0};
-    const unsigned char *group_at = buf + len - r->value.len - r->errors.len - 4 - r->group.len;
+    /* The group the record joins (see lmdb_grouped), among its columns. */
+    const unsigned char *group_at =
+        buf + len - r->value.len - COLUMNS_TAIL - r->errors.len - 4 - r->group.len;
     StoreBytes group =
         lmdb_grouped(q, r->group) ? (StoreBytes){group_at, r->group.len} : (StoreBytes){NULL, 0};
     rc = mdb_get(txn->txn, txn->st->records, &kv, &v);
-    if (rc == 0 && create) {
-        rc = STORE_EXISTS;
-    } else if (rc == 0) {
-        if ((rc = lmdb_record_head_parse(v, &old)))
-            goto done;
-        seq = old.seq;
-        StoreRecord was_r;
-        if (q && q->per_group > 0) {
-            if ((rc = lmdb_record_parse(kv, &old, &was_r)))
-                goto done;
-            if (lmdb_grouped(q, was_r.group)) {
-                old_group.len = was_r.group.len;
-                memcpy(old_group_buf, was_r.group.data, was_r.group.len);
-            }
-        }
-        rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &old, old_group, &was);
-        lmdb_counts_note(delta, was, -1);
-    } else if (rc == MDB_NOTFOUND && create) {
+    if (rc == 0) {
+        rc = old_record_take(txn, table, q, &rk, v, put, r, &old, &seq, delta);
+    } else if (rc == MDB_NOTFOUND && put == PUT_CREATE) {
         rc = lmdb_table_seq_next(txn, table, &seq);
         delta[CNT_RECORDS] = 1;
     } else {
@@ -242,9 +301,13 @@ lmdb_record_store(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
     rc = lmdb_queue_index_add(txn, table, rk.data + 4, rk.len - 4, buf + RECORD_HEAD_LEN, order.len,
                               seq, wake, kind, then, group, &cls);
     lmdb_counts_note(delta, cls, 1);
-    if (rc == STORE_OK && old_group.len &&
-        (old_group.len != group.len || memcmp(old_group.data, group.data, group.len)))
-        rc = lmdb_group_settle(txn, table, q, old_group, delta);
+    if (rc == STORE_OK && r->completed_at && r->completed_at != old.completed_at) {
+        delta[CNT_DONE]++;
+        rc = lmdb_done_entry(txn, table, r->completed_at, rk.data + 4, rk.len - 4, true);
+    }
+    if (rc == STORE_OK && old.group.len &&
+        (old.group.len != group.len || memcmp(old.group.data, group.data, group.len)))
+        rc = lmdb_group_settle(txn, table, q, old.group, delta);
     if (rc == STORE_OK && group.len)
         rc = lmdb_group_settle(txn, table, q, group, delta);
     for (int i = 0; extra && i < CNT_N; i++)
@@ -320,7 +383,9 @@ lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Sto
                      .order = r->order,
                      .not_before = r->not_before,
                      .group = r->group};
-    return lmdb_record_store(txn, table, q, &n, true, NULL);
+    int rc = lmdb_record_store(txn, table, q, &n, PUT_CREATE, NULL);
+    /* Reaped after it, as "r" may point into LMDB memory. */
+    return rc || !q ? rc : lmdb_done_reap(txn, q);
 }
 
 int
@@ -336,7 +401,69 @@ lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Sto
     n.not_before = r->not_before;
     n.group = r->group;
     n.written = lmdb_txn_now(txn);
-    return lmdb_record_store(txn, table, q, &n, false, NULL);
+    return lmdb_record_store(txn, table, q, &n, PUT_UPDATE, NULL);
+}
+
+/* Ends the hold of "r", if it has one: hold, claimed_until, consumer and
+ * instance cleared. */
+static void
+hold_clear(StoreRecord *r)
+{
+    r->hold = r->claimed_until = 0;
+    r->consumer = r->instance = (StoreBytes){NULL, 0};
+}
+
+/* The finish of record "r" of queue "q" marked to run again: stored as
+ * new work (store_record_delete), counted as a delete. */
+static int
+finish_rerun(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreRecord *r)
+{
+    int64_t extra[CNT_N] = {[CNT_DELETES] = 1};
+    hold_clear(r);
+    r->attempts = 0;
+    r->errors = (StoreBytes){NULL, 0};
+    r->rerun = false;
+    r->completed_at = 0;
+    r->since = r->changed = lmdb_txn_now(txn);
+    return lmdb_record_store(txn, table, q, r, PUT_RENEW, extra);
+}
+
+/* The finish of record "r" (not done) of queue "q", which keeps: stored
+ * done now, out of every claim index, counted as a delete. */
+static int
+finish_keep(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreRecord *r)
+{
+    int64_t extra[CNT_N] = {[CNT_DELETES] = 1};
+    hold_clear(r);
+    r->completed_at = r->changed = lmdb_txn_now(txn);
+    return lmdb_record_store(txn, table, q, r, PUT_UPDATE, extra);
+}
+
+/* Removes record "rk" (header "h", parsed into "r") with its index
+ * entries, counted as a delete of queue "q" (NULL: a collection's). */
+static int
+record_remove(StoreTxn *txn, uint32_t table, const StoreQueue *q, KeyBuf *rk, const RecordHead *h,
+              const StoreRecord *r)
+{
+    int64_t delta[CNT_N] = {[CNT_DELETES] = q ? 1 : 0};
+    int was, rc;
+    if (r->completed_at) {
+        rc = lmdb_done_remove(txn, table, r->completed_at, rk->data + 4, rk->len - 4, delta);
+        return rc ? rc : lmdb_counts_add(txn, table, delta);
+    }
+    MDB_val kv = lmdb_key_val(rk);
+    unsigned char group_buf[STORE_MAX_KEY];
+    StoreBytes group = {group_buf, lmdb_grouped(q, r->group) ? r->group.len : 0};
+    lmdb_copy(group_buf, r->group.data, group.len);
+    delta[CNT_RECORDS] = -1;
+    if ((rc = lmdb_queue_index_remove(txn, table, rk->data + 4, rk->len - 4, h, group, &was)))
+        return rc;
+    lmdb_counts_note(delta, was, -1);
+    if ((rc = lmdb_status_of(lmdb_del(txn->st, txn->txn, txn->st->records, &kv, NULL))))
+        return rc;
+    if (group.len && (rc = lmdb_group_settle(txn, table, q, group, delta)))
+        return rc;
+    return lmdb_counts_add(txn, table, delta);
 }
 
 int
@@ -346,35 +473,17 @@ lmdb_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreByte
     RecordHead h;
     StoreRecord r;
     int rc = lmdb_record_find(txn, table, key, &rk, &h);
-    if (rc)
+    if (rc || (rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
         return rc;
-    if (hold > 0) {
-        if ((rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
-            return rc;
-        if (r.hold != hold || r.claimed_until <= lmdb_txn_now(txn))
-            return STORE_CONFLICT;
-    }
-    MDB_val kv = lmdb_key_val(&rk);
-    int64_t delta[CNT_N] = {[CNT_RECORDS] = -1, [CNT_DELETES] = q ? 1 : 0};
-    int was;
-    unsigned char group_buf[STORE_MAX_KEY];
-    StoreBytes group = {group_buf, 0};
-    if (q && q->per_group > 0) {
-        if ((rc = lmdb_record_parse(lmdb_key_val(&rk), &h, &r)))
-            return rc;
-        if (lmdb_grouped(q, r.group)) {
-            group.len = r.group.len;
-            memcpy(group_buf, r.group.data, r.group.len);
-        }
-    }
-    if ((rc = lmdb_queue_index_remove(txn, table, rk.data + 4, rk.len - 4, &h, group, &was)))
-        return rc;
-    lmdb_counts_note(delta, was, -1);
-    if ((rc = lmdb_status_of(lmdb_del(txn->st, txn->txn, txn->st->records, &kv, NULL))))
-        return rc;
-    if (group.len && (rc = lmdb_group_settle(txn, table, q, group, delta)))
-        return rc;
-    return lmdb_counts_add(txn, table, delta);
+    if (hold > 0 && (r.hold != hold || r.claimed_until <= lmdb_txn_now(txn)))
+        return STORE_CONFLICT;
+    if (q && r.rerun)
+        rc = finish_rerun(txn, table, q, &r);
+    else if (q && q->keep_ns > 0 && !r.completed_at)
+        rc = finish_keep(txn, table, q, &r);
+    else
+        rc = record_remove(txn, table, q, &rk, &h, &r);
+    return rc || !q ? rc : lmdb_done_reap(txn, q);
 }
 
 /* store_record_each's caller's function, for lmdb_table_walk. */

@@ -1,7 +1,8 @@
 /* lmdb_test.c — the LMDB backend's own tests, part two: what it does
  * beyond store.h's promises with the environment it opened — several
  * processes on one environment and its shared sync page, the map (full,
- * grown by another process, grown by store_write, QUEUEFS_MAP_SIZE).  Part
+ * grown by another process, grown by store_write, QUEUEFS_MAP_SIZE) — and
+ * what its KEEP and COALESCE do that the conformance cases leave out.  Part
  * one (stores it refuses, formats and their upgrades) is
  * lmdb_format_test.c; what a machine crash leaves, lmdb_crash_test.c. */
 #include "store_test.h"
@@ -314,12 +315,66 @@ test_map_size_env(void)
     }
 }
 
+/* ---- KEEP and COALESCE ---- */
+
+/* Creates record "key" of "q" in group "group" in a transaction of its own. */
+static void
+add_grouped(Store *s, const StoreQueue *q, const char *key, const char *group)
+{
+    StoreTxn *t = begin(s, true);
+    StoreRecord r = {.key = bytes_of(key), .value = bytes_of("v"), .group = bytes_of(group)};
+    CHECK(store_record_create(t, q->table, q, &r) == STORE_OK, "create %s", key);
+    commit(t);
+}
+
+/* The finish of a marked record hands it out again behind the records of
+ * its order key that were waiting (a new arrival sequence); on a queue
+ * that keeps, the finish of a held record lets its AT MOST … PER group's
+ * hold go, so that the group's next record is claimable. */
+static void
+test_rerun_order_keep_groups(void)
+{
+    Store *st = open_store("keep", false, 0);
+    if (!st)
+        return;
+    StoreQueue q = queue_new(st, "rerun", 30 * SEC, 0);
+    add(st, &q, "a", "v", "x", 0);
+    add(st, &q, "b", "v", "x", 0);
+    Claimed c = claim_expect(st, &q, 1, NULL, "a", "claim a");
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_rerun(t, &q, bytes_of("a")) == STORE_OK &&
+              store_record_delete(t, q.table, &q, bytes_of("a"), c.hold) == STORE_OK,
+          "mark a, finish it");
+    commit(t);
+    claim_expect(st, &q, 2, NULL, "b,a", "run again behind b, of the same order key");
+
+    StoreQueue g = queue_new(st, "keep-group", 30 * SEC, 0);
+    g.per_group = 1;
+    g.keep_ns = 3600 * SEC;
+    add_grouped(st, &g, "g1", "G");
+    add_grouped(st, &g, "g2", "G");
+    c = claim_expect(st, &g, 5, NULL, "g1", "one of the group at a time");
+    t = begin(st, true);
+    CHECK(store_record_delete(t, g.table, &g, bytes_of("g1"), c.hold) == STORE_OK, "finish g1");
+    commit(t);
+    claim_expect(st, &g, 5, NULL, "g2", "its finish let the group's hold go");
+    StoreQueueCounts n = counts_of(st, &g);
+    CHECK(n.records == 2 && n.done == 1 && n.held == 1 && n.grouped == 0 && n.groups_full == 1,
+          "g1 done, g2 held: %" PRIu64 " done, %" PRIu64 " held", n.done, n.held);
+    store_close(st);
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_two_processes,        test_reader_syncs_nothing,
-                                     test_map_resized_and_full, test_map_resized_while_opening,
-                                     test_write_grows,          test_map_size_env,
-                                     test_write_processes,      NULL};
+    static const TestCase cases[] = {test_two_processes,
+                                     test_reader_syncs_nothing,
+                                     test_map_resized_and_full,
+                                     test_map_resized_while_opening,
+                                     test_write_grows,
+                                     test_map_size_env,
+                                     test_write_processes,
+                                     test_rerun_order_keep_groups,
+                                     NULL};
     return test_root_main("lmdb_test", cases);
 }
