@@ -214,7 +214,7 @@ claim_hold() {
     # Held: marked; its finish hands it out again, as new work.
     echo '{"id":"a","demand":9}' >>"$M/q/new"
     rm "$M/q/a" || fail "the finish of a failed"
-    assert_equal "$(jq -c '[.attempts, .hold, .demand]' "$M/q/a")" '[null,null,5]'
+    assert_equal "$(jq -c '[.attempts, .hold, .demand]' "$M/q/a")" '[0,null,5]'
     assert_equal "$(jq -r .id <"$M/q/claim")" q:a
     rm "$M/q/a"
     [ ! -e "$M/q/a" ] || fail "a ran a third time: $(cat "$M/q/a")"

@@ -1258,8 +1258,9 @@ static void
 test_rerun(void)
 {
     StoreQueue q = queue_new(st, "rerun", 30000 * MS, 0);
-    add(st, &q, "a", "v", NULL, 0);
-    add(st, &q, "b", "v", NULL, 0);
+    /* one order key: arrival decides between them */
+    add(st, &q, "a", "v", "same", 0);
+    add(st, &q, "b", "v", "same", 0);
     StoreTxn *t = begin(st, true);
     CHECK(store_record_rerun(t, &q, bytes_of("a")) == STORE_CONFLICT,
           "marking a record no hold runs on: CONFLICT");
