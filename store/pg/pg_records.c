@@ -183,7 +183,8 @@ pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     int rc = filing_check(q, r);
     if (rc)
         return rc;
-    PGresult *res = PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r));
+    PGresult *res =
+        PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r), .keep = q ? q->keep_ns : 0);
     if (!res)
         return rc;
     if (PQntuples(res)) {
@@ -227,14 +228,25 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
     if (rc)
         return rc;
-    bool counted = q && pg_txn_commits_with_next(txn); /* by the statement */
-    PGresult *res =
-        PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold, .counts = counted,
-               .slot = txn->c->slot, .catalog = pg_txn_version_to_check(txn));
-    if (!res)
-        return rc;
+    bool counted;
+    PGresult *res;
+    /* A queue's finish that found nothing to do may have seen the record
+     * as it was before a change that made another of its three ways the
+     * one (RECORD_DELETE): it looks once more, at the record as it is. */
+    for (int looks = q ? 2 : 1; looks > 0; looks--) {
+        counted = q && pg_txn_commits_with_next(txn); /* by the statement */
+        res = PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold,
+                     .counts = counted, .slot = txn->c->slot,
+                     .catalog = pg_txn_version_to_check(txn), .keep = q ? q->keep_ns : 0);
+        if (!res)
+            return rc;
+        if (PQntuples(res))
+            break;
+    }
     if (PQntuples(res) == 0)
         return hold > 0 ? pg_fence_failed(txn, table, key) : STORE_NOTFOUND;
+    if (pg_bool(res, 0, 0))
+        txn->changed = true; /* handed out anew: claimable */
     if (q && !counted)
         pg_count(txn, table, 0, 0, 0, 1);
     return pg_group_fix(txn, q, was_in, PG_NO_BYTES);
