@@ -192,6 +192,14 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
     return res ? hand_out(txn, q, res, false, fn, ctx, claimed) : rc;
 }
 
+/* The arguments of a claim of "n" from the head of queue "q" by claim "c"
+ * (CLAIM_HEAD, CLAIM_HEAD_REAP), counted by the statement when "counted",
+ * as designated initialisers. */
+#define CLAIMING_HEAD(txn, q, c, n_, counted) \
+    .table = (q)->table, .timeout = (q)->timeout_ns, .n = (n_), .ceiling = (q)->max_attempts, \
+    .consumer = (c)->consumer, .instance = (c)->instance, .catalog = pg_txn_version_to_check(txn), \
+    .slot = (txn)->c->slot, .counts = (counted)
+
 int
 pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
          int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
@@ -222,10 +230,9 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         /* The transaction's instant is the server's to put in: this claim
          * may be the statement that begins it. */
         counted = pg_txn_commits_with_next(txn);
-        res = PG_RUN(txn, CLAIM_HEAD, &rc, .table = q->table, .timeout = q->timeout_ns, .n = n,
-                     .ceiling = q->max_attempts, .consumer = c->consumer, .instance = c->instance,
-                     .catalog = pg_txn_version_to_check(txn), .slot = txn->c->slot,
-                     .counts = counted, .keep = q->keep_ns);
+        res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, &rc,
+                                      CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
+                             : PG_RUN(txn, CLAIM_HEAD, &rc, CLAIMING_HEAD(txn, q, c, n, counted));
     }
     return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
 }

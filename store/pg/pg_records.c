@@ -221,6 +221,13 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     return pg_group_fix(txn, q, was_in, r->group);
 }
 
+/* The arguments of a finish (RECORD_DELETE, RECORD_FINISH) of record
+ * "key" of table "id" fenced by "hold" in "t", counted by the statement
+ * when "counted", as designated initialisers. */
+#define FINISHING(t, id, key_, hold_, counted) \
+    .table = (id), .key = (key_), .hold = (hold_), .counts = (counted), .slot = (t)->c->slot, \
+    .catalog = pg_txn_version_to_check(t)
+
 int
 pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold)
 {
@@ -230,14 +237,15 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
         return rc;
     bool counted;
     PGresult *res;
-    /* A queue's finish that found nothing to do may have seen the record
-     * as it was before a change that made another of its three ways the
-     * one (RECORD_DELETE): it looks once more, at the record as it is. */
-    for (int looks = q ? 2 : 1; looks > 0; looks--) {
+    /* A removal first, unless the queue keeps (RECORD_DELETE: the record
+     * may be marked to run again, then it removes nothing); then, for a
+     * queue's finish that found nothing to do, the finish of every case
+     * (RECORD_FINISH), on the record as it is now. */
+    for (int look = q && q->keep_ns > 0; look < (q ? 2 : 1); look++) {
         counted = q && pg_txn_commits_with_next(txn); /* by the statement */
-        res = PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold,
-                     .counts = counted, .slot = txn->c->slot,
-                     .catalog = pg_txn_version_to_check(txn), .keep = q ? q->keep_ns : 0);
+        res = look ? PG_RUN(txn, RECORD_FINISH, &rc, FINISHING(txn, table, key, hold, counted),
+                            .keep = q->keep_ns)
+                   : PG_RUN(txn, RECORD_DELETE, &rc, FINISHING(txn, table, key, hold, counted));
         if (!res)
             return rc;
         if (PQntuples(res))
