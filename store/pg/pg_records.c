@@ -2,11 +2,13 @@
  * delete, walk), and what its queue primitives (pg_queue.c) share with
  * them: the counters, fences, and a grouped queue's group locks and fixes.
  *
- * Each write is one statement of store/pg/pg_stmts.def; the counters they keep
- * are added up in the transaction and written at its commit, to a row of
- * the connection's own, so no row is rewritten by every claim.  On a
- * grouped queue (AT MOST … PER) a write that may move a ready record of a
- * group locks the group first (PG_GROUP_LOCK_OF), and puts it right after
+ * Each write is one statement of store/pg/pg_stmts.def (but the finish
+ * of a record marked to run again on a queue without KEEP: RECORD_DELETE,
+ * then RECORD_FINISH); the counters they keep are added up in the
+ * transaction and written at its commit, to a row of the connection's
+ * own, so no row is rewritten by every claim.  On a grouped queue (AT
+ * MOST … PER) a write that may move a ready record of a group locks the
+ * group first (PG_GROUP_LOCK_OF), and puts it right after
  * (PG_GROUP_FIX). */
 #include "pg_internal.h"
 
