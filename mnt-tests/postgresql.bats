@@ -547,20 +547,52 @@ host_worker() {
     [ "$taken" -ge 1 ] || fail "no hold of host 1 lapsed to another host"
 }
 
-@test "postgresql: a schema of version 2 (no errors) is brought to version 3 in place by the first process that writes: its records kept, a release's reason kept from then on" {
-    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
-    # Version 2 as it was: no errors column, nor the functions that keep it.
-    psql -qX "$STORE" -v ON_ERROR_STOP=1 \
-        -c "DROP FUNCTION queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8),
+# schema_as VERSION SQL…: makes the store's schema look as version VERSION
+# had it: drops the claim functions (made anew by version 4), runs each
+# SQL, and sets the version.
+schema_as() {
+    local version=$1 sql
+    shift
+    local args=(-c "DROP FUNCTION queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8),
                 queuefs.claim_grouped(int8, int8, int8, int8, int8, bytea, bytea, int8),
-                queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea),
-                queuefs.errors_lapsed(bytea, int8, int8, int8), queuefs.errors_add(bytea, int8, int8, bytea)" \
-        -c "ALTER TABLE queuefs.records DROP COLUMN errors" \
-        -c "UPDATE queuefs.version SET version = 2" >/dev/null
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 2
+                queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea)")
+    for sql in "$@"; do args+=(-c "$sql"); done
+    psql -qX "$STORE" -v ON_ERROR_STOP=1 "${args[@]}" \
+        -c "UPDATE queuefs.version SET version = $version" >/dev/null
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" "$version"
+}
+
+@test "postgresql: a schema of version 2 (no errors) is brought to version 4 in place by the first process that writes: its records kept, a release's reason kept from then on" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
+    # Version 2 as it was: no errors column, nor the functions that keep it
+    # (nor what version 4 adds).
+    schema_as 2 "DROP FUNCTION queuefs.errors_lapsed(bytea, int8, int8, int8),
+                queuefs.errors_add(bytea, int8, int8, bytea)" \
+        "DROP INDEX queuefs.records_done" \
+        "ALTER TABLE queuefs.records DROP COLUMN errors, DROP COLUMN completed_at, DROP COLUMN rerun"
     run sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'upgraded';"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 3
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 4
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
         '[{"last_error":"upgraded","n":1},{"n":2}]'
+}
+
+@test "postgresql: a schema of version 3 (no KEEP) is brought to version 4 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m AT MOST 1 PER g; CREATE jobs:1 = {n: 1, g: 'a'};
+         CREATE jobs:2 = {n: 2, g: 'a'}; CREATE jobs:3 = {n: 3, g: 'b'};" >/dev/null
+    sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'before'; CLAIM jobs:3;" >/dev/null
+    # Version 3 as it was: no completed_at nor rerun, no done records'
+    # index, its claim functions answering neither.
+    schema_as 3 "DROP INDEX queuefs.records_done" \
+        "ALTER TABLE queuefs.records DROP COLUMN completed_at, DROP COLUMN rerun"
+    run sql "CLAIM FROM jobs;"
+    assert_success
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 4
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
+        WHERE schemaname = 'queuefs' AND indexname = 'records_done'")" 1
+    assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
+        '[{"last_error":"before","n":1},{"n":2},{"n":3}]'
+    # jobs:1 was claimed again (group a had room), jobs:3 is still held.
+    assert_equal "$(sql 'SELECT n, hold FROM jobs;' | jq -c '[.[] | select(.hold) | .n] | sort')" \
+        '[1,3]'
 }

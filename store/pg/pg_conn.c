@@ -60,6 +60,8 @@ pg_record_of(const PGresult *res, int row, int col, StoreRecord *r)
     r->not_before = pg_i64(res, row, col + 13);
     r->errors = pg_bytes(res, row, col + 14);
     r->group = pg_bytes(res, row, col + 15);
+    r->completed_at = pg_i64(res, row, col + 16);
+    r->rerun = pg_bool(res, row, col + 17);
 }
 
 PgDelta *

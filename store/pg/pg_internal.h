@@ -12,10 +12,13 @@
  * A queue record's place is two columns of its row, kept by SQL functions
  * the schema defines: "state" (NULL: a collection's record; 0 ready; 1
  * waiting until "wake"; 2 retired; 3 parked: ready, but behind the next
- * record of its AT MOST … PER group) and "dead" (at its ATTEMPTS ceiling
- * when it was filed).  The claim's partial indexes cover state 0 (in claim
- * order) and state 1 (in wake order); a group's ready records are indexed
- * by group, and its row of queuefs.groups locks it (store/pg/pg_schema.c).
+ * record of its AT MOST … PER group; 4 done: finished on a queue that
+ * KEEPs, "completed_at" set) and "dead" (at its ATTEMPTS ceiling when it
+ * was filed).  The claim's partial indexes cover state 0 (in claim order)
+ * and state 1 (in wake order), and the reaping's state 4 (in completed_at
+ * order: the queue's writes remove the expired ones, pg_stmts.def's
+ * REAPED); a group's ready records are indexed by group, and its row of
+ * queuefs.groups locks it (store/pg/pg_schema.c).
  *
  * Only the files store/pg_*.c include libpq-fe.h. */
 #ifndef QUEUEFS_PG_INTERNAL_H
@@ -232,8 +235,10 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
  * their decoding into "r" (pointers into "res"). */
 #define PG_RECORD_COLS \
     "key, value, seq, since, written, changed, claimed, attempts, hold, claimed_until, " \
-    "consumer, instance, ord, not_before, errors, grp"
-#define PG_RECORD_NCOLS 16
+    "consumer, instance, ord, not_before, errors, grp, completed_at, rerun"
+#define PG_RECORD_NCOLS 18
+/* The column of PG_RECORD_COLS that is the record's group. */
+#define PG_RECORD_GRP 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
 /* ---- what pg_conn.c shares with pg_txn.c ---- */
@@ -325,7 +330,7 @@ void pg_stmt_bind(const PgStmt *args, PgBound *out);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 3
+#define PG_SCHEMA_VERSION 4
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

@@ -115,7 +115,7 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
         return STORE_OK;
     PGresult *done = PG_RUN(txn, CLAIM_ONE, &rc, .table = q->table, .key = c->key, .now = now,
                             .ceiling = q->max_attempts, .until = until, .consumer = c->consumer,
-                            .instance = c->instance);
+                            .instance = c->instance, .keep = q->keep_ns);
     if (!done)
         return rc;
     StoreRecord r;
@@ -167,10 +167,11 @@ hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
 
 /* The arguments the claims of a grouped queue (CLAIM_GROUPED and
  * CLAIM_NAMED) share, as designated initialisers: the ceiling, the new
- * deadline "until", the consumer and instance of claim "c", per_group. */
+ * deadline "until", the consumer and instance of claim "c", per_group and
+ * the KEEP its reaping goes by. */
 #define CLAIMING(q, c, until_ns) \
     .ceiling = (q)->max_attempts, .until = (until_ns), .consumer = (c)->consumer, \
-    .instance = (c)->instance, .per_group = (q)->per_group
+    .instance = (c)->instance, .per_group = (q)->per_group, .keep = (q)->keep_ns
 
 /* The claim of the one record "c->key" of a grouped queue: its group
  * locked, then the record, claimed when it is ready or parked, its group
@@ -190,6 +191,14 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
                            .now = pg_txn_now(txn), CLAIMING(q, c, until));
     return res ? hand_out(txn, q, res, false, fn, ctx, claimed) : rc;
 }
+
+/* The arguments of a claim of "n" from the head of queue "q" by claim "c"
+ * (CLAIM_HEAD, CLAIM_HEAD_REAP), counted by the statement when "counted",
+ * as designated initialisers. */
+#define CLAIMING_HEAD(txn, q, c, n_, counted) \
+    .table = (q)->table, .timeout = (q)->timeout_ns, .n = (n_), .ceiling = (q)->max_attempts, \
+    .consumer = (c)->consumer, .instance = (c)->instance, .catalog = pg_txn_version_to_check(txn), \
+    .slot = (txn)->c->slot, .counts = (counted)
 
 int
 pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
@@ -221,10 +230,9 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         /* The transaction's instant is the server's to put in: this claim
          * may be the statement that begins it. */
         counted = pg_txn_commits_with_next(txn);
-        res = PG_RUN(txn, CLAIM_HEAD, &rc, .table = q->table, .timeout = q->timeout_ns, .n = n,
-                     .ceiling = q->max_attempts, .consumer = c->consumer, .instance = c->instance,
-                     .catalog = pg_txn_version_to_check(txn), .slot = txn->c->slot,
-                     .counts = counted);
+        res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, &rc,
+                                      CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
+                             : PG_RUN(txn, CLAIM_HEAD, &rc, CLAIMING_HEAD(txn, q, c, n, counted));
     }
     return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
 }
@@ -248,7 +256,7 @@ pg_release(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold, int
     pg_count(txn, q->table, 0, 1, 0, 0);
     if (out)
         pg_record_of(res, 0, 0, out);
-    return pg_group_fix(txn, q, pg_bytes(res, 0, PG_RECORD_NCOLS - 1), PG_NO_BYTES);
+    return pg_group_fix(txn, q, pg_bytes(res, 0, PG_RECORD_GRP), PG_NO_BYTES);
 }
 
 static int
@@ -272,7 +280,7 @@ groups_fix_released(StoreTxn *txn, const StoreQueue *q, const PGresult *res)
     if (!groups)
         abort();
     for (int i = 0; i < n; i++)
-        groups[i] = pg_bytes(res, i, PG_RECORD_NCOLS - 1);
+        groups[i] = pg_bytes(res, i, PG_RECORD_GRP);
     qsort(groups, (size_t)n, sizeof *groups, bytes_cmp);
     for (int i = 0; i < n && !rc; i++)
         if (i == 0 || bytes_cmp(&groups[i - 1], &groups[i]))
@@ -494,7 +502,7 @@ pg_queue_refile(StoreTxn *txn, const StoreQueue *q,
         (file && (rc = refile_each(txn, q, file, ctx))))
         return rc;
     if (!PG_RUN(txn, REFILE, &rc, .table = q->table, .now = pg_txn_now(txn),
-                .ceiling = q->max_attempts, .per_group = q->per_group))
+                .ceiling = q->max_attempts, .per_group = q->per_group, .keep = q->keep_ns))
         return rc;
     if (!PG_RUN(txn, REFILE_GROUPED, &rc, .table = q->table, .per_group = q->per_group))
         return rc;
@@ -549,6 +557,7 @@ pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     out->releases = (uint64_t)(pg_i64(res, 0, 8) + (d ? d->releases : 0));
     out->lapses = (uint64_t)(pg_i64(res, 0, 9) + (d ? d->lapses : 0));
     out->deletes = (uint64_t)(pg_i64(res, 0, 10) + (d ? d->deletes : 0));
+    out->done = (uint64_t)pg_i64(res, 0, 12);
     if (!pg_bool(res, 0, 11))
         return STORE_OK;
     /* A grouped queue: which of its ready records a claim may take. */
@@ -594,6 +603,11 @@ pg_queue_each_waiting(StoreTxn *txn, uint32_t table,
 int
 pg_record_rerun(StoreTxn *txn, const StoreQueue *q, StoreBytes key)
 {
-    (void)txn, (void)q, (void)key;
-    return STORE_CONFLICT; /* TODO(keep): mark the record */
+    if (key.len > STORE_MAX_KEY)
+        return STORE_NOTFOUND;
+    int rc;
+    PGresult *res = PG_RUN(txn, RERUN, &rc, .table = q->table, .key = key, .now = pg_txn_now(txn));
+    if (!res)
+        return rc;
+    return PQntuples(res) ? STORE_OK : pg_fence_failed(txn, q->table, key);
 }

@@ -2,11 +2,13 @@
  * delete, walk), and what its queue primitives (pg_queue.c) share with
  * them: the counters, fences, and a grouped queue's group locks and fixes.
  *
- * Each write is one statement of store/pg/pg_stmts.def; the counters they keep
- * are added up in the transaction and written at its commit, to a row of
- * the connection's own, so no row is rewritten by every claim.  On a
- * grouped queue (AT MOST … PER) a write that may move a ready record of a
- * group locks the group first (PG_GROUP_LOCK_OF), and puts it right after
+ * Each write is one statement of store/pg/pg_stmts.def (but the finish
+ * of a record marked to run again on a queue without KEEP: RECORD_DELETE,
+ * then RECORD_FINISH); the counters they keep are added up in the
+ * transaction and written at its commit, to a row of the connection's
+ * own, so no row is rewritten by every claim.  On a grouped queue (AT
+ * MOST … PER) a write that may move a ready record of a group locks the
+ * group first (PG_GROUP_LOCK_OF), and puts it right after
  * (PG_GROUP_FIX). */
 #include "pg_internal.h"
 
@@ -183,7 +185,8 @@ pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     int rc = filing_check(q, r);
     if (rc)
         return rc;
-    PGresult *res = PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r));
+    PGresult *res =
+        PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r), .keep = q ? q->keep_ns : 0);
     if (!res)
         return rc;
     if (PQntuples(res)) {
@@ -220,6 +223,13 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
     return pg_group_fix(txn, q, was_in, r->group);
 }
 
+/* The arguments of a finish (RECORD_DELETE, RECORD_FINISH) of record
+ * "key" of table "id" fenced by "hold" in "t", counted by the statement
+ * when "counted", as designated initialisers. */
+#define FINISHING(t, id, key_, hold_, counted) \
+    .table = (id), .key = (key_), .hold = (hold_), .counts = (counted), .slot = (t)->c->slot, \
+    .catalog = pg_txn_version_to_check(t)
+
 int
 pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold)
 {
@@ -227,14 +237,26 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     int rc = pg_group_lock_of(txn, q, key, PG_NO_BYTES, &was_in);
     if (rc)
         return rc;
-    bool counted = q && pg_txn_commits_with_next(txn); /* by the statement */
-    PGresult *res =
-        PG_RUN(txn, RECORD_DELETE, &rc, .table = table, .key = key, .hold = hold, .counts = counted,
-               .slot = txn->c->slot, .catalog = pg_txn_version_to_check(txn));
-    if (!res)
-        return rc;
+    bool counted;
+    PGresult *res;
+    /* A removal first, unless the queue keeps (RECORD_DELETE: the record
+     * may be marked to run again, then it removes nothing); then, for a
+     * queue's finish that found nothing to do, the finish of every case
+     * (RECORD_FINISH), on the record as it is now. */
+    for (int look = q && q->keep_ns > 0; look < (q ? 2 : 1); look++) {
+        counted = q && pg_txn_commits_with_next(txn); /* by the statement */
+        res = look ? PG_RUN(txn, RECORD_FINISH, &rc, FINISHING(txn, table, key, hold, counted),
+                            .keep = q->keep_ns)
+                   : PG_RUN(txn, RECORD_DELETE, &rc, FINISHING(txn, table, key, hold, counted));
+        if (!res)
+            return rc;
+        if (PQntuples(res))
+            break;
+    }
     if (PQntuples(res) == 0)
         return hold > 0 ? pg_fence_failed(txn, table, key) : STORE_NOTFOUND;
+    if (pg_bool(res, 0, 0))
+        txn->changed = true; /* handed out anew: claimable */
     if (q && !counted)
         pg_count(txn, table, 0, 0, 0, 1);
     return pg_group_fix(txn, q, was_in, PG_NO_BYTES);

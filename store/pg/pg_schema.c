@@ -2,10 +2,11 @@
  *
  * Everything lives in the schema "queuefs" of the database the URI names;
  * queuefs.version holds the schema's version, so that a later release can
- * migrate it (a schema of version 1 or 2 is brought to 3 in place by the
- * first process that opens it for writing).  Creating it needs CREATE on the database (see the README for
- * the grants); processes opening the store at once serialise on an
- * advisory lock, so one of them creates it. */
+ * migrate it (a schema of version 1, 2 or 3 is brought to 4 in place by
+ * the first process that opens it for writing).  Creating it needs CREATE
+ * on the database (see the README for the grants); processes opening the
+ * store at once serialise on an advisory lock, so one of them creates
+ * it. */
 #include "pg_internal.h"
 
 #include <stdio.h>
@@ -85,7 +86,7 @@ static const char schema_sql[] =
  * (state 1, woken at its deadline): a lapse is found, and the place freed,
  * by the claim that settles it.  queuefs.rates keeps the instants of a
  * rate-limited queue's last hand-outs.  (Its claim functions are made by
- * version 3.) */
+ * version 4.) */
 static const char schema_v2_sql[] =
     "CREATE TABLE IF NOT EXISTS queuefs.groups ("
     "  table_id int8 NOT NULL, grp bytea NOT NULL, held int8 NOT NULL DEFAULT 0,"
@@ -204,16 +205,7 @@ static const char schema_v2_sql[] =
 
 /* Version 3: a record's errors (StoreRecord.errors, in the same
  * encoding), added to a version 2 schema in place (and so to a new one).
- * The claim functions answer them too, so they are made anew. */
-/* What a claim function answers: the record as now stored (PG_RECORD_COLS)
- * and its columns before the claim. */
-#define CLAIMED_TABLE \
-    "RETURNS TABLE (c_key bytea, c_value bytea, c_seq int8, c_since int8, c_written int8," \
-    " c_changed int8, c_claimed int8, c_attempts int8, c_hold int8, c_claimed_until int8," \
-    " c_consumer bytea, c_instance bytea, c_ord bytea, c_not_before int8, c_errors bytea," \
-    " c_grp bytea, o_attempts int8, o_hold int8, o_claimed_until int8, o_consumer bytea," \
-    " o_instance bytea, o_since int8, o_changed int8, o_claimed int8, o_errors bytea)"
-
+ * (The claim functions, which answer them too, are made by version 4.) */
 static const char schema_v3_sql[] =
     "ALTER TABLE queuefs.records ADD COLUMN IF NOT EXISTS errors bytea NOT NULL DEFAULT '';"
     /* store/queue.h's queue_errors_add in SQL: errs with the entry
@@ -241,6 +233,31 @@ static const char schema_v3_sql[] =
     "  SELECT CASE WHEN cu <> 0 AND cu <= now"
     "    THEN queuefs.errors_add(errs, att, cu, '" QUEUE_LAPSED "'::bytea) ELSE errs END"
     "  $$;"
+    "UPDATE queuefs.version SET version = 3;";
+
+/* Version 4: KEEP and COALESCE (StoreRecord.completed_at and .rerun),
+ * added to a version 3 schema in place (and so to a new one).  A finish
+ * on a queue that keeps files the record done, in state 4 with its
+ * completed_at, out of the claim's indexes; the queue's writes remove the
+ * expired ones, oldest first (finishes of one instant in arrival order),
+ * through records_done (pg_stmts.def's REAPED), one probe of it when none
+ * has expired.  The claim functions answer the new columns too, so they
+ * are made anew. */
+/* What a claim function answers: the record as now stored (PG_RECORD_COLS)
+ * and its columns before the claim. */
+#define CLAIMED_TABLE \
+    "RETURNS TABLE (c_key bytea, c_value bytea, c_seq int8, c_since int8, c_written int8," \
+    " c_changed int8, c_claimed int8, c_attempts int8, c_hold int8, c_claimed_until int8," \
+    " c_consumer bytea, c_instance bytea, c_ord bytea, c_not_before int8, c_errors bytea," \
+    " c_grp bytea, c_completed_at int8, c_rerun bool, o_attempts int8, o_hold int8," \
+    " o_claimed_until int8, o_consumer bytea, o_instance bytea, o_since int8, o_changed int8," \
+    " o_claimed int8, o_errors bytea)"
+
+static const char schema_v4_sql[] =
+    "ALTER TABLE queuefs.records ADD COLUMN IF NOT EXISTS completed_at int8 NOT NULL DEFAULT 0,"
+    "  ADD COLUMN IF NOT EXISTS rerun bool NOT NULL DEFAULT false;"
+    "CREATE INDEX IF NOT EXISTS records_done ON queuefs.records (table_id, completed_at, seq)"
+    "  WHERE state = 4;"
     "DROP FUNCTION IF EXISTS queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8);"
     "DROP FUNCTION IF EXISTS queuefs.claim_grouped(int8, int8, int8, int8, int8, bytea, bytea, int8);"
     "DROP FUNCTION IF EXISTS queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea);"
@@ -258,7 +275,7 @@ static const char schema_v3_sql[] =
     "      WHERE r.table_id = tid AND r.key = k"
     "      RETURNING r.key, r.value, r.seq, r.since, r.written, r.changed, r.claimed,"
     "       r.attempts, r.hold, r.claimed_until, r.consumer, r.instance, r.ord,"
-    "       r.not_before, r.errors, r.grp)"
+    "       r.not_before, r.errors, r.grp, r.completed_at, r.rerun)"
     "  SELECT u.*, p.* FROM u, p"
     "  $$;"
     /* The claim of up to n records of a grouped queue from the head, one
@@ -306,7 +323,7 @@ static const char schema_v3_sql[] =
     "  END IF;"
     "  PERFORM queuefs.group_fix(tid, g, glim, at_ns);"
     "END $$;"
-    "UPDATE queuefs.version SET version = 3;";
+    "UPDATE queuefs.version SET version = 4;";
 
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
@@ -374,6 +391,8 @@ schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
         rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL);
     if (!rc && version <= 2)
         rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL);
+    if (!rc && version <= 3)
+        rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL);
     if (!rc)
         rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     return rc;
@@ -395,8 +414,9 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
         if (!rc)
             rc = schema_exists(conn, &exists, errbuf, errlen);
         if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)) &&
-            !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)))
-            rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL);
+            !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)) &&
+            !(rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }
