@@ -450,8 +450,9 @@ typedef struct StoreQueue {
      * writes remove expired ones as they go — store_record_create,
      * store_record_delete and store_claim of the queue each remove up to
      * STORE_REAP_MAX of them, oldest finish first (those of one instant
-     * in an order of the backend's), so nothing sweeps in the background and the store keeps about the finish rate × KEEP of
-     * them.  With keep_ns 0 a queue keeps no done record (a refile removes
+     * in an order of the backend's), so nothing sweeps in the background
+     * and the store keeps about the finish rate × KEEP of them.  With
+     * keep_ns 0 a queue keeps no done record (a refile removes
      * those an earlier KEEP left: store_queue_refile). */
     int64_t keep_ns;
 } StoreQueue;
