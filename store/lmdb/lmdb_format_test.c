@@ -227,7 +227,8 @@ raw_record_columns(Raw *r, uint32_t id, const char *key, uint64_t seq, const cha
     n += 8 * 8 + 1 + 1 + 2;
     if (version >= 4) {
         be_put32(v + n, (uint32_t)errors.len);
-        memcpy(v + n + 4, errors.data, errors.len);
+        if (errors.len)
+            memcpy(v + n + 4, errors.data, errors.len);
         n += 4 + errors.len;
     }
     memcpy(v + n, value, strlen(value));
