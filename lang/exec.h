@@ -52,6 +52,8 @@ typedef struct Exec {
                               (lang_keys_push) instead of answering them */
     bool alone;   /* the statement is all its transaction does: its
                               last change may say so (store_txn_last) */
+    bool unread;  /* nobody reads its answer (a write to new): a run of
+                              CREATEs (lang_exec_creates) answers nothing */
 } Exec;
 
 /* The statement's instant: the transaction's (store_txn_now), read when it
@@ -156,8 +158,8 @@ LangErrorCode lang_exec_table_statement(Exec *x, const Stmt *st);
 size_t lang_creates_run(Stmt *const *stmts, size_t n);
 /* Runs such a run of "n" CREATEs as each would run alone, in order, but
  * with one call of the store for their identities and one for their
- * records: each answers in x->out, where its answer ends going into
- * ends[i]. */
+ * records: each answers in x->out (unless x->unread), where its answer
+ * ends going into ends[i]. */
 LangErrorCode lang_exec_creates(Exec *x, Stmt *const *stmts, size_t n, size_t *ends);
 LangErrorCode lang_exec_use_consumer(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_claim(Exec *x, const Stmt *st);

@@ -477,6 +477,10 @@ lang_exec_creates(Exec *x, Stmt *const *stmts, size_t n, size_t *ends)
     if (!rc && m < n)
         *x->err = bad, rc = bad.code;
     for (size_t i = 0; i < n && !rc; i++) {
+        if (x->unread) {
+            ends[i] = x->out->len;
+            continue;
+        }
         Value results = lang_value_array();
         lang_value_array_push(&results, lang_record_view(&rs[i], &def, lang_exec_now(x)));
         lang_exec_answer(x, &results);
