@@ -154,6 +154,11 @@ void lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, in
  * when "create" finds it / does not; StoreError… as lang_store_error. */
 LangErrorCode lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create,
                                 LangError *err);
+/* Creates the "n" records rs[0 .. n), whose identities differ, as n
+ * lang_record_store of each would in that order, in one call of the store
+ * (store_records_create): the first failure's error. */
+LangErrorCode lang_records_create(StoreTxn *txn, const TableDef *def, const Record *rs, size_t n,
+                                  LangError *err);
 /* How queue "def" files a record of identity "key" and "fields": its
  * claim-order key (PRIORITY BY) into "order", its NOT BEFORE instant into
  * "*not_before" (0: none) and its AT MOST … PER group into "group" (the

@@ -159,6 +159,18 @@ static const Case cases[] = {
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs:1 = {}; CREATE jobs:1 = {}; COMMIT;",
      "null\nnull\n", LANG_RECORD_EXISTS},
+    /* a run of CREATEs that name no record goes to the store together:
+     * each answers as alone, identities in order, after a named one's */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs = {n: 1}; CREATE jobs = {n: 2};"
+     "CREATE jobs:7 = {n: 3}; CREATE jobs = {n: 4}; CREATE jobs; COMMIT; SELECT n FROM jobs;",
+     "null\nnull\n[{\"id\":\"jobs:1\",\"n\":1}]\n[{\"id\":\"jobs:2\",\"n\":2}]\n"
+     "[{\"id\":\"jobs:7\",\"n\":3}]\n[{\"id\":\"jobs:8\",\"n\":4}]\n[{\"id\":\"jobs:9\"}]\n"
+     "null\n[{\"n\":1},{\"n\":2},{\"n\":3},{\"n\":4},{}]\n",
+     LANG_OK},
+    /* ... and one that fails fails them all, with its own error */
+    {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CREATE jobs = {n: 1}; CREATE jobs = {hold: 2};"
+     "CREATE jobs = {n: 3}; COMMIT;",
+     "null\nnull\n", LANG_ENGINE_FIELD},
     /* ceilings and kinds */
     {"DEFINE QUEUE jobs TIMEOUT 30s; CLAIM 1000 FROM jobs; CLAIM 1001 FROM jobs;", "null\n[]\n",
      LANG_CLAIM_CEILING},

@@ -197,6 +197,7 @@ typedef struct SessionRun {
     LangError *err;
     bool reserve; /* every statement may use the store's reserve */
     bool lazy;    /* every statement changes only holds */
+    bool unread;  /* nobody reads the answers (no emit) */
 } SessionRun;
 
 /* Puts back the consumer and instance the session had before the run. */
@@ -223,11 +224,17 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         lang_unclaim_free(r->s->undo); /* a run again claims afresh */
     lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
-    Exec x = {r->s, txn, 0, &r->lines, r->err, NULL, r->n == 1};
-    for (size_t i = 0; i < r->n; i++) {
-        if (lang_exec_stmt(&x, r->stmts[i]))
+    Exec x = {r->s, txn, 0, &r->lines, r->err, NULL, r->n == 1, r->unread};
+    for (size_t i = 0, k; i < r->n; i += k) {
+        /* A run of CREATEs of one table that name no record goes to the
+         * store together: a server's round trips are a few, not a few a
+         * record (the lines of a write to new, a BEGIN … COMMIT). */
+        k = lang_creates_run(r->stmts + i, r->n - i);
+        if (k > 1 ? lang_exec_creates(&x, r->stmts + i, k, r->ends + i)
+                  : lang_exec_stmt(&x, r->stmts[i]))
             return -1;
-        r->ends[i] = r->lines.len;
+        k = k > 1 ? k : 1;
+        r->ends[i + k - 1] = r->lines.len;
     }
     return 0;
 }
@@ -244,7 +251,13 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
     char saved_instance[sizeof s->instance];
     memcpy(saved_instance, s->instance, sizeof saved_instance);
 
-    SessionRun r = {s, stmts, n, saved_consumer, saved_instance, {0}, NULL, err, false, false};
+    SessionRun r = {.s = s,
+                    .stmts = stmts,
+                    .n = n,
+                    .saved_consumer = saved_consumer,
+                    .saved_instance = saved_instance,
+                    .err = err,
+                    .unread = !emit};
     r.ends = lang_xcalloc(n, sizeof *r.ends);
     r.reserve = r.lazy = true;
     for (size_t i = 0; i < n; i++) {

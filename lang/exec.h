@@ -52,6 +52,8 @@ typedef struct Exec {
                               (lang_keys_push) instead of answering them */
     bool alone;   /* the statement is all its transaction does: its
                               last change may say so (store_txn_last) */
+    bool unread;  /* nobody reads its answer (a write to new): a run of
+                              CREATEs (lang_exec_creates) answers nothing */
 } Exec;
 
 /* The statement's instant: the transaction's (store_txn_now), read when it
@@ -150,6 +152,15 @@ LangErrorCode lang_exec_define_table(Exec *x, const Stmt *st);
  * UPDATE run with x->changed set keeps the changed records' keys there and
  * answers nothing (a streamed answer). */
 LangErrorCode lang_exec_table_statement(Exec *x, const Stmt *st);
+/* The length of the run of CREATEs that "stmts" (n statements) opens
+ * which lang_exec_creates may run together: of one table, none naming
+ * its record (the store gives their identities). */
+size_t lang_creates_run(Stmt *const *stmts, size_t n);
+/* Runs such a run of "n" CREATEs as each would run alone, in order, but
+ * with one call of the store for their identities and one for their
+ * records: each answers in x->out (unless x->unread), where its answer
+ * ends going into ends[i]. */
+LangErrorCode lang_exec_creates(Exec *x, Stmt *const *stmts, size_t n, size_t *ends);
 LangErrorCode lang_exec_use_consumer(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_claim(Exec *x, const Stmt *st);
 LangErrorCode lang_exec_release(Exec *x, const Stmt *st);
@@ -164,9 +175,10 @@ LangErrorCode lang_claim_ceiling_check(const Stmt *st, LangError *err);
 
 /* ---- store-assigned identities and DEDUPLICATE (identity.c) ---- */
 
-/* The identity the store assigns in table "def" into "*key": 1 + the
- * greatest integer it ever held.  IdentitiesExhausted when none is left. */
-LangErrorCode lang_identity_next(Exec *x, const TableDef *def, Value *key);
+/* The "n" identities the store assigns in table "def" into keys[0 .. n),
+ * in ascending order: each 1 + the greatest integer it ever held.
+ * IdentitiesExhausted when fewer are left. */
+LangErrorCode lang_identity_next(Exec *x, const TableDef *def, size_t n, Value *keys);
 /* Remembers that identity "key" has been held in "def". */
 LangErrorCode lang_identity_note(Exec *x, const TableDef *def, const Value *key);
 /* DEDUPLICATE: "*repeat" when "key" was first written less than the

@@ -2,6 +2,7 @@
  * them: the one it assigns when a CREATE names no record (1 + the greatest
  * integer ever held), and the DEDUPLICATE window of each of a queue's
  * named records. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec.h"
@@ -16,23 +17,25 @@ exhausted(Exec *x, const TableDef *def)
                           def->decl.name, (long long)INT64_MAX);
 }
 
-/* The identity the store assigns: 1 + the greatest integer ever held.
- * IdentitiesExhausted when that would pass the largest integer (or when
- * the identity is taken, as a store from before the exhausted mark may
- * have it): a store-assigned CREATE never replaces a record. */
+/* The "n" identities the store assigns, in ascending order: each 1 + the
+ * greatest integer ever held.  IdentitiesExhausted when that would pass
+ * the largest integer (or when the last is taken, as a store from before
+ * the exhausted mark may have it): a store-assigned CREATE never replaces
+ * a record. */
 LangErrorCode
-lang_identity_next(Exec *x, const TableDef *def, Value *key)
+lang_identity_next(Exec *x, const TableDef *def, size_t n, Value *keys)
 {
-    int64_t next;
-    int rc = store_identity_next(x->txn, def->id, &next);
-    if (rc == STORE_EXHAUSTED)
-        return exhausted(x, def);
-    if (rc)
-        return lang_store_error(rc, "assigning an identity", x->err);
-    *key = lang_value_int(next);
-    if (next == INT64_MAX && lang_record_exists(x->txn, def, key))
-        return exhausted(x, def);
-    return LANG_OK;
+    int64_t *next = lang_xcalloc(n ? n : 1, sizeof *next);
+    int rc = store_identity_next(x->txn, def->id, n, next);
+    LangErrorCode code = rc == STORE_EXHAUSTED ? exhausted(x, def)
+                         : rc ? lang_store_error(rc, "assigning an identity", x->err)
+                              : LANG_OK;
+    for (size_t i = 0; i < n && !code; i++)
+        keys[i] = lang_value_int(next[i]);
+    if (!code && n && next[n - 1] == INT64_MAX && lang_record_exists(x->txn, def, &keys[n - 1]))
+        code = exhausted(x, def);
+    free(next);
+    return code;
 }
 
 /* Remembers that integer identity "key" has been held. */

@@ -420,45 +420,99 @@ lang_record_value_encode(const Record *r, const TableDef *def, Buf *out, int64_t
     *not_before = fields_not_before(def, &r->fields);
 }
 
-LangErrorCode
-lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
-{
-    Buf key = {0}, val = {0}, order = {0}, group = {0};
+/* Record "r" as the store keeps it: its key, value and filing. */
+typedef struct Stored {
+    Buf key, val, order, group;
     int64_t not_before;
-    lang_record_key_encode(&r->key, &key);
-    value_encode_record(&r->key, &r->fields, &val);
-    LangErrorCode rc = LANG_OK;
-    if (val.len > RECORD_MAX_BYTES) {
-        rc = lang_error_set(err, LANG_TOO_LARGE, "a record is larger than %zu MiB",
-                            RECORD_MAX_BYTES >> 20);
-        goto done;
-    }
-    if ((rc = lang_record_filing(def, &r->key, &r->fields, &order, &not_before, &group, err)))
-        goto done;
-    StoreQueue q;
-    StoreRecord sr = {.key = {key.data, key.len},
-                      .value = {val.data, val.len},
-                      .order = {order.data, order.len},
-                      .not_before = not_before,
-                      .group = {group.data, group.len}};
-    int status = create ? store_record_create(txn, def->id, lang_record_queue(def, &q), &sr)
-                        : store_record_update(txn, def->id, lang_record_queue(def, &q), &sr);
+} Stored;
+
+/* Encodes "r" of "def" into "*e" (freed by stored_free whatever it
+ * answers): TooLarge for content over RECORD_MAX_BYTES, or the filing's
+ * error. */
+static LangErrorCode
+stored_encode(const TableDef *def, const Record *r, Stored *e, LangError *err)
+{
+    lang_record_key_encode(&r->key, &e->key);
+    value_encode_record(&r->key, &r->fields, &e->val);
+    if (e->val.len > RECORD_MAX_BYTES)
+        return lang_error_set(err, LANG_TOO_LARGE, "a record is larger than %zu MiB",
+                              RECORD_MAX_BYTES >> 20);
+    return lang_record_filing(def, &r->key, &r->fields, &e->order, &e->not_before, &e->group, err);
+}
+
+/* "e" as the store's record (pointing into it). */
+static StoreRecord
+stored_record(const Stored *e)
+{
+    return (StoreRecord){.key = {e->key.data, e->key.len},
+                         .value = {e->val.data, e->val.len},
+                         .order = {e->order.data, e->order.len},
+                         .not_before = e->not_before,
+                         .group = {e->group.data, e->group.len}};
+}
+
+static void
+stored_free(Stored *e)
+{
+    lang_buf_free(&e->key);
+    lang_buf_free(&e->val);
+    lang_buf_free(&e->order);
+    lang_buf_free(&e->group);
+}
+
+/* The error of the store's "status" writing record "r" of "def". */
+static LangErrorCode
+store_failed(int status, const TableDef *def, const Record *r, LangError *err)
+{
     if (status == STORE_EXISTS) {
         RecordId id = {def->decl.name, (Value *)&r->key};
         Buf name = {0};
         lang_record_id_format(&id, &name);
-        rc = lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+        lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
         lang_buf_free(&name);
-    } else if (status == STORE_NOTFOUND) {
-        rc = lang_record_missing(status, def, &r->key, "writing a record", err);
-    } else if (status) {
-        rc = lang_store_error(status, "writing a record", err);
+        return err->code;
     }
-done:
-    lang_buf_free(&key);
-    lang_buf_free(&val);
-    lang_buf_free(&order);
-    lang_buf_free(&group);
+    if (status == STORE_NOTFOUND)
+        return lang_record_missing(status, def, &r->key, "writing a record", err);
+    return status ? lang_store_error(status, "writing a record", err) : LANG_OK;
+}
+
+LangErrorCode
+lang_record_store(StoreTxn *txn, const TableDef *def, const Record *r, bool create, LangError *err)
+{
+    Stored e = {0};
+    LangErrorCode rc = stored_encode(def, r, &e, err);
+    if (!rc) {
+        StoreQueue q;
+        StoreRecord sr = stored_record(&e);
+        int status = create ? store_record_create(txn, def->id, lang_record_queue(def, &q), &sr)
+                            : store_record_update(txn, def->id, lang_record_queue(def, &q), &sr);
+        rc = store_failed(status, def, r, err);
+    }
+    stored_free(&e);
+    return rc;
+}
+
+LangErrorCode
+lang_records_create(StoreTxn *txn, const TableDef *def, const Record *rs, size_t n, LangError *err)
+{
+    Stored *e = lang_xcalloc(n ? n : 1, sizeof *e);
+    StoreRecord *srs = lang_xcalloc(n ? n : 1, sizeof *srs);
+    LangErrorCode rc = LANG_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        if (!(rc = stored_encode(def, &rs[i], &e[i], err)))
+            srs[i] = stored_record(&e[i]);
+    if (!rc && n) {
+        StoreQueue q;
+        size_t failed = 0;
+        int status =
+            store_records_create(txn, def->id, lang_record_queue(def, &q), srs, n, &failed);
+        rc = store_failed(status, def, &rs[failed], err);
+    }
+    for (size_t i = 0; i < n; i++)
+        stored_free(&e[i]);
+    free(e);
+    free(srs);
     return rc;
 }
 

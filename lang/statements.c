@@ -406,7 +406,7 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
             goto done;
         if (held_already(x, def, named, &r.fields, &results))
             goto done;
-    } else if (lang_identity_next(x, def, &r.key)) {
+    } else if (lang_identity_next(x, def, 1, &r.key)) {
         goto done;
     }
     if (lang_identity_note(x, def, &r.key) || lang_record_store(x->txn, def, &r, true, x->err))
@@ -415,6 +415,82 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
 done:
     lang_record_free(&r);
     return lang_exec_answer_records(x, &results);
+}
+
+/* True when CREATE "st" is of table "table" and names no record. */
+static bool
+create_unnamed(const Stmt *st, const char *table)
+{
+    return st->kind == ST_CREATE && st->u.write.target.id.kind != VAL_RECORD &&
+           strcmp(st->u.write.target.table, table) == 0;
+}
+
+size_t
+lang_creates_run(Stmt *const *stmts, size_t n)
+{
+    size_t k = 0;
+    if (n && stmts[0]->kind == ST_CREATE)
+        while (k < n && create_unnamed(stmts[k], stmts[0]->u.write.target.table))
+            k++;
+    return k;
+}
+
+/* Stores the records rs[0 .. n) of a run of CREATEs, whose contents are
+ * checked: their identities drawn, then the records created, each in one
+ * call of the store. */
+static LangErrorCode
+creates_store(Exec *x, const TableDef *def, Record *rs, size_t n)
+{
+    Value *keys = lang_xcalloc(n ? n : 1, sizeof *keys);
+    LangErrorCode rc = n ? lang_identity_next(x, def, n, keys) : LANG_OK;
+    for (size_t i = 0; i < n && !rc; i++)
+        rs[i].key = keys[i];
+    free(keys);
+    if (!rc && n)
+        rc = lang_identity_note(x, def, &rs[n - 1].key);
+    return rc ? rc : lang_records_create(x->txn, def, rs, n, x->err);
+}
+
+LangErrorCode
+lang_exec_creates(Exec *x, Stmt *const *stmts, size_t n, size_t *ends)
+{
+    TableDef def;
+    if (lang_table_load(x, stmts[0]->u.write.target.table, ACCESS_WRITE, &def))
+        return x->err->code;
+    Record *rs = lang_xcalloc(n, sizeof *rs);
+    /* Each content checked as its CREATE would, in order; the records
+     * before the first that fails are stored before its error is given,
+     * so that an earlier record's error (its identity, its size, the
+     * store's) comes first, as it would one statement at a time. */
+    size_t m = 0;
+    for (; m < n; m++) {
+        Record *r = &rs[m];
+        if (eval_content(x, stmts[m]->u.write.content, NULL, &r->fields) ||
+            strip_id(x, &r->fields, def.decl.name, NULL) ||
+            guard_engine_fields(x, &def, NULL, &r->fields) ||
+            lang_record_validate(&def, &r->fields, x->err))
+            break;
+    }
+    LangError bad = *x->err;
+    *x->err = (LangError){0};
+    LangErrorCode rc = creates_store(x, &def, rs, m);
+    if (!rc && m < n)
+        *x->err = bad, rc = bad.code;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (x->unread) {
+            ends[i] = x->out->len;
+            continue;
+        }
+        Value results = lang_value_array();
+        lang_value_array_push(&results, lang_record_view(&rs[i], &def, lang_exec_now(x)));
+        lang_exec_answer(x, &results);
+        ends[i] = x->out->len;
+    }
+    for (size_t i = 0; i < n; i++)
+        lang_record_free(&rs[i]);
+    free(rs);
+    lang_table_def_free(&def);
+    return rc;
 }
 
 /* Appends the store key of "key" to key list "keys" (lang_keys_push). */

@@ -153,7 +153,7 @@ select_chunk(LangSession *s, const Stmt *st, SelectCursor *c, Buf *out, size_t r
     *done = true;
     if (lang_session_read(s, &txn, err))
         return err->code;
-    Exec x = {s, txn, c->now, out, err, NULL, false};
+    Exec x = {s, txn, c->now, out, err, NULL, false, false};
     TableDef def;
     LangError gone = {0};
     bool first = !c->begun;
@@ -209,7 +209,7 @@ update_txn(StoreTxn *txn, void *ctx)
     Buf unused = {0};
     lang_buf_reset(u->keys);
     *u->err = (LangError){0};
-    Exec x = {u->s, txn, 0, &unused, u->err, u->keys, false};
+    Exec x = {u->s, txn, 0, &unused, u->err, u->keys, false, false};
     int rc = lang_exec_table_statement(&x, u->st) ? -1 : 0;
     lang_buf_free(&unused);
     return rc;

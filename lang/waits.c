@@ -116,7 +116,7 @@ lang_claim_wait_check(LangSession *s, const Stmt *st, LangError *err)
     StoreTxn *txn;
     if (lang_claim_ceiling_check(st, err) || lang_session_read(s, &txn, err))
         return err->code;
-    Exec x = {s, txn, 0, NULL, err, NULL, false};
+    Exec x = {s, txn, 0, NULL, err, NULL, false, false};
     TableDef def;
     if (!lang_queue_load(&x, st->u.claim.target.table, ACCESS_WRITE, &def))
         lang_table_def_free(&def);

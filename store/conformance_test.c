@@ -440,14 +440,71 @@ test_identity(void)
     StoreQueue q = queue_new(st, "ids", 30000 * MS, 0);
     StoreTxn *t = begin(st, true);
     int64_t id;
-    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 1, "first is 1");
-    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 2, "then 2");
+    CHECK(store_identity_next(t, q.table, 1, &id) == STORE_OK && id == 1, "first is 1");
+    CHECK(store_identity_next(t, q.table, 1, &id) == STORE_OK && id == 2, "then 2");
     CHECK(store_identity_note(t, q.table, 10) == STORE_OK, "note 10");
     CHECK(store_identity_note(t, q.table, 5) == STORE_OK, "note 5");
-    CHECK(store_identity_next(t, q.table, &id) == STORE_OK && id == 11, "after 10: 11");
+    CHECK(store_identity_next(t, q.table, 1, &id) == STORE_OK && id == 11, "after 10: 11");
     CHECK(store_identity_note(t, q.table, INT64_MAX) == STORE_OK, "note the largest");
-    CHECK(store_identity_next(t, q.table, &id) == STORE_EXHAUSTED, "none left");
+    CHECK(store_identity_next(t, q.table, 1, &id) == STORE_EXHAUSTED, "none left");
     commit(t);
+}
+
+static int finish(const StoreQueue *q, const char *key, int64_t hold);
+
+/* Identities drawn many at once, and records created many at once: as
+ * one at a time would, in their order. */
+static void
+test_many(void)
+{
+    StoreQueue q = queue_new(st, "many", 30000 * MS, 0);
+    q.keep_ns = 3600000 * MS;
+    StoreTxn *t = begin(st, true);
+    int64_t ids[4];
+    CHECK(store_identity_next(t, q.table, 3, ids) == STORE_OK && ids[0] == 1 && ids[1] == 2 &&
+              ids[2] == 3,
+          "three at once: 1, 2, 3");
+    CHECK(store_identity_note(t, q.table, 7) == STORE_OK, "note 7");
+    CHECK(store_identity_next(t, q.table, 2, ids) == STORE_OK && ids[0] == 8 && ids[1] == 9,
+          "then 8, 9");
+    int64_t later = store_txn_now(t) + 3600000 * MS;
+    StoreRecord rs[3] = {{.key = bytes_of("c"), .value = bytes_of("1")},
+                         {.key = bytes_of("a"), .value = bytes_of("2"), .not_before = later},
+                         {.key = bytes_of("b"), .value = bytes_of("3")}};
+    size_t failed = 99;
+    CHECK(store_records_create(t, q.table, &q, rs, 3, &failed) == STORE_OK && failed == 99,
+          "three records at once");
+    StoreRecord got[3];
+    for (int i = 0; i < 3; i++)
+        CHECK(store_record_get(t, q.table, rs[i].key, &got[i]) == STORE_OK &&
+                  got[i].value.len == 1 && ((const char *)got[i].value.data)[0] == '1' + i &&
+                  got[i].since == store_txn_now(t) && got[i].attempts == 0,
+              "record %d stored as given", i);
+    CHECK(got[0].seq < got[1].seq && got[1].seq < got[2].seq, "arrivals in the records' order");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 3 && n.ready == 2 && n.delayed == 1 && bytes_eq(n.head_key, "b"),
+          "filed by order key and not_before: 2 ready, 1 delayed, head b");
+    /* a key taken fails the call, naming it; a done one is replaced */
+    Claimed c = claim_expect(st, &q, 1, NULL, "b", "claim b");
+    CHECK(finish(&q, "b", c.hold) == STORE_OK, "b done (KEEP)");
+    t = begin(st, true);
+    StoreRecord more[3] = {{.key = bytes_of("d"), .value = bytes_of("4")},
+                           {.key = bytes_of("b"), .value = bytes_of("5")},
+                           {.key = bytes_of("c"), .value = bytes_of("6")}};
+    CHECK(store_records_create(t, q.table, &q, more, 3, &failed) == STORE_EXISTS && failed == 2,
+          "c is taken: EXISTS at index 2 (%zu)", failed);
+    store_txn_abort(t);
+    t = begin(st, true);
+    CHECK(store_records_create(t, q.table, &q, more, 2, &failed) == STORE_OK,
+          "d new and b over a done record");
+    StoreRecord r;
+    CHECK(store_record_get(t, q.table, bytes_of("b"), &r) == STORE_OK && bytes_eq(r.value, "5") &&
+              r.completed_at == 0 && r.attempts == 0,
+          "b created anew: new work");
+    commit(t);
+    n = counts_of(st, &q);
+    CHECK(n.records == 4 && n.ready == 3 && n.done == 0, "4 records, 3 ready, none done");
 }
 
 static void
@@ -1321,6 +1378,7 @@ main(void)
                                      test_release_all,
                                      test_unclaim,
                                      test_identity,
+                                     test_many,
                                      test_dedup,
                                      test_waiting_walk,
                                      test_queue_filing,

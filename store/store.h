@@ -474,6 +474,15 @@ int store_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord 
  * (completed_at != 0): that one is replaced as if it were absent, and the
  * new record is new work (counted as a record, no longer as done). */
 int store_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r);
+/* Creates the "n" records rs[0 .. n), whose keys differ, as n calls of
+ * store_record_create would in that order (their arrival sequences in
+ * that order), in one call: a server backend sends one statement for them
+ * all.  STORE_EXISTS when a key is taken (not by a done record), with
+ * "*failed" (may be NULL) the index of the first such record; another
+ * failure as store_record_create's.  On a failure the transaction is to
+ * be aborted: some of the records may have been created. */
+int store_records_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *rs,
+                         size_t n, size_t *failed);
 /* Replaces the value of the existing record "r->key" with "r->value" and
  * refiles it by r->order, r->not_before and r->group (queues); its engine
  * columns, sequence and other times stay, "written" becomes now.
@@ -659,11 +668,15 @@ int store_health(StoreTxn *txn, StoreHealth *out);
 
 /* ---- identities and deduplication ---- */
 
-/* The identity the store assigns next in "table": 1 + the greatest integer
- * identity the table has held (store_identity_note), which it now holds.
- * STORE_EXHAUSTED when that would pass INT64_MAX.  A backend drawing them
- * from a sequence may leave gaps after a rolled-back transaction. */
-int store_identity_next(StoreTxn *txn, uint32_t table, int64_t *out);
+/* The "n" identities the store assigns next in "table", into out[0 .. n)
+ * in ascending order: each 1 + the greatest integer identity the table
+ * has held (store_identity_note) when it is drawn, which it then holds —
+ * a server backend draws them all in one statement.  STORE_EXHAUSTED
+ * when that would pass INT64_MAX before n are drawn (a backend drawing
+ * from a sequence keeps those it drew).  A backend drawing them from a
+ * sequence may leave gaps after a rolled-back transaction, and between
+ * the identities of one call when other transactions draw meanwhile. */
+int store_identity_next(StoreTxn *txn, uint32_t table, size_t n, int64_t *out);
 /* Notes that integer identity "id" is held in "table", so that
  * store_identity_next never hands it out. */
 int store_identity_note(StoreTxn *txn, uint32_t table, int64_t id);

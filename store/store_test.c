@@ -263,7 +263,7 @@ test_catalog(Store *st)
     CHECK(store_record_get(t, id, bytes_of("r1"), &r) == STORE_OK && r.seq == 1,
           "arrival sequence restarts: %" PRIu64, r.seq);
     int64_t next = 0;
-    CHECK(store_identity_next(t, id, &next) == STORE_OK && next == 1, "identities restart");
+    CHECK(store_identity_next(t, id, 1, &next) == STORE_OK && next == 1, "identities restart");
     CHECK(store_table_create(t, "", bytes_of("x"), &id) == STORE_TOOBIG, "empty name");
     const char *names[] = {alpha, beta, gamma};
     for (int i = 0; i < 3; i++)

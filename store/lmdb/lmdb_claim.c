@@ -390,17 +390,20 @@ lmdb_queue_refile(StoreTxn *txn, const StoreQueue *q,
 /* ---- identities ---- */
 
 int
-lmdb_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
+lmdb_identity_next(StoreTxn *txn, uint32_t table, size_t n, int64_t *out)
 {
     int64_t next;
     int rc = lmdb_meta_get_i64(txn, table, META_NEXT_ID, &next);
     if (rc)
         return rc;
-    if (next == NEXT_ID_EXHAUSTED)
+    size_t drawn = 0;
+    for (; drawn < n && next != NEXT_ID_EXHAUSTED; drawn++) {
+        out[drawn] = next < 1 ? 1 : next;
+        next = out[drawn] == INT64_MAX ? NEXT_ID_EXHAUSTED : out[drawn] + 1;
+    }
+    if (drawn < n)
         return STORE_EXHAUSTED;
-    *out = next < 1 ? 1 : next;
-    return lmdb_meta_put_i64(txn, table, META_NEXT_ID,
-                             *out == INT64_MAX ? NEXT_ID_EXHAUSTED : *out + 1);
+    return lmdb_meta_put_i64(txn, table, META_NEXT_ID, next);
 }
 
 int

@@ -389,6 +389,17 @@ lmdb_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Sto
 }
 
 int
+lmdb_records_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *rs,
+                    size_t n, size_t *failed)
+{
+    int rc = STORE_OK;
+    for (size_t i = 0; i < n && rc == STORE_OK; i++)
+        if ((rc = lmdb_record_create(txn, table, q, &rs[i])) == STORE_EXISTS && failed)
+            *failed = i;
+    return rc;
+}
+
+int
 lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
     StoreRecord n;

@@ -254,17 +254,19 @@ pg_table_rename(StoreTxn *txn, const char *from, const char *to)
 /* ---- identities ---- */
 
 int
-pg_identity_next(StoreTxn *txn, uint32_t table, int64_t *out)
+pg_identity_next(StoreTxn *txn, uint32_t table, size_t n, int64_t *out)
 {
     int rc;
-    PGresult *res = PG_RUN(txn, ID_NEXT, &rc, .table = table);
+    PGresult *res = PG_RUN(txn, ID_NEXT, &rc, .table = table, .n = (int64_t)n);
     if (!res)
         return rc;
-    if (PQgetisnull(res, 0, 0))
-        return STORE_EXHAUSTED;
-    *out = pg_i64(res, 0, 0);
-    txn->drawn_table = table;
-    txn->drawn_id = *out;
+    for (size_t i = 0; i < n; i++) {
+        if ((size_t)PQntuples(res) <= i || PQgetisnull(res, (int)i, 0))
+            return STORE_EXHAUSTED;
+        out[i] = pg_i64(res, (int)i, 0);
+        txn->drawn_table = table;
+        txn->drawn_id = out[i];
+    }
     return STORE_OK;
 }
 

@@ -199,6 +199,31 @@ typedef struct PgBound {
     unsigned char ints[PG_ARGS_MAX][8];
 } PgBound;
 
+/* A one-dimensional array argument (a BYTES bound as a bytea[] or int8[])
+ * in PostgreSQL's binary form, built element by element: [ndim 1][no
+ * nulls][element type][length][lower bound 1], then each element as
+ * [length][bytes].  Its data is the caller's to free. */
+typedef struct PgArray {
+    unsigned char *data;
+    size_t len, cap;
+    int n;
+} PgArray;
+
+#define PG_OID_BYTEA 17
+#define PG_OID_INT8 20
+
+/* Empties "a" for elements of type "oid" (PG_OID_*). */
+void pg_array_reset(PgArray *a, uint32_t oid);
+/* Appends an element of "n" bytes at "p" to "a"; an int8 "v". */
+void pg_array_add(PgArray *a, const void *p, size_t n);
+void pg_array_add_i64(PgArray *a, int64_t v);
+/* "a" as the bytes of a BYTES argument. */
+static inline StoreBytes
+pg_array_bytes(const PgArray *a)
+{
+    return (StoreBytes){a->data, a->len};
+}
+
 /* Runs the statement "args" is of (PG_ARGS; PG_RUN says both at once) in
  * "txn" — the first one also begins the transaction, in the same round
  * trip, so its arguments must not hold its instant: an argument read from

@@ -376,64 +376,6 @@ pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_
     return pg_group_fix(txn, q, pg_bytes(res, 0, 0), PG_NO_BYTES);
 }
 
-/* A one-dimensional array parameter in PostgreSQL's binary form, built
- * element by element: [ndim 1][no nulls][element type][length][lower
- * bound 1], then each element as [length][bytes]. */
-typedef struct PgArray {
-    unsigned char *data;
-    size_t len, cap;
-    int n;
-} PgArray;
-
-#define PG_ARRAY_HEAD 20
-#define OID_BYTEA 17
-#define OID_INT8 20
-
-static void
-array_put(PgArray *a, const void *p, size_t n)
-{
-    if (a->len + n > a->cap) {
-        a->cap = (a->len + n) * 2 + 256;
-        a->data = realloc(a->data, a->cap);
-        if (!a->data)
-            abort();
-    }
-    if (n)
-        memcpy(a->data + a->len, p, n);
-    a->len += n;
-}
-
-/* Empties "a" for elements of type "oid". */
-static void
-array_reset(PgArray *a, uint32_t oid)
-{
-    unsigned char head[PG_ARRAY_HEAD] = {0};
-    be_put32(head, 1);
-    be_put32(head + 8, oid);
-    be_put32(head + 16, 1);
-    a->len = 0;
-    a->n = 0;
-    array_put(a, head, sizeof head);
-}
-
-static void
-array_add(PgArray *a, const void *p, size_t n)
-{
-    unsigned char len[4];
-    be_put32(len, (uint32_t)n);
-    array_put(a, len, 4);
-    array_put(a, p, n);
-    be_put32(a->data + 12, (uint32_t)++a->n);
-}
-
-static void
-array_add_i64(PgArray *a, int64_t v)
-{
-    unsigned char b[8];
-    be_put64(b, (uint64_t)v);
-    array_add(a, b, 8);
-}
-
 /* A refile's state: its queue, how it files a record, and the arrays a
  * page's filings are bound in. */
 typedef struct Refile {
@@ -448,11 +390,11 @@ typedef struct Refile {
 static int
 refile_page(void *arg, const PGresult *res, int n)
 {
-    static const uint32_t oids[4] = {OID_BYTEA, OID_BYTEA, OID_INT8, OID_BYTEA};
+    static const uint32_t oids[4] = {PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8, PG_OID_BYTEA};
     Refile *rf = arg;
     PgArray *arrays = rf->arrays;
     for (int i = 0; i < 4; i++)
-        array_reset(&arrays[i], oids[i]);
+        pg_array_reset(&arrays[i], oids[i]);
     for (int i = 0; i < n; i++) {
         StoreRecord r;
         StoreFiling f = {PG_NO_BYTES, 0, PG_NO_BYTES};
@@ -463,16 +405,15 @@ refile_page(void *arg, const PGresult *res, int n)
         if (f.order.len > STORE_MAX_KEY || f.group.len > STORE_MAX_KEY)
             return STORE_TOOBIG;
         StoreBytes order = f.order.len ? f.order : r.key;
-        array_add(&arrays[0], r.key.data, r.key.len);
-        array_add(&arrays[1], order.data, order.len);
-        array_add_i64(&arrays[2], f.not_before);
-        array_add(&arrays[3], f.group.data, f.group.len);
+        pg_array_add(&arrays[0], r.key.data, r.key.len);
+        pg_array_add(&arrays[1], order.data, order.len);
+        pg_array_add_i64(&arrays[2], f.not_before);
+        pg_array_add(&arrays[3], f.group.data, f.group.len);
     }
     int rc;
     if (!PG_RUN(rf->txn, REFILE_PAGE, &rc, .table = rf->q->table,
-                .keys = {arrays[0].data, arrays[0].len}, .ords = {arrays[1].data, arrays[1].len},
-                .not_befores = {arrays[2].data, arrays[2].len},
-                .grps = {arrays[3].data, arrays[3].len}))
+                .keys = pg_array_bytes(&arrays[0]), .ords = pg_array_bytes(&arrays[1]),
+                .not_befores = pg_array_bytes(&arrays[2]), .grps = pg_array_bytes(&arrays[3])))
         return rc;
     return STORE_OK;
 }

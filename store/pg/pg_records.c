@@ -161,14 +161,20 @@ pg_record_get(StoreTxn *txn, uint32_t table, StoreBytes key, StoreRecord *out)
 
 /* The arguments a create and an update of record "r" of table "id" (of
  * queue "q", or NULL) in transaction "t" share, as designated initialisers
- * of PgArgs_RECORD_CREATE and PgArgs_RECORD_UPDATE. */
+ * of PgArgs_RECORD_CREATE and PgArgs_RECORD_UPDATE (RECORDS_CREATE binds
+ * the same in arrays). */
 #define FILING(t, id, q, r) \
     .table = (id), .key = (r)->key, .value = (r)->value, .now = pg_txn_now(t), \
-    .ord = !(q)             ? PG_NO_BYTES \
-           : (r)->order.len ? (r)->order \
-                            : (r)->key, \
-    .not_before = (q) ? (r)->not_before : 0, .grp = (q) ? (r)->group : PG_NO_BYTES, \
-    .queued = (q) != NULL
+    .ord = filed_order(q, r), .not_before = (q) ? (r)->not_before : 0, \
+    .grp = (q) ? (r)->group : PG_NO_BYTES, .queued = (q) != NULL
+
+/* The claim-order key record "r" is filed by: its order key, else its key
+ * (none on a collection). */
+static StoreBytes
+filed_order(const StoreQueue *q, const StoreRecord *r)
+{
+    return !q ? PG_NO_BYTES : r->order.len ? r->order : r->key;
+}
 
 static int
 filing_check(const StoreQueue *q, const StoreRecord *r)
@@ -179,6 +185,72 @@ filing_check(const StoreQueue *q, const StoreRecord *r)
     return STORE_OK;
 }
 
+/* What a create of records rs[0 .. n) makes of the keys RECORDS_CREATE
+ * answered in "res" (those it created, in the records' order): every
+ * one's group to put right, or STORE_EXISTS for the first it did not
+ * create, into "*failed" (may be NULL). */
+static int
+creates_settled(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *rs, size_t n,
+                const PGresult *res, size_t *failed)
+{
+    int m = PQntuples(res), j = 0;
+    for (size_t i = 0; i < n; i++) {
+        StoreBytes k = j < m ? pg_bytes(res, j, 0) : PG_NO_BYTES;
+        const StoreRecord *r = &rs[i];
+        bool made = j < m && k.len == r->key.len && (!k.len || !memcmp(k.data, r->key.data, k.len));
+        if (!made) {
+            if (failed)
+                *failed = i;
+            if (was_missing(txn, table, r->key))
+                txn->retryable = true; /* created meanwhile by another transaction */
+            return STORE_EXISTS;
+        }
+        j++;
+        if (was_missing(txn, table, r->key))
+            txn->missing_len = 0, txn->missing_table = 0; /* its own now */
+        pg_group_fix(txn, q, r->group, PG_NO_BYTES);
+    }
+    return STORE_OK;
+}
+
+/* The arrays RECORDS_CREATE binds, in the order of its arguments. */
+enum { A_KEYS, A_VALS, A_ORDS, A_NOT_BEFORES, A_GRPS, A_COUNT };
+
+int
+pg_records_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *rs,
+                  size_t n, size_t *failed)
+{
+    static const uint32_t oids[A_COUNT] = {PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_BYTEA, PG_OID_INT8,
+                                           PG_OID_BYTEA};
+    PgArray a[A_COUNT] = {{0}};
+    int rc = STORE_OK;
+    for (int j = 0; j < A_COUNT; j++)
+        pg_array_reset(&a[j], oids[j]);
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        const StoreRecord *r = &rs[i];
+        StoreBytes ord = filed_order(q, r), grp = q ? r->group : PG_NO_BYTES;
+        if ((rc = filing_check(q, r)))
+            break;
+        pg_array_add(&a[A_KEYS], r->key.data, r->key.len);
+        pg_array_add(&a[A_VALS], r->value.data, r->value.len);
+        pg_array_add(&a[A_ORDS], ord.data, ord.len);
+        pg_array_add_i64(&a[A_NOT_BEFORES], q ? r->not_before : 0);
+        pg_array_add(&a[A_GRPS], grp.data, grp.len);
+    }
+    PGresult *res = NULL;
+    if (rc == STORE_OK && n)
+        res = PG_RUN(
+            txn, RECORDS_CREATE, &rc, .table = table, .keys = pg_array_bytes(&a[A_KEYS]),
+            .vals = pg_array_bytes(&a[A_VALS]), .now = pg_txn_now(txn),
+            .ords = pg_array_bytes(&a[A_ORDS]), .not_befores = pg_array_bytes(&a[A_NOT_BEFORES]),
+            .grps = pg_array_bytes(&a[A_GRPS]), .queued = q != NULL, .keep = q ? q->keep_ns : 0);
+    if (res)
+        rc = creates_settled(txn, table, q, rs, n, res, failed);
+    for (int j = 0; j < A_COUNT; j++)
+        free(a[j].data);
+    return rc;
+}
+
 int
 pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
@@ -187,16 +259,7 @@ pg_record_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
         return rc;
     PGresult *res =
         PG_RUN(txn, RECORD_CREATE, &rc, FILING(txn, table, q, r), .keep = q ? q->keep_ns : 0);
-    if (!res)
-        return rc;
-    if (PQntuples(res)) {
-        if (was_missing(txn, table, r->key))
-            txn->missing_len = 0, txn->missing_table = 0; /* its own now */
-        return pg_group_fix(txn, q, r->group, PG_NO_BYTES);
-    }
-    if (was_missing(txn, table, r->key))
-        txn->retryable = true; /* created meanwhile by another transaction */
-    return STORE_EXISTS;
+    return res ? creates_settled(txn, table, q, r, 1, res, NULL) : rc;
 }
 
 int

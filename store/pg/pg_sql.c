@@ -178,3 +178,51 @@ pg_stmt_kind(PgStmt s)
 {
     return stmt_kind[s];
 }
+
+/* ---- array arguments ---- */
+
+#define PG_ARRAY_HEAD 20
+
+static void
+array_put(PgArray *a, const void *p, size_t n)
+{
+    if (a->len + n > a->cap) {
+        a->cap = (a->len + n) * 2 + 256;
+        a->data = realloc(a->data, a->cap);
+        if (!a->data)
+            abort();
+    }
+    if (n)
+        memcpy(a->data + a->len, p, n);
+    a->len += n;
+}
+
+void
+pg_array_reset(PgArray *a, uint32_t oid)
+{
+    unsigned char head[PG_ARRAY_HEAD] = {0};
+    be_put32(head, 1);
+    be_put32(head + 8, oid);
+    be_put32(head + 16, 1);
+    a->len = 0;
+    a->n = 0;
+    array_put(a, head, sizeof head);
+}
+
+void
+pg_array_add(PgArray *a, const void *p, size_t n)
+{
+    unsigned char len[4];
+    be_put32(len, (uint32_t)n);
+    array_put(a, len, 4);
+    array_put(a, p, n);
+    be_put32(a->data + 12, (uint32_t)++a->n);
+}
+
+void
+pg_array_add_i64(PgArray *a, int64_t v)
+{
+    unsigned char b[8];
+    be_put64(b, (uint64_t)v);
+    pg_array_add(a, b, 8);
+}
