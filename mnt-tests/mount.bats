@@ -777,6 +777,7 @@ finally:
 @test "new: store-assigned identities follow arrival order across writes, and after a named line" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs
+    # shellcheck disable=SC2129 # three opens and writes: three transactions
     printf '{"n":1}\n{"n":2}\n{"n":3}\n' >>"$M/jobs/new"
     printf '{"n":4}\n{"id":10,"n":5}\n{"n":6}\n{"n":7}\n' >>"$M/jobs/new"
     printf '{"n":8}\n' >>"$M/jobs/new"
