@@ -73,15 +73,8 @@ lang_coalesce(Exec *x, const TableDef *def, Record *old, const Value *fields, Va
         if (lang_record_store(x->txn, def, old, false, x->err))
             return x->err->code;
         break;
-    default: {
-        RecordId id = {def->decl.name, &old->key};
-        Buf name = {0};
-        lang_record_id_format(&id, &name);
-        lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists (and is dead)",
-                       name.data);
-        lang_buf_free(&name);
-        return LANG_RECORD_EXISTS;
-    }
+    default: /* dead: the thing to fix, not demand */
+        return lang_record_taken(def, &old->key, x->err);
     }
     lang_value_array_push(results, lang_record_view(old, def, now));
     return LANG_OK;

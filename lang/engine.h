@@ -184,6 +184,8 @@ LangErrorCode lang_record_load(StoreTxn *txn, const TableDef *def, const Value *
  * else as lang_store_error. */
 LangErrorCode lang_record_missing(int status, const TableDef *def, const Value *key,
                                   const char *what, LangError *err);
+/* RecordExists naming record "key" of "def". */
+LangErrorCode lang_record_taken(const TableDef *def, const Value *key, LangError *err);
 
 /* Checks "fields" against the table's schema (SCHEMAFULL, TYPE, REQUIRED),
  * coercing datetime strings in place.  SchemaViolation when refused. */

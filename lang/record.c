@@ -460,18 +460,23 @@ stored_free(Stored *e)
     lang_buf_free(&e->group);
 }
 
+LangErrorCode
+lang_record_taken(const TableDef *def, const Value *key, LangError *err)
+{
+    RecordId id = {def->decl.name, (Value *)key};
+    Buf name = {0};
+    lang_record_id_format(&id, &name);
+    lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
+    lang_buf_free(&name);
+    return LANG_RECORD_EXISTS;
+}
+
 /* The error of the store's "status" writing record "r" of "def". */
 static LangErrorCode
 store_failed(int status, const TableDef *def, const Record *r, LangError *err)
 {
-    if (status == STORE_EXISTS) {
-        RecordId id = {def->decl.name, (Value *)&r->key};
-        Buf name = {0};
-        lang_record_id_format(&id, &name);
-        lang_error_set(err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
-        lang_buf_free(&name);
-        return err->code;
-    }
+    if (status == STORE_EXISTS)
+        return lang_record_taken(def, &r->key, err);
     if (status == STORE_NOTFOUND)
         return lang_record_missing(status, def, &r->key, "writing a record", err);
     return status ? lang_store_error(status, "writing a record", err) : LANG_OK;

@@ -374,11 +374,7 @@ held_already(Exec *x, const TableDef *def, const Value *named, const Value *fiel
         if (def->is_queue && def->decl.coalesce) {
             lang_coalesce(x, def, &old, fields, results);
         } else {
-            RecordId id = {def->decl.name, (Value *)named};
-            Buf name = {0};
-            lang_record_id_format(&id, &name);
-            lang_error_set(x->err, LANG_RECORD_EXISTS, "record %s already exists", name.data);
-            lang_buf_free(&name);
+            lang_record_taken(def, named, x->err);
         }
     }
     lang_record_free(&old);
