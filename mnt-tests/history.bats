@@ -164,11 +164,11 @@ claim_hold() {
     sql "DEFINE QUEUE q TIMEOUT 30s KEEP 1s;" >/dev/null
     mount_fs
     local script=''
+    # One transaction, one instant: none of the 200 has expired when the
+    # last is finished, however long the write took.
     for i in $(seq 200); do script+="CREATE q:$i = {n: $i}; DELETE q:$i;"$'\n'; done
-    run ctl "$script"
+    run ctl "BEGIN;"$'\n'"${script}COMMIT;"
     assert_success
-    # (how many are listed depends on how long the write took: 1 s is short)
-    [ "$(find "$M/q/done" -mindepth 1 | wc -l)" -gt 0 ] || fail "done/ is empty right after the finishes"
     assert_equal "$(jq -c '[.records, .done]' "$M/q/stats")" '[0,200]'
     sleep 1.3
     assert_equal "$(find "$M/q/done" -mindepth 1 | wc -l)" 0
