@@ -56,6 +56,7 @@ teardown() {
     MOUNTS=()
     DAEMONS=()
     hosts_down
+    pin_end
 }
 
 # Polls until "cat FILE" succeeds; prints what it read.  False after 20 s.
@@ -422,6 +423,98 @@ scans() {
     [ "$(($(scans idx_scan) - idx0))" -ge 100 ] || fail "only $(($(scans idx_scan) - idx0)) index scans counted"
     [ "$(scans seq_scan)" = "$seq0" ] || fail "$(($(scans seq_scan) - seq0)) sequential scans of queuefs.records"
     [ "$(jq -s length < <(sql "SELECT * FROM jobs;" | jq -c '.[]'))" = 19950 ]
+}
+
+# pin_xmin — a session on the test's database begins a transaction, takes
+# an xid and sits idle in it: VACUUM may remove no row version that dies
+# after it began (the xmin is pinned) until pin_end.  Returns once the
+# server shows it idle in that transaction.
+pin_xmin() {
+    coproc PIN { psql -qXAt "$STORE&application_name=xmin_pin" 2>&1 3>&-; }
+    # shellcheck disable=SC2153 # coproc PIN sets PIN_PID
+    PIN_CLIENT=$PIN_PID
+    echo 'BEGIN; SELECT txid_current();' >&"${PIN[1]}"
+    read -r -t 20 PIN_XID <&"${PIN[0]}" || fail "the pinning session did not answer"
+    for _ in $(seq 100); do
+        pin_held && return 0
+        sleep 0.1
+    done
+    fail "the pinning session is not idle in transaction $PIN_XID"
+}
+# pin_held — true while that session is idle in the transaction of $PIN_XID.
+pin_held() {
+    [ "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_stat_activity
+        WHERE application_name = 'xmin_pin' AND state = 'idle in transaction'
+        AND backend_xid = '$PIN_XID'")" = 1 ]
+}
+pin_end() {
+    [ -n "${PIN_CLIENT:-}" ] || return 0
+    kill "$PIN_CLIENT" 2>/dev/null || true
+    wait "$PIN_CLIENT" 2>/dev/null || true
+    psql -qXAt "$STORE" -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE application_name = 'xmin_pin'" >/dev/null 2>&1 || true
+    PIN_CLIENT=
+}
+
+# pinned_worker N — claims from $M/jobs and finishes each claim by rm
+# until a claim reads nothing, logging the claims in $D/claims.N, the
+# finishes in $D/finished.N and what failed in $D/errors.
+pinned_worker() {
+    local rec
+    while :; do
+        rec=$(cat "$M/jobs/claim") || { echo "worker $1: a claim failed" >>"$D/errors"; return; }
+        [ -n "$rec" ] || return 0
+        echo "$rec" >>"$D/claims.$1"
+        if [[ $rec =~ \"id\":\"jobs:([^\"]+)\" ]] && rm "$M/jobs/${BASH_REMATCH[1]}"; then
+            echo "${BASH_REMATCH[1]}" >>"$D/finished.$1"
+        else
+            echo "worker $1: could not finish $rec" >>"$D/errors"
+        fi
+    done
+}
+
+@test "postgresql: with the xmin pinned by a transaction idle with an xid, claims still find the head: 2,000 records claimed and finished by 8 workers at once, each exactly once, none left, and stats agree" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m;" >/dev/null
+    python3 -c 'print("".join("CREATE jobs = {n: %d};\n" % i for i in range(2000)))' | sql_fast >/dev/null
+    mount_fs
+    pin_xmin
+    # One worker first: the head, in order, each claim past the row
+    # versions the one before left dead.
+    local i rec pids=()
+    for i in 0 1 2; do
+        rec=$(cat "$M/jobs/claim")
+        assert_equal "$(jqr .n "$rec")" "$i"
+        rm "$M/jobs/$(jqr '.id | sub("^jobs:"; "")' "$rec")"
+    done
+    for i in $(seq 8); do
+        pinned_worker "$i" 3>&- &
+        pids+=("$!")
+    done
+    wait "${pids[@]}"
+    [ ! -s "$D/errors" ] || fail "$(head -5 "$D/errors")"
+    pin_held || fail "the pinning transaction ended meanwhile"
+    # The pin held: VACUUM could remove none of the row versions the
+    # claims and finishes left dead.
+    local kept
+    kept=$(psql -qX "$STORE" -c "VACUUM (VERBOSE) queuefs.records" 2>&1 |
+        sed -n 's/.* \([0-9]*\) are dead but not yet removable.*/\1/p' | sort -n | tail -n 1)
+    [ "${kept:-0}" -ge 1997 ] || fail "VACUUM kept ${kept:-no} dead row versions: was the xmin pinned?"
+    # Every record claimed and finished exactly once, none left.
+    cat "$D"/claims.* | jq -r .n | sort -n >"$D/claimed"
+    seq 3 1999 >"$D/all"
+    diff "$D/all" "$D/claimed" >"$D/diff" || fail "claims other than 3..1999 once each: $(head -5 "$D/diff")"
+    assert_equal "$(cat "$D"/finished.* | wc -l)" 1997
+    assert_equal "$(cat "$D"/finished.* | sort -u | wc -l)" 1997
+    assert_equal "$(count_records jobs)" 0
+    local stats
+    stats=$(cat "$M/jobs/stats")
+    assert_equal "$(jqc '[.records, .ready, .held, .claims, .deletes, .releases, .lapses]' "$stats")" \
+        '[0,0,0,2000,2000,0,0]'
+    # A record filed now is found behind them all.
+    echo '{"n":2000}' >>"$M/jobs/new"
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2000
+    pin_held || fail "the pinning transaction ended meanwhile"
+    pin_end
 }
 
 # ---------------------------------------------------------------------------
