@@ -4,9 +4,9 @@
 # claims and writes, its connections killed, its tablespace full.  Each
 # test gets a database of its own.  Under a load of workers that write,
 # claim and finish, each fault an operator meets — connections killed
-# twice a second, a restart, 300 idle connections of other clients —
-# loses nothing acknowledged, finishes nothing twice, and claims work
-# again within 2 s.
+# twice a second, a restart, 300 idle connections of other clients, a
+# SIGKILLed mount, a failover to a synchronous standby — loses nothing
+# acknowledged, finishes nothing twice, and claims work again within 2 s.
 
 load mount_helpers
 
@@ -63,6 +63,7 @@ teardown() {
     hosts_down
     pin_end
     idle_end || true
+    own_servers_down
 }
 
 # Polls until "cat FILE" succeeds; prints what it read.  False after 20 s.
@@ -528,10 +529,11 @@ pinned_worker() {
 # what each acknowledged is held against the store afterwards
 # ---------------------------------------------------------------------------
 
-# The workers running (load_start) and the client holding idle
-# connections (idle_clients).
+# The workers running (load_start), the client holding idle connections
+# (idle_clients) and the servers a test started of its own (failover).
 WORKERS=()
 IDLE_CLIENT=
+OWN_SERVERS=()
 
 # prefill N — records {"n": 1} … {"n": N}, written through queuefs-sql and
 # so acknowledged.
@@ -803,6 +805,17 @@ idle_end() {
     return 1
 }
 
+# own_servers_down — stops the servers a test started of its own, and
+# removes them.
+own_servers_down() {
+    local dir
+    for dir in "${OWN_SERVERS[@]+"${OWN_SERVERS[@]}"}"; do
+        "$PG_SERVER" stop "$dir" >/dev/null 2>&1
+        [ -n "${QUEUEFS_KEEP_PG:-}" ] || rm -rf "$dir"
+    done
+    OWN_SERVERS=()
+}
+
 # kill_backends — terminates the test database's queuefs connections (the
 # mounts' pools and their listening connections); prints how many.
 kill_backends() {
@@ -814,6 +827,31 @@ kill_backends() {
 sleep_until() {
     local d=$(($1 - $(usec_now)))
     [ "$d" -le 0 ] || sleep "$((d / 1000000)).$(printf '%06d' $((d % 1000000)))"
+}
+
+# synchronous_pair — a primary and a standby of its own for the test
+# (PRIMARY, STANDBY: their directories), both on TCP at 127.0.0.1, the
+# standby streaming from the primary and synchronous (a commit is
+# acknowledged once the standby has it on disk); database $DB on them,
+# and STORE naming both hosts, with target_session_attrs=read-write.
+synchronous_pair() {
+    local admin user
+    PRIMARY=$(mktemp -d /tmp/queuefs-primary.XXXXXX)
+    STANDBY=$(mktemp -d /tmp/queuefs-standby.XXXXXX)
+    OWN_SERVERS=("$STANDBY" "$PRIMARY")
+    chmod 755 "$PRIMARY" "$STANDBY"
+    QUEUEFS_PG_LISTEN=127.0.0.1 "$PG_SERVER" start "$PRIMARY" >/dev/null
+    admin=$("$PG_SERVER" uri "$PRIMARY" postgres)
+    psql -qX "$admin" -c "CREATE DATABASE $DB" >/dev/null
+    QUEUEFS_PG_LISTEN=127.0.0.1 "$PG_SERVER" standby "$PRIMARY" "$STANDBY" >/dev/null
+    psql -qX "$admin" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 100); do
+        [ "$(psql -qXAt "$admin" -c "SELECT sync_state FROM pg_stat_replication")" = sync ] && break
+        sleep 0.1
+    done
+    assert_equal "$(psql -qXAt "$admin" -c "SELECT sync_state FROM pg_stat_replication")" sync
+    user=$(stat -c %U "$PRIMARY/data")
+    STORE="postgresql://$user@127.0.0.1:$(cat "$PRIMARY/port"),127.0.0.1:$(cat "$STANDBY/port")/$DB?target_session_attrs=read-write"
 }
 
 @test "postgresql: under load, the mount's connections killed twice a second for 10 s: nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of the last kill" {
@@ -872,6 +910,68 @@ sleep_until() {
     assert_equal "$(idle_count)" 300
     idle_end || fail "the idle connections did not close"
     first_claim "$M"
+    wait_finished $(($(finished_count) + 50))
+    load_stop
+    ledger_check 5
+}
+
+@test "postgresql: under load on two mounts, one's daemon SIGKILLed while its workers hold records: its holds lapse to the other mount, whose workers finish everything; nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s" {
+    sql "DEFINE QUEUE jobs TIMEOUT 2s KEEP 1h;" >/dev/null
+    prefill 200
+    mount_fs "$D/m1"
+    mount_fs "$D/m2"
+    # The first mount's workers take their time: they hold work when it dies.
+    load_start m1 1 3 1 "$D/m1"
+    load_start m2 1 3 0.02 "$D/m2"
+    wait_finished 30
+    for _ in $(seq 100); do
+        cat "$D"/finished.m1.* 2>/dev/null | grep -q . && break
+        sleep 0.1
+    done
+    local pid
+    pid=$(daemon_pid "$D/m1") || fail "no daemon serves $D/m1"
+    kill -9 "$pid"
+    wait_gone "$pid" || fail "the daemon outlived SIGKILL"
+    fusermount3 -u "$D/m1" 2>/dev/null || fusermount3 -u -z "$D/m1"
+    wait_unmounted "$D/m1" || fail "the dead mount is still mounted"
+    first_claim "$D/m2"
+    touch "$D/stop_producers"
+    local left
+    for _ in $(seq 300); do
+        left=$(jqr .records "$(cat "$D/m2/jobs/stats")")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    load_stop
+    [ "$left" = 0 ] || fail "$left records still outstanding 30 s after the producers stopped"
+    ledger_check 2
+    # Everything written was finished, and what the dead mount held went
+    # to the other.
+    local written finished
+    written=$(cat "$D"/created.* | wc -l)
+    finished=$(jq '[.[] | select(.completed_at)] | length' "$D/store.json")
+    [ "$finished" -ge "$written" ] || fail "$finished records done of $written written"
+    local taken
+    taken=$(comm -12 <(cat "$D"/claims.m1.* | jq -r .n | sort -u) \
+        <(cat "$D"/claims.m2.* "$D/claims.probe" | jq -r .n | sort -u) | wc -l)
+    echo "# $taken records the killed mount had claimed were claimed again on the other" >&3
+    [ "$taken" -ge 1 ] || fail "nothing the killed mount held was claimed by the other"
+}
+
+@test "postgresql: under load, a failover to a synchronous standby (the primary stopped at once, the standby promoted), mounted by a multi-host URI with target_session_attrs=read-write: nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of the promotion" {
+    synchronous_pair
+    sql "DEFINE QUEUE jobs TIMEOUT 5s KEEP 1h;" >/dev/null
+    prefill 1000
+    mount_fs
+    load_start load 2 4 0.02 "$M"
+    wait_finished 50
+    "$PG_SERVER" crash "$PRIMARY"
+    # The outage an operator's failover takes.
+    sleep 1
+    "$PG_SERVER" promote "$STANDBY"
+    first_claim "$M"
+    [ "$(psql -qXAt "$("$PG_SERVER" uri "$STANDBY" "$DB")" -c "SELECT count(*) FROM pg_stat_activity
+        WHERE application_name = 'queuefs'")" -ge 1 ] || fail "the mount is not connected to the promoted standby"
     wait_finished $(($(finished_count) + 50))
     load_stop
     ledger_check 5
