@@ -2,7 +2,11 @@
 # The PostgreSQL backend's own faults, on a private server this suite starts
 # (scripts/pg-server) and stops: the server restarting under a mount that
 # claims and writes, its connections killed, its tablespace full.  Each
-# test gets a database of its own.
+# test gets a database of its own.  Under a load of workers that write,
+# claim and finish, each fault an operator meets — connections killed
+# twice a second, a restart, 300 idle connections of other clients, a
+# SIGKILLed mount, a failover to a synchronous standby — loses nothing
+# acknowledged, finishes nothing twice, and claims work again within 2 s.
 
 load mount_helpers
 
@@ -45,6 +49,7 @@ setup() {
 
 teardown() {
     [ -n "${QUEUEFS_TEST_PG:-}" ] && return 0
+    load_end
     local i mnt
     for i in "${!MOUNTS[@]}"; do
         mnt=${MOUNTS[$i]}
@@ -57,6 +62,8 @@ teardown() {
     DAEMONS=()
     hosts_down
     pin_end
+    idle_end || true
+    own_servers_down
 }
 
 # Polls until "cat FILE" succeeds; prints what it read.  False after 20 s.
@@ -515,6 +522,459 @@ pinned_worker() {
     assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2000
     pin_held || fail "the pinning transaction ended meanwhile"
     pin_end
+}
+
+# ---------------------------------------------------------------------------
+# Faults under load: workers claim and finish while producers write, and
+# what each acknowledged is held against the store afterwards
+# ---------------------------------------------------------------------------
+
+# The workers running (load_start), the client holding idle connections
+# (idle_clients) and the servers a test started of its own (failover).
+WORKERS=()
+IDLE_CLIENT=
+OWN_SERVERS=()
+
+# prefill N — records {"n": 1} … {"n": N}, written through queuefs-sql and
+# so acknowledged.
+prefill() {
+    python3 -c "print(''.join('CREATE jobs = {n: %d};\n' % i for i in range(1, $1 + 1)))" |
+        sql >/dev/null || fail "could not write the first $1 records"
+    seq "$1" >"$D/created.prefill"
+}
+
+# load_producer NAME MNT FIRST — writes {"n": FIRST + 1}, {"n": FIRST + 2}
+# … to MNT/jobs/new, about 40 a second, until $D/stop or
+# $D/stop_producers exists: each n acknowledged goes to $D/created.NAME,
+# each whose write failed (it may have been carried out) to
+# $D/create_failed.NAME.
+load_producer() {
+    local name=$1 mnt=$2 n=$3
+    while [ ! -e "$D/stop" ] && [ ! -e "$D/stop_producers" ]; do
+        n=$((n + 1))
+        if printf '{"n":%d}\n' "$n" 2>>"$D/failures.$name" >>"$mnt/jobs/new"; then
+            echo "$n" >>"$D/created.$name"
+        else
+            echo "$n" >>"$D/create_failed.$name"
+            sleep 0.05
+        fi
+        sleep 0.02
+    done
+}
+
+# finish_claim NAME MNT REC — finishes REC, a record claimed through MNT,
+# by its hold's name (rm jobs/held/ID~HOLD acts only while that hold is
+# the live one).  An acknowledged finish goes to $D/finished.NAME ("n
+# hold"); one that failed is tried again (5 s at most), and when it could
+# have been carried out (a try failed with something other than ENOENT)
+# its n goes to $D/unsure.NAME; a hold found gone at once (it lapsed) to
+# $D/lapsed.NAME.
+finish_claim() {
+    local name=$1 mnt=$2 rec=$3 id hold n out doubt=
+    if ! [[ $rec =~ \"id\":\"jobs:([0-9]+)\" ]]; then
+        echo "$name: no identity in $rec" >>"$D/failures.$name"
+        return 0
+    fi
+    id=${BASH_REMATCH[1]}
+    [[ $rec =~ \"hold\":([0-9]+) ]] && hold=${BASH_REMATCH[1]}
+    [[ $rec =~ \"n\":([0-9]+) ]] && n=${BASH_REMATCH[1]}
+    for _ in $(seq 50); do
+        if out=$(rm "$mnt/jobs/held/$id~$hold" 2>&1); then
+            echo "$n $hold" >>"$D/finished.$name"
+            return 0
+        fi
+        if [[ $out == *"No such file or directory"* ]]; then
+            if [ -n "$doubt" ]; then echo "$n" >>"$D/unsure.$name"; else echo "$n" >>"$D/lapsed.$name"; fi
+            return 0
+        fi
+        echo "$out" >>"$D/failures.$name"
+        doubt=1
+        sleep 0.1
+    done
+    echo "$n" >>"$D/unsure.$name"
+}
+
+# load_consumer NAME MNT WORK — claims from MNT/jobs (cat jobs/claim),
+# works WORK seconds and finishes (finish_claim), until $D/stop exists;
+# each acknowledged claim goes to $D/claims.NAME as the claim read it, and
+# a claim that failed is tried again.
+load_consumer() {
+    local name=$1 mnt=$2 work=$3 rec
+    while [ ! -e "$D/stop" ]; do
+        if ! rec=$(cat "$mnt/jobs/claim" 2>>"$D/failures.$name"); then
+            sleep 0.05
+            continue
+        fi
+        if [ -z "$rec" ]; then
+            sleep 0.05
+            continue
+        fi
+        echo "$rec" >>"$D/claims.$name"
+        sleep "$work"
+        finish_claim "$name" "$mnt" "$rec"
+    done
+}
+
+# load_start TAG PRODUCERS CONSUMERS WORK MNT — starts that many producers
+# and consumers (each working WORK seconds a record) on MNT, named TAG.pN
+# and TAG.cN; producers' numbers n are unique across the test.
+load_start() {
+    local tag=$1 producers=$2 consumers=$3 work=$4 mnt=$5 i
+    for i in $(seq "$producers"); do
+        load_producer "$tag.p$i" "$mnt" $((1000000 * (${#WORKERS[@]} + 1))) 3>&- &
+        WORKERS+=("$!")
+    done
+    for i in $(seq "$consumers"); do
+        load_consumer "$tag.c$i" "$mnt" "$work" 3>&- &
+        WORKERS+=("$!")
+    done
+}
+
+# load_stop — the workers stop and are waited for.
+load_stop() {
+    touch "$D/stop"
+    [ "${#WORKERS[@]}" -eq 0 ] || wait "${WORKERS[@]}"
+    WORKERS=()
+}
+
+# load_end — for teardown: the workers stopped, killed when they linger.
+load_end() {
+    [ "${#WORKERS[@]}" -gt 0 ] || return 0
+    touch "$D/stop"
+    kill "${WORKERS[@]}" 2>/dev/null || true
+    wait "${WORKERS[@]}" 2>/dev/null || true
+    WORKERS=()
+}
+
+finished_count() {
+    cat "$D"/finished.* 2>/dev/null | wc -l
+}
+
+# wait_finished N — polls (30 s at most) until N finishes were acknowledged.
+wait_finished() {
+    for _ in $(seq 600); do
+        [ "$(finished_count)" -ge "$1" ] && return 0
+        sleep 0.05
+    done
+    fail "only $(finished_count) of $1 finishes acknowledged; the workers met: $(cat "$D"/failures.* 2>/dev/null | sort | uniq -c | sort -rn | head -5)"
+}
+
+usec_now() {
+    echo "${EPOCHREALTIME//[!0-9]/}"
+}
+
+# first_claim MNT — from the fault's end (now), claims from MNT/jobs until a
+# claim gives a record, and finishes it: fails when that took more than the
+# 2 s the mount has to recover in.
+first_claim() {
+    local mnt=$1 start rec took
+    start=$(usec_now)
+    while :; do
+        if rec=$(cat "$mnt/jobs/claim" 2>>"$D/failures.probe") && [ -n "$rec" ]; then break; fi
+        took=$(($(usec_now) - start))
+        [ "$took" -le 2000000 ] ||
+            fail "no claim within 2 s of the fault's end: $(tail -n 3 "$D/failures.probe" 2>/dev/null)"
+        sleep 0.05
+    done
+    took=$(($(usec_now) - start))
+    echo "$rec" >>"$D/claims.probe"
+    echo "# the first claim came $((took / 1000)) ms after the fault's end" >&3
+    [ "$took" -le 2000000 ] || fail "the first claim came $((took / 1000)) ms after the fault's end"
+    finish_claim probe "$mnt" "$rec"
+}
+
+# ledger_check TIMEOUT — holds what the workers logged against the store
+# (read through queuefs-sql), TIMEOUT being the queue's in seconds: every
+# record whose write was acknowledged is in the store, once; every one
+# whose finish was acknowledged is done there, and was finished once;
+# nothing is done that no finish was acknowledged of or left in doubt, and
+# nothing is there that nobody wrote; no hold was handed out twice, no two
+# holds of a record overlapped by the server's clock (a hold begins
+# TIMEOUT before its claimed_until), and no record was claimed again after
+# a finish of it was acknowledged.  Prints what it counted.
+ledger_check() {
+    sql "SELECT n, completed_at FROM jobs;" >"$D/store.json" || fail "the store could not be read"
+    python3 - "$D" "$1" >"$D/ledger" <<'EOF' || fail "$(cat "$D/ledger")"
+import collections, datetime, glob, json, re, sys
+
+d, timeout_us = sys.argv[1], int(float(sys.argv[2]) * 1000000)
+
+def lines(pattern):
+    out = []
+    for f in sorted(glob.glob(d + "/" + pattern)):
+        out += [l.strip() for l in open(f) if l.strip()]
+    return out
+
+def usec(t):
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z", t)
+    s = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
+    s = int(s.replace(tzinfo=datetime.timezone.utc).timestamp())
+    return s * 1000000 + int((m.group(2) or "0").ljust(6, "0")[:6])
+
+created = set(map(int, lines("created.*")))
+tried = set(map(int, lines("create_failed.*")))
+finishes = [tuple(map(int, l.split())) for l in lines("finished.*")]
+unsure = set(map(int, lines("unsure.*")))
+lapsed = lines("lapsed.*")
+failed = lines("failures.*")
+claims = [json.loads(l) for l in lines("claims.*")]
+store = json.load(open(d + "/store.json"))
+bad = []
+
+in_store = collections.Counter(r["n"] for r in store)
+done = {r["n"] for r in store if "completed_at" in r}
+bad += ["n=%d: %d records of one write" % (n, k) for n, k in in_store.items() if k > 1]
+bad += ["n=%d: acknowledged, and not in the store" % n for n in sorted(created - set(in_store))]
+bad += ["n=%d: in the store, and never written" % n for n in sorted(set(in_store) - created - tried)]
+finished = collections.Counter(n for n, _ in finishes)
+bad += ["n=%d: finished %d times" % (n, k) for n, k in finished.items() if k > 1]
+bad += ["n=%d: its finish acknowledged, and it is not done" % n for n in sorted(set(finished) - done)]
+bad += ["n=%d: done, and no finish of it acknowledged or in doubt" % n
+        for n in sorted(done - set(finished) - unsure)]
+
+holds = collections.Counter(c["hold"] for c in claims)
+bad += ["hold %d handed out %d times" % (h, k) for h, k in holds.items() if k > 1]
+by_n = collections.defaultdict(list)
+for c in claims:
+    by_n[c["n"]].append(c)
+finished_hold = {n: h for n, h in finishes}
+for n, cs in by_n.items():
+    cs.sort(key=lambda c: c["hold"])
+    for a, b in zip(cs, cs[1:]):
+        if usec(b["claimed_until"]) - timeout_us < usec(a["claimed_until"]):
+            bad.append("n=%d: hold %d (until %s) overlaps hold %d (until %s)"
+                       % (n, b["hold"], b["claimed_until"], a["hold"], a["claimed_until"]))
+    if n in finished_hold:
+        bad += ["n=%d: claimed again (hold %d) after its finish (hold %d)" % (n, c["hold"], finished_hold[n])
+                for c in cs if c["hold"] > finished_hold[n]]
+
+print("%d calls failed; %d written, %d writes in doubt, %d claims, %d finished, %d finishes in doubt, "
+      "%d holds lapsed, %d records claimed more than once, %d in the store (%d done)"
+      % (len(failed), len(created), len(tried), len(claims), len(finishes), len(unsure), len(lapsed),
+         sum(1 for cs in by_n.values() if len(cs) > 1), sum(in_store.values()), len(done)))
+if bad:
+    print("\n".join(bad[:20]))
+    sys.exit(1)
+EOF
+    echo "# $(cat "$D/ledger")" >&3
+}
+
+# idle_clients N — one process holds N connections to the test's database
+# open and idle (application_name idle_client, for 120 s at most), and
+# returns once the server shows them all.
+idle_clients() {
+    python3 -c '
+import ctypes, sys, time
+pq = ctypes.CDLL("libpq.so.5")
+pq.PQconnectdb.restype = ctypes.c_void_p
+pq.PQconnectdb.argtypes = [ctypes.c_char_p]
+pq.PQstatus.argtypes = [ctypes.c_void_p]
+pq.PQerrorMessage.restype = ctypes.c_char_p
+pq.PQerrorMessage.argtypes = [ctypes.c_void_p]
+conns = []
+for i in range(int(sys.argv[2])):
+    c = pq.PQconnectdb(sys.argv[1].encode())
+    if pq.PQstatus(c) != 0:
+        sys.exit("connection %d: %s" % (i, pq.PQerrorMessage(c).decode()))
+    conns.append(c)
+time.sleep(120)
+' "$STORE&application_name=idle_client" "$1" 3>&- &
+    IDLE_CLIENT=$!
+    for _ in $(seq 300); do
+        [ "$(idle_count)" = "$1" ] && return 0
+        kill -0 "$IDLE_CLIENT" 2>/dev/null || fail "the idle client could not open its $1 connections"
+        sleep 0.1
+    done
+    fail "only $(idle_count) of $1 idle connections open after 30 s"
+}
+idle_count() {
+    psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_stat_activity
+        WHERE application_name = 'idle_client' AND state = 'idle'"
+}
+# idle_end — the idle client's connections closed; polls until the
+# server shows none.
+idle_end() {
+    [ -n "${IDLE_CLIENT:-}" ] || return 0
+    kill "$IDLE_CLIENT" 2>/dev/null || true
+    wait "$IDLE_CLIENT" 2>/dev/null || true
+    IDLE_CLIENT=
+    for _ in $(seq 200); do
+        [ "$(idle_count)" = 0 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# own_servers_down — stops the servers a test started of its own, and
+# removes them.
+own_servers_down() {
+    local dir
+    for dir in "${OWN_SERVERS[@]+"${OWN_SERVERS[@]}"}"; do
+        "$PG_SERVER" stop "$dir" >/dev/null 2>&1
+        [ -n "${QUEUEFS_KEEP_PG:-}" ] || rm -rf "$dir"
+    done
+    OWN_SERVERS=()
+}
+
+# kill_backends — terminates the test database's queuefs connections (the
+# mounts' pools and their listening connections); prints how many.
+kill_backends() {
+    psql -qXAt "$STORE" -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+        WHERE application_name = 'queuefs' AND datname = '$DB'"
+}
+
+# sleep_until USEC — sleeps until usec_now reaches USEC.
+sleep_until() {
+    local d=$(($1 - $(usec_now)))
+    [ "$d" -le 0 ] || sleep "$((d / 1000000)).$(printf '%06d' $((d % 1000000)))"
+}
+
+# synchronous_pair — a primary and a standby of its own for the test
+# (PRIMARY, STANDBY: their directories), both on TCP at 127.0.0.1, the
+# standby streaming from the primary and synchronous (a commit is
+# acknowledged once the standby has it on disk); database $DB on them,
+# and STORE naming both hosts, with target_session_attrs=read-write.
+synchronous_pair() {
+    local admin user
+    PRIMARY=$(mktemp -d /tmp/queuefs-primary.XXXXXX)
+    STANDBY=$(mktemp -d /tmp/queuefs-standby.XXXXXX)
+    OWN_SERVERS=("$STANDBY" "$PRIMARY")
+    chmod 755 "$PRIMARY" "$STANDBY"
+    QUEUEFS_PG_LISTEN=127.0.0.1 "$PG_SERVER" start "$PRIMARY" >/dev/null
+    admin=$("$PG_SERVER" uri "$PRIMARY" postgres)
+    psql -qX "$admin" -c "CREATE DATABASE $DB" >/dev/null
+    QUEUEFS_PG_LISTEN=127.0.0.1 "$PG_SERVER" standby "$PRIMARY" "$STANDBY" >/dev/null
+    psql -qX "$admin" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+    for _ in $(seq 100); do
+        [ "$(psql -qXAt "$admin" -c "SELECT sync_state FROM pg_stat_replication")" = sync ] && break
+        sleep 0.1
+    done
+    assert_equal "$(psql -qXAt "$admin" -c "SELECT sync_state FROM pg_stat_replication")" sync
+    user=$(stat -c %U "$PRIMARY/data")
+    STORE="postgresql://$user@127.0.0.1:$(cat "$PRIMARY/port"),127.0.0.1:$(cat "$STANDBY/port")/$DB?target_session_attrs=read-write"
+}
+
+@test "postgresql: under load, the mount's connections killed twice a second for 10 s: nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of the last kill" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5s KEEP 1h;" >/dev/null
+    prefill 1000
+    mount_fs
+    load_start load 2 4 0.02 "$M"
+    wait_finished 20
+    local i k killed=0 t0 during
+    during=$(finished_count)
+    t0=$(usec_now)
+    for i in $(seq 0 19); do
+        sleep_until $((t0 + i * 500000))
+        k=$(kill_backends) || fail "pg_terminate_backend failed"
+        killed=$((killed + k))
+    done
+    during=$(($(finished_count) - during))
+    first_claim "$M"
+    wait_finished $(($(finished_count) + 20))
+    load_stop
+    echo "# $killed connections killed in 20 rounds; $during finishes meanwhile" >&3
+    [ "$killed" -ge 20 ] || fail "only $killed connections of the mount were killed in 20 rounds"
+    [ "$during" -gt 0 ] || fail "nothing was finished while the connections were killed"
+    ledger_check 5
+}
+
+@test "postgresql: under load, the server restarting: nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of the server being back" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5s KEEP 1h;" >/dev/null
+    prefill 1000
+    mount_fs
+    load_start load 2 4 0.02 "$M"
+    wait_finished 50
+    local started
+    started=$(psql -qXAt "$STORE" -c "SELECT pg_postmaster_start_time()")
+    "$PG_SERVER" restart "$PG_DIR"
+    first_claim "$M"
+    [ "$(psql -qXAt "$STORE" -c "SELECT pg_postmaster_start_time()")" != "$started" ] ||
+        fail "the server did not restart"
+    wait_finished $(($(finished_count) + 50))
+    load_stop
+    ledger_check 5
+}
+
+@test "postgresql: under load, with 300 idle connections held open by other clients: the mount connects and works meanwhile and after, nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of them closing" {
+    # 300 others, the mount's pool (32 at most) and the test's own.
+    QUEUEFS_PG_MAX_CONNECTIONS=400 "$PG_SERVER" restart "$PG_DIR"
+    sql "DEFINE QUEUE jobs TIMEOUT 5s KEEP 1h;" >/dev/null
+    prefill 1000
+    idle_clients 300
+    mount_fs
+    load_start load 2 4 0.02 "$M"
+    wait_finished 100
+    local pool
+    pool=$(queuefs_backends)
+    [ "$pool" -ge 2 ] || fail "the mount has only $pool connections open"
+    assert_equal "$(idle_count)" 300
+    idle_end || fail "the idle connections did not close"
+    first_claim "$M"
+    wait_finished $(($(finished_count) + 50))
+    load_stop
+    ledger_check 5
+}
+
+@test "postgresql: under load on two mounts, one's daemon SIGKILLed while its workers hold records: its holds lapse to the other mount, whose workers finish everything; nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s" {
+    sql "DEFINE QUEUE jobs TIMEOUT 2s KEEP 1h;" >/dev/null
+    prefill 200
+    mount_fs "$D/m1"
+    mount_fs "$D/m2"
+    # The first mount's workers take their time: they hold work when it dies.
+    load_start m1 1 3 1 "$D/m1"
+    load_start m2 1 3 0.02 "$D/m2"
+    wait_finished 30
+    for _ in $(seq 100); do
+        cat "$D"/finished.m1.* 2>/dev/null | grep -q . && break
+        sleep 0.1
+    done
+    local pid
+    pid=$(daemon_pid "$D/m1") || fail "no daemon serves $D/m1"
+    kill -9 "$pid"
+    wait_gone "$pid" || fail "the daemon outlived SIGKILL"
+    fusermount3 -u "$D/m1" 2>/dev/null || fusermount3 -u -z "$D/m1"
+    wait_unmounted "$D/m1" || fail "the dead mount is still mounted"
+    first_claim "$D/m2"
+    touch "$D/stop_producers"
+    local left
+    for _ in $(seq 300); do
+        left=$(jqr .records "$(cat "$D/m2/jobs/stats")")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    load_stop
+    [ "$left" = 0 ] || fail "$left records still outstanding 30 s after the producers stopped"
+    ledger_check 2
+    # Everything written was finished, and what the dead mount held went
+    # to the other.
+    local written finished
+    written=$(cat "$D"/created.* | wc -l)
+    finished=$(jq '[.[] | select(.completed_at)] | length' "$D/store.json")
+    [ "$finished" -ge "$written" ] || fail "$finished records done of $written written"
+    local taken
+    taken=$(comm -12 <(cat "$D"/claims.m1.* | jq -r .n | sort -u) \
+        <(cat "$D"/claims.m2.* "$D/claims.probe" | jq -r .n | sort -u) | wc -l)
+    echo "# $taken records the killed mount had claimed were claimed again on the other" >&3
+    [ "$taken" -ge 1 ] || fail "nothing the killed mount held was claimed by the other"
+}
+
+@test "postgresql: under load, a failover to a synchronous standby (the primary stopped at once, the standby promoted), mounted by a multi-host URI with target_session_attrs=read-write: nothing acknowledged is lost or finished twice, no two holds overlap, and a claim succeeds within 2 s of the promotion" {
+    synchronous_pair
+    sql "DEFINE QUEUE jobs TIMEOUT 5s KEEP 1h;" >/dev/null
+    prefill 1000
+    mount_fs
+    load_start load 2 4 0.02 "$M"
+    wait_finished 50
+    "$PG_SERVER" crash "$PRIMARY"
+    # The outage an operator's failover takes.
+    sleep 1
+    "$PG_SERVER" promote "$STANDBY"
+    first_claim "$M"
+    [ "$(psql -qXAt "$("$PG_SERVER" uri "$STANDBY" "$DB")" -c "SELECT count(*) FROM pg_stat_activity
+        WHERE application_name = 'queuefs'")" -ge 1 ] || fail "the mount is not connected to the promoted standby"
+    wait_finished $(($(finished_count) + 50))
+    load_stop
+    ledger_check 5
 }
 
 # ---------------------------------------------------------------------------
