@@ -244,6 +244,7 @@ QUEUEFS_WORKER=1"
 '-3'|%2D3
 claim|%63laim
 'held'|%68eld
+'done'|%64one
 '.hid'|%2Ehid
 'x@y~z'|x%40y%7Ez
 '100%'|100%25
