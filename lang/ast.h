@@ -158,6 +158,14 @@ typedef struct Target {
     Value id; /* VAL_RECORD for `table:key`, VAL_NONE for the whole table */
 } Target;
 
+/* A record that DELETE or RELEASE names after its first (`DELETE q:1, q:2`),
+ * and its fence (`q:2~N`: act only while the record's live hold is number
+ * N; 0 = no fence). */
+typedef struct MoreTarget {
+    Target target;
+    int64_t fence;
+} MoreTarget;
+
 typedef enum WriteMode {
     WRITE_CONTENT, /* = expr  or  CONTENT expr: the whole record */
     WRITE_MERGE,   /* MERGE expr */
@@ -202,9 +210,12 @@ struct Stmt {
         } write;
         struct { /* ST_DELETE */
             Target target;
-            Expr *where;   /* or NULL */
-            int64_t fence; /* the file view's held/ID~N: act only while the live
-                                     hold is number N; 0 = no fence */
+            Expr *where;      /* or NULL */
+            int64_t fence;    /* q:7~N or the file view's held/ID~N: act only
+                                     while the live hold is number N; 0 = no
+                                     fence */
+            MoreTarget *more; /* the records named after the first, or NULL */
+            size_t nmore;
         } del;
         struct {       /* ST_SELECT */
             bool star; /* SELECT * */
@@ -230,6 +241,8 @@ struct Stmt {
             char *because;      /* BECAUSE 'text', or NULL (RELEASE) */
             Expr *where;        /* RETRY ALL … WHERE expr, or NULL */
             int64_t fence;      /* as for DELETE */
+            MoreTarget *more;   /* as for DELETE (RELEASE) */
+            size_t nmore;
         } release;
         struct { /* ST_ALTER_QUEUE */
             char *table;

@@ -290,6 +290,25 @@ static const Case cases[] = {
      LANG_OK},
     {"DEFINE QUEUE jobs TIMEOUT 30s; BEGIN; CLAIM FROM jobs WAIT 1s;", "null\nnull\n",
      LANG_PARSE_ERROR},
+    /* DELETE and RELEASE of several records, fenced by their holds */
+    {"DEFINE QUEUE q TIMEOUT 30s; CREATE q:1 = {}; CREATE q:2 = {}; CREATE q:3 = {};"
+     "CLAIM 2 FROM q; DELETE q:1~1, q:2~2, q:3; SELECT id FROM q;",
+     "null\n[{\"id\":\"q:1\"}]\n[{\"id\":\"q:2\"}]\n[{\"id\":\"q:3\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"},"
+     "{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:2\"}]\n[]\n[]\n",
+     LANG_OK},
+    {"DEFINE QUEUE q TIMEOUT 30s NOT BEFORE due; CREATE q:1 = {}; CREATE q:2 = {};"
+     "CREATE q:3 = {}; CLAIM 2 FROM q; RELEASE q:2~2, q:1, q:3 NOT BEFORE 10m BECAUSE 'HTTP 503';"
+     "CLAIM 3 FROM q;",
+     "null\n[{\"id\":\"q:1\"}]\n[{\"id\":\"q:2\"}]\n[{\"id\":\"q:3\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"},"
+     "{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:2\"}]\n"
+     "[{\"attempts\":1,\"due\":\"T\",\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":"
+     "\"HTTP 503\"}],\"id\":\"q:2\",\"last_error\":\"HTTP 503\"},"
+     "{\"attempts\":1,\"due\":\"T\",\"errors\":[{\"at\":\"T\",\"attempt\":1,\"error\":"
+     "\"HTTP 503\"}],\"id\":\"q:1\",\"last_error\":\"HTTP 503\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":3,\"id\":\"q:3\"}]\n",
+     LANG_OK},
     /* expressions */
     {"DEFINE COLLECTION t; CREATE t:1 = { a: time::from_unix(0) + 1h30m, b: 7 / 2, c: 1 + 2 * 3 };",
      "null\n[{\"a\":\"T\",\"b\":3.5,\"c\":7,\"id\":\"t:1\"}]\n", LANG_OK},
@@ -500,6 +519,65 @@ run_into(LangSession *s, const char *script, Buf *out)
     return run_script(s, script, out, &err);
 }
 
+/* DELETE and RELEASE of several records are one commit: a target that
+ * fails fails the statement with its error, which names it, and leaves
+ * every record as it was. */
+static void
+test_several_targets(void)
+{
+    static const struct {
+        const char *stmt;
+        LangErrorCode error;
+        const char *message; /* a fragment of it */
+    } refused[] = {
+        {"DELETE q:1, q:9, q:3;", LANG_NO_SUCH_RECORD, "no record q:9"},
+        {"DELETE q:1~1, q:2~7;", LANG_NO_SUCH_RECORD, "q:2 is no longer held by hold 7"},
+        {"DELETE q:3, q:1~2;", LANG_NO_SUCH_RECORD, "q:1 is no longer held by hold 2"},
+        {"DELETE q:1, q:2, r:9;", LANG_NO_SUCH_RECORD, "no record r:9"},
+        {"DELETE q:1, nowhere:1;", LANG_NO_SUCH_TABLE, "nowhere"},
+        {"RELEASE q:1~1, q:2~5 NOT BEFORE 1h BECAUSE 'x';", LANG_NO_SUCH_RECORD,
+         "q:2 is no longer held by hold 5"},
+        {"RELEASE q:1, q:2, q:9 BECAUSE 'x';", LANG_NO_SUCH_RECORD, "no record q:9"},
+        {"RELEASE q:1, q:2~2, q:3~3;", LANG_NO_SUCH_RECORD, "q:3 is no longer held by hold 3"},
+        {"RELEASE q:1, q:2, q:4 BECAUSE 'x';", LANG_HELD_BY_OTHER,
+         "q:4 is held by consumer 'other'"},
+        {"RELEASE q:1, r:1 NOT BEFORE 1h;", LANG_NO_DELAY_FIELD, "'r' declares no NOT BEFORE"},
+        {"RELEASE q:1, c:1;", LANG_WRONG_KIND, "'c' is a collection"},
+    };
+    Fixture f;
+    if (!fixture_open(&f))
+        return;
+    Buf before = {0}, after = {0}, out = {0};
+    LangSession *other = lang_session_new(f.store, "other", NULL);
+    /* q:1 and q:2 held by the session (holds 1 and 2), q:3 by nobody, q:4 by
+     * consumer 'other' (hold 3); r:1 held */
+    CHECK(run_into(f.s,
+                   "DEFINE QUEUE q TIMEOUT 1h NOT BEFORE due; DEFINE QUEUE r TIMEOUT 1h;"
+                   "DEFINE COLLECTION c; CREATE c:1 = {};"
+                   "CREATE q:1 = {}; CREATE q:2 = {}; CREATE q:3 = {}; CREATE q:4 = {};"
+                   "CREATE r:1 = {}; CLAIM 2 FROM q; CLAIM FROM r;",
+                   &out) == LANG_OK,
+          "setup: %s", out.data);
+    CHECK(run_into(other, "CLAIM q:4;", &out) == LANG_OK, "claim of q:4: %s", out.data);
+    const char *look = "SELECT * FROM q; SELECT * FROM r; SELECT * FROM c;";
+    CHECK(run_into(f.s, look, &before) == LANG_OK, "select: %s", before.data);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        LangError err;
+        run_script(f.s, refused[i].stmt, &out, &err);
+        CHECK(err.code == refused[i].error && strstr(err.message, refused[i].message),
+              "%s: %s (%s), want %s (%s)", refused[i].stmt, lang_error_name(err.code), err.message,
+              lang_error_name(refused[i].error), refused[i].message);
+        CHECK(run_into(f.s, look, &after) == LANG_OK, "select: %s", after.data);
+        CHECK(strcmp(before.data, after.data) == 0, "%s changed the records:\n%s\nnot\n%s",
+              refused[i].stmt, after.data, before.data);
+    }
+    lang_session_free(other);
+    lang_buf_free(&before);
+    lang_buf_free(&after);
+    lang_buf_free(&out);
+    fixture_close(&f);
+}
+
 /* A PER value whose encoding is longer than STORE_MAX_KEY: a CREATE of it
  * is TooLarge, and so is an ALTER QUEUE that would group it — which then
  * leaves the queue as it was. */
@@ -672,6 +750,7 @@ main(void)
         fixture_close(&f);
     }
     test_unowned_table();
+    test_several_targets();
     test_record_upgrade();
     test_group_too_long();
     test_def_compat();

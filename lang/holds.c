@@ -210,39 +210,50 @@ hold_consumer(const Record *r, const char **instance)
     return r->consumer;
 }
 
-/* Opens RELEASE or TOUCH "st" on the one record it names: its queue
- * into "def" (loaded for writing), the delay a RELEASE names into
+/* Loads the record "t" names of queue "def" into "r" when fence "fence"
+ * (0: none) holds for it: NoSuchRecord otherwise.  The caller frees "r",
+ * also on error. */
+static LangErrorCode
+hold_record(Exec *x, const TableDef *def, const Target *t, int64_t fence, Record *r)
+{
+    *r = (Record){0};
+    if (lang_record_load(x->txn, def, t->id.u.rec.key, r, x->err))
+        return x->err->code;
+    if (fence)
+        lang_record_fence(def, r, fence, lang_exec_now(x), x->err);
+    return x->err->code;
+}
+
+/* Opens RELEASE, TOUCH or RETRY "st" on the one record it names: its
+ * queue into "def" (loaded for writing), the delay it names into
  * "*delay_to" (see release_delay), and the record into "r" when its fence
  * holds.  The caller frees "def" and "r", also on error. */
 static LangErrorCode
 hold_open(Exec *x, const Stmt *st, TableDef *def, Record *r, int64_t *delay_to)
 {
-    const Target *t = &st->u.release.target;
     *r = (Record){0};
-    if (lang_queue_load(x, t->table, ACCESS_WRITE, def) || release_delay(x, def, st, delay_to) ||
-        lang_record_load(x->txn, def, t->id.u.rec.key, r, x->err))
+    if (lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, def) ||
+        release_delay(x, def, st, delay_to))
         return x->err->code;
-    if (st->u.release.fence)
-        lang_record_fence(def, r, st->u.release.fence, lang_exec_now(x), x->err);
-    return x->err->code;
+    return hold_record(x, def, &st->u.release.target, st->u.release.fence, r);
 }
 
-/* release -> RELEASE record [NOT BEFORE expr] [FOR CONSUMER name] [BECAUSE text] */
-LangErrorCode
-lang_exec_release(Exec *x, const Stmt *st)
+/* Ends the hold on the record "t" names, under "fence", as RELEASE "st"
+ * says: "def" is its queue and "delay_to" the instant of its NOT BEFORE (0:
+ * none).  A record nobody holds is left as it is; one released goes into
+ * "results".  HeldByAnotherConsumer for a hold the session may not end. */
+static LangErrorCode
+release_one(Exec *x, const Stmt *st, const TableDef *def, const Target *t, int64_t fence,
+            int64_t delay_to, Value *results)
 {
-    const Target *t = &st->u.release.target;
-    TableDef def;
     Record r;
-    int64_t delay_to;
-    Value results = lang_value_array();
-    if (hold_open(x, st, &def, &r, &delay_to) || !lang_record_is_held(&r, lang_exec_now(x)))
+    if (hold_record(x, def, t, fence, &r) || !lang_record_is_held(&r, lang_exec_now(x)))
         goto done;
     const char *instance, *consumer = hold_consumer(&r, &instance);
     const char *group = st->u.release.for_consumer;
     if (group ? consumer && strcmp(consumer, group) == 0
               : !consumer || (instance && strcmp(instance, x->s->instance) == 0)) {
-        end_hold(x, &def, &r, delay_to, release_reason(st), &results);
+        end_hold(x, def, &r, delay_to, release_reason(st), results);
     } else if (consumer) {
         Buf name = {0};
         lang_record_id_format(&t->id.u.rec, &name);
@@ -255,7 +266,37 @@ lang_exec_release(Exec *x, const Stmt *st)
     }
 done:
     lang_record_free(&r);
-    lang_table_def_free(&def);
+    return x->err->code;
+}
+
+/* release -> RELEASE records [NOT BEFORE expr] [FOR CONSUMER name] [BECAUSE text]
+ * Each record in turn, in the statement's one transaction, so that the
+ * first that fails (a missing record, a fence that does not hold, another
+ * consumer's hold) leaves all of them as they were. */
+LangErrorCode
+lang_exec_release(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    const char *loaded = NULL; /* the queue "def" holds */
+    int64_t delay_to = 0;
+    Value results = lang_value_array();
+    for (size_t i = 0; i <= st->u.release.nmore && !x->err->code; i++) {
+        const MoreTarget *m = i ? &st->u.release.more[i - 1] : NULL;
+        const Target *t = m ? &m->target : &st->u.release.target;
+        if (!loaded || strcmp(loaded, t->table) != 0) {
+            if (loaded)
+                lang_table_def_free(&def);
+            loaded = NULL;
+            if (lang_queue_load(x, t->table, ACCESS_WRITE, &def))
+                break;
+            loaded = t->table;
+            if (release_delay(x, &def, st, &delay_to))
+                break;
+        }
+        release_one(x, st, &def, t, m ? m->fence : st->u.release.fence, delay_to, &results);
+    }
+    if (loaded)
+        lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
 }
 

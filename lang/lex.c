@@ -464,9 +464,10 @@ static const struct Punctuation {
     {'=', '=', TK_EQ, TK_EQEQ},      {'!', '=', TK_BANG, TK_NE},
     {'<', '=', TK_LT, TK_LE},        {'>', '=', TK_GT, TK_GE},
     {'&', '&', TK_ERROR, TK_ANDAND}, {'|', '|', TK_ERROR, TK_OROR},
+    {'~', 0, TK_TILDE, TK_ERROR},
 };
 
-/* punct -> ; , . ( ) { } [ ] + - * / : :: = == ! != < <= > >= && ||
+/* punct -> ; , . ( ) { } [ ] + - * / : :: = == ! != < <= > >= && || ~
  * The punctuation at lx->p, the longer token first; anything else is an
  * unexpected character. */
 static TokKind

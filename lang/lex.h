@@ -58,7 +58,8 @@ typedef enum TokKind {
     TK_SLASH, /* + - * / */
     TK_BANG,
     TK_ANDAND,
-    TK_OROR, /* ! && || */
+    TK_OROR,  /* ! && || */
+    TK_TILDE, /* ~ (a fence: q:7~N) */
 } TokKind;
 
 typedef struct Token {

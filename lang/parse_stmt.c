@@ -4,7 +4,9 @@
  * and parse_state.h).
  *
  * Decisions beyond the grammar:
- *  - \u0000 is not allowed in consumer names. */
+ *  - \u0000 is not allowed in consumer names.
+ *  - A record named twice among the targets of DELETE or RELEASE is
+ *    ParseError (the second would otherwise act on what the first left). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,6 +30,15 @@ target_and_exprs_free(Target *t, Expr *a, Expr *b)
     target_free(t);
     lang_expr_free(a);
     lang_expr_free(b);
+}
+
+/* Frees the "n" targets "more" and the array holding them. */
+static void
+more_free(MoreTarget *more, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        target_free(&more[i].target);
+    free(more);
 }
 
 void
@@ -63,7 +74,10 @@ lang_stmt_free(Stmt *s)
     case ST_UPSERT:
         target_and_exprs_free(&s->u.write.target, s->u.write.content, s->u.write.where);
         break;
-    case ST_DELETE: target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL); break;
+    case ST_DELETE:
+        target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL);
+        more_free(s->u.del.more, s->u.del.nmore);
+        break;
     case ST_SELECT:
         for (size_t i = 0; i < s->u.select.nfields; i++) {
             lang_expr_free(s->u.select.fields[i].expr);
@@ -82,6 +96,7 @@ lang_stmt_free(Stmt *s)
     case ST_RETRY_ALL:
     case ST_TOUCH:
         target_and_exprs_free(&s->u.release.target, s->u.release.where, s->u.release.not_before);
+        more_free(s->u.release.more, s->u.release.nmore);
         free(s->u.release.for_consumer);
         free(s->u.release.because);
         break;
@@ -119,7 +134,7 @@ target(ParseState *ps, Target *t, const char *what)
     return true;
 }
 
-/* recordtarget -> name ':' key */
+/* record -> name ':' key */
 static bool
 record_target(ParseState *ps, Target *t, const char *what)
 {
@@ -128,6 +143,78 @@ record_target(ParseState *ps, Target *t, const char *what)
         return false;
     }
     return target(ps, t, what);
+}
+
+/* fence -> ['~' INT]: the number of a hold, positive, into "*hold" (0
+ * when there is no '~'). */
+static bool
+fence(ParseState *ps, int64_t *hold)
+{
+    *hold = 0;
+    if (!accept(ps, TK_TILDE))
+        return true;
+    if (ps->tok.kind != TK_INT || ps->tok.int_min || ps->tok.i <= 0) {
+        lang_parse_expected(ps, "a hold number (a positive integer) after '~'");
+        return false;
+    }
+    *hold = ps->tok.i;
+    next(ps);
+    return true;
+}
+
+/* Orders targets by table, then key (qsort). */
+static int
+target_order(const void *pa, const void *pb)
+{
+    const Target *a = *(const Target *const *)pa, *b = *(const Target *const *)pb;
+    int c = strcmp(a->table, b->table);
+    return c ? c : lang_value_compare(a->id.u.rec.key, b->id.u.rec.key);
+}
+
+/* ParseError when a record is among "first" and the "n" targets "more"
+ * twice: "jobs:1 is named twice". */
+static bool
+named_once(ParseState *ps, const Target *first, const MoreTarget *more, size_t n)
+{
+    if (!n)
+        return true;
+    const Target **all = lang_xcalloc(n + 1, sizeof *all);
+    all[0] = first;
+    for (size_t i = 0; i < n; i++)
+        all[i + 1] = &more[i].target;
+    qsort(all, n + 1, sizeof *all, target_order);
+    for (size_t i = 0; i < n; i++) {
+        if (target_order(&all[i], &all[i + 1]) == 0) {
+            Buf name = {0};
+            lang_record_id_format(&all[i]->id.u.rec, &name);
+            lang_parse_error(ps, &ps->tok, "%s is named twice", name.data);
+            lang_buf_free(&name);
+            break;
+        }
+    }
+    free(all);
+    return !FAILED(ps);
+}
+
+/* records -> record [fence] {',' record [fence]}, after a first record
+ * "first" ("what" names what a record after ',' is): its fence into
+ * "*hold", the records after it into "*more" ("*n" of them).  Each record
+ * is named once. */
+static bool
+records(ParseState *ps, const Target *first, int64_t *hold, MoreTarget **more, size_t *n,
+        const char *what)
+{
+    size_t cap = 0;
+    if (!fence(ps, hold))
+        return false;
+    while (accept(ps, TK_COMMA)) {
+        GROW(*more, *n, cap);
+        MoreTarget *m = &(*more)[(*n)++];
+        *m = (MoreTarget){0};
+        if (!record_target(ps, &m->target, what) || !fence(ps, &m->fence))
+            return false;
+    }
+    return named_once(ps, first, *more, *n);
 }
 
 /* consumer -> STRING | IDENT */
@@ -234,14 +321,23 @@ update(ParseState *ps, Stmt *s)
         s->u.write.where = lang_parse_expr(ps);
 }
 
-/* delete -> DELETE [FROM] target [WHERE expr] */
+/* delete -> DELETE [FROM] (name | records) [WHERE expr] */
 static void delete (ParseState *ps, Stmt *s)
 {
     s->kind = ST_DELETE;
     if (is_kw(&ps->tok, "FROM") && peek(ps)->kind == TK_IDENT)
         next(ps);
-    if (!target(ps, &s->u.del.target, "a table or record id after DELETE"))
+    Target *t = &s->u.del.target;
+    if (!target(ps, t, "a table or record id after DELETE"))
         return;
+    if (t->id.kind == VAL_RECORD && !records(ps, t, &s->u.del.fence, &s->u.del.more,
+                                             &s->u.del.nmore, "a record id (table:key) after ','"))
+        return;
+    if (t->id.kind != VAL_RECORD && ps->tok.kind == TK_COMMA) {
+        lang_parse_error(ps, &ps->tok,
+                         "DELETE of several targets names records (table:key), not a table");
+        return;
+    }
     if (accept_kw(ps, "WHERE"))
         s->u.del.where = lang_parse_expr(ps);
 }
@@ -386,7 +482,7 @@ all_or_record(ParseState *ps, Stmt *s, StmtKind one, StmtKind all, const char *w
     return (s->u.release.target.table = lang_parse_table_name(ps, what_queue)) != NULL;
 }
 
-/* release -> RELEASE ALL FROM name {relclause} | RELEASE record {relclause}
+/* release -> RELEASE ALL FROM name {relclause} | RELEASE records {relclause}
  * relclause -> NOT BEFORE expr | FOR CONSUMER consumer | BECAUSE STRING
  *              (each at most once) */
 static void
@@ -394,6 +490,10 @@ release(ParseState *ps, Stmt *s)
 {
     if (!all_or_record(ps, s, ST_RELEASE, ST_RELEASE_ALL, "a queue name after RELEASE ALL FROM",
                        "a record id (table:key) or ALL FROM after RELEASE"))
+        return;
+    if (s->kind == ST_RELEASE &&
+        !records(ps, &s->u.release.target, &s->u.release.fence, &s->u.release.more,
+                 &s->u.release.nmore, "a record id (table:key) after ','"))
         return;
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;

@@ -108,6 +108,21 @@ dump_target(const Target *t, Buf *b)
     }
 }
 
+/* The fence "fence" of a target (nothing for none), and the "n" targets
+ * "more" after it, each with its own. */
+static void
+dump_fences(int64_t fence, const MoreTarget *more, size_t n, Buf *b)
+{
+    if (fence)
+        lang_buf_printf(b, "~%" PRId64, fence);
+    for (size_t i = 0; i < n; i++) {
+        lang_buf_putc(b, ',');
+        dump_target(&more[i].target, b);
+        if (more[i].fence)
+            lang_buf_printf(b, "~%" PRId64, more[i].fence);
+    }
+}
+
 /* The optional clauses of "d" (after TIMEOUT). */
 static void
 dump_clauses(const TableDecl *d, Buf *b)
@@ -201,6 +216,7 @@ dump_stmt(const Stmt *s, Buf *b)
     case ST_DELETE:
         lang_buf_puts(b, "delete ");
         dump_target(&s->u.del.target, b);
+        dump_fences(s->u.del.fence, s->u.del.more, s->u.del.nmore, b);
         dump_clause("where", s->u.del.where, b);
         break;
     case ST_SELECT:
@@ -244,9 +260,12 @@ dump_stmt(const Stmt *s, Buf *b)
                          : s->kind == ST_TOUCH ? "touch "
                                                : "release all ");
         dump_target(&s->u.release.target, b);
+        dump_fences(s->u.release.fence, s->u.release.more, s->u.release.nmore, b);
         dump_clause("notbefore", s->u.release.not_before, b);
         if (s->u.release.for_consumer)
             lang_buf_printf(b, " for %s", s->u.release.for_consumer);
+        if (s->u.release.because)
+            lang_buf_printf(b, " because %s", s->u.release.because);
         break;
     case ST_USE_CONSUMER: lang_buf_printf(b, "use %s", s->u.use_consumer.name); break;
     case ST_BEGIN: lang_buf_puts(b, "begin"); break;
@@ -463,6 +482,15 @@ static const struct {
     {"RELEASE ALL FROM q FOR CONSUMER 'b' NOT BEFORE d'2026-01-01'",
      "release all q notbefore d'2026-01-01T00:00:00Z' for b"},
     {"RELEASE all:1", "release all:1"},
+    /* several targets, fences (q:7~N) */
+    {"DELETE q:1, q:2, other:'a b'", "delete q:1,q:2,other:'a b'"},
+    {"DELETE FROM q:1~5, q:2 WHERE x = 1", "delete q:1~5,q:2 where (= x 1)"},
+    {"DELETE q:7~1042", "delete q:7~1042"},
+    {"delete q:1,q:2~3,q:abc", "delete q:1,q:2~3,q:abc"},
+    {"RELEASE q:1, q:2~9 NOT BEFORE 10m BECAUSE 'HTTP 503'",
+     "release q:1,q:2~9 notbefore 10m because HTTP 503"},
+    {"RELEASE q:1~4, r:'x y' FOR CONSUMER b", "release q:1~4,r:'x y' for b"},
+    {"RELEASE q:1, q:'1'", "release q:1,q:'1'"},
     {"USE CONSUMER billing", "use billing"},
     {"BEGIN; BEGIN TRANSACTION; COMMIT; commit transaction; CANCEL; Cancel Transaction",
      "begin | begin | commit | commit | cancel | cancel"},
@@ -564,6 +592,22 @@ static const struct {
     {"RELEASE jobs:1 BECAUSE", "ERROR: expected a string after BECAUSE"},
     {"RELEASE jobs:1 BECAUSE 'a' BECAUSE 'b'", "ERROR: BECAUSE given twice"},
     {"RELEASE jobs:1 BECAUSE reason", "ERROR: expected a string after BECAUSE"},
+    {"DELETE q:1, q", "ERROR: expected a record id (table:key) after ',', found 'q'"},
+    {"DELETE q:1,", "ERROR: expected a record id (table:key) after ',', found end of text"},
+    {"DELETE q, q:1", "ERROR: DELETE of several targets names records (table:key), not a table"},
+    {"DELETE q~1", "ERROR: expected ';' or end of text after the statement, found '~'"},
+    {"DELETE q:1~", "ERROR: expected a hold number (a positive integer) after '~', found end"},
+    {"DELETE q:1~0", "ERROR: expected a hold number (a positive integer) after '~', found '0'"},
+    {"DELETE q:1~-2", "ERROR: expected a hold number (a positive integer) after '~', found '-'"},
+    {"DELETE q:1~x", "ERROR: expected a hold number (a positive integer) after '~', found 'x'"},
+    {"DELETE q:1, q:2, q:1~3", "ERROR: q:1 is named twice"},
+    {"RELEASE q:'a b', r:1, q:'a b'", "ERROR: q:'a b' is named twice"},
+    {"RELEASE q:1 q:2", "ERROR: expected NOT BEFORE, FOR CONSUMER, BECAUSE or ';'"},
+    {"RELEASE q:1, ALL FROM q", "ERROR: expected a record id (table:key) after ',', found 'ALL'"},
+    {"RELEASE ALL FROM q, q:1", "ERROR: expected NOT BEFORE, FOR CONSUMER, BECAUSE or ';'"},
+    {"TOUCH q:1~2", "ERROR: expected ';' or end of text after the statement, found '~'"},
+    {"RETRY q:1, q:2", "ERROR: expected ';' or end of text after the statement, found ','"},
+    {"CREATE q:1 = {a: ~1}", "ERROR: expected an expression, found '~'"},
     {"USE CONSUMER", "ERROR: expected a consumer name after USE CONSUMER, found end of text"},
     {"USE jobs", "ERROR: expected CONSUMER after USE"},
     {"UPDATE t", "ERROR: expected '=', CONTENT or MERGE after the target"},

@@ -573,13 +573,14 @@ delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 /* The delete of the one record "t" names, with no WHERE and no fence but
  * a hold number's (rm of a record's name, or of held/ID~N): the store's
  * delete, which checks the hold itself, without reading the record first.
- * True when that settled it — done, or failed for another reason than the
- * record's absence or a fence that does not hold (which the caller
- * explains by reading the record as any delete does: nothing changed). */
+ * "last": nothing but reads follows it in the transaction.  True when that
+ * settled it — done, or failed for another reason than the record's
+ * absence or a fence that does not hold (which the caller explains by
+ * reading the record as any delete does: nothing changed). */
 static bool
-delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence)
+delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence, bool last)
 {
-    if (x->alone)
+    if (last)
         store_txn_last(x->txn); /* what follows a delete that fails only reads */
     int rc = delete_stored(x, def, t->id.u.rec.key, fence);
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
@@ -603,16 +604,45 @@ delete_one(Exec *x, const TableDef *def, Record *r, Value *view, void *fence)
         lang_record_missing(rc, def, &r->key, "deleting a record", x->err);
 }
 
-/* delete -> DELETE [FROM] target [WHERE expr] */
+/* Deletes what target "t" of DELETE "st" names, under "fence": a record,
+ * or every record of a table, that the DELETE's WHERE holds for.  "last":
+ * nothing but reads follows it in the transaction. */
 static LangErrorCode
-delete_records(Exec *x, const Stmt *st, TableDef *def)
+delete_target(Exec *x, const Stmt *st, const TableDef *def, const Target *t, int64_t fence,
+              bool last)
 {
-    const Target *t = &st->u.del.target;
-    int64_t fence = st->u.del.fence;
     bool settled = t->id.kind == VAL_RECORD && !st->u.del.where && fence >= 0 &&
-                   delete_settled(x, def, t, fence);
+                   delete_settled(x, def, t, fence, last);
     if (!settled)
         lang_exec_each_record(x, def, t, st->u.del.where, false, delete_one, &fence);
+    return x->err->code;
+}
+
+/* delete -> DELETE [FROM] target [WHERE expr] | DELETE records [WHERE expr]:
+ * each target in turn, in the statement's one transaction, so that the
+ * first that fails (a missing record, a fence that does not hold) leaves
+ * all of them as they were. */
+static LangErrorCode
+delete_records(Exec *x, const Stmt *st)
+{
+    TableDef def;
+    const char *loaded = NULL; /* the table "def" holds */
+    size_t n = 1 + st->u.del.nmore;
+    for (size_t i = 0; i < n && !x->err->code; i++) {
+        const MoreTarget *m = i ? &st->u.del.more[i - 1] : NULL;
+        const Target *t = m ? &m->target : &st->u.del.target;
+        if (!loaded || strcmp(loaded, t->table) != 0) {
+            if (loaded)
+                lang_table_def_free(&def);
+            loaded = NULL;
+            if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
+                break;
+            loaded = t->table;
+        }
+        delete_target(x, st, &def, t, m ? m->fence : st->u.del.fence, x->alone && n == 1);
+    }
+    if (loaded)
+        lang_table_def_free(&def);
     if (x->err->code)
         return x->err->code;
     lang_buf_puts(x->out, "[]");
@@ -737,7 +767,7 @@ lang_exec_table_statement(Exec *x, const Stmt *st)
     case ST_CREATE: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, create_record);
     case ST_UPDATE: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, update_records);
     case ST_UPSERT: return on_table(x, st, st->u.write.target.table, ACCESS_WRITE, upsert_record);
-    case ST_DELETE: return on_table(x, st, st->u.del.target.table, ACCESS_WRITE, delete_records);
+    case ST_DELETE: return delete_records(x, st);
     case ST_SELECT: return on_table(x, st, st->u.select.from.table, ACCESS_READ, select_records);
     case ST_PAUSE:
     case ST_RESUME: return on_table(x, st, st->u.table_op.table, ACCESS_OWNER, pause_queue);

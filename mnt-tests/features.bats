@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # features.bats — SPEC section 6 on a real mount: RETRY brings dead work
 # back (through ctl and through `mv q/dead/ID q/released/`), and PAUSE QUEUE
-# stops hand-outs durably until RESUME QUEUE.
+# stops hand-outs durably until RESUME QUEUE; and section 9's DELETE and
+# RELEASE of several records, fenced, in one commit.
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/features.bats
 #
@@ -146,4 +147,55 @@ mount_dead() {
     sql "DEFINE COLLECTION notes;" >/dev/null
     assert_equal "$(ctl_errno 'ALTER QUEUE notes TIMEOUT 1m;')" "EINVAL WrongKind"
     assert_equal "$(ctl_errno 'ALTER QUEUE q;')" "EINVAL ParseError"
+}
+
+# names DIR — the names ls lists in DIR, on one line.
+names() {
+    # shellcheck disable=SC2012 # what ls shows is what is checked; the names are plain
+    ls "$1" | tr '\n' ' '
+}
+
+@test "DELETE and RELEASE of several records: one commit, all or nothing, fenced by q:ID~N" {
+    sql "DEFINE QUEUE q TIMEOUT 1h NOT BEFORE due;
+         CREATE q:1 = {}; CREATE q:2 = {}; CREATE q:3 = {}; CREATE q:4 = {}; CREATE q:5 = {};
+         CLAIM 3 FROM q;" >/dev/null || fail "could not set up the queue"
+    mount_fs
+    assert_equal "$(names "$M/q/held")" "1~1 2~2 3~3 "
+    # A missing record, a stale fence, a record nobody holds under a fence,
+    # a hold of another consumer: refused whole, naming the record, and
+    # nothing is changed.
+    sql "USE CONSUMER 'other'; CLAIM q:5;" >/dev/null
+    local before
+    before=$(sql "SELECT * FROM q")
+    # statement | errno and error | what the message names
+    while IFS='|' read -r stmt want what; do
+        assert_equal "$(ctl_errno "$stmt")" "$want"
+        run --separate-stderr ctl "$stmt"
+        # shellcheck disable=SC2154 # $stderr: set by bats' run
+        [[ $stderr == *"$what"* ]] || fail "$stmt: the error '$stderr' does not name $what"
+        assert_equal "$(sql "SELECT * FROM q")" "$before"
+    done <<'EOF2'
+DELETE q:1~1, q:2~2, q:9;|ENOENT NoSuchRecord|no record q:9
+DELETE q:1~1, q:2~7, q:3~3;|ENOENT NoSuchRecord|q:2 is no longer held by hold 7
+RELEASE q:1~1, q:2~2, q:4~4 NOT BEFORE 1h BECAUSE 'HTTP 503';|ENOENT NoSuchRecord|q:4 is no longer held by hold 4
+RELEASE q:1, q:2, q:5 BECAUSE 'HTTP 503';|EBUSY HeldByAnotherConsumer|q:5 is held by consumer 'other'
+DELETE q:1, q:1~1;|EINVAL ParseError|q:1 is named twice
+EOF2
+    assert_equal "$(names "$M/q")" "1 2 3 4 5 "
+    assert_equal "$(names "$M/q/held")" "1~1 2~2 3~3 5~4 "
+    # All succeed: one commit releases q:1 and q:2 (q:4, held by nobody, is
+    # left as it is), each with the delay and the reason.
+    run ctl "RELEASE q:1~1, q:2~2, q:4 NOT BEFORE 1h BECAUSE 'HTTP 503';"
+    assert_success
+    assert_equal "$(jqc '[.[] | [.id, .last_error, .claimed_until]]' "$output")" \
+        '[["q:1","HTTP 503",null],["q:2","HTTP 503",null]]'
+    assert_equal "$(names "$M/q/held")" "3~3 5~4 "
+    assert_equal "$(jqc '[.delayed, .held, .ready]' "$(cat "$M/q/stats")")" '[2,2,1]'
+    # …and one commit finishes a held record by its fence and two that
+    # nobody holds.
+    run ctl "DELETE q:3~3, q:1, q:4;"
+    assert_success
+    assert_output '[]'
+    assert_equal "$(names "$M/q")" "2 5 "
+    assert_equal "$(jqr .deletes "$(cat "$M/q/stats")")" 3
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # work.bats — queuefs-work against a real mount: what COMMAND sees, how a
 # record ends (finished, released with backoff, lost after a lapse), holds
-# kept alive past TIMEOUT, several workers at once, and stopping on
-# SIGTERM or SIGINT.
+# kept alive past TIMEOUT, several workers at once, stopping on SIGTERM or
+# SIGINT, and batches (--batch N).
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/work.bats
 #
@@ -159,6 +159,10 @@ WAIT_GO='touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; for i in $(seq 600); 
 -g soon "$M/jobs" -- true | -g wants a duration
 -t | option -t needs a value
 -x "$M/jobs" -- true | unknown option -x
+--batch 0 "$M/jobs" -- true | --batch wants a number of records (1 to 1000)
+--batch=1001 "$M/jobs" -- true | --batch wants a number of records (1 to 1000)
+--batch x "$M/jobs" -- true | --batch wants a number of records
+--batch | option --batch needs a value
 EOF
 }
 
@@ -244,6 +248,7 @@ QUEUEFS_WORKER=1"
 '-3'|%2D3
 claim|%63laim
 'held'|%68eld
+'done'|%64one
 '.hid'|%2Ehid
 'x@y~z'|x%40y%7Ez
 '100%'|100%25
@@ -599,4 +604,198 @@ stop_waiting() {
 
 @test "stop: SIGINT (Ctrl-C) while the workers wait for a record: exit 0, nothing claimed" {
     stop_waiting INT
+}
+
+# ---------------------------------------------------------------------------
+# Batches (--batch N)
+# ---------------------------------------------------------------------------
+
+# batch_command — writes $D/cmd, a command for --batch: it keeps its stdin
+# in $D/in.K and the QUEUEFS_* variables queuefs-work gives in $D/env.K
+# (K: 0 for the first batch, 1 for the next…), marks it started
+# ($D/started.K), waits (30 s at most) for $D/go.K when $D/wait exists,
+# then prints what $D/release holds (ids, one a line), writes what $D/say
+# holds to stderr, and exits with what $D/status holds (default 0).
+# SIGTERM: $D/term.K, exit 3.
+batch_command() {
+    cat >"$D/cmd" <<'EOF'
+k=$(find "$D" -maxdepth 1 -name 'in.*' | wc -l)
+cat >"$D/in.$k"
+env | grep -E '^QUEUEFS_(ID|ATTEMPTS|HOLD|RECORD|QUEUE|WORKER|BATCH)=' | sort >"$D/env.$k"
+trap 'touch "$D/term.$k"; exit 3' TERM
+touch "$D/started.$k"
+if [ -e "$D/wait" ]; then
+    for _ in $(seq 600); do [ -e "$D/go.$k" ] && break; sleep 0.05; done
+fi
+[ ! -e "$D/release" ] || cat "$D/release"
+[ ! -e "$D/say" ] || cat "$D/say" >&2
+exit "$(cat "$D/status" 2>/dev/null || echo 0)"
+EOF
+}
+
+# names DIR — the names ls lists in DIR, on one line.
+names() {
+    # shellcheck disable=SC2012 # what ls shows is what is checked; the names are plain
+    ls "$1" | tr '\n' ' '
+}
+
+@test "batch: --batch 3 runs the command once for up to 3 records, a JSON line each on stdin; exit 0 finishes them all" {
+    mount_queue "TIMEOUT 30s" "1 = {url: 'a'}" "2 = {url: 'b'}" "3 = {url: 'c'}" "4 = {url: 'd'}" \
+        "5 = {url: 'e'}"
+    batch_command
+    start_work --batch 3 "$M/jobs" -- bash "$D/cmd"
+    wait_log "outcome=finished" 5
+    stop_work
+    # Two batches: 1 to 3, then 4 and 5, each record with its hold.
+    assert_equal "$(jq -c '[.id, .url, .attempts, (.hold > 0), (.claimed_until | type)]' "$D/in.0")" \
+        '["jobs:1","a",1,true,"string"]
+["jobs:2","b",1,true,"string"]
+["jobs:3","c",1,true,"string"]'
+    assert_equal "$(jq -c '[.id, .url]' "$D/in.1")" '["jobs:4","d"]
+["jobs:5","e"]'
+    [ ! -e "$D/in.2" ] || fail "a third batch ran: $(cat "$D/in.2")"
+    assert_equal "$(cat "$D/env.0")" "QUEUEFS_BATCH=3
+QUEUEFS_QUEUE=$M/jobs
+QUEUEFS_WORKER=1"
+    assert_equal "$(grep BATCH "$D/env.1")" "QUEUEFS_BATCH=2"
+    # Finished: deleted, each logged on a line of its own.
+    assert_equal "$(count_records jobs)" 0
+    assert_equal "$(jqc '[.claims, .deletes, .releases]' "$(cat "$M/jobs/stats")")" '[5,5,0]'
+    line=$(log_line 2 1)
+    [[ $line =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z\ worker=1\ id=2\ attempt=1\ outcome=finished\ status=0\ duration=[0-9]+\.[0-9]{3}s$ ]] ||
+        fail "unexpected log line: $line"
+    log_has "starts 1 worker\(s\) claiming up to 3 records at once on $M/jobs" ||
+        fail "the start line does not say --batch: $(cat "$LOG")"
+}
+
+@test "batch: the ids the command prints are released with their backoff and a reason, the rest finished" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = {}" "2 = {}" "'a b' = {}" "3 = {}"
+    batch_command
+    # An id as the JSON writes it, bare or as a JSON string; a line that
+    # names no record of the batch is passed over.
+    printf '%s\n' 'jobs:2' "\"jobs:'a b'\"" 'jobs:9' >"$D/release"
+    echo "2 and 'a b' are for later" >"$D/say"
+    t0=$(date +%s)
+    start_work -b 1h --batch 4 "$M/jobs" -- bash "$D/cmd"
+    wait_log "outcome=" 4
+    t1=$(date +%s)
+    stop_work
+    assert_equal "$(sql 'SELECT id FROM jobs' | jq -c 'map(.id)')" "[\"jobs:2\",\"jobs:'a b'\"]"
+    for id in 2 "'a b'"; do
+        json=$(sql "SELECT * FROM jobs:$id" | jq -c '.[0]')
+        assert_equal "$(jqc '[.attempts, .claimed_until, .last_error]' "$json")" \
+            "[1,null,\"exit 0, named on stdout: 2 and 'a b' are for later\"]"
+        due=$(epoch_of "$(jqr .due "$json")")
+        [ "$due" -ge $((t0 + 3599)) ] && [ "$due" -le $((t1 + 3601)) ] ||
+            fail "jobs:$id is due $due, not an hour after [$t0, $t1]"
+    done
+    log_line 2 1 | grep -q " outcome=released status=0 duration=[0-9.]*s delay=1h$" ||
+        fail "jobs:2 was not logged released: $(cat "$LOG")"
+    log_line '"a b"' 1 | grep -q " outcome=released status=0 " ||
+        fail "jobs:'a b' was not logged released: $(cat "$LOG")"
+    log_line 1 1 | grep -q " outcome=finished status=0 " || fail "jobs:1 was not finished: $(cat "$LOG")"
+    log_line 3 1 | grep -q " outcome=finished status=0 " || fail "jobs:3 was not finished: $(cat "$LOG")"
+    log_has "ignores jobs:9 on the command's stdout" || fail "jobs:9 was not noted: $(cat "$LOG")"
+}
+
+@test "batch: a non-zero exit releases them all with the reason; without NOT BEFORE they are held, touched, for the backoff" {
+    # TIMEOUT 2s: the holds must be touched to outlast it.
+    mount_queue "TIMEOUT 2s NOT BEFORE due" "1 = {}" "2 = {}"
+    sql "DEFINE QUEUE plain TIMEOUT 2s; CREATE plain:1 = {}; CREATE plain:2 = {};" >/dev/null
+    batch_command
+    echo 3 >"$D/status"
+    echo "upstream down" >"$D/say"
+    start_work -b 1h --batch 2 "$M/jobs" -- bash "$D/cmd"
+    wait_log "outcome=" 2
+    stop_work
+    for id in 1 2; do
+        assert_equal "$(jqc '[.attempts, .claimed_until, .last_error, (.due | type)]' "$(record "$id")")" \
+            '[1,null,"exit 3: upstream down","string"]'
+        log_line "$id" 1 | grep -q " outcome=released status=3 duration=[0-9.]*s delay=1h$" ||
+            fail "jobs:$id was not logged released: $(cat "$LOG")"
+    done
+    # A queue without NOT BEFORE: the failed records stay held, by the same
+    # holds, past TIMEOUT, until SIGTERM releases them at once.
+    : >"$LOG"
+    rm -f "$D"/in.* "$D"/started.*
+    start_work -b 1h --batch 2 "$M/plain" -- bash "$D/cmd"
+    poll 10 test -e "$D/started.0" || fail "the command did not run; log: $(cat "$LOG")"
+    first=$(epoch_of "$(jqr .claimed_until "$(cat "$M/plain/1")")")
+    while [ "$(date +%s)" -le $((first + 1)) ]; do sleep 0.2; done
+    assert_equal "$(names "$M/plain/held")" \
+        "$(jq -r '"\(.id | ltrimstr("plain:"))~\(.hold)"' "$D/in.0" | tr '\n' ' ')"
+    assert_equal "$(jqr .lapses "$(cat "$M/plain/stats")")" 0
+    ! grep -q outcome= "$LOG" || fail "released before the backoff: $(cat "$LOG")"
+    stop_work
+    for id in 1 2; do
+        assert_equal "$(jqc '[.attempts, .claimed_until, .last_error]' "$(cat "$M/plain/$id")")" \
+            '[1,null,"exit 3: upstream down"]'
+        log_line "$id" 1 | grep -q " outcome=released status=3 " ||
+            fail "plain:$id was not logged released: $(cat "$LOG")"
+    done
+}
+
+@test "batch: a hold lost while the command runs is logged lost, and only that record is left alone" {
+    mount_queue "TIMEOUT 30s" "1 = {}" "2 = {}" "3 = {}"
+    batch_command
+    touch "$D/wait"
+    start_work --batch 3 "$M/jobs" -- bash "$D/cmd"
+    poll 10 test -e "$D/started.0" || fail "the command did not start; log: $(cat "$LOG")"
+    # Meanwhile jobs:2 is released and claimed again elsewhere: hold 4.
+    assert_equal "$(names "$M/jobs/held")" "1~1 2~2 3~3 "
+    sql "RELEASE jobs:2; CLAIM jobs:2;" >/dev/null
+    json=$(record 2)
+    touch "$D/go.0"
+    wait_log "outcome=" 3
+    stop_work
+    log_line 2 1 | grep -q " outcome=lost status=0 " || fail "jobs:2 was not lost: $(cat "$LOG")"
+    log_line 1 1 | grep -q " outcome=finished status=0 " || fail "jobs:1 was not finished: $(cat "$LOG")"
+    log_line 3 1 | grep -q " outcome=finished status=0 " || fail "jobs:3 was not finished: $(cat "$LOG")"
+    assert_equal "$(record 2)" "$json"
+    assert_equal "$(names "$M/jobs")" "2 "
+    assert_equal "$(names "$M/jobs/held")" "2~4 "
+}
+
+@test "batch: rm of a record while the command runs logs it cancelled; rm of all of them stops the command" {
+    mount_queue "TIMEOUT 30s" "1 = {}" "2 = {}" "3 = {}"
+    batch_command
+    touch "$D/wait"
+    start_work -g 1s --batch 2 "$M/jobs" -- bash "$D/cmd"
+    poll 10 test -e "$D/started.0" || fail "the command did not start; log: $(cat "$LOG")"
+    rm "$M/jobs/1"
+    sleep 2 # the worker looks at its holds every second
+    [ ! -e "$D/term.0" ] || fail "the command was stopped with a record of its batch left"
+    touch "$D/go.0"
+    wait_log "id=2 attempt=1 outcome=finished status=0"
+    log_line 1 1 | grep -q " outcome=cancelled status=0 " || fail "jobs:1 was not cancelled: $(cat "$LOG")"
+    # The next batch, jobs:3 alone, deleted: its command is stopped.
+    poll 10 test -e "$D/started.1" || fail "the next batch did not start; log: $(cat "$LOG")"
+    rm "$M/jobs/3"
+    poll 5 test -e "$D/term.1" || fail "the command was not stopped; log: $(cat "$LOG")"
+    wait_log "id=3 attempt=1 outcome=cancelled status=3"
+    stop_work
+    assert_equal "$(count_records jobs)" 0
+    assert_equal "$(grep -c outcome= "$LOG")" 3
+}
+
+# The pids of the processes reading MOUNT/ctl (a --batch worker's claim).
+ctl_readers() {
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/fd/0" 2>/dev/null)" = "$M/ctl" ] && echo "${p#/proc/}"
+    done
+    return 0
+}
+
+@test "batch: SIGTERM while the workers wait for records: exit 0, nothing claimed" {
+    mount_queue "TIMEOUT 30s"
+    start_work -n 2 --batch 10 "$M/jobs" -- true
+    poll 10 eval '[ "$(ctl_readers | wc -l)" -eq 2 ]' || fail "the workers never waited for records; log: $(cat "$LOG")"
+    readers=$(ctl_readers)
+    stop_work
+    for p in $readers; do wait_gone "$p" || fail "the claim (pid $p) still runs"; done
+    sql "CREATE jobs:1 = {};" >/dev/null
+    assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 0
+    assert_equal "$(jqr .attempts "$(record 1)")" null
+    ! grep -q outcome= "$LOG" || fail "a record was handled: $(cat "$LOG")"
 }
