@@ -1115,32 +1115,33 @@ schema_as() {
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" "$version"
 }
 
-@test "postgresql: a schema of version 2 (no errors) is brought to version 4 in place by the first process that writes: its records kept, a release's reason kept from then on" {
+@test "postgresql: a schema of version 2 (no errors) is brought to version 5 in place by the first process that writes: its records kept, a release's reason kept from then on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
     # Version 2 as it was: no errors column, nor the functions that keep it
-    # (nor what version 4 adds).
+    # (nor what versions 4 and 5 add).
     schema_as 2 "DROP FUNCTION queuefs.errors_lapsed(bytea, int8, int8, int8),
                 queuefs.errors_add(bytea, int8, int8, bytea)" \
-        "DROP INDEX queuefs.records_done" \
-        "ALTER TABLE queuefs.records DROP COLUMN errors, DROP COLUMN completed_at, DROP COLUMN rerun"
+        "DROP INDEX queuefs.records_done, queuefs.records_filed" \
+        "ALTER TABLE queuefs.records DROP COLUMN errors, DROP COLUMN completed_at, DROP COLUMN rerun,
+         DROP COLUMN filed_xid"
     run sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'upgraded';"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 4
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
         '[{"last_error":"upgraded","n":1},{"n":2}]'
 }
 
-@test "postgresql: a schema of version 3 (no KEEP) is brought to version 4 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
+@test "postgresql: a schema of version 3 (no KEEP) is brought to version 5 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m AT MOST 1 PER g; CREATE jobs:1 = {n: 1, g: 'a'};
          CREATE jobs:2 = {n: 2, g: 'a'}; CREATE jobs:3 = {n: 3, g: 'b'};" >/dev/null
     sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'before'; CLAIM jobs:3;" >/dev/null
     # Version 3 as it was: no completed_at nor rerun, no done records'
     # index, its claim functions answering neither.
-    schema_as 3 "DROP INDEX queuefs.records_done" \
-        "ALTER TABLE queuefs.records DROP COLUMN completed_at, DROP COLUMN rerun"
+    schema_as 3 "DROP INDEX queuefs.records_done, queuefs.records_filed" \
+        "ALTER TABLE queuefs.records DROP COLUMN completed_at, DROP COLUMN rerun, DROP COLUMN filed_xid"
     run sql "CLAIM FROM jobs;"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 4
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
         WHERE schemaname = 'queuefs' AND indexname = 'records_done'")" 1
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
@@ -1148,4 +1149,25 @@ schema_as() {
     # jobs:1 was claimed again (group a had room), jobs:3 is still held.
     assert_equal "$(sql 'SELECT n, hold FROM jobs;' | jq -c '[.[] | select(.hold) | .n] | sort')" \
         '[1,3]'
+}
+
+@test "postgresql: a schema of version 4 (claims from the head) is brought to version 5 in place by the first process that writes: its records and holds kept, claims in claim order from where the last left off" {
+    sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};
+         CREATE jobs:3 = {n: 3}; CLAIM jobs:1;" >/dev/null
+    # Version 4 as it was: no filed_xid, nor its index.
+    psql -qX "$STORE" -v ON_ERROR_STOP=1 -c "DROP INDEX queuefs.records_filed" \
+        -c "ALTER TABLE queuefs.records DROP COLUMN filed_xid" \
+        -c "UPDATE queuefs.version SET version = 4" >/dev/null
+    mount_fs
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
+        WHERE schemaname = 'queuefs' AND indexname = 'records_filed'")" 1
+    # A record given back, and one made before the upgrade, are still found
+    # first by claims that go on from where the one before left off.
+    echo 'RELEASE jobs:2;' >"$M/ctl"
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 3
+    assert_equal "$(sql 'SELECT n, hold FROM jobs;' | jq -c '[.[] | select(.hold) | .n] | sort')" \
+        '[1,2,3]'
 }

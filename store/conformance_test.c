@@ -1364,33 +1364,138 @@ test_rerun(void)
           "then it is done");
 }
 
+/* A claim as the whole of its transaction (store_txn_last), as a
+ * worker's read of claim makes it: claims up to "n" and checks it took
+ * "want" ("what" names the step); answers what it took. */
+static Claimed
+claim_alone(const StoreQueue *q, int64_t n, const char *want, const char *what)
+{
+    StoreTxn *t = begin(st, true);
+    store_txn_last(t);
+    Claimed c;
+    int rc = claim_in(t, q, n, NULL, NULL, &c);
+    CHECK(rc == STORE_OK, "%s: %s", what, store_strerror(rc));
+    if (rc == STORE_OK)
+        commit(t);
+    else
+        store_txn_abort(t);
+    CHECK(strcmp(c.keys, want) == 0, "%s: took \"%s\", want \"%s\"", what, c.keys, want);
+    return c;
+}
+
+/* Gives hold "hold" of "key" back, delayed until "not_before" (0: not). */
+static void
+give_back(const StoreQueue *q, const char *key, int64_t hold, int64_t not_before)
+{
+    StoreTxn *t = begin(st, true);
+    StoreRecord r;
+    int rc = store_release(t, q, bytes_of(key), hold, not_before, bytes_of(""), &r);
+    CHECK(rc == STORE_OK, "release %s: %s", key, store_strerror(rc));
+    commit(t);
+}
+
+/* Claims of the head that each are their whole transaction — which a
+ * backend may start where the one before found the head, past what was
+ * claimed and finished (PostgreSQL's do while a long transaction holds
+ * back the xmin: pg_hint.c; so, on a backend that runs write transactions
+ * side by side, one is held open here, and a thousand and more begun and
+ * ended after it) — still take the head in claim order, whatever became
+ * claimable before that place since: a record given back, a create
+ * earlier in claim order, a delay come to its end, many created at once, a
+ * lapse, and a create whose transaction began before such a claim and
+ * ended after it. */
+static void
+test_claim_position(void)
+{
+    StoreTxn *pin = NULL;
+    if (!test_store_is_lmdb()) {
+        StoreQueue p = queue_new(st, "position-pin", 30000 * MS, 0);
+        pin = begin(st, true);
+        CHECK(add_in(pin, &p, "pin", "v", NULL, 0) == STORE_OK, "the long transaction writes");
+        int made = 0;
+        char key[16];
+        for (int i = 0; i < 1100; i++) {
+            StoreTxn *t = begin(st, true);
+            snprintf(key, sizeof key, "t%04d", i);
+            made += add_in(t, &p, key, "v", NULL, 0) == STORE_OK;
+            commit(t);
+        }
+        CHECK(made == 1100, "1,100 transactions after it");
+    }
+    StoreQueue q = queue_new(st, "position", 30000 * MS, 0);
+    for (const char *k = "bcdefg"; *k; k++)
+        add(st, &q, (char[]){*k, 0}, "v", NULL, 0);
+    Claimed b = claim_alone(&q, 1, "b", "the head");
+    claim_alone(&q, 1, "c", "the next");
+    give_back(&q, "b", b.hold, 0);
+    b = claim_alone(&q, 1, "b", "a record given back, before where the claims got to");
+    add(st, &q, "a", "v", NULL, 0);
+    claim_alone(&q, 1, "a", "a create earlier in claim order");
+    give_back(&q, "b", b.hold, store_now(st) + 300 * MS);
+    claim_alone(&q, 1, "d", "the head while b waits");
+    sleep_ms(350);
+    claim_alone(&q, 2, "b,e", "b, its delay over, before the head");
+    /* Many filed since: the claim starts at the head, and finds what is
+     * before where the last one got to. */
+    StoreTxn *many = begin(st, true);
+    char key[16];
+    int made = 0;
+    for (int i = 0; i < 2100; i++) {
+        snprintf(key, sizeof key, "z%04d", i);
+        made += add_in(many, &q, key, "v", NULL, 0) == STORE_OK;
+    }
+    CHECK(made == 2100 && add_in(many, &q, "a1", "v", NULL, 0) == STORE_OK, "2,101 created");
+    commit(many);
+    claim_alone(&q, 2, "a1,f", "a1, among 2,101 filed since, before the head");
+    claim_alone(&q, 1, "g", "the head after it");
+
+    StoreQueue l = queue_new(st, "position-lapse", 200 * MS, 0);
+    for (const char *k = "xyz"; *k; k++)
+        add(st, &l, (char[]){*k, 0}, "v", NULL, 0);
+    claim_alone(&l, 1, "x", "the head");
+    sleep_ms(120);
+    claim_alone(&l, 1, "y", "the next");
+    sleep_ms(150);
+    claim_alone(&l, 1, "x", "x, its hold lapsed");
+    claim_alone(&l, 1, "z", "z");
+    sleep_ms(250);
+    claim_alone(&l, 3, "x,y,z", "the three, their holds lapsed");
+
+    if (!pin)
+        return; /* one write transaction at a time */
+    StoreQueue o = queue_new(st, "position-overlap", 30000 * MS, 0);
+    StoreTxn *slow = begin(st, true);
+    CHECK(add_in(slow, &o, "m", "v", NULL, 0) == STORE_OK, "create m, not yet committed");
+    add(st, &o, "n", "v", NULL, 0);
+    add(st, &o, "p", "v", NULL, 0);
+    claim_alone(&o, 1, "n", "n: m is not yet committed");
+    claim_alone(&o, 1, "p", "p");
+    commit(slow);
+    claim_alone(&o, 1, "m", "m, committed after the claims before it began");
+    StoreTxn *later = begin(st, true);
+    CHECK(add_in(later, &o, "k", "v", NULL, 0) == STORE_OK, "create k, not yet committed");
+    add(st, &o, "q", "v", NULL, 0);
+    claim_alone(&o, 1, "q", "q: k is not yet committed");
+    commit(later);
+    claim_alone(&o, 1, "k", "k, committed after a claim saw it in progress");
+    store_txn_abort(pin);
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_records,
-                                     test_claim_order,
-                                     test_claim_named,
-                                     test_paused,
-                                     test_refile,
-                                     test_lapse_and_ceiling,
-                                     test_queue_rules,
-                                     test_release_touch_fence,
-                                     test_release_all,
-                                     test_unclaim,
-                                     test_identity,
-                                     test_many,
-                                     test_dedup,
-                                     test_waiting_walk,
-                                     test_queue_filing,
-                                     test_queue_scale,
-                                     test_counts,
-                                     test_counts_two_queues,
-                                     test_last,
-                                     test_notification,
-                                     test_races,
-                                     test_errors,
-                                     test_keep,
-                                     test_rerun,
-                                     NULL};
+    static const TestCase cases[] = {test_records,        test_claim_order,
+                                     test_claim_named,    test_paused,
+                                     test_refile,         test_lapse_and_ceiling,
+                                     test_queue_rules,    test_release_touch_fence,
+                                     test_release_all,    test_unclaim,
+                                     test_identity,       test_many,
+                                     test_dedup,          test_waiting_walk,
+                                     test_queue_filing,   test_queue_scale,
+                                     test_counts,         test_counts_two_queues,
+                                     test_last,           test_notification,
+                                     test_races,          test_errors,
+                                     test_keep,           test_rerun,
+                                     test_claim_position, NULL};
     return test_store_main("conformance_test", &st, cases);
 }

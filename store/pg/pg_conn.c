@@ -117,7 +117,9 @@ quiet_notices(void *arg, const char *message)
 /* Connects with the store's URI, the session set as queuefs wants it:
  * keepalives that notice a dead server within a minute and a request the
  * network stopped carrying failed after 30 s (TCP), synchronous_commit
- * by the store's sync option, and no transaction left idle for long. */
+ * by the store's sync option, no transaction left idle for long, and no
+ * JIT: a claim's generic plan, costed high once the table is large, was
+ * compiled anew at every run — a second a claim. */
 PGconn *
 pg_connect(const Store *st, char *errbuf, size_t errlen)
 {
@@ -137,7 +139,7 @@ pg_connect(const Store *st, char *errbuf, size_t errlen)
     char sql[384];
     snprintf(sql, sizeof sql,
              "SET synchronous_commit = %s; SET idle_in_transaction_session_timeout = '60s';"
-             " SET plan_cache_mode = force_generic_plan;"
+             " SET plan_cache_mode = force_generic_plan; SET jit = off;"
              " SET default_transaction_isolation = 'read committed';"
              " SET client_min_messages = warning",
              st->sync ? "on" : "off");
@@ -153,10 +155,20 @@ pg_connect(const Store *st, char *errbuf, size_t errlen)
     return conn;
 }
 
-/* How many counter rows a table may have: a row each for as many
- * connections as are open at once on the database (made as they are
- * first written; 64 are made with the table). */
+/* How many counter slots a table may have: one each for as many
+ * connections as are open at once on the database (its rows made as they
+ * are first written; the first row of 64 slots is made with the table). */
 #define COUNTER_SLOTS 4096
+/* A slot's rows, taken in turn, and the writes of each before the next. */
+#define PG_COUNTER_TURNS 256
+#define PG_COUNTER_RUN 32
+
+int
+pg_counter_row(PgConn *c)
+{
+    uint64_t turn = (c->counted++ / PG_COUNTER_RUN) % PG_COUNTER_TURNS;
+    return c->slot + (int)turn * COUNTER_SLOTS;
+}
 
 /* Gives pool connection "c", just connected, a row of each table's
  * counters that no other connection open on the database adds to: the
@@ -257,6 +269,9 @@ pg_conn_ready(Store *st, PgConn *c, bool fresh)
         return STORE_IO;
     }
     conn_slot(c, (int)(c - st->pool));
+    /* The server may be another (a standby promoted, a restore), whose
+     * transaction ids are not those the claims' positions were found by. */
+    pg_hint_forget(st, 0);
     return 0;
 }
 
@@ -287,6 +302,8 @@ store_free(Store *st)
     pthread_cond_destroy(&st->notify_cv);
     pg_catalog_forget(st);
     pthread_mutex_destroy(&st->catalog_mu);
+    pg_hint_forget(st, 0);
+    pthread_mutex_destroy(&st->hint_mu);
     if (st->stop_pipe[0] >= 0) {
         close(st->stop_pipe[0]);
         close(st->stop_pipe[1]);
@@ -317,6 +334,7 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     pthread_cond_init(&st->change_cv, NULL);
     pthread_cond_init(&st->notify_cv, NULL);
     pthread_mutex_init(&st->catalog_mu, NULL);
+    pthread_mutex_init(&st->hint_mu, NULL);
     char msg[512] = "";
     PgConn *c = &st->pool[st->opened++];
     int rc = STORE_IO;

@@ -72,7 +72,8 @@ typedef enum PgStmt {
 /* One pooled connection. */
 typedef struct PgConn {
     PGconn *conn;
-    int slot;                                     /* its row of each table's counters */
+    int slot;                                     /* its rows of each table's counters */
+    uint64_t counted;                             /* writes of them (pg_counter_row) */
     uint64_t prepared[(PG_STMT_COUNT + 63) / 64]; /* statements prepared on it */
     bool busy;                                    /* a transaction has it */
     bool rolling_back;                            /* a ROLLBACK was sent, its answer not read */
@@ -118,6 +119,9 @@ struct Store {
     bool notify_pending;      /* a commit changed something since the last NOTIFY */
     pthread_t notifier;
     bool notifying;
+    /* Where claims of the head start, a table each (pg_hint.c). */
+    pthread_mutex_t hint_mu;
+    struct PgHintEntry *hints;
 };
 
 /* A cached definition (Store.tables). */
@@ -266,6 +270,13 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
 #define PG_RECORD_GRP 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
+/* The row of each table's counters that the next write of them on
+ * connection "c" adds to: one of PG_COUNTER_TURNS of its slot's, in turn,
+ * PG_COUNTER_RUN writes each.  While a transaction elsewhere holds back
+ * the xmin, every version a row's writes leave stays in its chain, which
+ * each write walks: taking turns keeps the chains short. */
+int pg_counter_row(PgConn *c);
+
 /* ---- what pg_conn.c shares with pg_txn.c ---- */
 
 /* The StoreStatus of a failed statement on "conn" ("res" may be NULL);
@@ -340,6 +351,32 @@ StoreBytes pg_key_keep(char **buf, StoreBytes k);
 int pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
                     int (*page)(void *ctx, const PGresult *res, int n), void *ctx);
 
+/* ---- pg_hint.c: where a claim of the head starts ---- */
+
+/* Where a claim of the head starts: CLAIM_FROM's arguments of the same
+ * names, when "hinted" (else from the start: CLAIM_HEAD). */
+typedef struct PgHint {
+    bool hinted;
+    StoreBytes snap, from_ord; /* owned */
+    int64_t from_seq, from_wake;
+} PgHint;
+/* The columns of a claim of the head's answer after the record's
+ * before-columns: its snapshot (h_snap) and whether the due records were
+ * as many as it takes at once (h_due_full). */
+#define PG_HINT_COL (PG_RECORD_NCOLS + 9)
+/* Where the next claim of "table" under catalog version "catalog" starts,
+ * into "*out": "hinted" while the last claim's snapshot showed the xmin
+ * held back and a position is kept; pg_hint_free frees it. */
+void pg_hint_get(Store *st, uint32_t table, int64_t catalog, PgHint *out);
+void pg_hint_free(PgHint *h);
+/* Keeps the position a claim of the head that was its whole transaction,
+ * started at "used" (not "hinted": at the head), answered in "res" (it
+ * claimed a record at least). */
+void pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used,
+                 const PGresult *res);
+/* Forgets the position of "table" (0: of every table). */
+void pg_hint_forget(Store *st, uint32_t table);
+
 /* ---- pg_sql.c: the statements of pg_stmts.def ---- */
 
 /* The SQL of statement "s" as prepared: its $names numbered $1 .. $n in
@@ -355,7 +392,7 @@ void pg_stmt_bind(const PgStmt *args, PgBound *out);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 4
+#define PG_SCHEMA_VERSION 5
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

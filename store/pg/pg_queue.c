@@ -193,12 +193,44 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
 }
 
 /* The arguments of a claim of "n" from the head of queue "q" by claim "c"
- * (CLAIM_HEAD, CLAIM_HEAD_REAP), counted by the statement when "counted",
- * as designated initialisers. */
+ * (CLAIM_HEAD, CLAIM_HEAD_REAP, CLAIM_FROM, CLAIM_FROM_REAP), counted by
+ * the statement when "counted", as designated initialisers. */
 #define CLAIMING_HEAD(txn, q, c, n_, counted) \
     .table = (q)->table, .timeout = (q)->timeout_ns, .n = (n_), .ceiling = (q)->max_attempts, \
     .consumer = (c)->consumer, .instance = (c)->instance, .catalog = pg_txn_version_to_check(txn), \
-    .slot = (txn)->c->slot, .counts = (counted)
+    .slot = pg_counter_row((txn)->c), .counts = (counted)
+/* Those of CLAIM_FROM's that say where it starts: PgHint "h". */
+#define STARTING(h) \
+    .snap = (h).snap, .from_ord = (h).from_ord, .from_seq = (h).from_seq, .from_wake = (h).from_wake
+
+/* The claim of "n" from the head of ungrouped queue "q": from the
+ * position kept for the queue while the xmin is held back (pg_hint.c),
+ * else from the start of the claim's indexes — each the statement of a
+ * queue that keeps (reaping) or not.  The position it found is kept when
+ * the claim is its whole transaction ("counted"). */
+static PGresult *
+claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, bool counted,
+           int *rc)
+{
+    PgHint h;
+    pg_hint_get(txn->st, q->table, txn->catalog_version, &h);
+    PGresult *res;
+    if (!h.hinted)
+        res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, rc,
+                                      CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
+                             : PG_RUN(txn, CLAIM_HEAD, rc, CLAIMING_HEAD(txn, q, c, n, counted));
+    else
+        res = q->keep_ns > 0
+                  ? PG_RUN(txn, CLAIM_FROM_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
+                           STARTING(h), .keep = q->keep_ns)
+                  : PG_RUN(txn, CLAIM_FROM, rc, CLAIMING_HEAD(txn, q, c, n, counted), STARTING(h));
+    if (!res)
+        pg_hint_forget(txn->st, q->table);
+    else if (counted && PQntuples(res) > 0)
+        pg_hint_put(txn->st, q->table, txn->catalog_version, &h, res);
+    pg_hint_free(&h);
+    return res;
+}
 
 int
 pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
@@ -230,9 +262,7 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         /* The transaction's instant is the server's to put in: this claim
          * may be the statement that begins it. */
         counted = pg_txn_commits_with_next(txn);
-        res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, &rc,
-                                      CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
-                             : PG_RUN(txn, CLAIM_HEAD, &rc, CLAIMING_HEAD(txn, q, c, n, counted));
+        res = claim_head(txn, q, c, n, counted, &rc);
     }
     return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
 }

@@ -290,8 +290,8 @@ pg_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Store
  * "key" of table "id" fenced by "hold" in "t", counted by the statement
  * when "counted", as designated initialisers. */
 #define FINISHING(t, id, key_, hold_, counted) \
-    .table = (id), .key = (key_), .hold = (hold_), .counts = (counted), .slot = (t)->c->slot, \
-    .catalog = pg_txn_version_to_check(t)
+    .table = (id), .key = (key_), .hold = (hold_), .counts = (counted), \
+    .slot = pg_counter_row((t)->c), .catalog = pg_txn_version_to_check(t)
 
 int
 pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key, int64_t hold)

@@ -325,6 +325,21 @@ static const char schema_v4_sql[] =
     "END $$;"
     "UPDATE queuefs.version SET version = 4;";
 
+/* Version 5: where a claim of the head starts (pg_stmts.def's
+ * CLAIM_HEAD).  A record's "filed_xid" is the transaction that last filed
+ * it ready or waiting — that changed its state, its place in claim order
+ * or brought its wake earlier — and records_filed finds, of the ready and
+ * waiting records, those a transaction a claim's snapshot did not see
+ * filed.  A record made before it is of transaction 0, which every
+ * snapshot sees.  (The claim functions of a grouped queue, whose claims
+ * start at the head, leave it as it is.) */
+static const char schema_v5_sql[] =
+    "ALTER TABLE queuefs.records ADD COLUMN IF NOT EXISTS filed_xid xid8 NOT NULL DEFAULT '0';"
+    "ALTER TABLE queuefs.records ALTER COLUMN filed_xid SET DEFAULT pg_current_xact_id();"
+    "CREATE INDEX IF NOT EXISTS records_filed ON queuefs.records (table_id, filed_xid)"
+    "  WHERE state IN (0, 1);"
+    "UPDATE queuefs.version SET version = 5;";
+
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
 exec_ok(PGconn *conn, const char *sql, char *errbuf, size_t errlen, PGresult **keep)
@@ -393,6 +408,8 @@ schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
         rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL);
     if (!rc && version <= 3)
         rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL);
+    if (!rc && version <= 4)
+        rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL);
     if (!rc)
         rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     return rc;
@@ -415,8 +432,9 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
             rc = schema_exists(conn, &exists, errbuf, errlen);
         if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)) &&
             !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)) &&
-            !(rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL)))
-            rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL);
+            !(rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL)) &&
+            !(rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }

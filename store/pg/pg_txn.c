@@ -516,7 +516,7 @@ pg_txn_commit(StoreTxn *txn)
         const PgDelta *d = &txn->deltas[i];
         if (delta_empty(d))
             continue;
-        pg_stmt_bind(PG_ARGS(COUNT_ADD, .table = d->table, .slot = txn->c->slot,
+        pg_stmt_bind(PG_ARGS(COUNT_ADD, .table = d->table, .slot = pg_counter_row(txn->c),
                              .claims = d->claims, .releases = d->releases, .lapses = d->lapses,
                              .deletes = d->deletes),
                      &args[i]);
