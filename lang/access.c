@@ -1,6 +1,8 @@
 /* access.c — who may do what: a table's owner and mode bits held against
  * the session's caller, and loading the table (or queue) a statement names
  * for the access it needs. */
+#include <string.h>
+
 #include "exec.h"
 
 LangErrorCode
@@ -59,4 +61,32 @@ lang_queue_load(Exec *x, const char *table, int want, TableDef *def)
         return x->err->code;
     }
     return LANG_OK;
+}
+
+bool
+lang_target_next(Exec *x, TargetWalk *w, const Target **t, int64_t *fence, bool *fresh)
+{
+    if (x->err->code || w->next > w->nmore)
+        return false;
+    const MoreTarget *m = w->next ? &w->more[w->next - 1] : NULL;
+    w->next++;
+    *t = m ? &m->target : w->first;
+    *fence = m ? m->fence : w->fence;
+    *fresh = !w->loaded || strcmp(w->loaded, (*t)->table) != 0;
+    if (*fresh) {
+        lang_target_walk_end(w);
+        if (w->queues ? lang_queue_load(x, (*t)->table, ACCESS_WRITE, &w->def)
+                      : lang_table_load(x, (*t)->table, ACCESS_WRITE, &w->def))
+            return false;
+        w->loaded = (*t)->table;
+    }
+    return true;
+}
+
+void
+lang_target_walk_end(TargetWalk *w)
+{
+    if (w->loaded)
+        lang_table_def_free(&w->def);
+    w->loaded = NULL;
 }

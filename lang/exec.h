@@ -107,6 +107,27 @@ LangErrorCode lang_queue_check(const TableDef *def, const char *table, LangError
 LangErrorCode lang_table_load(Exec *x, const char *name, int want, TableDef *def);
 /* lang_table_load of a queue: WrongKind for a collection. */
 LangErrorCode lang_queue_load(Exec *x, const char *table, int want, TableDef *def);
+/* A walk of the records a statement names one after another (DELETE
+ * q:1, q:2, …; RELEASE likewise): "first" under fence "fence", then the
+ * "nmore" of "more", each table's definition loaded for writing once for a
+ * run of its records ("queues": as a queue, lang_queue_load). */
+typedef struct TargetWalk {
+    const Target *first;
+    int64_t fence;
+    const MoreTarget *more;
+    size_t nmore;
+    bool queues;
+    size_t next;        /* the target lang_target_next answers next */
+    const char *loaded; /* the table "def" holds, or NULL */
+    TableDef def;
+} TargetWalk;
+/* The walk's next target into "*t" and its fence into "*fence", "w->def"
+ * its table's definition, "*fresh" when that was loaded for it.  False at
+ * the end, once the statement has failed, or when the load failed
+ * (x->err says why). */
+bool lang_target_next(Exec *x, TargetWalk *w, const Target **t, int64_t *fence, bool *fresh);
+/* Frees the definition the walk holds. */
+void lang_target_walk_end(TargetWalk *w);
 
 /* ---- running statements (exec.c) ---- */
 

@@ -276,27 +276,21 @@ done:
 LangErrorCode
 lang_exec_release(Exec *x, const Stmt *st)
 {
-    TableDef def;
-    const char *loaded = NULL; /* the queue "def" holds */
-    int64_t delay_to = 0;
+    TargetWalk w = {.first = &st->u.release.target,
+                    .fence = st->u.release.fence,
+                    .more = st->u.release.more,
+                    .nmore = st->u.release.nmore,
+                    .queues = true};
+    const Target *t;
+    int64_t fence, delay_to = 0;
+    bool fresh;
     Value results = lang_value_array();
-    for (size_t i = 0; i <= st->u.release.nmore && !x->err->code; i++) {
-        const MoreTarget *m = i ? &st->u.release.more[i - 1] : NULL;
-        const Target *t = m ? &m->target : &st->u.release.target;
-        if (!loaded || strcmp(loaded, t->table) != 0) {
-            if (loaded)
-                lang_table_def_free(&def);
-            loaded = NULL;
-            if (lang_queue_load(x, t->table, ACCESS_WRITE, &def))
-                break;
-            loaded = t->table;
-            if (release_delay(x, &def, st, &delay_to))
-                break;
-        }
-        release_one(x, st, &def, t, m ? m->fence : st->u.release.fence, delay_to, &results);
+    while (lang_target_next(x, &w, &t, &fence, &fresh)) {
+        if (fresh && release_delay(x, &w.def, st, &delay_to))
+            break;
+        release_one(x, st, &w.def, t, fence, delay_to, &results);
     }
-    if (loaded)
-        lang_table_def_free(&def);
+    lang_target_walk_end(&w);
     return lang_exec_answer_records(x, &results);
 }
 

@@ -625,24 +625,16 @@ delete_target(Exec *x, const Stmt *st, const TableDef *def, const Target *t, int
 static LangErrorCode
 delete_records(Exec *x, const Stmt *st)
 {
-    TableDef def;
-    const char *loaded = NULL; /* the table "def" holds */
-    size_t n = 1 + st->u.del.nmore;
-    for (size_t i = 0; i < n && !x->err->code; i++) {
-        const MoreTarget *m = i ? &st->u.del.more[i - 1] : NULL;
-        const Target *t = m ? &m->target : &st->u.del.target;
-        if (!loaded || strcmp(loaded, t->table) != 0) {
-            if (loaded)
-                lang_table_def_free(&def);
-            loaded = NULL;
-            if (lang_table_load(x, t->table, ACCESS_WRITE, &def))
-                break;
-            loaded = t->table;
-        }
-        delete_target(x, st, &def, t, m ? m->fence : st->u.del.fence, x->alone && n == 1);
-    }
-    if (loaded)
-        lang_table_def_free(&def);
+    TargetWalk w = {.first = &st->u.del.target,
+                    .fence = st->u.del.fence,
+                    .more = st->u.del.more,
+                    .nmore = st->u.del.nmore};
+    const Target *t;
+    int64_t fence;
+    bool fresh;
+    while (lang_target_next(x, &w, &t, &fence, &fresh))
+        delete_target(x, st, &w.def, t, fence, x->alone && st->u.del.nmore == 0);
+    lang_target_walk_end(&w);
     if (x->err->code)
         return x->err->code;
     lang_buf_puts(x->out, "[]");

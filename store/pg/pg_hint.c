@@ -53,8 +53,8 @@ typedef struct PgHintEntry {
     PgHint hint;
 } PgHintEntry;
 
-static void
-hint_clear(PgHint *h)
+void
+pg_hint_free(PgHint *h)
 {
     free((void *)h->snap.data);
     free((void *)h->from_ord.data);
@@ -95,12 +95,6 @@ pg_hint_get(Store *st, uint32_t table, int64_t catalog, PgHint *out)
             break;
         }
     pthread_mutex_unlock(&st->hint_mu);
-}
-
-void
-pg_hint_free(PgHint *h)
-{
-    hint_clear(h);
 }
 
 /* How far snapshot "snap" ("xmin:xmax:xip,…", pg_snapshot's text) has
@@ -149,7 +143,7 @@ pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, cons
         e->next = st->hints;
         st->hints = e;
     }
-    hint_clear(&e->hint);
+    pg_hint_free(&e->hint);
     e->hint = h;
     e->held_back = held_back;
     if (!used->hinted || e->catalog != catalog) {
@@ -171,7 +165,7 @@ pg_hint_forget(Store *st, uint32_t table)
             continue;
         }
         *p = e->next;
-        hint_clear(&e->hint);
+        pg_hint_free(&e->hint);
         free(e);
     }
     pthread_mutex_unlock(&st->hint_mu);
