@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -723,12 +724,16 @@ fork_hook(void)
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-void *
-lmdb_checkpoint_ticker(void *arg)
+/* The checkpoint thread: checkpoint_tick() every CHECKPOINT_INTERVAL_MS
+ * until the store closes.  It says it has started ("ticking") before its
+ * first wait, which lmdb_checkpoint_ticker_start waits for. */
+static void *
+checkpoint_ticker(void *arg)
 {
     Store *st = arg;
-    pthread_once(&fork_hooked, fork_hook);
     pthread_mutex_lock(&st->tick_mu);
+    st->ticking = true;
+    pthread_cond_broadcast(&st->tick_cv);
     while (!st->stopping) {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -748,6 +753,28 @@ lmdb_checkpoint_ticker(void *arg)
     }
     pthread_mutex_unlock(&st->tick_mu);
     return NULL;
+}
+
+int
+lmdb_checkpoint_ticker_start(Store *st)
+{
+    pthread_once(&fork_hooked, fork_hook);
+    /* The thread takes no signals: they stay with the caller's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&st->ticker, NULL, checkpoint_ticker, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc)
+        return rc;
+    /* A thread starting up allocates (its runtime's own state) outside
+     * fork_lock: wait until it is in its loop, where it allocates only
+     * under the lock. */
+    pthread_mutex_lock(&st->tick_mu);
+    while (!st->ticking)
+        pthread_cond_wait(&st->tick_cv, &st->tick_mu);
+    pthread_mutex_unlock(&st->tick_mu);
+    return 0;
 }
 
 int

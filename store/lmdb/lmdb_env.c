@@ -17,7 +17,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -665,17 +664,8 @@ lmdb_open(const char *location, const StoreOptions *opts, Store **out, char *err
         goto fail;
     }
     what = "cannot start the checkpoint thread";
-    if (st->checkpoints) {
-        /* The thread takes no signals: they stay with the caller's threads. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        rc = pthread_create(&st->ticker, NULL, lmdb_checkpoint_ticker, st);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc)
-            goto fail;
-        st->ticking = true;
-    }
+    if (st->checkpoints && (rc = lmdb_checkpoint_ticker_start(st)))
+        goto fail;
     *out = st;
     return STORE_OK;
 fail:

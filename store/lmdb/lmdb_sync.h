@@ -144,9 +144,12 @@ int lmdb_unpin_freed(Store *st, int attempt);
  * 0, or an errno or LMDB code (a failed sync is noted in "failed"). */
 int lmdb_checkpoint_take(Store *st);
 
-/* The checkpoint thread: checkpoint_tick() every CHECKPOINT_INTERVAL_MS
- * until the store closes. */
-void *lmdb_checkpoint_ticker(void *arg);
+/* Starts the store's checkpoint thread, which takes a checkpoint every
+ * CHECKPOINT_INTERVAL_MS until lmdb_close stops it, and returns once the
+ * thread is running (st->ticking): a fork() of the process after that
+ * never copies an allocator the thread holds.  0, or pthread_create's
+ * error (and then no thread runs). */
+int lmdb_checkpoint_ticker_start(Store *st);
 
 /* Before this process's first commit: a checkpoint of its own (see
  * "Durability"), which its open takes unless the disk failed then.  0, or
