@@ -81,13 +81,14 @@ file_mode(InodeKind kind, mode_t dir)
     case KIND_RELEASED:
     case KIND_HELD:
     case KIND_DEAD:
-    case KIND_DONE: return S_IFDIR | dir;
+    case KIND_DONE:
+    case KIND_BLOCKED: return S_IFDIR | dir;
     case KIND_CLAIM:
     case KIND_WAIT: return S_IFREG | ((dir & 0222) << 1);
     case KIND_STATS: return S_IFREG | (dir & 0444);
     case KIND_NEW: return S_IFREG | (dir & 0222);
     case KIND_RECORD: return S_IFREG | (dir & 0666);
-    default: return S_IFREG | (dir & 0444); /* held/, dead/ and done/ entries */
+    default: return S_IFREG | (dir & 0444); /* held/, dead/, done/ and blocked/ entries */
     }
 }
 
@@ -128,6 +129,7 @@ fs_inode_stat(fuse_req_t req, const Inode *in, struct stat *st, uint32_t *genera
     case KIND_HELD_ENTRY:
     case KIND_DEAD_ENTRY:
     case KIND_DONE_ENTRY:
+    case KIND_BLOCKED_ENTRY:
         if (in->kind == KIND_RECORD && fs_pending_has(in)) {
             if ((rc = fs_table_check(req, in, &info)))
                 return rc;
@@ -194,7 +196,8 @@ entry_timeout(InodeKind kind)
     case KIND_RELEASED:
     case KIND_HELD:
     case KIND_DEAD:
-    case KIND_DONE: return 86400;
+    case KIND_DONE:
+    case KIND_BLOCKED: return 86400;
     default: return 0;
     }
 }

@@ -169,7 +169,7 @@ fs_dir_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     if (!rc) {
         InodeKind k = in.kind;
         if (k != KIND_ROOT && k != KIND_TABLE && k != KIND_RELEASED && k != KIND_HELD &&
-            k != KIND_DEAD && k != KIND_DONE)
+            k != KIND_DEAD && k != KIND_DONE && k != KIND_BLOCKED)
             rc = -ENOTDIR;
         else if (k != KIND_ROOT)
             rc = fs_table_check(req, &in, NULL);
@@ -228,7 +228,7 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
     }
 
     if (in->kind != KIND_ROOT && in->kind != KIND_HELD && in->kind != KIND_DEAD &&
-        in->kind != KIND_DONE && in->kind != KIND_TABLE)
+        in->kind != KIND_DONE && in->kind != KIND_BLOCKED && in->kind != KIND_TABLE)
         return 0; /* released/ is always empty */
     LangSession *s = fs_session(req);
     if (in->kind == KIND_ROOT) {
@@ -241,6 +241,8 @@ dir_fill(const Inode *in, DirReply *out, off_t offset, DirHandle *dh)
         rc = fs_finish(req, s, lang_view_dead(s, in->table, fill_record, &d, &err), &err);
     } else if (in->kind == KIND_DONE) {
         rc = fs_finish(req, s, lang_view_done(s, in->table, fill_record, &d, &err), &err);
+    } else if (in->kind == KIND_BLOCKED) {
+        rc = fs_finish(req, s, lang_view_blocked(s, in->table, fill_record, &d, &err), &err);
     } else {
         const Value *after = NULL;
         if (offset > (off_t)nfixed) {

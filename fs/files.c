@@ -494,6 +494,7 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
     case KIND_HELD_ENTRY:
     case KIND_DEAD_ENTRY:
     case KIND_DONE_ENTRY:
+    case KIND_BLOCKED_ENTRY:
         /* What only reads (or claims by reading) opens for reading only. */
         if (accmode != O_RDONLY)
             return -EACCES;
@@ -537,13 +538,15 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
         return rc;
     case KIND_HELD_ENTRY:
     case KIND_DEAD_ENTRY:
-    case KIND_DONE_ENTRY: return open_snapshot(req, in, out);
+    case KIND_DONE_ENTRY:
+    case KIND_BLOCKED_ENTRY: return open_snapshot(req, in, out);
     case KIND_ROOT:
     case KIND_TABLE:
     case KIND_RELEASED:
     case KIND_HELD:
     case KIND_DEAD:
-    case KIND_DONE: return -EISDIR;
+    case KIND_DONE:
+    case KIND_BLOCKED: return -EISDIR;
     default: return -ENOENT;
     }
 }
@@ -577,7 +580,8 @@ create_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, H
     InodeKind k = in->kind;
     if (k == KIND_TOOLONG)
         return -ENAMETOOLONG;
-    if (k == KIND_HELD_ENTRY || k == KIND_DEAD_ENTRY || k == KIND_DONE_ENTRY)
+    if (k == KIND_HELD_ENTRY || k == KIND_DEAD_ENTRY || k == KIND_DONE_ENTRY ||
+        k == KIND_BLOCKED_ENTRY)
         return -ENOENT; /* a view's name that is gone (touch says so) */
     /* A collection has no claim, wait, stats or view directories, and none of
      * those names is an identity's (those are %63laim, …). */

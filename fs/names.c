@@ -6,8 +6,9 @@
 #include <string.h>
 
 static const char *const reserved[FS_RESERVED_N] = {
-    [FS_NEW] = "new",           [FS_CLAIM] = "claim", [FS_WAIT] = "wait", [FS_STATS] = "stats",
-    [FS_RELEASED] = "released", [FS_HELD] = "held",   [FS_DEAD] = "dead", [FS_DONE] = "done",
+    [FS_NEW] = "new",     [FS_CLAIM] = "claim",       [FS_WAIT] = "wait",
+    [FS_STATS] = "stats", [FS_RELEASED] = "released", [FS_HELD] = "held",
+    [FS_DEAD] = "dead",   [FS_DONE] = "done",         [FS_BLOCKED] = "blocked",
 };
 
 int

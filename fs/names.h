@@ -35,6 +35,7 @@ typedef enum FsReserved {
     FS_HELD,
     FS_DEAD,
     FS_DONE,
+    FS_BLOCKED,
     FS_RESERVED_N
 } FsReserved;
 

@@ -203,7 +203,7 @@ out:
 static const InodeKind reserved_kinds[FS_RESERVED_N] = {
     [FS_NEW] = KIND_NEW,     [FS_CLAIM] = KIND_CLAIM,       [FS_WAIT] = KIND_WAIT,
     [FS_STATS] = KIND_STATS, [FS_RELEASED] = KIND_RELEASED, [FS_HELD] = KIND_HELD,
-    [FS_DEAD] = KIND_DEAD,   [FS_DONE] = KIND_DONE,
+    [FS_DEAD] = KIND_DEAD,   [FS_DONE] = KIND_DONE,         [FS_BLOCKED] = KIND_BLOCKED,
 };
 
 /* Copies "src" into "dst" of "size" bytes, cut to fit. */
@@ -272,6 +272,10 @@ describe(InodeKind parent, const char *name, Inode *out)
     case KIND_DONE:
         out->kind = KIND_DONE_ENTRY;
         out->fence = LANG_FENCE_DONE;
+        break;
+    case KIND_BLOCKED:
+        out->kind = KIND_BLOCKED_ENTRY;
+        out->fence = LANG_FENCE_BLOCKED;
         break;
     default: return; /* nothing is in a file, or in a view's entry */
     }

@@ -41,10 +41,12 @@ typedef enum InodeKind {
     KIND_HELD,           /* /T/held */
     KIND_DEAD,           /* /T/dead */
     KIND_DONE,           /* /T/done */
+    KIND_BLOCKED,        /* /T/blocked */
     KIND_RELEASED_ENTRY, /* /T/released/ID@WHEN */
     KIND_HELD_ENTRY,     /* /T/held/ID~N */
     KIND_DEAD_ENTRY,     /* /T/dead/ID */
     KIND_DONE_ENTRY,     /* /T/done/ID */
+    KIND_BLOCKED_ENTRY,  /* /T/blocked/ID */
     KIND_RECORD,         /* /T/ID */
     KIND_NONE,           /* names nothing that can exist */
     KIND_TOOLONG,        /* a name longer than any table's or identity's */

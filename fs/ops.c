@@ -190,13 +190,14 @@ op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct
     fs_inode_clear(&in);
 }
 
-/* rm of a record deletes it (finishes it); of a held/, dead/ or done/
- * name, when its fence holds (a done record is removed). */
+/* rm of a record deletes it (finishes it); of a held/, dead/, done/ or
+ * blocked/ name, when its fence holds (a done record is removed). */
 static int
 unlink_inode(fuse_req_t req, const Inode *in)
 {
     InodeKind k = in->kind;
-    if (k != KIND_RECORD && k != KIND_HELD_ENTRY && k != KIND_DEAD_ENTRY && k != KIND_DONE_ENTRY)
+    if (k != KIND_RECORD && k != KIND_HELD_ENTRY && k != KIND_DEAD_ENTRY && k != KIND_DONE_ENTRY &&
+        k != KIND_BLOCKED_ENTRY)
         return k == KIND_NONE || k == KIND_RELEASED_ENTRY ? -ENOENT : -EPERM;
     if (in->key.kind == VAL_NONE)
         return -ENOENT;

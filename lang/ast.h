@@ -207,6 +207,8 @@ struct Stmt {
             WriteMode mode;
             Expr *content; /* NULL with WRITE_NONE */
             Expr *where;   /* UPDATE … WHERE, or NULL */
+            Target *after; /* CREATE … AFTER: the records it waits for */
+            size_t nafter;
         } write;
         struct { /* ST_DELETE */
             Target target;

@@ -68,6 +68,8 @@ lang_table_def_encode(const TableDef *def, Buf *out)
         lang_value_object_set(&o, "mode", lang_value_int(def->mode));
     if (def->paused)
         lang_value_object_set(&o, "paused", lang_value_bool(true));
+    if (def->after_used)
+        lang_value_object_set(&o, "after_used", lang_value_bool(true));
 
     Value fields = lang_value_array();
     for (size_t i = 0; i < def->nfields; i++) {
@@ -125,6 +127,8 @@ table_def_from_value(const Value *o, TableDef *def)
     def->mode = lang_value_object_get(o, "mode") ? get_int(o, "mode") : -1;
     const Value *paused = lang_value_object_get(o, "paused");
     def->paused = paused && paused->kind == VAL_BOOL && paused->u.b;
+    const Value *after_used = lang_value_object_get(o, "after_used");
+    def->after_used = after_used && after_used->kind == VAL_BOOL && after_used->u.b;
 
     const Value *fields = lang_value_object_get(o, "fields");
     if (fields && fields->kind == VAL_ARRAY && fields->u.arr.len) {
@@ -271,7 +275,7 @@ lang_table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *e
     memset(def, 0, sizeof *def);
     StoreBytes bytes;
     uint32_t id;
-    int rc = store_table_get(txn, name, &id, &bytes);
+    int rc = lang_after_table_name(name) ? STORE_NOTFOUND : store_table_get(txn, name, &id, &bytes);
     if (rc == STORE_NOTFOUND)
         return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
     if (rc)

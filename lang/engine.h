@@ -29,6 +29,15 @@
 #define FIELD_ERRORS "errors"
 #define FIELD_LAST_ERROR "last_error"
 #define FIELD_COMPLETED_AT "completed_at"
+/* The records a blocked record still waits for (CREATE … AFTER), as their
+ * ids show: kept in its fields, set only by after.c. */
+#define FIELD_AFTER "after"
+/* The NOT BEFORE instant a blocked record is filed with: never, until the
+ * last record it waits for finishes (after.c). */
+#define AFTER_NEVER INT64_MAX
+/* True when "name" is the table that holds what blocked records wait for
+ * (after.c), which no user sees or names. */
+bool lang_after_table_name(const char *name);
 
 /* ---- table definitions (catalog.c) ---- */
 
@@ -51,6 +60,9 @@ typedef struct TableDef {
                            * gives the store's owner then, when it is known) */
     int64_t mode;     /* permission bits (07777); -1: 0755 */
     bool paused;      /* PAUSE QUEUE: claims hand out nothing until RESUME */
+    bool after_used;  /* a record of it waits, or waited, for others (CREATE …
+                       * AFTER), or was named by one: its deletes keep the
+                       * dependencies (after.c) */
     TableDecl decl;   /* name, TIMEOUT, ATTEMPTS, … as declared */
     FieldDef *fields;
     size_t nfields;

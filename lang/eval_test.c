@@ -250,6 +250,13 @@ static const Case cases[] = {
      "null\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:2\",\"p\":5}]\n"
      "null\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:1\",\"p\":1}]\n",
      LANG_OK},
+    /* … a record blocked by AFTER stays blocked through a refile, whatever its order */
+    {"DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {}; CREATE q:2 = {p: 9} AFTER q:1;"
+     "ALTER QUEUE q PRIORITY BY p; CLAIM FROM q; CLAIM FROM q; DELETE q:1; CLAIM FROM q;",
+     "null\n[{\"id\":\"q:1\"}]\n[{\"after\":[\"q:1\"],\"id\":\"q:2\",\"p\":9}]\nnull\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"q:1\"}]\n[]\n[]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"q:2\",\"p\":9}]\n",
+     LANG_OK},
     /* … NOT BEFORE: a record's field delays it from then on; dropped, it is ready */
     {"DEFINE QUEUE q TIMEOUT 1m; CREATE q:1 = {at: time::from_unix(time::unix(time::now()) + 3600)};"
      "ALTER QUEUE q NOT BEFORE at; CLAIM FROM q; ALTER QUEUE q DROP NOT BEFORE; SELECT id FROM q;"
@@ -712,10 +719,10 @@ test_stats_keys(void)
     lang_buf_reset(&out);
     CHECK(lang_view_stats(f.s, "q", &out, &err) == LANG_OK, "stats: %s", err.message);
     CHECK(strncmp(out.data,
-                  "{\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,\"done\":0,"
-                  "\"grouped\":0,\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
+                  "{\"blocked\":0,\"claims\":0,\"dead\":0,\"delayed\":0,\"deletes\":0,"
+                  "\"done\":0,\"grouped\":0,\"groups_at_limit\":0,\"held\":0,\"lapses\":0,"
                   "\"oldest_ready_age_seconds\":",
-                  133) == 0 &&
+                  145) == 0 &&
               strstr(out.data, ",\"paused\":false,\"queue\":\"q\",\"ready\":1,\"records\":1,"
                                "\"releases\":0}\n"),
           "the keys of stats: %s", out.data);

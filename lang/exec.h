@@ -236,4 +236,26 @@ LangErrorCode lang_claim_wait_check(LangSession *s, const Stmt *st, LangError *e
 /* Frees the work the session keeps for lang_session_continue, if any. */
 void lang_stream_free(LangSession *s);
 
+/* ---- CREATE … AFTER (after.c) ---- */
+
+/* Before the new record "r" of queue "def" is stored: the records "after"
+ * names ("n" of them, read access needed) that have not finished —
+ * absent, or done — become its "after" field (which files it blocked) and
+ * are recorded as what it waits for; "def" and the named tables are
+ * marked after_used.  WrongKind on a collection; the error of loading a
+ * named table; StoreError…. */
+LangErrorCode lang_after_create(Exec *x, TableDef *def, Record *r, const Target *after, size_t n);
+
+/* store_record_delete of record "key" of "def" with "hold", which lets the
+ * records waiting for it go on when the delete finishes it (see after.c):
+ * a StoreStatus. */
+int lang_after_delete(Exec *x, const TableDef *def, StoreBytes key, int64_t hold);
+
+/* Before table "def" is dropped: the records waiting for any of its
+ * records go on, and its count of blocked records goes.  A StoreStatus. */
+int lang_after_drop(StoreTxn *txn, const TableDef *def);
+
+/* How many records of "def" are blocked (0 when it never used AFTER). */
+int64_t lang_after_blocked(StoreTxn *txn, const TableDef *def);
+
 #endif

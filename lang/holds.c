@@ -383,6 +383,10 @@ retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Valu
     StoreQueue q;
     StoreRecord sr;
     lang_record_key_encode(key, &kb);
+    /* a blocked record stays so: its wait ends with what it waits for */
+    if (delay_to && store_record_get(x->txn, def->id, (StoreBytes){kb.data, kb.len}, &sr) == 0 &&
+        sr.not_before == AFTER_NEVER)
+        delay_to = 0;
     int rc = store_retry(x->txn, lang_record_queue(def, &q), (StoreBytes){kb.data, kb.len},
                          delay_to, &sr);
     lang_buf_free(&kb);

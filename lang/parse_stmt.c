@@ -73,6 +73,9 @@ lang_stmt_free(Stmt *s)
     case ST_UPDATE:
     case ST_UPSERT:
         target_and_exprs_free(&s->u.write.target, s->u.write.content, s->u.write.where);
+        for (size_t i = 0; i < s->u.write.nafter; i++)
+            target_free(&s->u.write.after[i]);
+        free(s->u.write.after);
         break;
     case ST_DELETE:
         target_and_exprs_free(&s->u.del.target, s->u.del.where, NULL);
@@ -284,7 +287,23 @@ lang_parse_clause_once(ParseState *ps, bool given, const char *name)
 
 /* ---- statements ---- */
 
-/* create -> CREATE target [('=' | CONTENT) expr] */
+/* after -> AFTER record {',' record}: the records a CREATE waits for, into
+ * "*after" ("*n" of them). */
+static bool
+after_records(ParseState *ps, Target **after, size_t *n)
+{
+    size_t cap = 0;
+    do {
+        GROW(*after, *n, cap);
+        Target *t = &(*after)[(*n)++];
+        *t = (Target){0};
+        if (!record_target(ps, t, "a record id (table:key) after AFTER or ','"))
+            return false;
+    } while (accept(ps, TK_COMMA));
+    return true;
+}
+
+/* create -> CREATE target [('=' | CONTENT) expr] [after] */
 static void
 create(ParseState *ps, Stmt *s)
 {
@@ -294,10 +313,13 @@ create(ParseState *ps, Stmt *s)
         return;
     if (accept(ps, TK_EQ) || accept_kw(ps, "CONTENT")) {
         s->u.write.mode = WRITE_CONTENT;
-        s->u.write.content = lang_parse_expr(ps);
-    } else if (!at_end(ps)) {
-        lang_parse_expected(ps, "'=', CONTENT or ';' after the target");
+        if (!(s->u.write.content = lang_parse_expr(ps)))
+            return;
     }
+    if (accept_kw(ps, "AFTER"))
+        after_records(ps, &s->u.write.after, &s->u.write.nafter);
+    else if (s->u.write.mode == WRITE_NONE && !at_end(ps))
+        lang_parse_expected(ps, "'=', CONTENT, AFTER or ';' after the target");
 }
 
 /* update -> UPDATE target ('=' expr | CONTENT expr | MERGE expr) [WHERE expr] */

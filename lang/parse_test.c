@@ -212,6 +212,10 @@ dump_stmt(const Stmt *s, Buf *b)
             dump_expr(s->u.write.content, b);
         }
         dump_clause("where", s->u.write.where, b);
+        for (size_t i = 0; i < s->u.write.nafter; i++) {
+            lang_buf_puts(b, i ? "," : " after ");
+            dump_target(&s->u.write.after[i], b);
+        }
         break;
     case ST_DELETE:
         lang_buf_puts(b, "delete ");
@@ -482,6 +486,11 @@ static const struct {
     {"RELEASE ALL FROM q FOR CONSUMER 'b' NOT BEFORE d'2026-01-01'",
      "release all q notbefore d'2026-01-01T00:00:00Z' for b"},
     {"RELEASE all:1", "release all:1"},
+    /* CREATE … AFTER */
+    {"CREATE q:8 = {n: 1} AFTER q:7, other:'a b'",
+     "create q:8 content {n:1} after q:7,other:'a b'"},
+    {"CREATE q AFTER q:1", "create q after q:1"},
+    {"create q:2 content {} after q:1;", "create q:2 content {} after q:1"},
     /* several targets, fences (q:7~N) */
     {"DELETE q:1, q:2, other:'a b'", "delete q:1,q:2,other:'a b'"},
     {"DELETE FROM q:1~5, q:2 WHERE x = 1", "delete q:1~5,q:2 where (= x 1)"},
@@ -601,6 +610,10 @@ static const struct {
     {"DELETE q:1~-2", "ERROR: expected a hold number (a positive integer) after '~', found '-'"},
     {"DELETE q:1~x", "ERROR: expected a hold number (a positive integer) after '~', found 'x'"},
     {"DELETE q:1, q:2, q:1~3", "ERROR: q:1 is named twice"},
+    {"CREATE q:8 AFTER q", "ERROR: expected a record id (table:key) after AFTER or ','"},
+    {"CREATE q:8 = {} AFTER q:1,", "ERROR: expected a record id (table:key) after AFTER or ','"},
+    {"CREATE q:8 = {} AFTER", "ERROR: expected a record id (table:key) after AFTER or ','"},
+    {"CREATE q:8 q:1", "ERROR: expected '=', CONTENT, AFTER or ';' after the target"},
     {"RELEASE q:'a b', r:1, q:'a b'", "ERROR: q:'a b' is named twice"},
     {"RELEASE q:1 q:2", "ERROR: expected NOT BEFORE, FOR CONSUMER, BECAUSE or ';'"},
     {"RELEASE q:1, ALL FROM q", "ERROR: expected a record id (table:key) after ',', found 'ALL'"},

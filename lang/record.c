@@ -103,7 +103,7 @@ lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, La
         memcpy(r->errors, sr->errors.data, sr->errors.len);
         r->errors_len = sr->errors.len;
     }
-    if (r->not_before && def->is_queue && def->decl.not_before)
+    if (r->not_before && r->not_before != AFTER_NEVER && def->is_queue && def->decl.not_before)
         set_not_before(def, &r->fields, r->not_before);
     return LANG_OK;
 }
@@ -120,7 +120,7 @@ lang_record_is_engine_field(const char *name)
     for (size_t i = 0; i < ENGINE_FIELDS; i++)
         if (strcmp(name, engine_fields[i]) == 0)
             return true;
-    return false;
+    return strcmp(name, FIELD_AFTER) == 0;
 }
 
 /* One failed attempt as users see it. */
@@ -174,7 +174,12 @@ lang_record_engine_field(const Record *r, const char *name, int64_t now, Value *
         lang_value_free(&errors);
         return n > 0;
     }
-    if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
+    if (strcmp(name, FIELD_AFTER) == 0) {
+        const Value *waits = lang_value_object_get(&r->fields, FIELD_AFTER);
+        if (!waits)
+            return false;
+        *out = lang_value_clone(waits);
+    } else if (strcmp(name, FIELD_ATTEMPTS) == 0 && r->claimed) {
         *out = lang_value_int(r->attempts);
     } else if (strcmp(name, FIELD_COMPLETED_AT) == 0 && r->completed_at) {
         *out = lang_value_datetime(r->completed_at);
@@ -244,11 +249,17 @@ lang_record_not_before(const Record *r, const TableDef *def)
     return def->decl.not_before ? r->not_before : 0;
 }
 
-/* The instant the NOT BEFORE field of "fields" names, or 0. */
+/* The instant the NOT BEFORE field of "fields" names, or 0; AFTER_NEVER
+ * while its "after" names a record it waits for. */
 static int64_t
 fields_not_before(const TableDef *def, const Value *fields)
 {
-    if (!def->is_queue || !def->decl.not_before)
+    if (!def->is_queue)
+        return 0;
+    const Value *waits = lang_value_object_get(fields, FIELD_AFTER);
+    if (waits && waits->kind == VAL_ARRAY && waits->u.arr.len)
+        return AFTER_NEVER;
+    if (!def->decl.not_before)
         return 0;
     LangPath path;
     lang_path_split(def->decl.not_before, &path);
@@ -285,7 +296,9 @@ lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t n
 {
     bool held = lang_record_is_held(r, now);
     if (fence == 0 || (fence == LANG_FENCE_DEAD && !held && lang_record_is_dead(r, def)) ||
-        (fence == LANG_FENCE_DONE && r->completed_at) || (fence > 0 && held && r->hold == fence))
+        (fence == LANG_FENCE_DONE && r->completed_at) ||
+        (fence == LANG_FENCE_BLOCKED && !r->completed_at && r->not_before == AFTER_NEVER) ||
+        (fence > 0 && held && r->hold == fence))
         return LANG_OK;
     RecordId id = {def->decl.name, (Value *)&r->key};
     Buf name = {0};
@@ -295,7 +308,9 @@ lang_record_fence(const TableDef *def, const Record *r, int64_t fence, int64_t n
                        (long long)fence);
     else
         lang_error_set(err, LANG_NO_SUCH_RECORD, "%s is %s", name.data,
-                       fence == LANG_FENCE_DONE ? "not done" : "no longer dead");
+                       fence == LANG_FENCE_DONE      ? "not done"
+                       : fence == LANG_FENCE_BLOCKED ? "not blocked"
+                                                     : "no longer dead");
     lang_buf_free(&name);
     return LANG_NO_SUCH_RECORD;
 }

@@ -405,7 +405,9 @@ create_record(Exec *x, const Stmt *st, TableDef *def)
     } else if (lang_identity_next(x, def, 1, &r.key)) {
         goto done;
     }
-    if (lang_identity_note(x, def, &r.key) || lang_record_store(x->txn, def, &r, true, x->err))
+    if (lang_identity_note(x, def, &r.key) ||
+        lang_after_create(x, def, &r, st->u.write.after, st->u.write.nafter) ||
+        lang_record_store(x->txn, def, &r, true, x->err))
         goto done;
     lang_value_array_push(&results, lang_record_view(&r, def, lang_exec_now(x)));
 done:
@@ -418,7 +420,7 @@ static bool
 create_unnamed(const Stmt *st, const char *table)
 {
     return st->kind == ST_CREATE && st->u.write.target.id.kind != VAL_RECORD &&
-           strcmp(st->u.write.target.table, table) == 0;
+           !st->u.write.nafter && strcmp(st->u.write.target.table, table) == 0;
 }
 
 size_t
@@ -522,6 +524,10 @@ update_one(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx)
             lang_value_object_set(&r->fields, content.u.obj.keys[j],
                                   lang_value_clone(&content.u.obj.vals[j]));
     } else {
+        /* what the record waits for (AFTER) is the engine's to keep */
+        Value *waits = (Value *)lang_value_object_get(&r->fields, FIELD_AFTER);
+        if (waits)
+            lang_value_object_set(&content, FIELD_AFTER, lang_value_clone(waits));
         lang_value_free(&r->fields);
         r->fields = content;
         content = lang_value_none();
@@ -562,10 +568,8 @@ static int
 delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 {
     Buf kb = {0};
-    StoreQueue q;
     lang_record_key_encode(key, &kb);
-    int rc = store_record_delete(x->txn, def->id, lang_record_queue(def, &q),
-                                 (StoreBytes){kb.data, kb.len}, hold);
+    int rc = lang_after_delete(x, def, (StoreBytes){kb.data, kb.len}, hold);
     lang_buf_free(&kb);
     return rc;
 }
@@ -580,7 +584,7 @@ delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 static bool
 delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence, bool last)
 {
-    if (last)
+    if (last && !def->after_used)
         store_txn_last(x->txn); /* what follows a delete that fails only reads */
     int rc = delete_stored(x, def, t->id.u.rec.key, fence);
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
@@ -745,7 +749,8 @@ drop_table(Exec *x, const Stmt *st, TableDef *def)
         return lang_error_set(x->err, LANG_WRONG_KIND, "'%s' is a %s: DROP %s refuses it", name,
                               def->is_queue ? "queue" : "collection",
                               want == 1 ? "QUEUE" : "COLLECTION");
-    return answer_null(x, store_table_drop(x->txn, name), "dropping a table");
+    int rc = lang_after_drop(x->txn, def);
+    return answer_null(x, rc ? rc : store_table_drop(x->txn, name), "dropping a table");
 }
 
 LangErrorCode

@@ -35,9 +35,10 @@ typedef struct Figures {
     int64_t now;
     int64_t records, ready, held, delayed, dead; /* records: the outstanding ones */
     int64_t done;                                /* done (KEEP), until reaped */
-    int64_t grouped, groups_full;                /* AT MOST … PER: see StoreQueueCounts */
-    int64_t oldest_ready;                        /* the head's available_at; 0: nothing ready */
-    int64_t counters[4];                         /* claims, releases, lapses, deletes */
+    int64_t blocked;              /* waiting for other records (AFTER): not in "delayed" */
+    int64_t grouped, groups_full; /* AT MOST … PER: see StoreQueueCounts */
+    int64_t oldest_ready;         /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];          /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
@@ -106,6 +107,9 @@ count_figures(StoreTxn *txn, Figures *f)
     }
     f->grouped = (int64_t)c.grouped;
     f->groups_full = (int64_t)c.groups_full;
+    /* blocked records are filed delayed until never (after.c) */
+    f->blocked = lang_after_blocked(txn, f->def);
+    f->delayed = f->delayed > f->blocked ? f->delayed - f->blocked : 0;
     if (!c.has_head || !f->ready)
         return LANG_OK;
     StoreRecord sr;
@@ -135,6 +139,7 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     lang_value_object_set(&o, "delayed", lang_value_int(f.delayed));
     lang_value_object_set(&o, "dead", lang_value_int(f.dead));
     lang_value_object_set(&o, "done", lang_value_int(f.done));
+    lang_value_object_set(&o, "blocked", lang_value_int(f.blocked));
     lang_value_object_set(&o, "grouped", lang_value_int(f.grouped));
     lang_value_object_set(&o, "groups_at_limit", lang_value_int(f.groups_full));
     double age =
@@ -234,6 +239,8 @@ lang_view_metrics(LangSession *s, Buf *out, LangError *err)
         {"dead", "queuefs_dead", "gauge", "Records at the ATTEMPTS ceiling."},
         {"done", "queuefs_done", "gauge",
          "Finished records kept by KEEP (expired ones until the queue's writes remove them)."},
+        {"blocked", "queuefs_blocked", "gauge",
+         "Records waiting for others to finish (CREATE ... AFTER)."},
         {"grouped", "queuefs_grouped_records", "gauge",
          "Records claimable but for AT MOST n PER f: waiting behind their group."},
         {"groups_at_limit", "queuefs_groups_at_limit", "gauge",
@@ -280,6 +287,7 @@ typedef struct QueueKeyWalk {
     int (*held)(void *ctx, const Value *key, int64_t hold); /* or NULL */
     int (*each)(void *ctx, const Value *key);               /* or NULL */
     QueueState state; /* with "each": QUEUE_RETIRED or QUEUE_DONE */
+    bool blocked;     /* with "each", instead: the blocked records (AFTER) */
     void *ctx;
     LangError *err;
 } QueueKeyWalk;
@@ -315,6 +323,8 @@ state_entry(void *ctx, const StoreRecord *sr)
 {
     QueueKeyWalk *w = ctx;
     StoreQueue q;
+    if (w->blocked)
+        return !sr->completed_at && sr->not_before == AFTER_NEVER ? hand_key(w, sr) : 0;
     if (queue_place(lang_record_queue(w->def, &q), sr, w->now).state != w->state ||
         lang_record_expired(w->def, sr, w->now))
         return 0;
@@ -322,8 +332,8 @@ state_entry(void *ctx, const StoreRecord *sr)
 }
 
 /* Walks queue "def" for the held view, through its waiting records, or
- * for the dead or done one, through all of them (none without ATTEMPTS:
- * nothing dies there; none ever done without KEEP). */
+ * for the dead, done or blocked one, through all of them (none without
+ * ATTEMPTS: nothing dies there; none blocked unless it used AFTER). */
 static LangErrorCode
 walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
 {
@@ -331,7 +341,7 @@ walk_keys(StoreTxn *txn, const TableDef *def, void *ctx)
     w->def = def;
     if (w->held)
         store_queue_each_waiting(txn, def->id, held_entry, w);
-    else if (w->state == QUEUE_DONE || def->decl.attempts)
+    else if (w->blocked ? def->after_used : w->state == QUEUE_DONE || def->decl.attempts)
         store_record_each(txn, def->id, (StoreBytes){NULL, 0}, state_entry, w);
     return w->err->code;
 }
@@ -340,7 +350,8 @@ LangErrorCode
 lang_view_held(LangSession *s, const char *table,
                int (*fn)(void *ctx, const Value *key, int64_t hold), void *ctx, LangError *err)
 {
-    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, QUEUE_HELD, ctx, err};
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), fn, NULL, QUEUE_HELD, false, ctx,
+                      err};
     return with_queue(s, table, walk_keys, &w, err);
 }
 
@@ -348,7 +359,8 @@ LangErrorCode
 lang_view_dead(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key), void *ctx,
                LangError *err)
 {
-    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_RETIRED, ctx, err};
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_RETIRED, false, ctx,
+                      err};
     return with_queue(s, table, walk_keys, &w, err);
 }
 
@@ -356,6 +368,16 @@ LangErrorCode
 lang_view_done(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key), void *ctx,
                LangError *err)
 {
-    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_DONE, ctx, err};
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_DONE, false, ctx,
+                      err};
+    return with_queue(s, table, walk_keys, &w, err);
+}
+
+LangErrorCode
+lang_view_blocked(LangSession *s, const char *table, int (*fn)(void *ctx, const Value *key),
+                  void *ctx, LangError *err)
+{
+    QueueKeyWalk w = {NULL, store_now(lang_session_store(s)), NULL, fn, QUEUE_READY, true, ctx,
+                      err};
     return with_queue(s, table, walk_keys, &w, err);
 }

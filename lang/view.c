@@ -288,6 +288,42 @@ line_key(const char *table, const Value *id, Value *key, LangError *err)
     return LANG_OK;
 }
 
+/* Takes a line's `after` (SPEC section 9) out of "content" into the
+ * CREATE "st": each record it names as its id shows ("jobs:7", or an
+ * integer for a record of "table").  ParseError for anything else. */
+static LangErrorCode
+line_after(const char *table, Value *content, Stmt *st, LangError *err)
+{
+    const Value *after = lang_value_object_get(content, FIELD_AFTER);
+    if (!after)
+        return LANG_OK;
+    if (after->kind != VAL_ARRAY)
+        return lang_error_set(err, LANG_PARSE_ERROR,
+                              "a line's after must be an array of record ids, not %s",
+                              lang_value_kind_name(after->kind));
+    st->u.write.after = lang_xcalloc(after->u.arr.len ? after->u.arr.len : 1, sizeof(Target));
+    for (size_t i = 0; i < after->u.arr.len; i++) {
+        const Value *v = &after->u.arr.items[i];
+        Value named = lang_value_none();
+        LangError ignored = {0};
+        if (v->kind == VAL_INT) {
+            st->u.write.after[st->u.write.nafter++] = target_of(table, v);
+            continue;
+        }
+        if (v->kind != VAL_STRING ||
+            lang_literal_parse(v->u.str.s, v->u.str.len, &named, &ignored) ||
+            named.kind != VAL_RECORD) {
+            lang_value_free(&named);
+            return lang_error_set(err, LANG_PARSE_ERROR,
+                                  "a line's after names records as their ids show ('%s:7')", table);
+        }
+        st->u.write.after[st->u.write.nafter++] = target_of(named.u.rec.table, named.u.rec.key);
+        lang_value_free(&named);
+    }
+    lang_value_object_remove(content, FIELD_AFTER);
+    return LANG_OK;
+}
+
 LangErrorCode
 lang_view_append(LangSession *s, const char *table, const char *text, size_t len, LangError *err)
 {
@@ -323,9 +359,16 @@ lang_view_append(LangSession *s, const char *table, const char *text, size_t len
         Stmt *st = stmt_new(ST_CREATE);
         st->u.write.target = target_of(table, key.kind != VAL_NONE ? &key : NULL);
         st->u.write.mode = WRITE_CONTENT;
-        st->u.write.content = literal_expr(content);
         lang_value_free(&key);
         stmts[n++] = st;
+        if (line_after(table, &content, st, err)) {
+            size_t m = strlen(err->message);
+            snprintf(err->message + m, sizeof err->message - m, " (line %zu of the write)", lineno);
+            lang_value_free(&content);
+            rc = err->code;
+            break;
+        }
+        st->u.write.content = literal_expr(content);
     }
     if (!rc && n)
         rc = lang_session_run(s, stmts, n, NULL, NULL, err);
@@ -371,6 +414,8 @@ each_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
     (void)id;
     (void)def;
     TablesWalk *w = ctx;
+    if (lang_after_table_name(name))
+        return 0;
     int stop = w->fn(w->ctx, name);
     if (stop)
         w->stopped = 1;
@@ -581,7 +626,7 @@ rmdir_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
         lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
         return -1;
     }
-    if (rc || (rc = store_table_drop(txn, r->name))) {
+    if (rc || (rc = lang_after_drop(txn, def)) || (rc = store_table_drop(txn, r->name))) {
         lang_store_error(rc, "dropping a table", r->err);
         return -1;
     }

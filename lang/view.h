@@ -37,6 +37,8 @@ LangErrorCode lang_view_claim(LangSession *s, const char *table, Buf *out, LangC
  * NoSuchRecord and changes nothing. */
 #define LANG_FENCE_DEAD (-1)
 #define LANG_FENCE_DONE (-2)
+/* blocked/ID: waiting for other records to finish (CREATE … AFTER) */
+#define LANG_FENCE_BLOCKED (-3)
 
 /* What a table directory shows: its kind, owner and mode. */
 typedef struct LangTableInfo {
@@ -145,6 +147,10 @@ LangErrorCode lang_view_dead(LangSession *s, const char *table,
  * over, until it returns non-zero. */
 LangErrorCode lang_view_done(LangSession *s, const char *table,
                              int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
+/* Calls "fn" with each blocked record of the queue (CREATE … AFTER: it
+ * waits for others to finish), until it returns non-zero. */
+LangErrorCode lang_view_blocked(LangSession *s, const char *table,
+                                int (*fn)(void *ctx, const Value *key), void *ctx, LangError *err);
 /* Writes record content "text" (JSON or a SurrealQL object literal; empty
  * text is {}; an `id` field is ignored): CREATE when the record is absent,
  * else a whole-record UPDATE — unless "exclusive", when an existing record

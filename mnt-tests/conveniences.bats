@@ -1122,7 +1122,7 @@ finally:
 # stats and metrics
 # ---------------------------------------------------------------------------
 
-@test "stats: jobs/stats is one JSON line: records, ready, held, delayed, dead, done, oldest_ready_age_seconds, counters, queue" {
+@test "stats: jobs/stats is one JSON line: records, ready, held, delayed, dead, done, blocked, oldest_ready_age_seconds, counters, queue" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s ATTEMPTS 2 NOT BEFORE due; DEFINE COLLECTION notes;
          CREATE jobs:1 = {}; CREATE jobs:2 = {}; CREATE jobs:3 = {};
          CREATE jobs:4 = {}; CREATE jobs:5 = {};
@@ -1134,7 +1134,7 @@ finally:
     assert_success
     assert_equal "${#lines[@]}" 1
     assert_equal "$(jqc 'keys' "$output")" \
-        '["claims","dead","delayed","deletes","done","grouped","groups_at_limit","held","lapses","oldest_ready_age_seconds","paused","queue","ready","records","releases"]'
+        '["blocked","claims","dead","delayed","deletes","done","grouped","groups_at_limit","held","lapses","oldest_ready_age_seconds","paused","queue","ready","records","releases"]'
     assert_equal "$(jqc '[.queue, .records, .ready, .held, .delayed, .dead]' "$output")" '["jobs",5,2,1,1,1]'
     assert_equal "$(jqc '[.claims, .releases, .lapses, .deletes]' "$output")" '[4,3,0,0]'
     assert_equal "$(jqr '.oldest_ready_age_seconds | type' "$output")" number
