@@ -12,7 +12,7 @@ load mount_helpers
 # claimed_ids — claims everything claimable of q through ctl; prints the
 # ids taken, space-separated, in claim order.
 claimed_ids() {
-    ctl "CLAIM 100 FROM ${1:-q}" | jq -r 'map(.id) | join(" ")'
+    ctl "CLAIM 100 FROM q" | jq -r 'map(.id) | join(" ")'
 }
 
 @test "CREATE … AFTER: blocked until every record it names has finished — out of claims, in blocked/, \"after\" shows what is outstanding, counted as blocked; then claimable in its place" {
