@@ -9,6 +9,15 @@
 
 load mount_helpers
 
+# listed DIR — the names in DIR, space-separated, in glob order.
+listed() {
+    local f names=()
+    for f in "$1"/*; do
+        [ -e "$f" ] && names+=("${f##*/}")
+    done
+    echo "${names[*]}"
+}
+
 # claimed_ids — claims everything claimable of q through ctl; prints the
 # ids taken, space-separated, in claim order.
 claimed_ids() {
@@ -50,7 +59,7 @@ claimed_ids() {
     ctl "RELEASE q:1~$hold" >/dev/null
     [ -e "$M/q/dead/1" ] || fail "q:1 is not dead"
     assert_equal "$(claimed_ids)" "q:2 q:3"
-    assert_equal "$(ls "$M/q/blocked" | paste -sd' ')" "4 5"
+    assert_equal "$(listed "$M/q/blocked")" "4 5"
     local due
     due=$(jq -r .due "$M/q/5")
     ctl "RETRY q:4 NOT BEFORE 1s" >/dev/null
@@ -68,7 +77,7 @@ claimed_ids() {
     mount_fs
     printf '%s\n' '{"id":1,"step":"fetch"}' '{"id":2,"step":"parse","after":["q:1"]}' \
         '{"id":3,"step":"report","after":["q:2",1]}' >>"$M/q/new"
-    assert_equal "$(ls "$M/q/blocked" | paste -sd' ')" "2 3"
+    assert_equal "$(listed "$M/q/blocked")" "2 3"
     assert_equal "$(jq -c '[.step, .after]' "$M/q/3")" '["report",["q:2","q:1"]]'
     assert_equal "$(errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND); os.write(fd, b"{\"id\":4}\n{\"after\":\"q:1\"}\n")' \
         "$M/q/new")" EINVAL
@@ -114,7 +123,7 @@ claimed_ids() {
     run --separate-stderr sql 'CREATE q:4 = {} AFTER q;'
     assert_error ParseError
     mount_fs
-    assert_equal "$(ls "$M/q/blocked" | paste -sd' ')" "2 3"
+    assert_equal "$(listed "$M/q/blocked")" "2 3"
     sql 'DROP QUEUE gone;' >/dev/null
     assert_equal "$(ls "$M/q/blocked")" 3
     # q:1 is held, created again (COALESCE: run once more), then finished:
