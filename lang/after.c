@@ -282,29 +282,31 @@ table_by_id(void *ctx, const char *name, uint32_t id, StoreBytes def)
     return 1;
 }
 
-/* Takes "shown" out of the "after" of record "key" of table "table":
- * with none left it is filed anew and counted out of the blocked. */
-static int
-unblock_one(StoreTxn *txn, uint32_t aid, uint32_t table, StoreBytes key, const Buf *shown)
+/* The definition of the table of id "id" into "*def", through a walk of
+ * the catalog: false when no table has that id (it was dropped). */
+static bool
+def_of_id(StoreTxn *txn, uint32_t id, TableDef *def)
 {
-    TableById t = {table, NULL};
+    TableById t = {id, NULL};
+    LangError err = {0};
     store_table_each(txn, table_by_id, &t);
-    if (!t.name)
-        return STORE_OK; /* its table was dropped */
-    TableDef def;
+    bool found = t.name && !lang_table_def_load(txn, t.name, def, &err);
+    free(t.name);
+    return found;
+}
+
+/* Takes "shown" out of the "after" of record "key" of table "def": with
+ * none left it is filed anew and counted out of the blocked. */
+static int
+unblock_one(StoreTxn *txn, uint32_t aid, const TableDef *def, StoreBytes key, const Buf *shown)
+{
     LangError err = {0};
     Record r = {0};
     StoreRecord sr;
-    int rc = STORE_OK;
-    if (lang_table_def_load(txn, t.name, &def, &err)) {
-        free(t.name);
-        return STORE_CORRUPT;
-    }
-    free(t.name);
-    rc = store_record_get(txn, table, key, &sr);
+    int rc = store_record_get(txn, def->id, key, &sr);
     Value *waits = NULL;
     if (rc == STORE_OK && !sr.completed_at && sr.not_before == AFTER_NEVER &&
-        !lang_record_from_store(&sr, &def, &r, &err) &&
+        !lang_record_from_store(&sr, def, &r, &err) &&
         (waits = (Value *)lang_value_object_get(&r.fields, FIELD_AFTER)) &&
         waits->kind == VAL_ARRAY) {
         size_t k = 0;
@@ -320,15 +322,14 @@ unblock_one(StoreTxn *txn, uint32_t aid, uint32_t table, StoreBytes key, const B
         waits->u.arr.len = k;
         if (!k)
             lang_value_object_remove(&r.fields, FIELD_AFTER);
-        if (changed && lang_record_store(txn, &def, &r, false, &err))
+        if (changed && lang_record_store(txn, def, &r, false, &err))
             rc = STORE_CORRUPT;
         else if (changed && !k)
-            rc = count_add(txn, aid, table, -1);
+            rc = count_add(txn, aid, def->id, -1);
     } else if (rc == STORE_NOTFOUND) {
         rc = STORE_OK;
     }
     lang_record_free(&r);
-    lang_table_def_free(&def);
     return err.code && !rc ? STORE_CORRUPT : rc;
 }
 
@@ -341,6 +342,8 @@ entries_finish(StoreTxn *txn, uint32_t aid, Entries *e)
         store_record_each(txn, aid, (StoreBytes){e->prefix.data, e->prefix.len}, entry_take, e);
     if (rc == 1)
         rc = STORE_OK;
+    TableDef def = {0}; /* the last waiting record's table, while "have" */
+    bool have = false;
     for (size_t i = 0; i < e->n && !rc; i++) {
         const Buf *k = &e->keys[i];
         /* [u8 'd'][u32 table][u16 len][key][u32 waiting table][waiting key] */
@@ -349,10 +352,19 @@ entries_finish(StoreTxn *txn, uint32_t aid, Entries *e)
             continue;
         uint32_t table = be_get32((const unsigned char *)k->data + at);
         StoreBytes key = {k->data + at + 4, k->len - at - 4};
-        rc = unblock_one(txn, aid, table, key, &e->shown[i]);
+        if (have && def.id != table) {
+            lang_table_def_free(&def);
+            have = false;
+        }
+        if (!have)
+            have = def_of_id(txn, table, &def);
+        if (have)
+            rc = unblock_one(txn, aid, &def, key, &e->shown[i]);
         if (!rc)
             rc = store_record_delete(txn, aid, NULL, (StoreBytes){k->data, k->len}, 0);
     }
+    if (have)
+        lang_table_def_free(&def);
     return rc;
 }
 

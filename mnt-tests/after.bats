@@ -149,3 +149,44 @@ claimed_ids() {
     assert_equal "$(jq -c '[.ready, .blocked]' "$M/q/stats")" '[1000,0]'
     assert_equal "$(ctl 'CLAIM 1000 FROM q' | jq length)" 1000
 }
+
+@test "a fan-in: a report AFTER 500 imports is claimable only after the 500th finish" {
+    sql "DEFINE QUEUE imports TIMEOUT 30s; DEFINE QUEUE reports TIMEOUT 30s;" >/dev/null
+    mount_fs
+    local i after=()
+    for i in $(seq 500); do printf '{"id":%d}\n' "$i"; done >>"$M/imports/new"
+    for i in $(seq 500); do after+=("\"imports:$i\""); done
+    printf '{"id":"daily","after":[%s]}\n' "$(IFS=,; echo "${after[*]}")" >>"$M/reports/new"
+    assert_equal "$(jq '.after | length' "$M/reports/daily")" 500
+    local ids
+    for i in $(seq 5); do
+        ids=$(ctl 'CLAIM 100 FROM imports' | jq -r 'map(.id) | join(", ")')
+        if [ "$i" = 5 ]; then
+            # all but the last: the report still waits for one
+            ctl "DELETE ${ids%, *}" >/dev/null
+            assert_equal "$(jq -c .after "$M/reports/daily")" '["imports:500"]'
+            assert_equal "$(cat "$M/reports/claim")" ""
+            ctl "DELETE ${ids##*, }" >/dev/null
+        else
+            ctl "DELETE $ids" >/dev/null
+        fi
+    done
+    assert_equal "$(jq -r .id <"$M/reports/claim")" "reports:daily"
+}
+
+@test "a chain of 100 records, each AFTER the one before, is handed out one at a time, in order" {
+    sql "DEFINE QUEUE steps TIMEOUT 30s;" >/dev/null
+    mount_fs
+    local i got
+    {
+        printf '{"id":1}\n'
+        for i in $(seq 2 100); do printf '{"id":%d,"after":[%d]}\n' "$i" $((i - 1)); done
+    } >>"$M/steps/new"
+    assert_equal "$(jq -c '[.ready, .blocked]' "$M/steps/stats")" '[1,99]'
+    for i in $(seq 100); do
+        got=$(ctl 'CLAIM 100 FROM steps' | jq -r 'map(.id) | join(" ")')
+        [ "$got" = "steps:$i" ] || fail "claim $i took '$got'"
+        rm "$M/steps/$i" || fail "finishing steps:$i failed"
+    done
+    assert_equal "$(jq -c '[.records, .blocked]' "$M/steps/stats")" '[0,0]'
+}
