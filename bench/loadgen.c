@@ -10,6 +10,9 @@
  *   claim-rm       open QUEUE_DIR/claim, read the record (up to its
  *                  newline), close, unlink QUEUE_DIR/ID
  *   claim-release  the same, then rename QUEUE_DIR/ID to QUEUE_DIR/released/ID
+ *   ctl-batch      through the mount's ctl (one session a worker, no BEGIN):
+ *                  CLAIM LINES (default 100) FROM the queue, then one DELETE of the records
+ *                  it took; ops are records
  *
  * A claim that reads nothing (nothing claimable) ends that worker.  Prints
  * the line run.h describes; the unit times are per write or per cycle. */
@@ -22,7 +25,7 @@
 
 #include "run.h"
 
-typedef enum Mode { ENQUEUE, CLAIM_RM, CLAIM_RELEASE } Mode;
+typedef enum Mode { ENQUEUE, CLAIM_RM, CLAIM_RELEASE, CTL_BATCH } Mode;
 
 typedef struct Config {
     Mode mode;
@@ -32,16 +35,18 @@ typedef struct Config {
 
 typedef struct Worker {
     const Config *cfg;
-    int fd;      /* enqueue: QUEUE_DIR/new */
-    char *batch; /* enqueue: the lines of one write */
+    int fd;          /* enqueue: QUEUE_DIR/new; ctl-batch: the mount's ctl */
+    char table[256]; /* ctl-batch: the queue's name */
+    char *batch;     /* enqueue: the lines of one write */
     size_t batch_len;
     char claim[PATH_MAX];
 } Worker;
 
 static const char usage[] = "usage: bench/loadgen [-w WORKERS] [-t SECONDS] [-n UNITS] [-b LINES] "
-                            "enqueue|claim-rm|claim-release QUEUE_DIR\n";
+                            "enqueue|claim-rm|claim-release|ctl-batch QUEUE_DIR\n";
 
 static long lines_option = 1000;
+static int lines_given; /* -b was given */
 
 /* Takes -b LINES. */
 static int
@@ -50,6 +55,7 @@ take_option(int opt, const char *arg)
     if (opt != 'b')
         return -1;
     lines_option = atol(arg);
+    lines_given = 1;
     return lines_option > 0 ? 0 : -1;
 }
 
@@ -62,9 +68,21 @@ setup(int i, void *arg)
     w->cfg = cfg;
     w->fd = -1;
     snprintf(w->claim, sizeof w->claim, "%s/claim", cfg->dir);
+    char path[PATH_MAX];
+    if (cfg->mode == CTL_BATCH) {
+        const char *slash = strrchr(cfg->dir, '/');
+        snprintf(w->table, sizeof w->table, "%s", slash ? slash + 1 : cfg->dir);
+        snprintf(path, sizeof path, "%.*s/ctl", slash ? (int)(slash - cfg->dir) : 1,
+                 slash ? cfg->dir : ".");
+        if ((w->fd = open(path, O_RDWR)) < 0) {
+            perror(path);
+            free(w);
+            return NULL;
+        }
+        return w;
+    }
     if (cfg->mode != ENQUEUE)
         return w;
-    char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/new", cfg->dir);
     w->fd = open(path, O_WRONLY | O_APPEND);
     if (w->fd < 0) {
@@ -144,12 +162,67 @@ claim_cycle(Worker *w)
     return 1;
 }
 
+/* Writes statement "stmt" to session "fd" and reads its result line into
+ * "out" (of "cap" bytes, NUL-terminated): its length, or -1. */
+static long
+ctl_run(int fd, const char *stmt, char *out, size_t cap)
+{
+    size_t n = strlen(stmt), len = 0;
+    if (write(fd, stmt, n) != (ssize_t)n) {
+        perror("write ctl");
+        return -1;
+    }
+    while (len == 0 || out[len - 1] != '\n') {
+        ssize_t got = read(fd, out + len, cap - 1 - len);
+        if (got <= 0 || len + (size_t)got >= cap - 1) {
+            perror(got < 0 ? "read ctl" : "read ctl: no whole line");
+            return -1;
+        }
+        len += (size_t)got;
+    }
+    out[len] = '\0';
+    if (strncmp(out, "{\"error\"", 9) == 0) {
+        fprintf(stderr, "bench/loadgen: %s", out);
+        return -1;
+    }
+    return (long)len;
+}
+
+/* One CLAIM of LINES records through ctl and one DELETE of those it took:
+ * the records, 0 when nothing was claimable, or -1. */
+static long
+ctl_batch(Worker *w)
+{
+    static char result[1 << 20], stmt[1 << 16];
+    snprintf(stmt, sizeof stmt, "CLAIM %ld FROM %s;\n", w->cfg->lines, w->table);
+    if (ctl_run(w->fd, stmt, result, sizeof result) < 0)
+        return -1;
+    size_t len = (size_t)snprintf(stmt, sizeof stmt, "DELETE ");
+    long taken = 0;
+    for (const char *p = result; (p = strstr(p, "\"id\":\"")) != NULL;) {
+        p += 6;
+        const char *end = strchr(p, '"');
+        if (!end || len + (size_t)(end - p) + 4 >= sizeof stmt)
+            return -1;
+        len += (size_t)snprintf(stmt + len, sizeof stmt - len, "%s%.*s", taken ? ", " : "",
+                                (int)(end - p), p);
+        taken++;
+        p = end;
+    }
+    if (!taken)
+        return 0;
+    snprintf(stmt + len, sizeof stmt - len, ";\n");
+    return ctl_run(w->fd, stmt, result, sizeof result) < 0 ? -1 : taken;
+}
+
 /* One unit of the configured mode. */
 static long
 unit(void *state)
 {
     Worker *w = state;
-    return w->cfg->mode == ENQUEUE ? enqueue(w) : claim_cycle(w);
+    return w->cfg->mode == ENQUEUE     ? enqueue(w)
+           : w->cfg->mode == CTL_BATCH ? ctl_batch(w)
+                                       : claim_cycle(w);
 }
 
 /* Closes "new" (its close reports a failed last store). */
@@ -158,7 +231,7 @@ teardown(void *state)
 {
     Worker *w = state;
     if (w->fd >= 0 && close(w->fd) < 0) {
-        perror("close new");
+        perror("close");
         return -1;
     }
     free(w->batch);
@@ -179,6 +252,7 @@ main(int argc, char **argv)
     cfg.mode = strcmp(mode, "enqueue") == 0         ? ENQUEUE
                : strcmp(mode, "claim-rm") == 0      ? CLAIM_RM
                : strcmp(mode, "claim-release") == 0 ? CLAIM_RELEASE
+               : strcmp(mode, "ctl-batch") == 0     ? CTL_BATCH
                                                     : (Mode)-1;
     if ((int)cfg.mode < 0) {
         fputs(usage, stderr);
@@ -186,5 +260,7 @@ main(int argc, char **argv)
     }
     cfg.dir = argv[first + 1];
     cfg.lines = lines_option;
+    if (cfg.mode == CTL_BATCH && lines_option == 1000 && !lines_given)
+        cfg.lines = 100;
     return bench_run_and_print(&spec);
 }
