@@ -54,7 +54,8 @@ after_table(StoreTxn *txn, bool make, uint32_t *id)
     lang_table_def_encode(&def, &b);
     rc = store_table_create(txn, AFTER_TABLE, (StoreBytes){b.data, b.len}, id);
     lang_buf_free(&b);
-    return rc;
+    /* another transaction (a server's) made it meanwhile */
+    return rc == STORE_EXISTS ? store_table_get(txn, AFTER_TABLE, id, NULL) : rc;
 }
 
 /* Appends table id "table", big-endian, to "out". */
