@@ -99,6 +99,23 @@ mount_shared() {
     assert_failure
 }
 
+@test "permissions: AFTER may name only records of tables the writer may read; the tables it touches keep their owners" {
+    mount_shared
+    chmod 0700 "$M/jobs"
+    as_nobody mkdir "$M/mine" || fail "nobody could not make a table"
+    as_nobody sh -c "echo '{}' >'$M/mine/1'" || fail "nobody could not write mine/1"
+    echo 'DEFINE QUEUE steps TIMEOUT 1m;' >"$M/ctl"
+    chmod 0777 "$M/steps"
+    run as_nobody "$QUEUEFS_CTL" "$M" "CREATE steps:1 = {} AFTER jobs:1;"
+    assert_failure
+    assert_output --partial PermissionDenied
+    assert_equal "$(sql 'SELECT id FROM steps;')" '[]'
+    run as_nobody "$QUEUEFS_CTL" "$M" "CREATE steps:1 = {} AFTER mine:1;"
+    assert_success
+    assert_equal "$(jq -c .after "$M/steps/1")" '["mine:1"]'
+    assert_equal "$(stat -c '%u %a' "$M/jobs" "$M/mine" "$M/steps" | paste -sd' ')" "0 700 65534 755 0 777"
+}
+
 @test "permissions: with write permission, another user claims, releases and finishes" {
     mount_shared
     chmod 0777 "$M/jobs"
