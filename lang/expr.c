@@ -277,3 +277,30 @@ lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
     }
     return lang_error_set(err, LANG_TYPE_ERROR, "unknown expression");
 }
+
+/* A new EX_LITERAL of "v" (taken). */
+static Expr *
+literal_of(Value v)
+{
+    Expr *e = lang_xcalloc(1, sizeof *e);
+    e->kind = EX_LITERAL;
+    e->u.literal = v;
+    return e;
+}
+
+Expr *
+lang_expr_not_before(const Value *when)
+{
+    const Value *cron = when->kind == VAL_OBJECT ? lang_value_object_get(when, "cron") : NULL;
+    if (!cron)
+        return literal_of(lang_value_clone(when));
+    const Value *zone = lang_value_object_get(when, "zone");
+    Expr *e = lang_xcalloc(1, sizeof *e);
+    e->kind = EX_CALL;
+    e->u.call.name = lang_xstrdup("time::cron");
+    e->u.call.args = lang_xcalloc(2, sizeof *e->u.call.args);
+    e->u.call.args[e->u.call.len++] = literal_of(lang_value_clone(cron));
+    if (zone)
+        e->u.call.args[e->u.call.len++] = literal_of(lang_value_clone(zone));
+    return e;
+}
