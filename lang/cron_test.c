@@ -182,6 +182,71 @@ test_walk(void)
     }
 }
 
+/* True when local time "local" (seconds, as if UTC) matches "e". */
+static bool
+matches(const CronExpr *e, int64_t local)
+{
+    int64_t day = local / 86400 - (local % 86400 < 0), y;
+    int m, d, secs = (int)(local - day * 86400), weekday = (int)(((day + 4) % 7 + 7) % 7);
+    zone_civil_from_days(day, &y, &m, &d);
+    bool dm = e->days >> d & 1, wm = e->weekdays >> weekday & 1;
+    return (e->minutes >> (secs / 60 % 60) & 1) && (e->hours >> (secs / 3600) & 1) &&
+           (e->months >> m & 1) && (e->day_star || e->weekday_star ? dm && wm : dm || wm);
+}
+
+/* Expressions that are not fixed-time follow real time: their next
+ * instant is the first whole minute whose local time matches, found here
+ * minute by minute, around changes of the clock in zones whose changes are
+ * an hour, half an hour (Lord Howe), two hours (Troll) or at 00:00
+ * (Santiago). */
+static void
+test_real_time(void)
+{
+    static const char *const zones[][2] = {
+        {"Europe/Berlin", "2026-03-28T00:00:00Z"},
+        {"Europe/Berlin", "2026-10-24T00:00:00Z"},
+        {"America/New_York", "2026-03-07T00:00:00Z"},
+        {"America/New_York", "2026-10-31T00:00:00Z"},
+        {"Australia/Lord_Howe", "2026-04-04T00:00:00Z"},
+        {"Australia/Lord_Howe", "2026-10-03T00:00:00Z"},
+        {"Antarctica/Troll", "2026-03-28T00:00:00Z"},
+        {"America/Santiago", "2026-04-04T00:00:00Z"},
+        {"America/Santiago", "2026-09-05T00:00:00Z"},
+    };
+    static const char *const exprs[] = {"*/10 * * * *", "*/10 2 * * *", "0,30 * * * *",
+                                        "45 */2 * * *", "*/5 0,1 * * *"};
+    int checked = 0, wrong = 0;
+    for (size_t zi = 0; zi < sizeof zones / sizeof zones[0]; zi++) {
+        Zone *z;
+        char msg[CRON_MSG_MAX];
+        if (zone_load(zones[zi][0], &z, msg, sizeof msg)) {
+            CHECK(false, "%s", msg);
+            continue;
+        }
+        for (size_t ei = 0; ei < sizeof exprs / sizeof exprs[0]; ei++) {
+            CronExpr e;
+            CHECK(cron_parse(exprs[ei], &e, msg, sizeof msg) == 0 && !e.fixed_time, "%s",
+                  exprs[ei]);
+            int64_t start = instant(zones[zi][1]) / 1000000000;
+            for (int64_t after = start; after < start + 3 * 86400; after += 31 * 60 + 7) {
+                int64_t next = 0, u = (after / 60 + 1) * 60;
+                while (!matches(&e, u + zone_at(z, u).offset))
+                    u += 60;
+                checked++;
+                if (cron_next(&e, z, after, &next, msg, sizeof msg) || next != u) {
+                    if (wrong++ < 5)
+                        CHECK(false,
+                              "'%s' in %s after %" PRId64 ": %" PRId64
+                              ", minute by minute %" PRId64,
+                              exprs[ei], zones[zi][0], after, next, u);
+                }
+            }
+        }
+        zone_free(z);
+    }
+    CHECK(wrong == 0 && checked > 3000, "%d of %d wrong", wrong, checked);
+}
+
 /* Files that are not TZif are refused; a zone without DST from its rule. */
 static void
 test_tzif(void)
@@ -208,6 +273,7 @@ main(void)
 {
     test_cases();
     test_walk();
+    test_real_time();
     test_tzif();
     return unit_test_summary();
 }
