@@ -38,6 +38,9 @@ static const Field fields[5] = {
 };
 
 /* Sets "msg" to "expr" and what is wrong, and answers -1. */
+static int fail(char *msg, size_t msg_len, const char *expr, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 static int
 fail(char *msg, size_t msg_len, const char *expr, const char *fmt, ...)
 {

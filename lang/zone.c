@@ -288,6 +288,9 @@ posix_at(const Posix *p, int64_t t, int64_t floor)
 /* ---- TZif ---- */
 
 /* Sets "msg" and answers -1. */
+static int fail(char *msg, size_t msg_len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 static int
 fail(char *msg, size_t msg_len, const char *fmt, ...)
 {
