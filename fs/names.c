@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include "../lang/cron.h"
 
 static const char *const reserved[FS_RESERVED_N] = {
     [FS_NEW] = "new",     [FS_CLAIM] = "claim",       [FS_WAIT] = "wait",
@@ -154,6 +157,55 @@ fs_name_fence(const char *name, size_t *id_len)
     return number;
 }
 
+/* The WHEN "cron EXPR [in ZONE]" of a released/ name, "spec" with its
+ * "cron " taken off: into "*when" the object {"cron": EXPR[, "zone":
+ * ZONE]}, with each "%2F" read as '/'; -EINVAL when the expression or the
+ * zone is refused (cron.h, zone.h). */
+static int
+cron_when(const char *spec, Value *when)
+{
+    Buf text = {0};
+    for (const char *p = spec; *p; p++)
+        if (p[0] == '%' && p[1] == '2' && (p[2] == 'F' || p[2] == 'f')) {
+            lang_buf_putc(&text, '/');
+            p += 2;
+        } else {
+            lang_buf_putc(&text, *p);
+        }
+    lang_buf_putc(&text, '\0');
+    /* " in ZONE" at the end: the word before the last is "in". */
+    char *end = text.data + strlen(text.data), *zone = NULL;
+    while (end > text.data && (end[-1] == ' ' || end[-1] == '\t'))
+        *--end = '\0';
+    char *last = end;
+    while (last > text.data && last[-1] != ' ' && last[-1] != '\t')
+        last--;
+    char *in = last;
+    while (in > text.data && (in[-1] == ' ' || in[-1] == '\t'))
+        in--;
+    if (in - text.data >= 3 && strncasecmp(in - 2, "in", 2) == 0 &&
+        (in[-3] == ' ' || in[-3] == '\t') && last < end) {
+        zone = last;
+        in[-2] = '\0';
+    }
+    CronExpr e;
+    Zone *z = NULL;
+    char msg[CRON_MSG_MAX];
+    int rc =
+        cron_parse(text.data, &e, msg, sizeof msg) || (zone && zone_load(zone, &z, msg, sizeof msg))
+            ? -EINVAL
+            : 0;
+    zone_free(z);
+    if (!rc) {
+        *when = lang_value_object();
+        lang_value_object_set(when, "cron", lang_value_cstring(text.data));
+        if (zone)
+            lang_value_object_set(when, "zone", lang_value_cstring(zone));
+    }
+    lang_buf_free(&text);
+    return rc;
+}
+
 int
 fs_name_when(const char *name, size_t *id_len, Value *when)
 {
@@ -165,6 +217,8 @@ fs_name_when(const char *name, size_t *id_len, Value *when)
     const char *spec = at + 1;
     size_t len = strlen(spec);
     int64_t ns;
+    if (strncasecmp(spec, "cron", 4) == 0 && (spec[4] == ' ' || spec[4] == '\t'))
+        return cron_when(spec + 5, when);
     if (lang_duration_parse(spec, len, &ns) == 0)
         *when = lang_value_duration(ns);
     else if (lang_datetime_parse(spec, len, &ns) == 0)

@@ -62,9 +62,12 @@ int64_t fs_name_fence(const char *name, size_t *id_len);
 
 /* A released/ name, ID[@WHEN]: "*id_len" the length of what comes before
  * '@' (the whole name when there is none), and into "*when" the instant
- * WHEN asks for — a VAL_DURATION or VAL_DATETIME, NONE without '@'.  0, or
- * -EINVAL when WHEN is neither (then "*when" is NONE).  An identity's name
- * never holds '@' (it is written %40). */
+ * WHEN asks for — a VAL_DURATION or VAL_DATETIME, or for "cron EXPR [in
+ * ZONE]" (a '/' written %2F) the object {"cron": EXPR[, "zone": ZONE]}
+ * lang_view_release takes; NONE without '@'.  0, or -EINVAL when WHEN is
+ * none of these or names a malformed expression or an unknown zone (then
+ * "*when" is NONE).  An identity's name never holds '@' (it is written
+ * %40). */
 int fs_name_when(const char *name, size_t *id_len, Value *when);
 
 #endif

@@ -231,6 +231,10 @@ typedef struct EvalContext {
 /* Evaluates "e" into "*out" (caller frees).  TypeError / ParseError on
  * failure, with "*out" VAL_NONE. */
 LangErrorCode lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err);
+/* The NOT BEFORE expression of value "when" (see lang_view_release): a
+ * literal of a duration or a datetime, the call time::cron(EXPR[, ZONE])
+ * of an object {"cron": EXPR[, "zone": ZONE]}.  A new tree (lang_expr_free). */
+Expr *lang_expr_not_before(const Value *when);
 
 /* ---- field paths (path.c) ---- */
 

@@ -124,6 +124,35 @@ static const Case cases[] = {
     {"DEFINE QUEUE jobs TIMEOUT 30s; CREATE jobs:1 = {}; CLAIM FROM jobs; RELEASE jobs:1 NOT BEFORE 1m;",
      "null\n[{\"id\":\"jobs:1\"}]\n[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"jobs:1\"}]\n",
      LANG_NO_DELAY_FIELD},
+    /* … NOT BEFORE CRON: the next instant the expression names, after now */
+    {"DEFINE QUEUE ticks TIMEOUT 30s NOT BEFORE next; CREATE ticks:1 = {}; CREATE ticks:2 = {};"
+     "CLAIM 2 FROM ticks; RELEASE ticks:1, ticks:2 NOT BEFORE CRON '0 3 * * *' IN 'Europe/Berlin';"
+     "CLAIM FROM ticks; SELECT id FROM ticks WHERE next > time::now() AND next <= time::now() + 1d"
+     " AND next = time::cron('0 3 * * *', 'Europe/Berlin');",
+     "null\n[{\"id\":\"ticks:1\"}]\n[{\"id\":\"ticks:2\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"ticks:1\"},"
+     "{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":2,\"id\":\"ticks:2\"}]\n"
+     "[{\"attempts\":1,\"id\":\"ticks:1\",\"next\":\"T\"},{\"attempts\":1,\"id\":\"ticks:2\",\"next\":\"T\"}]\n"
+     "[]\n[{\"id\":\"ticks:1\"},{\"id\":\"ticks:2\"}]\n",
+     LANG_OK},
+    {"DEFINE QUEUE ticks TIMEOUT 30s NOT BEFORE next; CREATE ticks:1 = {}; CLAIM FROM ticks;"
+     "RELEASE ALL FROM ticks NOT BEFORE CRON '* * * * *'; CLAIM FROM ticks;"
+     "SELECT id FROM ticks WHERE next > time::now() AND next <= time::now() + 1m;",
+     "null\n[{\"id\":\"ticks:1\"}]\n"
+     "[{\"attempts\":1,\"claimed_until\":\"T\",\"hold\":1,\"id\":\"ticks:1\"}]\n"
+     "[{\"attempts\":1,\"id\":\"ticks:1\",\"next\":\"T\"}]\n[]\n[{\"id\":\"ticks:1\"}]\n",
+     LANG_OK},
+    /* … time::cron as a value: zones shift the same instant */
+    {"DEFINE COLLECTION t; CREATE t:1 = { a: time::cron('0 9 * * *', 'Asia/Tokyo') = time::cron('0 0 * * *'),"
+     " b: time::cron('30 9 * * *', 'Asia/Kolkata') = time::cron('0 4 * * *'),"
+     " c: time::cron('0 3 * * *', 'UTC') = time::cron('0 3 * * *'),"
+     " d: time::cron('*/15 * * * *') - time::now() <= 15m, e: time::cron('* * * * *') > time::now() };",
+     "null\n[{\"a\":true,\"b\":true,\"c\":true,\"d\":true,\"e\":true,\"id\":\"t:1\"}]\n", LANG_OK},
+    {"DEFINE COLLECTION t; CREATE t:1 = { a: time::cron('0 0 31 2 *') };", "null\n",
+     LANG_PARSE_ERROR},
+    {"DEFINE COLLECTION t; CREATE t:1 = { a: time::cron('0 3 * * *', 'Nowhere/Town') };", "null\n",
+     LANG_PARSE_ERROR},
+    {"DEFINE COLLECTION t; CREATE t:1 = { a: time::cron(3) };", "null\n", LANG_TYPE_ERROR},
     /* a NOT BEFORE value that is not a datetime is no delay */
     {"DEFINE QUEUE later TIMEOUT 30s NOT BEFORE due; CREATE later:1 = { due: 'soon' }; CLAIM FROM later;",
      "null\n[{\"due\":\"soon\",\"id\":\"later:1\"}]\n"
@@ -550,6 +579,15 @@ test_several_targets(void)
          "q:4 is held by consumer 'other'"},
         {"RELEASE q:1, r:1 NOT BEFORE 1h;", LANG_NO_DELAY_FIELD, "'r' declares no NOT BEFORE"},
         {"RELEASE q:1, c:1;", LANG_WRONG_KIND, "'c' is a collection"},
+        {"RELEASE q:1, q:2 NOT BEFORE CRON '0 3 * * *' IN 'Nowhere/Town';", LANG_PARSE_ERROR,
+         "unknown time zone 'Nowhere/Town'"},
+        {"RELEASE q:1 NOT BEFORE CRON '0 3 * * *' IN '../../etc/passwd';", LANG_PARSE_ERROR,
+         "is not a time zone name"},
+        {"RELEASE q:1, q:2 NOT BEFORE CRON '0 3 30 2 *';", LANG_PARSE_ERROR, "never matches"},
+        {"RELEASE q:1 NOT BEFORE time::cron('0 3 * * * *');", LANG_PARSE_ERROR, "five fields"},
+        {"RELEASE ALL FROM q NOT BEFORE CRON '0 3 * * *' IN 'Mars/Base';", LANG_PARSE_ERROR,
+         "unknown time zone"},
+        {"RELEASE q:1 NOT BEFORE time::cron('0 3 * * *', 1);", LANG_TYPE_ERROR, "time::cron takes"},
     };
     Fixture f;
     if (!fixture_open(&f))

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cron.h"
 #include "engine.h"
 
 #define NS_PER_SEC 1000000000LL
@@ -104,6 +105,33 @@ arith(ExprOp op, const Value *a, const Value *b, Value *out, LangError *err)
     return type_error(err, what, a, b);
 }
 
+/* time::cron(expression[, zone]): the first instant after "now" that the
+ * cron expression "args[0]" names, in UTC or in IANA zone "args[1]"
+ * (cron.h), into "*out".  TypeError when an argument is not a string,
+ * ParseError when the expression or the zone is refused. */
+static LangErrorCode
+cron_call(const Value *args, size_t n, int64_t now, Value *out, LangError *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (args[i].kind != VAL_STRING)
+            return lang_error_set(err, LANG_TYPE_ERROR,
+                                  "time::cron takes a cron expression and a time zone as strings, "
+                                  "not %s",
+                                  lang_value_kind_name(args[i].kind));
+        else if (strlen(args[i].u.str.s) != args[i].u.str.len)
+            return lang_error_set(err, LANG_PARSE_ERROR, "time::cron: a NUL byte in '%s'",
+                                  args[i].u.str.s);
+    int64_t after = now / NS_PER_SEC - (now % NS_PER_SEC < 0), next;
+    char msg[CRON_MSG_MAX];
+    if (cron_next_text(args[0].u.str.s, n > 1 ? args[1].u.str.s : NULL, after, &next, msg,
+                       sizeof msg))
+        return lang_error_set(err, LANG_PARSE_ERROR, "%s", msg);
+    if (next > INT64_MAX / NS_PER_SEC)
+        return lang_error_set(err, LANG_TYPE_ERROR, "datetime out of range");
+    *out = lang_value_datetime(next * NS_PER_SEC);
+    return LANG_OK;
+}
+
 static LangErrorCode
 call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
 {
@@ -137,10 +165,13 @@ call(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
         else
             rc = lang_error_set(err, LANG_TYPE_ERROR,
                                 "time::from_unix takes seconds as a number in range");
+    } else if (strcmp(name, "time::cron") == 0 && n >= 1) {
+        rc = cron_call(args, n, cx->now, out, err);
     } else {
         rc = lang_error_set(err, LANG_PARSE_ERROR,
                             "unknown function %s() with %zu arguments (known: time::now(), "
-                            "time::unix([datetime]), time::from_unix(seconds))",
+                            "time::unix([datetime]), time::from_unix(seconds), "
+                            "time::cron(expression[, zone]))",
                             name, n);
     }
     for (size_t i = 0; i < n; i++)
@@ -245,4 +276,31 @@ lang_expr_eval(const Expr *e, const EvalContext *cx, Value *out, LangError *err)
     case EX_CALL: return call(e, cx, out, err);
     }
     return lang_error_set(err, LANG_TYPE_ERROR, "unknown expression");
+}
+
+/* A new EX_LITERAL of "v" (taken). */
+static Expr *
+literal_of(Value v)
+{
+    Expr *e = lang_xcalloc(1, sizeof *e);
+    e->kind = EX_LITERAL;
+    e->u.literal = v;
+    return e;
+}
+
+Expr *
+lang_expr_not_before(const Value *when)
+{
+    const Value *cron = when->kind == VAL_OBJECT ? lang_value_object_get(when, "cron") : NULL;
+    if (!cron)
+        return literal_of(lang_value_clone(when));
+    const Value *zone = lang_value_object_get(when, "zone");
+    Expr *e = lang_xcalloc(1, sizeof *e);
+    e->kind = EX_CALL;
+    e->u.call.name = lang_xstrdup("time::cron");
+    e->u.call.args = lang_xcalloc(2, sizeof *e->u.call.args);
+    e->u.call.args[e->u.call.len++] = literal_of(lang_value_clone(cron));
+    if (zone)
+        e->u.call.args[e->u.call.len++] = literal_of(lang_value_clone(zone));
+    return e;
 }

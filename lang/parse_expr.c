@@ -21,6 +21,7 @@
 
 #include "lang.h"
 #include "parse.h"
+#include "cron.h"
 #include "parse_state.h"
 
 /* ---- trees ---- */
@@ -339,6 +340,50 @@ call(ParseState *ps)
         return NULL;
     }
     return items(ps, e, TK_RPAREN, argument);
+}
+
+/* The STRING at the current token as the next argument of call "c",
+ * which is freed on failure: false with "expected <what>". */
+static bool
+string_argument(ParseState *ps, Expr *c, const char *what)
+{
+    char *text = ps->tok.kind == TK_STRING ? lang_parse_cstring(ps, &ps->tok, what) : NULL;
+    if (!text) {
+        if (!FAILED(ps))
+            lang_parse_expected(ps, what);
+        lang_expr_free(c);
+        return false;
+    }
+    Expr *l = new_expr(EX_LITERAL);
+    l->u.literal = lang_value_string(text, strlen(text));
+    c->u.call.args[c->u.call.len++] = l;
+    free(text);
+    next(ps);
+    return true;
+}
+
+Expr *
+lang_parse_not_before(ParseState *ps)
+{
+    if (!is_kw(&ps->tok, "CRON") || peek(ps)->kind != TK_STRING)
+        return lang_parse_expr(ps);
+    next(ps);
+    Token at = ps->tok;
+    Expr *e = new_expr(EX_CALL);
+    e->u.call.name = lang_xstrdup("time::cron");
+    e->u.call.args = lang_xcalloc(2, sizeof *e->u.call.args);
+    if (!string_argument(ps, e, "a cron expression after CRON"))
+        return NULL;
+    CronExpr cron;
+    char msg[CRON_MSG_MAX];
+    if (cron_parse(e->u.call.args[0]->u.literal.u.str.s, &cron, msg, sizeof msg)) {
+        lang_parse_error(ps, &at, "%s", msg);
+        lang_expr_free(e);
+        return NULL;
+    }
+    if (accept_kw(ps, "IN") && !string_argument(ps, e, "a time zone name (a string) after IN"))
+        return NULL;
+    return e;
 }
 
 /* ---- operands and operators ---- */

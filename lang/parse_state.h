@@ -183,6 +183,11 @@ char *lang_parse_cstring(ParseState *ps, const Token *t, const char *what);
 /* expr -> or  (see parse_expr.c): the new tree, or NULL with the error
  * set.  With "ps->constant" the tree is one EX_LITERAL. */
 Expr *lang_parse_expr(ParseState *ps);
+/* notbefore -> CRON STRING [IN STRING] | expr  (the operand of NOT
+ * BEFORE): CRON 'e' [IN 'z'] is the call time::cron('e'[, 'z']), its
+ * expression checked here (a ParseError at the string); NULL with the
+ * error set. */
+Expr *lang_parse_not_before(ParseState *ps);
 /* key -> INT | IDENT | STRING: a record key into "*out" (caller frees), or
  * false with "expected <what>". */
 bool lang_parse_key(ParseState *ps, Value *out, const char *what);

@@ -505,7 +505,7 @@ all_or_record(ParseState *ps, Stmt *s, StmtKind one, StmtKind all, const char *w
 }
 
 /* release -> RELEASE ALL FROM name {relclause} | RELEASE records {relclause}
- * relclause -> NOT BEFORE expr | FOR CONSUMER consumer | BECAUSE STRING
+ * relclause -> NOT BEFORE notbefore | FOR CONSUMER consumer | BECAUSE STRING
  *              (each at most once) */
 static void
 release(ParseState *ps, Stmt *s)
@@ -522,7 +522,7 @@ release(ParseState *ps, Stmt *s)
         if (is_kw(t, "NOT")) {
             if (lang_parse_clause_once(ps, s->u.release.not_before, "NOT BEFORE") &&
                 lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
-                s->u.release.not_before = lang_parse_expr(ps);
+                s->u.release.not_before = lang_parse_not_before(ps);
         } else if (is_kw(t, "FOR")) {
             if (lang_parse_clause_once(ps, s->u.release.for_consumer, "FOR CONSUMER") &&
                 lang_parse_expect_kw(ps, "CONSUMER", "CONSUMER after FOR"))
@@ -536,8 +536,9 @@ release(ParseState *ps, Stmt *s)
     }
 }
 
-/* retry -> RETRY ALL FROM name [WHERE expr] [NOT BEFORE expr]
- *        | RETRY record [NOT BEFORE expr] */
+/* retry -> RETRY ALL FROM name [WHERE expr] [NOT BEFORE notbefore]
+ *        | RETRY record [NOT BEFORE notbefore]
+ * notbefore -> CRON STRING [IN STRING] | expr  (parse_expr.c) */
 static void
 retry(ParseState *ps, Stmt *s)
 {
@@ -548,7 +549,7 @@ retry(ParseState *ps, Stmt *s)
         s->u.release.where = lang_parse_expr(ps);
     if (!FAILED(ps) && accept_kw(ps, "NOT") &&
         lang_parse_expect_kw(ps, "BEFORE", "BEFORE after NOT"))
-        s->u.release.not_before = lang_parse_expr(ps);
+        s->u.release.not_before = lang_parse_not_before(ps);
 }
 
 /* pause -> (PAUSE | RESUME) QUEUE name */

@@ -176,7 +176,7 @@ hold_stmt(LangSession *s, StmtKind kind, const char *table, const Value *key,
     st->u.release.fence = fence;
     st->u.release.because = because ? lang_xstrdup(because) : NULL;
     if (not_before && not_before->kind != VAL_NONE)
-        st->u.release.not_before = literal_expr(lang_value_clone(not_before));
+        st->u.release.not_before = lang_expr_not_before(not_before);
     return run_one(s, st, NULL, NULL, err);
 }
 

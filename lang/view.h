@@ -69,8 +69,9 @@ LangErrorCode lang_view_read(LangSession *s, const char *table, const Value *key
 LangErrorCode lang_view_delete(LangSession *s, const char *table, const Value *key, int64_t fence,
                                LangError *err);
 /* RELEASE the record, NOT BEFORE "not_before" unless it is NULL or NONE
- * (a VAL_DURATION from now, or a VAL_DATETIME), BECAUSE "because" unless
- * it is NULL; "fence" as for delete. */
+ * (a VAL_DURATION from now, a VAL_DATETIME, or an object {"cron": EXPR[,
+ * "zone": ZONE]}: CRON EXPR [IN ZONE]), BECAUSE "because" unless it is
+ * NULL; "fence" as for delete. */
 LangErrorCode lang_view_release(LangSession *s, const char *table, const Value *key,
                                 const Value *not_before, int64_t fence, const char *because,
                                 LangError *err);

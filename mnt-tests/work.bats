@@ -2,7 +2,8 @@
 # work.bats — queuefs-work against a real mount: what COMMAND sees, how a
 # record ends (finished, released with backoff, lost after a lapse), holds
 # kept alive past TIMEOUT, several workers at once, stopping on SIGTERM or
-# SIGINT, and batches (--batch N).
+# SIGINT, batches (--batch N), and records re-armed on a calendar
+# (--rearm EXPR).
 #
 #   QUEUEFS_BUILD=/path/to/build bats mnt-tests/work.bats
 #
@@ -163,6 +164,11 @@ WAIT_GO='touch "$D/started.$QUEUEFS_ID.$QUEUEFS_ATTEMPTS"; for i in $(seq 600); 
 --batch=1001 "$M/jobs" -- true | --batch wants a number of records (1 to 1000)
 --batch x "$M/jobs" -- true | --batch wants a number of records
 --batch | option --batch needs a value
+--rearm "0 3 * * *'" "$M/jobs" -- true | --rearm wants a cron expression
+--rearm "" "$M/jobs" -- true | --rearm wants a cron expression
+--rearm-zone UTC "$M/jobs" -- true | --rearm-zone needs --rearm
+--rearm "* * * * *" --rearm-zone ../etc "$M/jobs" -- true | --rearm-zone wants an IANA time zone
+--rearm "* * * * *" --batch 2 "$M/jobs" -- true | cannot be given with --batch
 EOF
 }
 
@@ -798,4 +804,83 @@ ctl_readers() {
     assert_equal "$(jqr .claims "$(cat "$M/jobs/stats")")" 0
     assert_equal "$(jqr .attempts "$(record 1)")" null
     ! grep -q outcome= "$LOG" || fail "a record was handled: $(cat "$LOG")"
+}
+
+# ---------------------------------------------------------------------------
+# Re-arming on a calendar (--rearm)
+# ---------------------------------------------------------------------------
+
+# next_at ZONE HH:MM [WEEKDAY] — the epoch of the first HH:MM of ZONE's
+# local time (on ISO weekday WEEKDAY when given) after now, by GNU date.
+next_at() {
+    local zone=$1 hm=$2 wd=${3:-} now i day t
+    now=$(date +%s)
+    for i in $(seq 0 8); do
+        day=$(TZ=$zone date -d "@$((now + i * 86400))" +%F)
+        t=$(TZ=$zone date -d "$day $hm" +%s)
+        [ "$t" -gt "$now" ] || continue
+        [ -z "$wd" ] || [ "$(TZ=$zone date -d "@$t" +%u)" = "$wd" ] || continue
+        echo "$t"
+        return 0
+    done
+    return 1
+}
+
+@test "rearm: exit 0 releases the record NOT BEFORE the next instant of --rearm instead of finishing it; a failure backs off" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = { job: 'tick' }" "2 = { job: 'fails' }"
+    want=$(next_at UTC 03:00)
+    start_work --rearm '0 3 * * *' -b 1h "$M/jobs" -- sh -c '[ "$QUEUEFS_ID" = 1 ]'
+    wait_log "outcome=rearmed"
+    wait_log "outcome=released"
+    stop_work
+    [[ $(log_line 1 1) == *" worker=1 id=1 attempt=1 outcome=rearmed status=0 duration="* ]] ||
+        fail "unexpected log line: $(log_line 1 1)"
+    assert_equal "$(count_records jobs)" 2
+    json=$(record 1)
+    assert_equal "$(epoch_of "$(jqr .due "$json")")" "$want"
+    [ "$(jqr .claimed_until "$json")" = null ] || fail "jobs:1 is still held: $json"
+    assert_equal "$(jqr .job "$json")" tick
+    due=$(epoch_of "$(jqr .due "$(record 2)")")
+    [ "$due" -gt $(($(date +%s) + 3500)) ] || fail "jobs:2 was not released with its 1h backoff"
+    run ctl "CLAIM FROM jobs"
+    assert_output '[]'
+}
+
+@test "rearm: --rearm-zone reads the expression in an IANA zone; a '/' step reaches the mount" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = {}" "2 = {}"
+    want=$(next_at Asia/Tokyo 09:30 1)
+    start_work --rearm '30 9 * * mon' --rearm-zone Asia/Tokyo "$M/jobs" -- sh -c '[ "$QUEUEFS_ID" = 1 ]'
+    wait_log "outcome=rearmed"
+    stop_work
+    assert_equal "$(epoch_of "$(jqr .due "$(record 1)")")" "$want"
+    : >"$LOG"
+    t0=$(date +%s)
+    run ctl "DELETE jobs:2"
+    start_work --rearm '*/15 * * * *' "$M/jobs" -- true
+    run ctl "RETRY jobs:1 NOT BEFORE time::now()"
+    wait_log "outcome=rearmed"
+    stop_work
+    got=$(epoch_of "$(jqr .due "$(record 1)")")
+    q=$(((t0 / 900 + 1) * 900))
+    [ "$got" -eq "$q" ] || [ "$got" -eq $((q + 900)) ] || fail "due $got is not the quarter after $t0"
+}
+
+@test "rearm: a queue without NOT BEFORE, a malformed expression or an unknown zone is refused at start" {
+    mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = {}"
+    sql "DEFINE QUEUE plain TIMEOUT 30s;" >/dev/null
+    # queue | options | what the message says
+    while IFS='|' read -r q opts want; do
+        eval "set -- $opts"
+        run --separate-stderr "$QUEUEFS_WORK" "$@" "$M/$q" -- true
+        [ "$status" -eq 2 ] || fail "queuefs-work $opts: exit $status, want 2"
+        [[ $stderr == *"$want"* ]] || fail "queuefs-work $opts: stderr '$stderr' does not say '$want'"
+    done <<'EOF'
+plain|--rearm "0 3 * * *"|--rearm needs a queue that declares NOT BEFORE
+jobs|--rearm "0 0 30 2 *"|it never matches
+jobs|--rearm "0 3 * *"|five fields
+jobs|--rearm "0 3 * * *" --rearm-zone Nowhere/Town|unknown time zone 'Nowhere/Town'
+EOF
+    # Nothing was claimed or released.
+    json=$(record 1)
+    assert_equal "$(jqc '[.attempts // 0, .due, .claimed_until]' "$json")" '[0,null,null]'
 }

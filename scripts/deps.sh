@@ -3,13 +3,14 @@
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
 
-# What building and running queuefs needs (jq: queuefs-work), and what the
+# What building and running queuefs needs (jq: queuefs-work; tzdata: the
+# time zones of NOT BEFORE CRON … IN 'zone'), and what the
 # test suite needs besides (clang: the fuzz targets; clang-format: make
 # format-check; systemd: checking the unit file; rsync: the tools walked
 # over a mount; shellcheck and cppcheck: `make shellcheck` and `make
 # cppcheck`; postgresql: the private servers the PostgreSQL backend's
 # tests start).
-QUEUEFS_RUN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev libpq-dev zlib1g-dev libfuse3-dev fuse3 jq"
+QUEUEFS_RUN_PACKAGES="autoconf automake make gcc pkg-config liblmdb-dev libpq-dev zlib1g-dev libfuse3-dev fuse3 jq tzdata"
 QUEUEFS_TEST_PACKAGES="$QUEUEFS_RUN_PACKAGES lmdb-utils bats bats-assert bats-support clang clang-format libclang-rt-14-dev systemd rsync shellcheck cppcheck postgresql mandoc man-db"
 
 # queuefs_install_deps [--run] [PACKAGE…] — the test suite's packages (with
