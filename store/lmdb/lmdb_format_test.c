@@ -659,7 +659,8 @@ test_format5_rate(void)
     unsigned char head[24];
     CHECK(raw_version(path_of("format5"), 0, NULL, NULL) == 6, "of format 6");
     CHECK(raw_meta_of(path_of("format5"), 1, "rate", head, sizeof head) == -1, "the array is gone");
-    CHECK(raw_meta_of(path_of("format5"), 1, "rate#", head, sizeof head) == 24 &&
+    CHECK(raw_meta_of(path_of("format5"), 1, "rate@\xff\xff\xff\xff\xff\xff\xff\xff", head,
+                      sizeof head) == 24 &&
               be_get64(head) == KEPT && be_get64(head + 8) == 0 &&
               (int64_t)be_get64(head + 16) == at[KEPT - 1],
           "the head counts the hand-outs kept, the newest last");

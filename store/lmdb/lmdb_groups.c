@@ -23,8 +23,10 @@
  * are within the window that ends now.  The hand-outs are numbered in the
  * order they were noted, and their instants kept in chunks of 64 meta
  * values, "rate@"[u64 chunk] → i64 × up to 64 (hand-out j in slot j % 64
- * of chunk j / 64), beside a head "rate#" → [u64 handed][u64 low][i64
- * newest]: how many were noted, the lowest chunk kept, the newest instant.
+ * of chunk j / 64), beside a head "rate@"[u64 max] → [u64 handed][u64
+ * low][i64 newest]: how many were noted, the lowest chunk kept, the newest
+ * instant (its key sorts next to the newest chunk's, so the two share a
+ * page: a claim rewrites one page of them).
  * Instants ascend with the numbers: a claim whose transaction's instant is
  * earlier than the newest (one that began first but noted last) is noted
  * at the newest, so it stays in windows a little longer and never lets more
@@ -43,9 +45,9 @@
 #include "lmdb_internal.h"
 
 #define GROUP_META_PREFIX "grp:"
-#define GROUP_STATE_FIXED 9 /* [i64 held][u8 full] */
-#define RATE_OLD "rate"     /* format 5's array of instants */
-#define RATE_HEAD "rate#"   /* [u64 handed][u64 low][i64 newest] */
+#define GROUP_STATE_FIXED 9        /* [i64 held][u8 full] */
+#define RATE_OLD "rate"            /* format 5's array of instants */
+#define RATE_HEAD_CHUNK UINT64_MAX /* the head's "chunk": [u64 handed][u64 low][i64 newest] */
 #define RATE_HEAD_LEN 24
 #define RATE_CHUNK_PREFIX "rate@" /* [u64 chunk] → i64 × up to RATE_CHUNK */
 #define RATE_CHUNK 64
@@ -373,12 +375,6 @@ typedef struct RateChunk {
     int64_t at[RATE_CHUNK];
 } RateChunk;
 
-static StoreBytes
-rate_head_name(void)
-{
-    return (StoreBytes){RATE_HEAD, strlen(RATE_HEAD)};
-}
-
 /* The meta name of chunk "c" into "out". */
 static StoreBytes
 rate_chunk_name(unsigned char *out, uint64_t c)
@@ -389,13 +385,22 @@ rate_chunk_name(unsigned char *out, uint64_t c)
     return (StoreBytes){out, n + 8};
 }
 
+/* The head's meta name into "out": next to the newest chunk, so that a
+ * note rewrites one leaf page for both. */
+static StoreBytes
+rate_head_name(unsigned char *out)
+{
+    return rate_chunk_name(out, RATE_HEAD_CHUNK);
+}
+
 /* The head of "table" into "h" (all 0 when nothing was noted yet). */
 static int
 rate_head_get(StoreTxn *t, uint32_t table, RateHead *h)
 {
+    unsigned char name[32];
     StoreBytes v;
     memset(h, 0, sizeof *h);
-    int rc = lmdb_meta_get(t, table, rate_head_name(), &v);
+    int rc = lmdb_meta_get(t, table, rate_head_name(name), &v);
     if (rc == STORE_NOTFOUND)
         return STORE_OK;
     if (rc)
@@ -411,11 +416,11 @@ rate_head_get(StoreTxn *t, uint32_t table, RateHead *h)
 static int
 rate_head_put(StoreTxn *t, uint32_t table, const RateHead *h)
 {
-    unsigned char v[RATE_HEAD_LEN];
+    unsigned char name[32], v[RATE_HEAD_LEN];
     be_put64(v, h->handed);
     be_put64(v + 8, h->low);
     be_put64(v + 16, (uint64_t)h->newest);
-    return lmdb_meta_put(t, table, rate_head_name(), (StoreBytes){v, sizeof v});
+    return lmdb_meta_put(t, table, rate_head_name(name), (StoreBytes){v, sizeof v});
 }
 
 /* Reads chunk "c" into "ch" (len 0 when absent) unless it holds it. */

@@ -63,7 +63,8 @@
  *             [T][0x01]"grp:"[group] → [i64 held][u8 full][record key]:
  *             a group's holds, whether they are at the limit, and its
  *             record in the ready index (lmdb_groups.c)
- *             [T][0x01]"rate#" → [u64 handed][u64 low][i64 newest] and
+ *             [T][0x01]"rate@"[u64 max] → [u64 handed][u64 low][i64
+ *             newest] and
  *             [T][0x01]"rate@"[u64 chunk] → i64 × up to 64: AT MOST …
  *             EVERY's hand-outs, numbered as noted, the instants of the
  *             queue's last "rate" of them in chunks of 64, ascending (see
