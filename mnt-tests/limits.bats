@@ -313,3 +313,18 @@ print("%d hand-outs over %.3f s" % (len(at), (at[-1] - at[0]) / 1e9))
     run "$QUEUEFS_CTL" "$M" "ALTER QUEUE jobs TIMEOUT 1h; PAUSE QUEUE jobs;"
     assert_success
 }
+
+@test "ALTER QUEUE … AT MOST n EVERY d goes on from the hand-outs kept: a larger n has room for the difference, a smaller one looks at the newest n, a shorter window lets the older go, a longer one holds them again" {
+    sql "DEFINE QUEUE q TIMEOUT 1m AT MOST 3 EVERY 1h;" >/dev/null
+    for i in $(seq 10); do echo "CREATE q:$i = {};"; done | sql >/dev/null
+    taken() { sql "$1 CLAIM 5 FROM q;" | jq -s 'last | length'; }
+    assert_equal "$(taken '')" 3
+    assert_equal "$(taken '')" 0
+    assert_equal "$(taken 'ALTER QUEUE q AT MOST 4 EVERY 1h;')" 1
+    assert_equal "$(taken 'ALTER QUEUE q AT MOST 2 EVERY 1h;')" 0
+    sleep 1.1 # so the four hand-outs are over a second old
+    assert_equal "$(taken 'ALTER QUEUE q AT MOST 2 EVERY 1s;')" 2
+    assert_equal "$(taken 'ALTER QUEUE q AT MOST 6 EVERY 1h;')" 0
+    assert_equal "$(taken 'ALTER QUEUE q AT MOST 8 EVERY 1h;')" 2
+    assert_equal "$(sql 'SELECT * FROM q;' | jq '[.[] | select(.hold == null)] | length')" 2
+}

@@ -1100,22 +1100,31 @@ host_worker() {
     [ "$taken" -ge 1 ] || fail "no hold of host 1 lapsed to another host"
 }
 
+# What version 6 changed, undone: AT MOST … EVERY's instants back in one
+# array in the queue's row of queuefs.rates, without their rows or the
+# functions that keep them.
+RATES_AS_V5=("DROP TABLE queuefs.rate_slots"
+    "ALTER TABLE queuefs.rates DROP COLUMN handed, DROP COLUMN low, DROP COLUMN newest,
+     ADD COLUMN stamps int8[] NOT NULL DEFAULT '{}'"
+    "DROP FUNCTION queuefs.rate_note(int8, int8, int8, int8), queuefs.rate_next(int8, int8, int8),
+     queuefs.rate_room(int8, int8, int8, int8)")
+
 # schema_as VERSION SQL…: makes the store's schema look as version VERSION
-# had it: drops the claim functions (made anew by version 4), runs each
-# SQL, and sets the version.
+# had it: drops the claim functions (made anew by version 4) and what
+# version 6 made (RATES_AS_V5), runs each SQL, and sets the version.
 schema_as() {
     local version=$1 sql
     shift
     local args=(-c "DROP FUNCTION queuefs.claim_named(int8, bytea, int8, int8, int8, bytea, bytea, int8),
                 queuefs.claim_grouped(int8, int8, int8, int8, int8, bytea, bytea, int8),
                 queuefs.claim_key(int8, bytea, int8, int8, int8, bytea, bytea)")
-    for sql in "$@"; do args+=(-c "$sql"); done
+    for sql in "${RATES_AS_V5[@]}" "$@"; do args+=(-c "$sql"); done
     psql -qX "$STORE" -v ON_ERROR_STOP=1 "${args[@]}" \
         -c "UPDATE queuefs.version SET version = $version" >/dev/null
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" "$version"
 }
 
-@test "postgresql: a schema of version 2 (no errors) is brought to version 5 in place by the first process that writes: its records kept, a release's reason kept from then on" {
+@test "postgresql: a schema of version 2 (no errors) is brought to version 6 in place by the first process that writes: its records kept, a release's reason kept from then on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
     # Version 2 as it was: no errors column, nor the functions that keep it
     # (nor what versions 4 and 5 add).
@@ -1126,12 +1135,12 @@ schema_as() {
          DROP COLUMN filed_xid"
     run sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'upgraded';"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
         '[{"last_error":"upgraded","n":1},{"n":2}]'
 }
 
-@test "postgresql: a schema of version 3 (no KEEP) is brought to version 5 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
+@test "postgresql: a schema of version 3 (no KEEP) is brought to version 6 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m AT MOST 1 PER g; CREATE jobs:1 = {n: 1, g: 'a'};
          CREATE jobs:2 = {n: 2, g: 'a'}; CREATE jobs:3 = {n: 3, g: 'b'};" >/dev/null
     sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'before'; CLAIM jobs:3;" >/dev/null
@@ -1141,7 +1150,7 @@ schema_as() {
         "ALTER TABLE queuefs.records DROP COLUMN completed_at, DROP COLUMN rerun, DROP COLUMN filed_xid"
     run sql "CLAIM FROM jobs;"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
         WHERE schemaname = 'queuefs' AND indexname = 'records_done'")" 1
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
@@ -1151,16 +1160,17 @@ schema_as() {
         '[1,3]'
 }
 
-@test "postgresql: a schema of version 4 (claims from the head) is brought to version 5 in place by the first process that writes: its records and holds kept, claims in claim order from where the last left off" {
+@test "postgresql: a schema of version 4 (claims from the head) is brought to version 6 in place by the first process that writes: its records and holds kept, claims in claim order from where the last left off" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};
          CREATE jobs:3 = {n: 3}; CLAIM jobs:1;" >/dev/null
-    # Version 4 as it was: no filed_xid, nor its index.
+    # Version 4 as it was: no filed_xid, nor its index (nor what version 6
+    # adds).
     psql -qX "$STORE" -v ON_ERROR_STOP=1 -c "DROP INDEX queuefs.records_filed" \
         -c "ALTER TABLE queuefs.records DROP COLUMN filed_xid" \
-        -c "UPDATE queuefs.version SET version = 4" >/dev/null
+        "${RATES_AS_V5[@]/#/-c}" -c "UPDATE queuefs.version SET version = 4" >/dev/null
     mount_fs
     assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 5
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
         WHERE schemaname = 'queuefs' AND indexname = 'records_filed'")" 1
     # A record given back, and one made before the upgrade, are still found
@@ -1170,4 +1180,33 @@ schema_as() {
     assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 3
     assert_equal "$(sql 'SELECT n, hold FROM jobs;' | jq -c '[.[] | select(.hold) | .n] | sort')" \
         '[1,2,3]'
+}
+
+@test "postgresql: a schema of version 5 (AT MOST … EVERY's instants in one array) is brought to version 6 in place by the first process that writes: the window goes on from the instants it kept, and ALTER QUEUE moves it" {
+    sql "DEFINE QUEUE r TIMEOUT 5m AT MOST 3 EVERY 1h; CREATE r:1 = {}; CREATE r:2 = {};
+         CREATE r:3 = {}; CREATE r:4 = {}; CREATE r:5 = {}; CREATE r:6 = {};" >/dev/null
+    assert_equal "$(sql "CLAIM 2 FROM r;" | jq length)" 2
+    local stamps
+    stamps=$(psql -qXAt "$STORE" -c "SELECT array_agg(s ORDER BY chunk, i)
+        FROM queuefs.rate_slots, unnest(stamps) WITH ORDINALITY u(s, i)")
+    [ "$(psql -qXAt "$STORE" -c "SELECT cardinality('$stamps'::int8[])")" = 2 ] ||
+        fail "two instants kept: $stamps"
+    # Version 5 as it was: the two instants in the queue's row.
+    schema_as 5 "UPDATE queuefs.rates SET stamps = '$stamps'"
+    # The window of 3 holds the 2: room for one more, then none.
+    assert_equal "$(sql "CLAIM 5 FROM r;" | jq length)" 1
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT handed, low, cardinality(stamps)
+        FROM queuefs.rates JOIN queuefs.rate_slots USING (table_id)")" "3|0|3"
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT (SELECT stamps[1:2] FROM queuefs.rate_slots)
+        = '$stamps'::int8[]")" t
+    assert_equal "$(sql "CLAIM 5 FROM r;" | jq length)" 0
+    # A rate one larger has room for one; one smaller for none.
+    sql "ALTER QUEUE r AT MOST 4 EVERY 1h;" >/dev/null
+    assert_equal "$(sql "CLAIM 5 FROM r;" | jq length)" 1
+    sql "ALTER QUEUE r AT MOST 2 EVERY 1h;" >/dev/null
+    assert_equal "$(sql "CLAIM 5 FROM r;" | jq length)" 0
+    # Dropping the queue drops its instants.
+    sql "DROP QUEUE r;" >/dev/null
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM queuefs.rate_slots")" 0
 }

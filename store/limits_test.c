@@ -6,7 +6,8 @@
  * counts of grouped records and full groups, a head found past a large
  * full group), AT MOST n EVERY window (hand-outs bounded in every window,
  * named claims counted, a transaction overtaken by a later one,
- * store_queue_rate_next), and store_queue_refile
+ * store_queue_rate_next, a window of 100,000, one that goes round several
+ * times, a rate made larger or smaller), and store_queue_refile
  * filing records anew (order, not_before, group, a limit set or changed).
  *
  * The backend is a parameter, as for conformance_test.c:
@@ -356,18 +357,141 @@ test_rate_and_groups(void)
     claim_expect(st, &q, 10, NULL, "", "the rate is spent");
 }
 
+/* ---- AT MOST … EVERY: large windows, wrap-around, changes of the rate ---- */
+
+/* Adds "n" ungrouped records <prefix><number> to "q", a thousand a
+ * transaction. */
+static void
+rate_fill(const StoreQueue *q, int n, const char *prefix)
+{
+    int rc = STORE_OK;
+    for (int i = 0; i < n && rc == STORE_OK;) {
+        StoreTxn *t = begin(st, true);
+        for (int end = i + 1000 < n ? i + 1000 : n; i < end && rc == STORE_OK; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "%s%07d", prefix, i);
+            rc = add_in(t, q, key, "v", NULL, 0);
+        }
+        if (rc == STORE_OK)
+            commit(t);
+        else
+            store_txn_abort(t);
+    }
+    CHECK(rc == STORE_OK, "create %d records: %s", n, store_strerror(rc));
+}
+
+static int
+note_instant(void *ctx, const StoreRecord *now, const StoreRecord *before)
+{
+    (void)before;
+    *(int64_t *)ctx = now->claimed;
+    return 0;
+}
+
+/* Claims up to "n" records of "q" in a transaction of its own: how many
+ * it took, the instant of the claim in "*at" (when it took any). */
+static int64_t
+rate_take(const StoreQueue *q, int64_t n, int64_t *at)
+{
+    StoreTxn *t = begin(st, true);
+    StoreClaim c = {.n = n, .consumer = bytes_of(""), .instance = bytes_of("inst-a")};
+    int64_t got = 0;
+    int rc = store_claim(t, q, &c, note_instant, at, &got);
+    CHECK(rc == STORE_OK, "claim %" PRId64 ": %s", n, store_strerror(rc));
+    commit(t);
+    return got;
+}
+
+/* store_queue_rate_next of "q" now. */
+static int64_t
+rate_next_of(const StoreQueue *q)
+{
+    int64_t at = 0;
+    StoreTxn *t = begin(st, false);
+    CHECK(store_queue_rate_next(t, q, &at) == STORE_OK, "rate_next");
+    store_txn_abort(t);
+    return at;
+}
+
+/* Sleeps until "at" and "ms" milliseconds more. */
+static void
+sleep_until(int64_t at, long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t left = (at - ((int64_t)ts.tv_sec * SEC + ts.tv_nsec)) / MS;
+    sleep_ms(left > 0 ? left + ms : ms);
+}
+
+/* AT MOST 100000 EVERY 1h: a window of a hundred thousand hand-outs, in
+ * four claims, is full at exactly the rate — a claim beyond takes none,
+ * a claim one short of it takes the one — and has room again when the
+ * first claim's leave it; a smaller rate (ALTER QUEUE) counts only the
+ * newest hand-outs, so has room when the oldest of those leave, and a
+ * larger one has room for the difference at once. */
+static void
+test_rate_large(void)
+{
+    enum { RATE = 100000, BATCH = 25000 };
+    StoreQueue q = queue_new(st, "rate-large", 3600 * SEC, 0);
+    q.rate = RATE;
+    q.rate_window_ns = 3600 * SEC;
+    rate_fill(&q, RATE + 20, "L");
+    int64_t at[4] = {0}, got = 0, one;
+    got += rate_take(&q, BATCH - 1, &at[0]);
+    CHECK(rate_next_of(&q) <= at[0] + q.rate_window_ns - q.rate_window_ns / 2,
+          "room while the window is not full");
+    for (int i = 1; i < 4; i++)
+        got += rate_take(&q, i == 3 ? BATCH + 10 : BATCH, &at[i]);
+    CHECK(got == RATE, "took %" PRId64 " in four claims, the rate", got);
+    CHECK(rate_take(&q, 10, &one) == 0, "the window is full: none more");
+    CHECK(rate_next_of(&q) == at[0] + q.rate_window_ns, "room once the first claim's leave");
+    q.rate = RATE - BATCH; /* the window starts in the second claim's */
+    CHECK(rate_next_of(&q) == at[1] + q.rate_window_ns, "a smaller rate: the second claim's");
+    CHECK(rate_take(&q, 10, &one) == 0, "a smaller rate: none");
+    q.rate = RATE + 1;
+    CHECK(rate_take(&q, 10, &one) == 1, "one more in the rate: one more");
+    CHECK(rate_next_of(&q) == at[0] + q.rate_window_ns, "then full again");
+    q.rate = RATE + 5;
+    CHECK(rate_take(&q, 10, &one) == 4, "five more in the rate: four more");
+    CHECK(counts_of(st, &q).ready == 15, "the rest still ready");
+}
+
+/* AT MOST 100 EVERY 800ms, round and round (100 is no whole number of
+ * 64): claims of 60 take what the window has room for — all, or the 40
+ * left — and each time the oldest claim's hand-outs leave the window,
+ * exactly those come back, for three times the rate. */
+static void
+test_rate_wrap(void)
+{
+    StoreQueue q = queue_new(st, "rate-wrap", 3600 * SEC, 0);
+    q.rate = 100;
+    q.rate_window_ns = 800 * MS;
+    rate_fill(&q, 400, "W");
+    int64_t at[8] = {0}, one;
+    CHECK(rate_take(&q, 60, &at[0]) == 60, "60 of 100");
+    sleep_ms(250);
+    CHECK(rate_take(&q, 60, &at[1]) == 40, "then the 40 left");
+    int64_t taken = 100, want[] = {60, 40, 60, 40, 60};
+    for (int i = 2; i < 7; i++) {
+        CHECK(rate_take(&q, 1, &one) == 0, "round %d: full", i);
+        CHECK(rate_next_of(&q) == at[i - 2] + q.rate_window_ns,
+              "round %d: room when claim %d's leave", i, i - 2);
+        sleep_until(at[i - 2] + q.rate_window_ns, 20);
+        int64_t got = rate_take(&q, 100, &at[i]);
+        CHECK(got == want[i - 2], "round %d: took %" PRId64 ", the %" PRId64 " that left", i, got,
+              want[i - 2]);
+        taken += got;
+    }
+    CHECK(taken == 360 && counts_of(st, &q).ready == 40, "took %" PRId64 ", 40 ready", taken);
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_group_serial,
-                                     test_group_limit,
-                                     test_group_lapse,
-                                     test_group_large,
-                                     test_group_refile,
-                                     test_refile_filing,
-                                     test_rate,
-                                     test_rate_overtaken,
-                                     test_rate_and_groups,
-                                     NULL};
+    static const TestCase cases[] = {test_group_serial, test_group_limit,    test_group_lapse,
+                                     test_group_large,  test_group_refile,   test_refile_filing,
+                                     test_rate,         test_rate_overtaken, test_rate_and_groups,
+                                     test_rate_large,   test_rate_wrap,      NULL};
     return test_store_main("limits_test", &st, cases);
 }

@@ -129,7 +129,7 @@ claim_records(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     StoreRecord r;
     bool full = false;
     *claimed = 0;
-    int rc = lmdb_rate_room(txn, q, &room);
+    int rc = lmdb_rate_room(txn, q, c->key.len ? 1 : c->n, &room);
     if (rc || q->paused || room <= 0)
         return rc;
     if (c->key.len) {

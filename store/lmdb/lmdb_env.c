@@ -12,6 +12,10 @@
  * errors to them, format 5 its completed_at and rerun and the "done"
  * database (KEEP) — a record of an earlier version reads as having none,
  * so those upgrades only create the database and mark the format.
+ * Format 6 keeps AT MOST … EVERY's instants in chunks (lmdb_groups.c):
+ * its upgrade moves each queue's array of them there.  A store of format 5
+ * opened only to read answers as if its rate-limited queues had handed
+ * nothing out lately (it claims nothing, and a wait wakes early at worst).
  */
 #include "lmdb_internal.h"
 
@@ -24,9 +28,10 @@
 #include <unistd.h>
 
 #define STORE_FORMAT_MAGIC "queuefs-store"
-#define STORE_FORMAT_VERSION 5u /* records may be done or marked (COLUMNS_VERSION 5) */
-#define STORE_FORMAT_COUNTED 2u /* the first format with counts */
-#define STORE_FORMAT_COLUMNS 3u /* the first with the engine's columns */
+#define STORE_FORMAT_VERSION 6u     /* AT MOST … EVERY's instants in chunks */
+#define STORE_FORMAT_RATE_CHUNKS 6u /* the first with them */
+#define STORE_FORMAT_COUNTED 2u     /* the first format with counts */
+#define STORE_FORMAT_COLUMNS 3u     /* the first with the engine's columns */
 #define STORE_MAX_DBS 8
 #define STORE_MAX_READERS 1024
 
@@ -189,7 +194,8 @@ upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
 
 /* Brings a store of format "version" to this one, in its open write
  * transaction "txn": counts every table (format 1 had no counts), then
- * gives every record its columns (format 3), then marks it of this format
+ * gives every record its columns (format 3), moves the instants of AT
+ * MOST … EVERY to chunks (format 6), then marks it of this format
  * (formats 4 and 5 read a record of an earlier version as it is: one
  * without errors, not done, not marked — the "done" database was created
  * on the way in; the mark keeps a queuefs that knows none of them from
@@ -201,6 +207,8 @@ store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
     int rc = version < STORE_FORMAT_COUNTED ? lmdb_table_each(&t, upgrade_table, &t) : 0;
     if (rc == STORE_OK && version < STORE_FORMAT_COLUMNS)
         rc = lmdb_upgrade_columns(&t);
+    if (rc == STORE_OK && version < STORE_FORMAT_RATE_CHUNKS)
+        rc = lmdb_rate_upgrade(&t);
     return rc ? rc : store_format_mark(st, txn);
 }
 

@@ -5,8 +5,9 @@
  * one: format 1 (counted when first opened), format 2 (each record's
  * engine columns parsed out of the caller's value by StoreOptions.upgrade,
  * the counters kept in meta values moved into the counts; an upgrade that
- * refuses leaves the store as it was), format 3 (records without errors)
- * and format 4 (records neither done nor marked, no "done" database).  The stores of earlier formats are
+ * refuses leaves the store as it was), format 3 (records without errors),
+ * format 4 (records neither done nor marked, no "done" database) and
+ * format 5 (AT MOST … EVERY's instants in one array).  The stores of earlier formats are
  * written by hand through <lmdb.h>, as those builds laid them out.  Part
  * two is lmdb_test.c. */
 #include "store_test.h"
@@ -308,7 +309,7 @@ test_format1_upgrade(void)
     check_counts(t, 1, (uint64_t[6]){4, 2, 0, 1, 1, 0}, "a", "filed anew");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 5, "of format 5");
+    CHECK(raw_version(path_of("format1"), 0, NULL, NULL) == 6, "of format 6");
     /* Opened again, it is of this format: nothing is counted again. */
     st = open_store("format1", true, 0);
     if (!st)
@@ -447,7 +448,7 @@ test_format2_upgrade(void)
     commit(t);
     store_close(st);
     char v[64];
-    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 5, "of format 5");
+    CHECK(raw_version(path_of("format2"), 1, "r2", v) == 6, "of format 6");
     st = open_upgrading("format2", &u, &rc);
     CHECK(rc == STORE_OK && u.calls == 3, "upgraded once: %d calls", u.calls);
     if (st)
@@ -473,7 +474,7 @@ test_format2_upgrade(void)
     CHECK(n.records == 4 && n.ready == 3 && n.claims == 7 && n.deletes == 2, "counts");
     store_txn_abort(t);
     store_close(st);
-    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 5, "of format 5");
+    CHECK(raw_version(path_of("format2-bad"), 0, NULL, NULL) == 6, "of format 6");
 }
 
 /* A store of format 3, whose records keep no errors, opens as it is: its
@@ -514,7 +515,7 @@ test_format3_errors(void)
           "its reason kept beside its value");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format3"), 0, NULL, NULL) == 5, "of format 5");
+    CHECK(raw_version(path_of("format3"), 0, NULL, NULL) == 6, "of format 6");
 }
 
 /* The entries of the "done" database of the store in "dir" (-1: it has
@@ -597,9 +598,91 @@ test_format4_keep(void)
     CHECK(n.records == 2 && n.ready == 1 && n.done == 1 && n.deletes == 1, "counted done");
     commit(t);
     store_close(st);
-    CHECK(raw_version(path_of("format4"), 0, NULL, NULL) == 5, "of format 5");
+    CHECK(raw_version(path_of("format4"), 0, NULL, NULL) == 6, "of format 6");
     CHECK(raw_done_entries(path_of("format4"), 1, &counts_len) == 1 && counts_len == 8 * 12,
           "the done database holds it, the counts count it");
+}
+
+/* The meta value "name" of table "id" in the store in "dir": its length
+ * (-1: absent), its first "cap" bytes into "out". */
+static long
+raw_meta_of(const char *dir, uint32_t id, const char *name, void *out, size_t cap)
+{
+    Raw r;
+    unsigned char k[64];
+    be_put32(k, id);
+    k[4] = 0x01;
+    memcpy(k + 5, name, strlen(name));
+    raw_begin(&r, dir, false);
+    long n = raw_get(&r, r.meta, k, 5 + strlen(name), out, cap);
+    raw_end(&r, false);
+    return n;
+}
+
+/* A store of format 5, whose rate-limited queue kept its last hand-outs as
+ * one array ([T][0x01]"rate" → i64 × n, oldest first): the first open for
+ * writing moves them to chunks and marks it of format 6, and the window
+ * goes on from them — full under the rate it was kept for, its oldest
+ * hand-out the one whose leaving makes room, its second oldest once the
+ * rate is one less, room for more under a larger rate. */
+static void
+test_format5_rate(void)
+{
+    enum { KEPT = 70 }; /* more than a chunk */
+    int64_t now = (int64_t)time(NULL) * SEC, at[KEPT];
+    unsigned char k[16], v[8 * KEPT];
+    Raw r;
+    raw_begin(&r, path_of("format5"), true);
+    raw_format(&r, 5, 2);
+    raw_table(&r, "r", 1, "", 4);
+    for (int i = 0; i < 4; i++) {
+        char key[8], ord[8];
+        snprintf(key, sizeof key, "k%d", i);
+        snprintf(ord, sizeof ord, "%d", i);
+        raw_record_columns(&r, 1, key, (uint64_t)i + 1, ord, 4, 0, (StoreBytes){NULL, 0}, "v");
+    }
+    raw_counts(&r, 1, (uint64_t[9]){4, 4}, 9);
+    for (int i = 0; i < KEPT; i++) {
+        at[i] = now - (KEPT - i) * SEC;
+        be_put64(v + 8 * i, (uint64_t)at[i]);
+    }
+    be_put32(k, 1);
+    k[4] = 0x01;
+    memcpy(k + 5, "rate", 4);
+    raw_put(&r, r.meta, k, 9, v, sizeof v);
+    CHECK(raw_end(&r, true), "make a format 5 store");
+
+    Store *st = open_store("format5", true, 0);
+    if (!st)
+        return;
+    store_close(st);
+    unsigned char head[24];
+    CHECK(raw_version(path_of("format5"), 0, NULL, NULL) == 6, "of format 6");
+    CHECK(raw_meta_of(path_of("format5"), 1, "rate", head, sizeof head) == -1, "the array is gone");
+    CHECK(raw_meta_of(path_of("format5"), 1, "rate@\xff\xff\xff\xff\xff\xff\xff\xff", head,
+                      sizeof head) == 24 &&
+              be_get64(head) == KEPT && be_get64(head + 8) == 0 &&
+              (int64_t)be_get64(head + 16) == at[KEPT - 1],
+          "the head counts the hand-outs kept, the newest last");
+    if (!(st = open_store("format5", true, 0)))
+        return;
+    StoreQueue q = {.table = 1, .timeout_ns = 60 * SEC, .rate = KEPT, .rate_window_ns = 3600 * SEC};
+    Claimed c;
+    int64_t next;
+    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "the window is full: %s",
+          c.keys);
+    StoreTxn *t = begin(st, false);
+    CHECK(store_queue_rate_next(t, &q, &next) == STORE_OK && next == at[0] + q.rate_window_ns,
+          "room again when the oldest kept leaves the window");
+    q.rate = KEPT - 1;
+    CHECK(store_queue_rate_next(t, &q, &next) == STORE_OK && next == at[1] + q.rate_window_ns,
+          "a rate one less: when the second oldest leaves");
+    store_txn_abort(t);
+    q.rate = KEPT + 2;
+    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK && !strcmp(c.keys, "k0,k1"),
+          "a rate two more: two more: %s", c.keys);
+    CHECK(claim(st, &q, 10, NULL, NULL, &c) == STORE_OK && c.keys[0] == 0, "then none: %s", c.keys);
+    store_close(st);
 }
 
 /* The done database holds one entry a done record, of every queue that
@@ -643,7 +726,8 @@ int
 main(void)
 {
     static const TestCase cases[] = {
-        test_not_a_store,    test_dir_mode,     test_format1_upgrade, test_format2_upgrade,
-        test_format3_errors, test_format4_keep, test_done_drop,       NULL};
+        test_not_a_store,     test_dir_mode,       test_format1_upgrade,
+        test_format2_upgrade, test_format3_errors, test_format4_keep,
+        test_format5_rate,    test_done_drop,      NULL};
     return test_root_main("lmdb_format_test", cases);
 }

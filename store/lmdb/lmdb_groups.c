@@ -18,15 +18,39 @@
  * none — in the ready index.  Groups whose hashes collide share a key
  * prefix; their entries are told apart by each record's own group.
  *
- * Rates.  Under rate > 0 the meta value "rate" holds the instants of the
- * queue's last hand-outs (at most "rate" of them, oldest first), so any
- * claim on the store — every process shares the database — sees what the
- * window has room for. */
+ * Rates.  Under rate > 0 (AT MOST rate EVERY window) a claim may hand out
+ * a record while fewer than "rate" of the queue's last "rate" hand-outs
+ * are within the window that ends now.  The hand-outs are numbered in the
+ * order they were noted, and their instants kept in chunks of 64 meta
+ * values, "rate@"[u64 chunk] → i64 × up to 64 (hand-out j in slot j % 64
+ * of chunk j / 64), beside a head "rate@"[u64 max] → [u64 handed][u64
+ * low][i64 newest]: how many were noted, the lowest chunk kept, the newest
+ * instant (its key sorts next to the newest chunk's, so the two share a
+ * page: a claim rewrites one page of them).
+ * Instants ascend with the numbers: a claim whose transaction's instant is
+ * earlier than the newest (one that began first but noted last) is noted
+ * at the newest, so it stays in windows a little longer and never lets more
+ * than "rate" into one.  So the window's oldest hand-out, number handed -
+ * rate, is the one that leaves it first: a claim of one reads the head and
+ * that chunk, writes the newest chunk and the head, and deletes the chunks
+ * the window has passed — O(1) whatever "rate" is, O(k) for a claim of k —
+ * and a queue that handed out k < rate records keeps k instants.  A change
+ * of "rate" (ALTER QUEUE) only moves the window's start: made larger, the
+ * hand-outs it reaches back to that are no longer kept count as long gone
+ * (as the array of format 5, which kept "rate" instants, made them); made
+ * smaller, the chunks below the window are deleted a few at every note.
+ * Format 5 kept the instants as one array, "rate" → i64 × n, rewritten by
+ * every claim; the upgrade to format 6 moves it to chunks
+ * (lmdb_rate_upgrade). */
 #include "lmdb_internal.h"
 
 #define GROUP_META_PREFIX "grp:"
-#define GROUP_STATE_FIXED 9 /* [i64 held][u8 full] */
-#define META_RATE "rate"
+#define GROUP_STATE_FIXED 9        /* [i64 held][u8 full] */
+#define RATE_OLD "rate"            /* format 5's array of instants */
+#define RATE_HEAD_CHUNK UINT64_MAX /* the head's "chunk": [u64 handed][u64 low][i64 newest] */
+#define RATE_HEAD_LEN 24
+#define RATE_CHUNK_PREFIX "rate@" /* [u64 chunk] → i64 × up to RATE_CHUNK */
+#define RATE_CHUNK 64
 #define GROUPS_KEY_PREFIX 12 /* [T][u64 hash] */
 
 /* ---- a group's state ---- */
@@ -330,94 +354,269 @@ lmdb_groups_clear(StoreTxn *t, uint32_t table)
 
 /* ---- rates ---- */
 
-/* The newest q->rate of the queue's hand-out instants into "*at" ("*n"
- * of them, oldest first; the caller frees "*at"). */
-static int
-rate_get(StoreTxn *t, const StoreQueue *q, int64_t **at, size_t *n)
+/* The queue's hand-outs are numbered 0, 1, … in the order they were
+ * noted; hand-out j's instant is slot j % RATE_CHUNK of chunk j /
+ * RATE_CHUNK.  The head says how many were noted ("handed"), the lowest
+ * chunk still kept ("low": every chunk from it to the newest is there) and
+ * the newest instant.  The window of "rate" is the hand-outs handed - rate
+ * … handed - 1, their instants ascending; one below the kept chunks (or
+ * below 0) is as good as long gone. */
+typedef struct RateHead {
+    uint64_t handed, low;
+    int64_t newest;
+} RateHead;
+
+/* One chunk of instants, copied out of LMDB memory: hand-outs
+ * RATE_CHUNK * chunk … RATE_CHUNK * chunk + len - 1. */
+typedef struct RateChunk {
+    uint64_t chunk;
+    bool loaded;
+    size_t len;
+    int64_t at[RATE_CHUNK];
+} RateChunk;
+
+/* The meta name of chunk "c" into "out". */
+static StoreBytes
+rate_chunk_name(unsigned char *out, uint64_t c)
 {
+    size_t n = strlen(RATE_CHUNK_PREFIX);
+    memcpy(out, RATE_CHUNK_PREFIX, n);
+    be_put64(out + n, c);
+    return (StoreBytes){out, n + 8};
+}
+
+/* The head's meta name into "out": next to the newest chunk, so that a
+ * note rewrites one leaf page for both. */
+static StoreBytes
+rate_head_name(unsigned char *out)
+{
+    return rate_chunk_name(out, RATE_HEAD_CHUNK);
+}
+
+/* The head of "table" into "h" (all 0 when nothing was noted yet). */
+static int
+rate_head_get(StoreTxn *t, uint32_t table, RateHead *h)
+{
+    unsigned char name[32];
     StoreBytes v;
-    *at = NULL;
-    *n = 0;
-    int rc = lmdb_meta_get(t, q->table, (StoreBytes){META_RATE, strlen(META_RATE)}, &v);
+    memset(h, 0, sizeof *h);
+    int rc = lmdb_meta_get(t, table, rate_head_name(name), &v);
     if (rc == STORE_NOTFOUND)
         return STORE_OK;
     if (rc)
         return rc;
-    if (v.len % 8)
+    if (v.len != RATE_HEAD_LEN)
         return STORE_CORRUPT;
-    size_t all = v.len / 8, skip = all > (size_t)q->rate ? all - (size_t)q->rate : 0;
-    *n = all - skip;
-    *at = lmdb_alloc((*n + 1) * 8);
-    for (size_t i = 0; i < *n; i++)
-        (*at)[i] = (int64_t)be_get64((const unsigned char *)v.data + 8 * (skip + i));
+    h->handed = be_get64(v.data);
+    h->low = be_get64((const unsigned char *)v.data + 8);
+    h->newest = (int64_t)be_get64((const unsigned char *)v.data + 16);
+    return h->low > h->handed / RATE_CHUNK + 1 ? STORE_CORRUPT : STORE_OK;
+}
+
+static int
+rate_head_put(StoreTxn *t, uint32_t table, const RateHead *h)
+{
+    unsigned char name[32], v[RATE_HEAD_LEN];
+    be_put64(v, h->handed);
+    be_put64(v + 8, h->low);
+    be_put64(v + 16, (uint64_t)h->newest);
+    return lmdb_meta_put(t, table, rate_head_name(name), (StoreBytes){v, sizeof v});
+}
+
+/* Reads chunk "c" into "ch" (len 0 when absent) unless it holds it. */
+static int
+rate_chunk_load(StoreTxn *t, uint32_t table, uint64_t c, RateChunk *ch)
+{
+    unsigned char name[32];
+    StoreBytes v;
+    if (ch->loaded && ch->chunk == c)
+        return STORE_OK;
+    ch->chunk = c;
+    ch->loaded = true;
+    ch->len = 0;
+    int rc = lmdb_meta_get(t, table, rate_chunk_name(name, c), &v);
+    if (rc == STORE_NOTFOUND)
+        return STORE_OK;
+    if (rc)
+        return rc;
+    if (v.len % 8 || v.len > 8 * RATE_CHUNK)
+        return STORE_CORRUPT;
+    ch->len = v.len / 8;
+    for (size_t i = 0; i < ch->len; i++)
+        ch->at[i] = (int64_t)be_get64((const unsigned char *)v.data + 8 * i);
     return STORE_OK;
 }
 
-/* The hand-outs of "at" (n, oldest first) still in the window at "now". */
-static size_t
-rate_in_window(const StoreQueue *q, const int64_t *at, size_t n, int64_t now, size_t *first)
+static int
+rate_chunk_put(StoreTxn *t, uint32_t table, const RateChunk *ch)
 {
-    size_t i = 0;
-    while (i < n && at[i] <= now - q->rate_window_ns)
-        i++;
-    *first = i;
-    return n - i;
+    unsigned char name[32], v[8 * RATE_CHUNK];
+    for (size_t i = 0; i < ch->len; i++)
+        be_put64(v + 8 * i, (uint64_t)ch->at[i]);
+    return lmdb_meta_put(t, table, rate_chunk_name(name, ch->chunk), (StoreBytes){v, 8 * ch->len});
+}
+
+/* The instant of hand-out "j" (kept: at or above the lowest chunk, below
+ * "handed") into "*at", through "ch". */
+static int
+rate_stamp(StoreTxn *t, uint32_t table, RateChunk *ch, uint64_t j, int64_t *at)
+{
+    int rc = rate_chunk_load(t, table, j / RATE_CHUNK, ch);
+    if (rc)
+        return rc;
+    if (j % RATE_CHUNK >= ch->len)
+        return STORE_CORRUPT;
+    *at = ch->at[j % RATE_CHUNK];
+    return STORE_OK;
+}
+
+/* Where queue "q"'s window starts: the number of its first hand-out
+ * (negative while fewer than q->rate were noted), and the first kept one
+ * at or after it; the hand-outs between are gone. */
+static int64_t
+rate_window(const StoreQueue *q, const RateHead *h, uint64_t *first_kept)
+{
+    int64_t ws = (int64_t)h->handed - q->rate;
+    int64_t kept = (int64_t)(h->low * RATE_CHUNK);
+    *first_kept = (uint64_t)(ws > kept ? ws : kept);
+    return ws;
+}
+
+/* The instant the window that ends now starts after. */
+static int64_t
+rate_since(StoreTxn *t, const StoreQueue *q)
+{
+    int64_t since;
+    return __builtin_sub_overflow(lmdb_txn_now(t), q->rate_window_ns, &since) ? INT64_MIN : since;
 }
 
 int
-lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t *room)
+lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t want, int64_t *room)
 {
-    int64_t *at;
-    size_t n, first;
+    RateHead h;
+    RateChunk ch = {.loaded = false};
+    uint64_t j;
     *room = INT64_MAX;
     if (q->rate <= 0)
         return STORE_OK;
-    int rc = rate_get(t, q, &at, &n);
-    if (rc == STORE_OK)
-        *room = q->rate - (int64_t)rate_in_window(q, at, n, lmdb_txn_now(t), &first);
-    free(at);
+    *room = 0;
+    int rc = rate_head_get(t, q->table, &h);
+    if (rc)
+        return rc;
+    int64_t ws = rate_window(q, &h, &j), since = rate_since(t, q), at;
+    int64_t gone = (int64_t)j - ws; /* the window's hand-outs no longer kept */
+    *room = gone < want ? gone : want;
+    for (; *room < want && j < h.handed; j++, ++*room)
+        if ((rc = rate_stamp(t, q->table, &ch, j, &at)) || at > since)
+            break;
     return rc;
+}
+
+/* Deletes the chunks below chunk "below", from the lowest kept one, but
+ * "most" at most: what a window that moved past them leaves. */
+static int
+rate_reap(StoreTxn *t, uint32_t table, RateHead *h, uint64_t below, uint64_t most)
+{
+    unsigned char name[32];
+    for (; h->low < below && most > 0; h->low++, most--) {
+        int rc = lmdb_meta_del(t, table, rate_chunk_name(name, h->low));
+        if (rc)
+            return rc;
+    }
+    return STORE_OK;
 }
 
 int
 lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed)
 {
-    int64_t *at, now = lmdb_txn_now(t);
-    size_t n, first;
+    RateHead h;
+    RateChunk ch = {.loaded = false};
     if (q->rate <= 0 || handed <= 0)
         return STORE_OK;
-    int rc = rate_get(t, q, &at, &n);
+    int rc = rate_head_get(t, q->table, &h);
     if (rc)
         return rc;
-    size_t kept = rate_in_window(q, at, n, now, &first);
-    size_t total = kept + (size_t)handed,
-           drop = total > (size_t)q->rate ? total - (size_t)q->rate : 0;
-    size_t len = (total - drop) * 8;
-    unsigned char *buf = lmdb_alloc(len);
-    size_t w = 0;
-    for (size_t i = 0; i < total; i++) {
-        int64_t v = i < kept ? at[first + i] : now;
-        if (i >= drop)
-            be_put64(buf + 8 * w++, (uint64_t)v);
+    int64_t now = lmdb_txn_now(t);
+    /* Ascending: one noted after a later instant counts from that one. */
+    int64_t at = h.handed && h.newest > now ? h.newest : now;
+    for (uint64_t j = h.handed, end = h.handed + (uint64_t)handed; j < end;) {
+        if ((rc = rate_chunk_load(t, q->table, j / RATE_CHUNK, &ch)))
+            return rc;
+        size_t from = j % RATE_CHUNK, to = from + (size_t)(end - j);
+        if (to > RATE_CHUNK)
+            to = RATE_CHUNK;
+        for (size_t i = ch.len < from ? ch.len : from; i < to; i++)
+            ch.at[i] = at; /* (a hole, never made, is filled too) */
+        ch.len = to;
+        if ((rc = rate_chunk_put(t, q->table, &ch)))
+            return rc;
+        j += to - from;
     }
-    rc = lmdb_meta_put(t, q->table, (StoreBytes){META_RATE, strlen(META_RATE)},
-                       (StoreBytes){buf, len});
-    free(buf);
-    free(at);
-    return rc;
+    h.handed += (uint64_t)handed;
+    h.newest = at;
+    uint64_t first;
+    int64_t ws = rate_window(q, &h, &first);
+    uint64_t below = ws > 0 ? (uint64_t)ws / RATE_CHUNK : 0;
+    /* Two more than the window passed: a window made smaller is reaped a
+     * little at every note. */
+    if ((rc = rate_reap(t, q->table, &h, below, (uint64_t)handed / RATE_CHUNK + 2)))
+        return rc;
+    return rate_head_put(t, q->table, &h);
 }
 
 int
 lmdb_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at_out)
 {
-    int64_t *at, now = lmdb_txn_now(txn);
-    size_t n, first;
-    *at_out = now;
+    RateHead h;
+    RateChunk ch = {.loaded = false};
+    uint64_t first;
+    int64_t at;
+    *at_out = lmdb_txn_now(txn);
     if (q->rate <= 0)
         return STORE_OK;
-    int rc = rate_get(txn, q, &at, &n);
-    if (rc == STORE_OK && (int64_t)rate_in_window(q, at, n, now, &first) >= q->rate)
-        *at_out = at[n - (size_t)q->rate] + q->rate_window_ns;
-    free(at);
+    int rc = rate_head_get(txn, q->table, &h);
+    if (rc || rate_window(q, &h, &first) < (int64_t)first || first >= h.handed)
+        return rc;
+    /* The oldest of the window: room once it leaves. */
+    if ((rc = rate_stamp(txn, q->table, &ch, first, &at)) == STORE_OK && at > rate_since(txn, q))
+        *at_out = at > INT64_MAX - q->rate_window_ns ? INT64_MAX : at + q->rate_window_ns;
     return rc;
+}
+
+/* Moves table "id"'s instants from the array of format 5 to chunks. */
+static int
+rate_upgrade_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
+{
+    (void)name;
+    (void)def;
+    StoreTxn *t = ctx;
+    StoreBytes v;
+    StoreBytes old = {RATE_OLD, strlen(RATE_OLD)};
+    int rc = lmdb_meta_get(t, id, old, &v);
+    if (rc)
+        return rc == STORE_NOTFOUND ? STORE_OK : rc;
+    if (v.len % 8)
+        return STORE_CORRUPT;
+    size_t n = v.len / 8;
+    int64_t *at = lmdb_alloc(v.len);
+    for (size_t i = 0; i < n; i++)
+        at[i] = (int64_t)be_get64((const unsigned char *)v.data + 8 * i);
+    RateHead h = {.handed = n, .newest = n ? at[n - 1] : 0};
+    RateChunk ch;
+    for (size_t j = 0; rc == STORE_OK && j < n; j += RATE_CHUNK) {
+        ch = (RateChunk){.chunk = j / RATE_CHUNK, .loaded = true};
+        ch.len = n - j < RATE_CHUNK ? n - j : RATE_CHUNK;
+        memcpy(ch.at, at + j, 8 * ch.len);
+        rc = rate_chunk_put(t, id, &ch);
+    }
+    free(at);
+    if (rc == STORE_OK && n && (rc = rate_head_put(t, id, &h)))
+        return rc;
+    return rc ? rc : lmdb_meta_del(t, id, old);
+}
+
+int
+lmdb_rate_upgrade(StoreTxn *t)
+{
+    return lmdb_table_each(t, rate_upgrade_table, t);
 }

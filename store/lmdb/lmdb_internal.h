@@ -63,8 +63,13 @@
  *             [T][0x01]"grp:"[group] → [i64 held][u8 full][record key]:
  *             a group's holds, whether they are at the limit, and its
  *             record in the ready index (lmdb_groups.c)
- *             [T][0x01]"rate" → i64 × n: the queue's last hand-outs, oldest
- *             first (AT MOST … EVERY)
+ *             [T][0x01]"rate@"[u64 max] → [u64 handed][u64 low][i64
+ *             newest] and
+ *             [T][0x01]"rate@"[u64 chunk] → i64 × up to 64: AT MOST …
+ *             EVERY's hand-outs, numbered as noted, the instants of the
+ *             queue's last "rate" of them in chunks of 64, ascending (see
+ *             lmdb_groups.c; format 5 kept them as one array, "rate" →
+ *             i64 × n, moved to chunks by the upgrade to format 6)
  *             [0][0x01]"holds" → i64: the last hold number of the store
  *             (table id 0 is no table's: no drop removes it)
  *   (main)    "records"[T]     → 12 × u64: the table's records, and of them
@@ -695,12 +700,22 @@ int lmdb_group_at_limit(StoreTxn *t, uint32_t table, const StoreQueue *q, StoreB
 /* Deletes the groups index entries and group states of "table". */
 int lmdb_groups_clear(StoreTxn *t, uint32_t table);
 
-/* The hand-outs queue "q"'s rate has room for now into "*room" (INT64_MAX
- * without a rate). */
-int lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t *room);
+/* ---- lmdb_groups.c: rates (AT MOST … EVERY) ---- */
 
-/* Notes "handed" hand-outs of queue "q" now. */
+/* The hand-outs queue "q"'s rate has room for now, but "want" at most,
+ * into "*room" (INT64_MAX without a rate): O(1) store reads, O(want) at
+ * most, whatever q->rate is. */
+int lmdb_rate_room(StoreTxn *t, const StoreQueue *q, int64_t want, int64_t *room);
+
+/* Notes "handed" hand-outs of queue "q" now (after lmdb_rate_room said
+ * there was room for them): O(1 + handed / 64) store writes. */
 int lmdb_rate_note(StoreTxn *t, const StoreQueue *q, int64_t handed);
+
+/* Moves every table's hand-outs kept as format 5 did (one array) to
+ * format 6's chunks, in write transaction "t". */
+int lmdb_rate_upgrade(StoreTxn *t);
+
+/* ---- lmdb_groups.c ---- */
 
 /* Reads the counts of "table" into "n" (all 0 when it has none yet; the
  * counters 0 in an entry of format 2). */

@@ -392,7 +392,7 @@ void pg_stmt_bind(const PgStmt *args, PgBound *out);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 5
+#define PG_SCHEMA_VERSION 6
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

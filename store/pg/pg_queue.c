@@ -43,35 +43,37 @@ window_start(StoreTxn *txn, const StoreQueue *q)
  * EVERY queue "q" that ends now: 0 with its answer in "*res", or the
  * failure's status. */
 static int
-rate_ask(StoreTxn *txn, const StoreQueue *q, bool next, PGresult **res)
+rate_ask(StoreTxn *txn, const StoreQueue *q, int64_t want, bool next, PGresult **res)
 {
     int rc;
     int64_t start = window_start(txn, q);
     *res = next ? PG_RUN(txn, RATE_NEXT, &rc, .table = q->table, .start = start, .rate = q->rate)
-                : PG_RUN(txn, RATE_ROOM, &rc, .table = q->table, .start = start, .rate = q->rate);
+                : PG_RUN(txn, RATE_ROOM, &rc, .table = q->table, .start = start, .rate = q->rate,
+                         .want = want);
     return *res ? STORE_OK : rc;
 }
 
-/* How many records rate-limited queue "q" may hand out now, its row of
- * hand-outs locked for the rest of the transaction; INT64_MAX for a queue
- * without a rate. */
+/* How many records rate-limited queue "q" may hand out now, but "want" at
+ * most, its row of hand-outs locked for the rest of the transaction;
+ * INT64_MAX for a queue without a rate. */
 static int
-rate_room(StoreTxn *txn, const StoreQueue *q, int64_t *room)
+rate_room(StoreTxn *txn, const StoreQueue *q, int64_t want, int64_t *room)
 {
     *room = INT64_MAX;
     if (q->rate <= 0)
         return STORE_OK;
     PGresult *res;
-    int rc = rate_ask(txn, q, false, &res);
+    int rc = rate_ask(txn, q, want, false, &res);
     if (!rc)
         *room = pg_i64(res, 0, 0);
     return rc;
 }
 
-/* Notes "handed" hand-outs of rate-limited queue "q" at now.  The row
- * keeps the queue's last "rate" instants whatever their age: transactions
- * take its lock in another order than their now(), and one that began
- * earlier still counts instants a later one's window has left behind. */
+/* Notes "handed" hand-outs of rate-limited queue "q" at now.  The queue
+ * keeps its last "rate" instants whatever their age, ascending:
+ * transactions take its lock in another order than their now(), and one
+ * that began earlier still counts instants a later one's window has left
+ * behind (and is noted at the newest of them, pg_schema.c's version 6). */
 static int
 rate_note(StoreTxn *txn, const StoreQueue *q, int64_t handed)
 {
@@ -242,7 +244,8 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         return STORE_TOOBIG;
     int64_t room = INT64_MAX;
     int rc = pg_groups_fix(txn); /* what this transaction changed first */
-    if (rc || (!q->paused && (c->key.len || c->n > 0) && (rc = rate_room(txn, q, &room))))
+    if (rc || (!q->paused && (c->key.len || c->n > 0) &&
+               (rc = rate_room(txn, q, c->key.len ? 1 : c->n, &room))))
         return rc;
     if (c->key.len) {
         int64_t until = deadline(pg_txn_now(txn), q->timeout_ns);
@@ -487,7 +490,7 @@ pg_queue_rate_next(StoreTxn *txn, const StoreQueue *q, int64_t *at)
     if (q->rate <= 0)
         return STORE_OK;
     PGresult *res;
-    int rc = rate_ask(txn, q, true, &res);
+    int rc = rate_ask(txn, q, 0, true, &res);
     /* The hand-out whose leaving the window makes room. */
     if (!rc && !PQgetisnull(res, 0, 0))
         *at = deadline(pg_i64(res, 0, 0), q->rate_window_ns);

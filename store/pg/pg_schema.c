@@ -2,8 +2,8 @@
  *
  * Everything lives in the schema "queuefs" of the database the URI names;
  * queuefs.version holds the schema's version, so that a later release can
- * migrate it (a schema of version 1, 2 or 3 is brought to 4 in place by
- * the first process that opens it for writing).  Creating it needs CREATE
+ * migrate it (a schema of an earlier version is brought to this one in
+ * place by the first process that opens it for writing).  Creating it needs CREATE
  * on the database (see the README for the grants); processes opening the
  * store at once serialise on an advisory lock, so one of them creates
  * it. */
@@ -340,6 +340,116 @@ static const char schema_v5_sql[] =
     "  WHERE state IN (0, 1);"
     "UPDATE queuefs.version SET version = 5;";
 
+/* Version 6: AT MOST … EVERY's instants in rows of 64, so that a claim
+ * reads and writes O(1) of them whatever the rate (version 2 kept them as
+ * one array in the queue's row of queuefs.rates, rewritten, sorted, by
+ * every claim).  The queue's hand-outs are numbered in the order they are
+ * noted; hand-out j's instant is element j % 64 + 1 of the row (table_id,
+ * j / 64) of queuefs.rate_slots.  The queue's row of queuefs.rates is the
+ * lock claims take turns on (rate_room) and the head: "handed" (how many
+ * were noted), "low" (the lowest chunk kept: every one from it to the
+ * newest is there) and "newest" (the newest instant).  Instants ascend
+ * with the numbers: a claim whose transaction began before the newest
+ * hand-out's but takes the lock after it is noted at that newest instant,
+ * so it stays in windows a little longer and never lets more than the rate
+ * into one.  The window of rate n is then the hand-outs handed - n …
+ * handed - 1, oldest first; one below the kept chunks (or below 0) is as
+ * good as long gone, so a rate made larger has room for the difference
+ * (as the array, which kept n instants, had), and a rate made smaller
+ * looks only at the newest n, the chunks below them deleted a few at a
+ * time by the notes that follow.  The upgrade moves each array into
+ * chunks, in order. */
+static const char schema_v6_sql[] =
+    "ALTER TABLE queuefs.rates ADD COLUMN IF NOT EXISTS handed int8 NOT NULL DEFAULT 0,"
+    "  ADD COLUMN IF NOT EXISTS low int8 NOT NULL DEFAULT 0,"
+    "  ADD COLUMN IF NOT EXISTS newest int8 NOT NULL DEFAULT 0;"
+    "CREATE TABLE IF NOT EXISTS queuefs.rate_slots ("
+    "  table_id int8 NOT NULL REFERENCES queuefs.rates ON DELETE CASCADE,"
+    "  chunk int8 NOT NULL, stamps int8[] NOT NULL, PRIMARY KEY (table_id, chunk))"
+    "  WITH (fillfactor = 50);"
+    "INSERT INTO queuefs.rate_slots (table_id, chunk, stamps)"
+    "  SELECT r.table_id, (u.i - 1) / 64, array_agg(u.s ORDER BY u.i)"
+    "  FROM queuefs.rates r, unnest(r.stamps) WITH ORDINALITY u(s, i) GROUP BY 1, 2;"
+    "UPDATE queuefs.rates SET handed = cardinality(stamps),"
+    "  newest = coalesce(stamps[cardinality(stamps)], 0);"
+    "ALTER TABLE queuefs.rates DROP COLUMN stamps;"
+    "DROP FUNCTION IF EXISTS queuefs.rate_room(int8, int8, int8);"
+    /* Locks the rate row of table tid (made when absent); how many
+     * hand-outs the window of rate lim that starts after "since" has room
+     * for, but "want" at most. */
+    "CREATE OR REPLACE FUNCTION queuefs.rate_room(tid int8, since int8, lim int8, want int8)"
+    "  RETURNS int8 LANGUAGE plpgsql AS $$"
+    "DECLARE h record; ws int8; j int8; room int8; st int8[]; c int8 := -1;"
+    "BEGIN"
+    "  SELECT handed, low INTO h FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  IF NOT FOUND THEN"
+    "    INSERT INTO queuefs.rates (table_id) VALUES (tid) ON CONFLICT DO NOTHING;"
+    "    SELECT handed, low INTO h FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  END IF;"
+    "  ws := h.handed - lim;"
+    "  j := greatest(ws, h.low * 64);"
+    "  room := least(j - ws, want);"
+    "  WHILE room < want AND j < h.handed LOOP"
+    "    IF j / 64 <> c THEN"
+    "      c := j / 64;"
+    "      SELECT stamps INTO st FROM queuefs.rate_slots WHERE table_id = tid AND chunk = c;"
+    "    END IF;"
+    "    EXIT WHEN st[j % 64 + 1] IS NULL OR st[j % 64 + 1] > since;"
+    "    room := room + 1;"
+    "    j := j + 1;"
+    "  END LOOP;"
+    "  RETURN room;"
+    "END $$;"
+    /* Notes n hand-outs of table tid at at_ns (rate_room locked its row and
+     * found room for them): the chunks they go in written, the head moved
+     * on, and the chunks the window of rate lim has passed deleted, two
+     * more than it passed at most. */
+    "CREATE OR REPLACE FUNCTION queuefs.rate_note(tid int8, lim int8, at_ns int8, n int8)"
+    "  RETURNS void LANGUAGE plpgsql AS $$"
+    "DECLARE h record; v int8; j int8; e int8; c int8; st int8[]; b int8; lo int8;"
+    "BEGIN"
+    "  SELECT handed, low, newest INTO h FROM queuefs.rates WHERE table_id = tid FOR UPDATE;"
+    "  IF NOT FOUND OR n <= 0 THEN RETURN; END IF;"
+    "  v := CASE WHEN h.handed > 0 AND h.newest > at_ns THEN h.newest ELSE at_ns END;"
+    "  j := h.handed;"
+    "  e := h.handed + n;"
+    "  WHILE j < e LOOP"
+    "    c := j / 64;"
+    "    SELECT stamps INTO st FROM queuefs.rate_slots WHERE table_id = tid AND chunk = c;"
+    "    IF FOUND THEN"
+    "      st := st[1:j % 64];"
+    "      st := st || array_fill(v, ARRAY[(least(64, e - c * 64) - cardinality(st))::int4]);"
+    "      UPDATE queuefs.rate_slots SET stamps = st WHERE table_id = tid AND chunk = c;"
+    "    ELSE"
+    "      st := array_fill(v, ARRAY[least(64, e - c * 64)::int4]);"
+    "      INSERT INTO queuefs.rate_slots VALUES (tid, c, st);"
+    "    END IF;"
+    "    j := c * 64 + cardinality(st);"
+    "  END LOOP;"
+    "  b := CASE WHEN e - lim > 0 THEN (e - lim) / 64 ELSE 0 END;"
+    "  lo := greatest(h.low, least(b, h.low + n / 64 + 2));"
+    "  IF lo > h.low THEN"
+    "    DELETE FROM queuefs.rate_slots WHERE table_id = tid AND chunk >= h.low AND chunk < lo;"
+    "  END IF;"
+    "  UPDATE queuefs.rates SET handed = e, low = lo, newest = v WHERE table_id = tid;"
+    "END $$;"
+    /* The instant of the hand-out whose leaving the window of rate lim
+     * (after "since") admits the next one: the oldest of the window, when
+     * it is full; NULL when there is room now. */
+    "CREATE OR REPLACE FUNCTION queuefs.rate_next(tid int8, since int8, lim int8)"
+    "  RETURNS int8 LANGUAGE plpgsql STABLE AS $$"
+    "DECLARE h record; ws int8; v int8;"
+    "BEGIN"
+    "  SELECT handed, low INTO h FROM queuefs.rates WHERE table_id = tid;"
+    "  IF NOT FOUND THEN RETURN NULL; END IF;"
+    "  ws := h.handed - lim;"
+    "  IF ws < h.low * 64 THEN RETURN NULL; END IF;"
+    "  SELECT stamps[ws % 64 + 1] INTO v FROM queuefs.rate_slots"
+    "    WHERE table_id = tid AND chunk = ws / 64;"
+    "  RETURN CASE WHEN v > since THEN v END;"
+    "END $$;"
+    "UPDATE queuefs.version SET version = 6;";
+
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
 exec_ok(PGconn *conn, const char *sql, char *errbuf, size_t errlen, PGresult **keep)
@@ -410,6 +520,8 @@ schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
         rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL);
     if (!rc && version <= 4)
         rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL);
+    if (!rc && version <= 5)
+        rc = exec_ok(conn, schema_v6_sql, errbuf, errlen, NULL);
     if (!rc)
         rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     return rc;
@@ -433,8 +545,9 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
         if (!rc && !exists && !(rc = exec_ok(conn, schema_sql, errbuf, errlen, NULL)) &&
             !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)) &&
             !(rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL)) &&
-            !(rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL)))
-            rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL);
+            !(rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL)) &&
+            !(rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v6_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }
