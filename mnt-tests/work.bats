@@ -806,6 +806,21 @@ ctl_readers() {
     ! grep -q outcome= "$LOG" || fail "a record was handled: $(cat "$LOG")"
 }
 
+@test "batch: SIGTERM in the midst of claims leaves no record held: each one claimed is finished or returned" {
+    mount_queue "TIMEOUT 1h"
+    local i stats
+    for i in $(seq 20); do
+        yes '{}' | head -n 100 >>"$M/jobs/new"
+    done
+    start_work -n 4 --batch 10 "$M/jobs" -- true
+    poll 20 eval '[ "$(jqr .deletes "$(cat "$M/jobs/stats")")" -ge 100 ]' ||
+        fail "the workers finished too little; log: $(tail -5 "$LOG")"
+    stop_work
+    stats=$(cat "$M/jobs/stats")
+    assert_equal "$(jqr .held "$stats")" 0
+    assert_equal "$(($(jqr .records "$stats") + $(jqr .deletes "$stats")))" 2000
+}
+
 # ---------------------------------------------------------------------------
 # Re-arming on a calendar (--rearm)
 # ---------------------------------------------------------------------------
