@@ -1,6 +1,7 @@
 /* time.c — durations and datetimes as text: parsing and formatting (see
  * value.h). */
 #include "value.h"
+#include "zone.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -104,35 +105,6 @@ lang_duration_parse(const char *s, size_t len, int64_t *ns_out)
 
 /* ---- datetimes ---- */
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-/* The date of a day count since 1970-01-01 (inverse of the above). */
-static void
-civil_from_days(int64_t z, int64_t *y_out, int *m_out, int *d_out)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    int m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y_out = yoe + era * 400 + (m <= 2);
-    *m_out = m;
-    *d_out = d;
-}
-
 static int
 days_in_month(int64_t y, int m)
 {
@@ -232,7 +204,8 @@ lang_datetime_parse(const char *s, size_t len, int64_t *ns_out)
         if (h > 23 || mi > 59 || sec > 59)
             return -1;
     }
-    int64_t secs = days_from_civil(y, mo, d) * SECS_PER_DAY + h * 3600 + mi * 60 + sec - offset;
+    int64_t secs =
+        zone_days_from_civil(y, mo, d) * SECS_PER_DAY + h * 3600 + mi * 60 + sec - offset;
     int64_t ns;
     if (secs < 0 && nanos > 0) { /* keep the product in range near INT64_MIN */
         secs++;
@@ -259,7 +232,7 @@ lang_datetime_format(int64_t ns, Buf *out)
     }
     int64_t y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    zone_civil_from_days(days, &y, &m, &d);
     /* Every int64 nanosecond count falls in the years 1677..2262. */
     lang_buf_put_digits(out, (uint64_t)y, 4);
     const int parts[] = {m, d, (int)(sod / 3600), (int)(sod / 60 % 60), (int)(sod % 60)};

@@ -57,7 +57,8 @@ ZoneSpan zone_at(const Zone *z, int64_t t);
 /* The smallest and largest offsets "z" ever has, into "*min" and "*max". */
 void zone_offset_range(const Zone *z, int32_t *min, int32_t *max);
 
-/* The proleptic Gregorian calendar: the days since 1970-01-01 of "y"-"m"-"d"
+/* The proleptic Gregorian calendar (H. Hinnant's, which lang/time.c's
+ * datetimes use too): the days since 1970-01-01 of "y"-"m"-"d"
  * (month 1-12, day 1-31), and back. */
 int64_t zone_days_from_civil(int64_t y, int m, int d);
 void zone_civil_from_days(int64_t days, int64_t *y, int *m, int *d);

@@ -22,23 +22,6 @@ mount_ticks() {
     assert_success
 }
 
-# next_at ZONE HH:MM [WEEKDAY] — the epoch of the first HH:MM of ZONE's
-# local time (on ISO weekday WEEKDAY, 1 = Monday, when given) strictly
-# after now: the days from today on, each asked of GNU date.
-next_at() {
-    local zone=$1 hm=$2 wd=${3:-} now i day t
-    now=$(date +%s)
-    for i in $(seq 0 8); do
-        day=$(TZ=$zone date -d "@$((now + i * 86400))" +%F)
-        t=$(TZ=$zone date -d "$day $hm" +%s)
-        [ "$t" -gt "$now" ] || continue
-        [ -z "$wd" ] || [ "$(TZ=$zone date -d "@$t" +%u)" = "$wd" ] || continue
-        echo "$t"
-        return 0
-    done
-    return 1
-}
-
 # next_of FILE — the epoch of the record's "next" (its NOT BEFORE).
 next_of() {
     epoch_of "$(jqr .next "$(cat "$1")")"

@@ -22,6 +22,7 @@
 #   renameat2 [-n] FROM TO      the C helper: prints nothing or the errno name
 #   count_records TABLE         SELECT count through queuefs-sql
 #   jqr FILTER JSON             jq -r FILTER on JSON
+#   next_at ZONE HH:MM [WDAY]   the next HH:MM of ZONE's local time, by GNU date
 #
 # Daemons are started with 3>&- so bats does not wait on them.
 # sql, jqr, epoch_of and assert_near come from helpers.bash; setup and
@@ -173,4 +174,21 @@ except OSError as e:
     print(code, name)
 os.close(fd)
 ' "$1" "${2:-$M}"
+}
+
+# next_at ZONE HH:MM [WEEKDAY] — the epoch of the first HH:MM of ZONE's
+# local time (on ISO weekday WEEKDAY, 1 = Monday, when given) strictly
+# after now: the days from today on, each asked of GNU date.
+next_at() {
+    local zone=$1 hm=$2 wd=${3:-} now i day t
+    now=$(date +%s)
+    for i in $(seq 0 8); do
+        day=$(TZ=$zone date -d "@$((now + i * 86400))" +%F)
+        t=$(TZ=$zone date -d "$day $hm" +%s)
+        [ "$t" -gt "$now" ] || continue
+        [ -z "$wd" ] || [ "$(TZ=$zone date -d "@$t" +%u)" = "$wd" ] || continue
+        echo "$t"
+        return 0
+    done
+    return 1
 }

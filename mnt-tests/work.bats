@@ -825,22 +825,6 @@ ctl_readers() {
 # Re-arming on a calendar (--rearm)
 # ---------------------------------------------------------------------------
 
-# next_at ZONE HH:MM [WEEKDAY] — the epoch of the first HH:MM of ZONE's
-# local time (on ISO weekday WEEKDAY when given) after now, by GNU date.
-next_at() {
-    local zone=$1 hm=$2 wd=${3:-} now i day t
-    now=$(date +%s)
-    for i in $(seq 0 8); do
-        day=$(TZ=$zone date -d "@$((now + i * 86400))" +%F)
-        t=$(TZ=$zone date -d "$day $hm" +%s)
-        [ "$t" -gt "$now" ] || continue
-        [ -z "$wd" ] || [ "$(TZ=$zone date -d "@$t" +%u)" = "$wd" ] || continue
-        echo "$t"
-        return 0
-    done
-    return 1
-}
-
 @test "rearm: exit 0 releases the record NOT BEFORE the next instant of --rearm instead of finishing it; a failure backs off" {
     mount_queue "TIMEOUT 30s NOT BEFORE due" "1 = { job: 'tick' }" "2 = { job: 'fails' }"
     want=$(next_at UTC 03:00)
