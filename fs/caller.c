@@ -2,6 +2,9 @@
  * for them, what their operation met as an errno, and whether they gave
  * up (handlers.h).  Everything here is asked of the request a handler holds,
  * passed to it explicitly. */
+#include <signal.h>
+#include <stdio.h>
+
 #include "log.h"
 #include "names.h"
 #include "handlers.h"
@@ -70,4 +73,47 @@ int
 fs_inode_child(fuse_req_t req, fuse_ino_t parent, const char *name, Inode *out)
 {
     return fs_nodes_child(fs_mount(req)->nodes, parent, name, out);
+}
+
+/* The signals whose default action ends a process (stopping ones and
+ * those ignored by default excluded), as /proc's masks number them. */
+#define SIG_BIT(n) (1ull << ((n)-1))
+#define DEADLY_SIGNALS \
+    (~0ull & ~(SIG_BIT(SIGCHLD) | SIG_BIT(SIGCONT) | SIG_BIT(SIGURG) | SIG_BIT(SIGWINCH) | \
+               SIG_BIT(SIGSTOP) | SIG_BIT(SIGTSTP) | SIG_BIT(SIGTTIN) | SIG_BIT(SIGTTOU)))
+
+/* True when the thread that made "req" has a signal pending that will end
+ * it — one it neither blocks, ignores nor catches — so that what a reply
+ * gives it would die with it.  A signal's INTERRUPT may reach the daemon
+ * only after the reply; its pending mask is there at once.  False when
+ * that cannot be told (another pid namespace). */
+static bool
+caller_dying(fuse_req_t req)
+{
+    pid_t tid = fuse_req_ctx(req)->pid;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+    FILE *f = tid > 0 ? fopen(path, "re") : NULL;
+    if (!f)
+        return false;
+    unsigned long long pend = 0, blocked = 0, ignored = 0, caught = 0, v;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "SigPnd: %llx", &v) == 1 || sscanf(line, "ShdPnd: %llx", &v) == 1)
+            pend |= v;
+        else if (sscanf(line, "SigBlk: %llx", &v) == 1)
+            blocked = v;
+        else if (sscanf(line, "SigIgn: %llx", &v) == 1)
+            ignored = v;
+        else if (sscanf(line, "SigCgt: %llx", &v) == 1)
+            caught = v;
+    }
+    fclose(f);
+    return (pend & SIG_BIT(SIGKILL)) ||
+           (pend & ~blocked & ~ignored & ~caught & DEADLY_SIGNALS) != 0;
+}
+
+bool
+fs_request_abandoned(void *req)
+{
+    return fuse_req_interrupted(req) != 0 || caller_dying(req);
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../lang/lang.h"
+#include "../lang/view.h"
 #include "names.h"
 
 /* A streamed result is produced this much at a time (plus one record). */
@@ -32,19 +32,57 @@ struct CtlFile {
     LangError busy;  /* a write refused as SessionBusy: read after the rest */
     uid_t uid;       /* who wrote last: named in the log */
     bool (*interrupted)(void *ctx);
+    bool (*abandoned)(void *ctx);
+    LangUnclaims claims;  /* the claims whose answers are in "out", each
+                            "at" the start of the output of the write or
+                            read that made it */
+    size_t claims_placed; /* how many of "claims" have their "at" */
 };
 
 CtlFile *
 fs_ctl_open(Store *store, const char *consumer, const char *instance,
-            bool (*interrupted)(void *ctx))
+            bool (*interrupted)(void *ctx), bool (*abandoned)(void *ctx))
 {
     CtlFile *c = lang_xcalloc(1, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->idle, NULL);
     c->session = lang_session_new(store, consumer, instance);
     lang_session_set_name_rule(c->session, fs_table_name_rule, NULL);
+    lang_view_keep_claims(c->session, &c->claims);
     c->interrupted = interrupted;
+    c->abandoned = abandoned;
     return c;
+}
+
+/* Empties the unread lines: everything in them was read, the answers of
+ * claims included. */
+static void
+out_reset(CtlFile *c)
+{
+    lang_buf_reset(&c->out);
+    c->read_pos = 0;
+    lang_unclaims_truncate(&c->claims, 0);
+    c->claims_placed = 0;
+}
+
+/* Notes that the claims made since the last call were answered in the
+ * output that starts at "start". */
+static void
+claims_place(CtlFile *c, size_t start)
+{
+    for (; c->claims_placed < c->claims.n; c->claims_placed++)
+        c->claims.v[c->claims_placed].at = start;
+}
+
+/* The first of the claims whose output nobody has begun to read (a
+ * reader that read part of it may have seen them): claims.n when none. */
+static size_t
+unread_claims(const CtlFile *c)
+{
+    size_t i = c->claims.n;
+    while (i > 0 && c->claims.v[i - 1].at >= c->read_pos)
+        i--;
+    return i;
 }
 
 /* True when "data" ends with ';' and blanks: a complete statement. */
@@ -103,10 +141,9 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
     interrupt_with(c, ctx);
     c->uid = uid;
     /* Lines not yet read stay ahead of this write's. */
-    if (c->read_pos == c->out.len) {
-        lang_buf_reset(&c->out);
-        c->read_pos = 0;
-    }
+    if (c->read_pos == c->out.len)
+        out_reset(c);
+    size_t start = c->out.len;
     LangError err = {0};
     /* The kernel cuts a write() longer than max_write into pieces, and only
      * the first piece's error reaches the writer as an errno: a full piece
@@ -118,6 +155,7 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
                        (FS_CTL_MAX_WRITE - 4096) >> 10);
     else
         lang_session_start(c->session, data, size, &c->out, c->out.len + CTL_CHUNK, &err);
+    claims_place(c, start);
     if (err.code)
         add_error(c, &err);
     pthread_mutex_unlock(&c->lock);
@@ -134,8 +172,7 @@ static ssize_t
 produce(CtlFile *c, bool nonblock)
 {
     LangError err = {0};
-    lang_buf_reset(&c->out);
-    c->read_pos = 0;
+    out_reset(c);
     while (c->out.len == 0 && lang_session_pending(c->session) && !err.code) {
         if (!lang_session_waiting(c->session) || nonblock) {
             /* A claim is tried once: with O_NONBLOCK, EAGAIN while it waits. */
@@ -156,6 +193,7 @@ produce(CtlFile *c, bool nonblock)
         pthread_cond_broadcast(&c->idle);
         blocked_reads--;
     }
+    claims_place(c, 0);
     if (err.code)
         add_error(c, &err);
     return err.code == LANG_INTERRUPTED ? -EINTR : 0;
@@ -187,6 +225,10 @@ fs_ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock, void *ctx)
         interrupt_with(c, ctx);
         rc = produce(c, nonblock);
     }
+    /* Claims told to a reader that is being killed would be held for
+     * nobody: they stay unread, and go back at the close. */
+    if (!rc && unread_claims(c) < c->claims.n && c->abandoned && c->abandoned(ctx))
+        rc = -EINTR;
     if (!rc) {
         size_t n = c->out.len - c->read_pos;
         if (n > size)
@@ -205,11 +247,20 @@ fs_ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock, void *ctx)
     return rc;
 }
 
+bool
+fs_ctl_claims_unread(const CtlFile *c)
+{
+    return c && unread_claims(c) < c->claims.n;
+}
+
 void
 fs_ctl_close(CtlFile *c)
 {
     if (!c)
         return;
+    LangError err = {0};
+    lang_view_unclaim(c->session, &c->claims, unread_claims(c), &err);
+    lang_unclaims_truncate(&c->claims, 0);
     bool large = c->out.cap > CTL_CHUNK;
     lang_session_free(c->session);
     lang_buf_free(&c->out);

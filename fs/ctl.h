@@ -30,9 +30,13 @@ typedef struct CtlFile CtlFile;
 /* A session acting as "consumer" (may be NULL) and "instance".  A
  * CLAIM … WAIT it runs polls "interrupted" (may be NULL) with the "ctx"
  * of the write or read it runs in, and ends with Interrupted (EINTR),
- * claiming nothing, when it answers true. */
+ * claiming nothing, when it answers true.  A read that would be the first
+ * to give out the answer of a claim fails with EINTR instead when
+ * "abandoned" (may be NULL) says its caller will never see it (it is
+ * being killed).  Claims whose answers nobody began to read are given
+ * back when the session closes (see lang_view_unclaim). */
 CtlFile *fs_ctl_open(Store *store, const char *consumer, const char *instance,
-                     bool (*interrupted)(void *ctx));
+                     bool (*interrupted)(void *ctx), bool (*abandoned)(void *ctx));
 /* Runs the statements in "data" as the caller "uid"/"gid"/"groups" (with
  * "enforce", checked against each table's owner and mode): returns "size"
  * when all ran, or -errno of the first error (its line is then readable).
@@ -50,8 +54,12 @@ ssize_t fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, ui
  * block already.  "ctx" is what "interrupted" is asked with meanwhile
  * (the caller's request). */
 ssize_t fs_ctl_read(CtlFile *c, char *buf, size_t size, bool nonblock, void *ctx);
+/* True when the session holds claims whose answers nobody began to read:
+ * its close gives them back. */
+bool fs_ctl_claims_unread(const CtlFile *c);
 /* Ends the session, cancelling a transaction it left open and the work it
- * kept (a waiting claim claims nothing, statements kept do not run). */
+ * kept (a waiting claim claims nothing, statements kept do not run), and
+ * giving back the claims whose answers nobody began to read. */
 void fs_ctl_close(CtlFile *c);
 
 #endif

@@ -1,7 +1,8 @@
 /* files.c — open files (handlers.h): what opening each kind of file does and
  * what its reads and writes then serve.
  *
- *   ctl                   a session (ctl.c): statements in, results out
+ *   ctl                   a session (ctl.c): statements in, results out;
+ *                         claims whose answers nobody read go back
  *   metrics, T/stats      a snapshot of the figures, taken at open
  *   T/claim               open() claims the head; reads serve that claim
  *   T/wait                the same, waiting (filed with the mount's
@@ -136,9 +137,9 @@ typedef struct Handle {
                                    the object stores it */
     ContentScan scan; /* H_WRITE: the shape of the content so far */
     CtlFile *ctl;
-    Mount *mount;     /* with "undo": the mount that claimed */
-    LangUnclaim undo; /* an open of wait: how to give its claim back */
-    bool was_read;    /* with "undo": a read served the claimed record */
+    Mount *mount;      /* with "undo" or "ctl": the mount that claimed */
+    LangUnclaims undo; /* an open of wait: how to give its claim back */
+    bool was_read;     /* with "undo": a read served the claimed record */
 } Handle;
 
 static Handle *
@@ -157,12 +158,14 @@ handle_new(HandleKind kind, const char *table)
 static void
 give_back(Handle *h)
 {
-    if (!h->undo.table || h->was_read)
+    if (fs_ctl_claims_unread(h->ctl))
+        fs_claimed_forget(h->mount->claimed); /* its close gives them back */
+    if (!h->undo.n || h->was_read)
         return;
     fs_claimed_forget(h->mount->claimed); /* it may be given back */
     LangSession *s = lang_session_new(h->mount->store, NULL, NULL);
     LangError err = {0};
-    lang_view_unclaim(s, &h->undo, &err);
+    lang_view_unclaim(s, &h->undo, 0, &err);
     lang_session_free(s);
 }
 
@@ -180,7 +183,7 @@ static void
 handle_free(Handle *h)
 {
     give_back(h);
-    lang_unclaim_free(&h->undo);
+    lang_unclaims_truncate(&h->undo, 0);
     pending_done(h);
     lang_value_free(&h->key);
     lang_value_free(&h->when);
@@ -504,7 +507,9 @@ open_inode(fuse_req_t req, const Inode *in, const struct fuse_file_info *fi, Han
     switch (in->kind) {
     case KIND_CTL:
         *out = handle_new(H_CTL, in->table);
-        (*out)->ctl = fs_ctl_open(m->store, m->consumer, m->instance, fs_request_interrupted);
+        (*out)->mount = m;
+        (*out)->ctl = fs_ctl_open(m->store, m->consumer, m->instance, fs_request_interrupted,
+                                  fs_request_abandoned);
         return 0;
     case KIND_CLAIM: {
         Handle *h = handle_new(H_SNAPSHOT, in->table);
@@ -628,43 +633,6 @@ fs_file_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
 /* ---- reading ---- */
 
-/* The signals whose default action ends a process (stopping ones and
- * those ignored by default excluded), as /proc's masks number them. */
-#define SIG_BIT(n) (1ull << ((n)-1))
-#define DEADLY_SIGNALS \
-    (~0ull & ~(SIG_BIT(SIGCHLD) | SIG_BIT(SIGCONT) | SIG_BIT(SIGURG) | SIG_BIT(SIGWINCH) | \
-               SIG_BIT(SIGSTOP) | SIG_BIT(SIGTSTP) | SIG_BIT(SIGTTIN) | SIG_BIT(SIGTTOU)))
-
-/* True when the thread that made "req" has a signal pending that will end
- * it — one it neither blocks, ignores nor catches — so that what a reply
- * gives it would die with it.  A signal's INTERRUPT may reach the daemon
- * only after the reply; its pending mask is there at once.  False when
- * that cannot be told (another pid namespace). */
-static bool
-caller_dying(fuse_req_t req)
-{
-    pid_t tid = fuse_req_ctx(req)->pid;
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
-    FILE *f = tid > 0 ? fopen(path, "re") : NULL;
-    if (!f)
-        return false;
-    unsigned long long pend = 0, blocked = 0, ignored = 0, caught = 0, v;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "SigPnd: %llx", &v) == 1 || sscanf(line, "ShdPnd: %llx", &v) == 1)
-            pend |= v;
-        else if (sscanf(line, "SigBlk: %llx", &v) == 1)
-            blocked = v;
-        else if (sscanf(line, "SigIgn: %llx", &v) == 1)
-            ignored = v;
-        else if (sscanf(line, "SigCgt: %llx", &v) == 1)
-            caught = v;
-    }
-    fclose(f);
-    return (pend & SIG_BIT(SIGKILL)) ||
-           (pend & ~blocked & ~ignored & ~caught & DEADLY_SIGNALS) != 0;
-}
-
 /* What a write to "h" (or a read of ctl, which goes on with its session's
  * statements) may change of what the mount remembers of claims: forgotten
  * before the request and again after it (a claim noted meanwhile, by
@@ -700,7 +668,7 @@ fs_file_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
             return;
         }
         n = (size_t)got;
-    } else if (h->undo.table && !h->was_read && (fuse_req_interrupted(req) || caller_dying(req))) {
+    } else if (h->undo.n && !h->was_read && fs_request_abandoned(req)) {
         /* The first read of a claim, and its reader is being killed: it
          * would never see the record, which goes back at its close. */
         fuse_reply_err(req, EINTR);

@@ -38,6 +38,10 @@ int fs_finish(fuse_req_t req, LangSession *s, LangErrorCode rc, const LangError 
 /* True when the caller of request "req" gave up (a signal) or the mount
  * is ending: the interrupt hook of what blocks for a request. */
 bool fs_request_interrupted(void *req);
+/* True when what a reply to "req" gives its caller would never be seen:
+ * the caller gave up (a signal), or a signal that will end it is pending
+ * (its INTERRUPT may reach the daemon only after the reply). */
+bool fs_request_abandoned(void *req);
 /* What inode "ino" of the mount serving "req" is (fs_inode_clear it);
  * -ENOENT when it names nothing now. */
 int fs_inode_get(fuse_req_t req, fuse_ino_t ino, Inode *out);

@@ -195,9 +195,10 @@ typedef struct SessionRun {
     Buf lines;
     size_t *ends;
     LangError *err;
-    bool reserve; /* every statement may use the store's reserve */
-    bool lazy;    /* every statement changes only holds */
-    bool unread;  /* nobody reads the answers (no emit) */
+    bool reserve;     /* every statement may use the store's reserve */
+    bool lazy;        /* every statement changes only holds */
+    bool unread;      /* nobody reads the answers (no emit) */
+    size_t undo_mark; /* the session's captured claims before the run */
 } SessionRun;
 
 /* Puts back the consumer and instance the session had before the run. */
@@ -221,7 +222,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
         store_txn_lazy(txn);
     session_restore(r);
     if (r->s->undo)
-        lang_unclaim_free(r->s->undo); /* a run again claims afresh */
+        lang_unclaims_truncate(r->s->undo, r->undo_mark); /* a run again claims afresh */
     lang_buf_reset(&r->lines);
     *r->err = (LangError){0};
     Exec x = {r->s, txn, 0, &r->lines, r->err, NULL, r->n == 1, r->unread};
@@ -257,7 +258,8 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
                     .saved_consumer = saved_consumer,
                     .saved_instance = saved_instance,
                     .err = err,
-                    .unread = !emit};
+                    .unread = !emit,
+                    .undo_mark = s->undo ? s->undo->n : 0};
     r.ends = lang_xcalloc(n, sizeof *r.ends);
     r.reserve = r.lazy = true;
     for (size_t i = 0; i < n; i++) {
@@ -277,6 +279,8 @@ lang_session_run(LangSession *s, Stmt **stmts, size_t n, LangEmit emit, void *ct
     }
     if (rc) {
         session_restore(&r);
+        if (s->undo)
+            lang_unclaims_truncate(s->undo, r.undo_mark); /* nothing of it was kept */
         free(saved_consumer);
         free(r.ends);
         lang_buf_free(&r.lines);

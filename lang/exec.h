@@ -27,7 +27,7 @@ struct LangSession {
     size_t npending, cap;
     bool (*interrupted)(void *ctx); /* polled while a CLAIM … WAIT blocks */
     void *interrupt_ctx;
-    LangUnclaim *undo;    /* when set, a claim keeps here how to undo it */
+    LangUnclaims *undo;   /* when set, each claim adds here how to undo it */
     LangClaimed *claimed; /* when set, a claim tells here what it took */
     struct {              /* who is asking (lang_session_set_caller) */
         bool known, enforce;
@@ -70,10 +70,11 @@ void lang_session_drop_pending(LangSession *s);
 /* ParseError unless "name" can name a table the session defines or
  * renames: lang_table_name_check, then the session's name rule. */
 LangErrorCode lang_session_name_check(const LangSession *s, const char *name, LangError *err);
-/* Makes the claims the session runs keep in "undo" (NULL: stop) how to
- * give the last one back (see lang_view_unclaim), and in "claimed" (NULL:
- * stop) what they took. */
-void lang_session_capture_claim(LangSession *s, LangUnclaim *undo, LangClaimed *claimed);
+/* Makes the claims the session runs add to "undo" (NULL: stop) how to
+ * give each back (see lang_view_unclaim; a run that fails or is run again
+ * takes its own off), and tell in "claimed" (NULL: stop) what the last
+ * took. */
+void lang_session_capture_claim(LangSession *s, LangUnclaims *undo, LangClaimed *claimed);
 /* Fills "info" with what table "def" shows (see LangTableInfo). */
 void lang_table_info(const TableDef *def, LangTableInfo *info);
 /* What the file of record "r", "size" bytes long, shows (see

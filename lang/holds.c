@@ -19,12 +19,17 @@ lang_claim_ceiling_check(const Stmt *st, LangError *err)
     return LANG_OK;
 }
 
-/* Keeps in "undo" how to give back the claim that took hold "hold" of a
+/* Adds to "list" how to give back the claim that took hold "hold" of a
  * record that was "before" (see LangUnclaim). */
 static void
-undo_keep(LangUnclaim *undo, const char *table, const StoreRecord *before, int64_t hold)
+undo_keep(LangUnclaims *list, const char *table, const StoreRecord *before, int64_t hold)
 {
-    lang_unclaim_free(undo);
+    if (list->n == list->cap) {
+        list->cap = list->cap ? 2 * list->cap : 4;
+        list->v = lang_xrealloc(list->v, list->cap * sizeof *list->v);
+    }
+    LangUnclaim *undo = &list->v[list->n++];
+    *undo = (LangUnclaim){0};
     undo->table = lang_xstrdup(table);
     undo->before = *before;
     undo->hold = hold;
@@ -438,21 +443,29 @@ lang_exec_retry(Exec *x, const Stmt *st)
 /* ---- giving back a claim nobody saw (lang_view_unclaim) ---- */
 
 void
-lang_unclaim_free(LangUnclaim *undo)
+lang_unclaims_truncate(LangUnclaims *u, size_t n)
 {
-    free(undo->table);
-    lang_buf_free(&undo->bytes);
-    *undo = (LangUnclaim){0};
+    for (size_t i = n; i < u->n; i++) {
+        free(u->v[i].table);
+        lang_buf_free(&u->v[i].bytes);
+    }
+    if (n < u->n)
+        u->n = n;
+    if (!n) {
+        free(u->v);
+        *u = (LangUnclaims){0};
+    }
 }
 
 /* What the unclaim transaction works from. */
 typedef struct Unclaim {
     LangSession *s;
-    const LangUnclaim *undo;
+    const LangUnclaims *undo;
+    size_t from;
     LangError *err;
 } Unclaim;
 
-/* Puts the record back as it was before the claim, when the claim's hold
+/* Puts each record back as it was before its claim, when the claim's hold
  * is still on it unchanged (see lang_view_unclaim): 0, or -1 with the
  * error. */
 static int
@@ -460,27 +473,30 @@ unclaim_run(StoreTxn *txn, void *ctx)
 {
     Unclaim *u = ctx;
     *u->err = (LangError){0};
-    store_txn_lazy(txn); /* it only gives a hold back (see holds_only) */
-    TableDef def;
-    LangError gone = {0};
-    if (lang_table_def_load(txn, u->undo->table, &def, &gone))
-        return 0; /* dropped since: nothing to give back */
-    StoreQueue q;
-    bool back;
-    int rc = def.is_queue ? store_unclaim(txn, lang_record_queue(&def, &q), &u->undo->before,
-                                          u->undo->hold, &back)
-                          : STORE_OK;
-    if (rc)
-        lang_store_error(rc, "giving a claim back", u->err);
-    lang_table_def_free(&def);
+    store_txn_lazy(txn); /* it only gives holds back (see holds_only) */
+    for (size_t i = u->from; i < u->undo->n && !u->err->code; i++) {
+        const LangUnclaim *undo = &u->undo->v[i];
+        TableDef def;
+        LangError gone = {0};
+        if (lang_table_def_load(txn, undo->table, &def, &gone))
+            continue; /* dropped since: nothing to give back */
+        StoreQueue q;
+        bool back;
+        int rc = def.is_queue ? store_unclaim(txn, lang_record_queue(&def, &q), &undo->before,
+                                              undo->hold, &back)
+                              : STORE_OK;
+        if (rc)
+            lang_store_error(rc, "giving a claim back", u->err);
+        lang_table_def_free(&def);
+    }
     return u->err->code ? -1 : 0;
 }
 
 LangErrorCode
-lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err)
+lang_view_unclaim(LangSession *s, const LangUnclaims *undo, size_t from, LangError *err)
 {
-    if (!undo->table)
+    if (from >= undo->n)
         return LANG_OK;
-    Unclaim u = {s, undo, err};
+    Unclaim u = {s, undo, from, err};
     return lang_session_write(s, unclaim_run, &u, "committing", err);
 }

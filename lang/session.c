@@ -110,7 +110,7 @@ lang_session_store(const LangSession *s)
 }
 
 void
-lang_session_capture_claim(LangSession *s, LangUnclaim *undo, LangClaimed *claimed)
+lang_session_capture_claim(LangSession *s, LangUnclaims *undo, LangClaimed *claimed)
 {
     s->undo = undo;
     s->claimed = claimed;

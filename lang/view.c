@@ -75,11 +75,11 @@ lang_claimed_clear(LangClaimed *c)
 /* The claim of the file view, keeping in "undo" and "claimed" (either may
  * be NULL) what lang_view_claim_undoable and lang_view_claim promise. */
 static LangErrorCode
-claim_one(LangSession *s, const char *table, Buf *out, LangUnclaim *undo, LangClaimed *claimed,
+claim_one(LangSession *s, const char *table, Buf *out, LangUnclaims *undo, LangClaimed *claimed,
           LangError *err)
 {
     if (undo)
-        lang_unclaim_free(undo);
+        lang_unclaims_truncate(undo, 0);
     if (claimed)
         lang_claimed_clear(claimed);
     size_t before = out->len;
@@ -92,7 +92,7 @@ claim_one(LangSession *s, const char *table, Buf *out, LangUnclaim *undo, LangCl
     if (rc || out->len == before) {
         /* Nothing claimed: nothing to give back or to tell. */
         if (undo)
-            lang_unclaim_free(undo);
+            lang_unclaims_truncate(undo, 0);
         if (claimed)
             lang_claimed_clear(claimed);
     } else if (claimed) {
@@ -107,8 +107,14 @@ lang_view_claim(LangSession *s, const char *table, Buf *out, LangClaimed *claime
     return claim_one(s, table, out, NULL, claimed, err);
 }
 
+void
+lang_view_keep_claims(LangSession *s, LangUnclaims *undo)
+{
+    lang_session_capture_claim(s, undo, NULL);
+}
+
 LangErrorCode
-lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclaim *undo,
+lang_view_claim_undoable(LangSession *s, const char *table, Buf *out, LangUnclaims *undo,
                          LangClaimed *claimed, LangError *err)
 {
     return claim_one(s, table, out, undo, claimed, err);

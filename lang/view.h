@@ -95,14 +95,25 @@ LangErrorCode lang_view_claimable(LangSession *s, const char *table, bool *yes, 
 
 /* How to give back one claim: the claimed record as it was before the
  * claim (its columns; its key, consumer and instance held in "bytes") and
- * the number of the hold the claim took.  Zero-initialise; "table" is
- * NULL when nothing was claimed. */
+ * the number of the hold the claim took.  "at" is the caller's: where it
+ * put the answer that told of the claim. */
 typedef struct LangUnclaim {
     char *table;
     StoreRecord before;
     Buf bytes;
     int64_t hold;
+    size_t at;
 } LangUnclaim;
+
+/* How to give back the claims of a run of statements, in the order they
+ * were made.  Zero-initialise; lang_unclaims_truncate frees. */
+typedef struct LangUnclaims {
+    LangUnclaim *v;
+    size_t n, cap;
+} LangUnclaims;
+/* Forgets the claims from the n-th on (all of them with 0, which also
+ * frees the list's memory). */
+void lang_unclaims_truncate(LangUnclaims *u, size_t n);
 
 /* What a claim of the file view tells of the record it took, as the store
  * answered it — its identity (VAL_NONE when nothing was claimed), what its
@@ -116,19 +127,22 @@ struct LangClaimed {
 };
 void lang_claimed_clear(LangClaimed *c);
 
-/* lang_view_claim, also filling "undo" (see LangUnclaim) for
- * lang_view_unclaim. */
+/* Makes every claim the session runs from now on — its statements' as
+ * well as its files' — add to "undo" how to give it back (NULL: stop). */
+void lang_view_keep_claims(LangSession *s, LangUnclaims *undo);
+/* lang_view_claim, also filling "undo" (see LangUnclaims: none, or the
+ * one claim) for lang_view_unclaim. */
 LangErrorCode lang_view_claim_undoable(LangSession *s, const char *table, Buf *out,
-                                       LangUnclaim *undo, LangClaimed *claimed, LangError *err);
-/* Gives back the claim "undo" describes, for a caller that will never see
- * it: when the record is still exactly as that claim stored it, puts back
- * the form it had before (attempts, hold, delay, its place in the queue —
- * every field, the engine's included) and takes the claim, and the lapse
- * it counted, off the queue's counters; otherwise (finished, released,
- * changed, claimed again since) changes nothing and answers LANG_OK. */
-LangErrorCode lang_view_unclaim(LangSession *s, const LangUnclaim *undo, LangError *err);
-/* Frees what "undo" holds and zeroes it. */
-void lang_unclaim_free(LangUnclaim *undo);
+                                       LangUnclaims *undo, LangClaimed *claimed, LangError *err);
+/* Gives back the claims of "undo" from the "from"-th on, in one
+ * transaction, for a caller that will never see them: each record still
+ * exactly as its claim stored it gets back the form it had before
+ * (attempts, hold, delay, its place in the queue — every field, the
+ * engine's included), and the claim, and the lapse it counted, come off
+ * the queue's counters; one finished, released, changed or claimed again
+ * since is left as it is. */
+LangErrorCode lang_view_unclaim(LangSession *s, const LangUnclaims *undo, size_t from,
+                                LangError *err);
 /* The queue's figures as one JSON line: records (outstanding), ready,
  * held, delayed, dead, done, oldest_ready_age_seconds, and the store's counters of claims,
  * releases, lapses and deletes. */

@@ -922,6 +922,30 @@ finally:
     assert_equal "$claims" "$(grep -c . <<<"$read_ids")"
 }
 
+@test "ctl: claims whose answer nobody began to read go back when the session closes; read ones stay held" {
+    sql "DEFINE QUEUE jobs TIMEOUT 1h;" >/dev/null
+    mount_fs
+    seq 20 | sed 's/.*/{"n":&}/' >"$M/jobs/new"
+    # Written and closed unread: the five claims are given back exactly.
+    echo "CLAIM 5 FROM jobs;" >"$M/ctl"
+    stats=$(cat "$M/jobs/stats")
+    assert_equal "$(jqc '[.held, .ready, .claims]' "$stats")" '[0,20,0]'
+    assert_equal "$(sql 'SELECT * FROM jobs' | jq -c '[.[] | select(.attempts != null)]')" '[]'
+    # The first bytes read: the reader may have seen them, so they stay held.
+    exec 4<>"$M/ctl"
+    echo "CLAIM 5 FROM jobs;" >&4
+    head -c 1 <&4 >/dev/null
+    exec 4>&-
+    # Read to the end, then another claim left unread: only that one goes.
+    exec 4<>"$M/ctl"
+    echo "CLAIM 2 FROM jobs;" >&4
+    cat <&4 >/dev/null
+    echo "CLAIM 3 FROM jobs;" >&4
+    exec 4>&-
+    stats=$(cat "$M/jobs/stats")
+    assert_equal "$(jqc '[.held, .ready, .claims]' "$stats")" '[7,13,7]'
+}
+
 @test "wait: a NOT BEFORE instant wakes a blocked wait, not before it" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s NOT BEFORE due; DEFINE FIELD due ON jobs TYPE datetime;" >/dev/null
     mount_fs
@@ -1580,7 +1604,8 @@ print("closed")
     printf '%s\n' '{"url":"a"}' >>"$M/jobs/new"
     sleep 0.5   # ample for a claim left behind to take it
     assert_equal "$(jqc '[.claims, .held, .records]' "$(cat "$M/jobs/stats")")" '[0,0,1]'
-    # Written with something claimable, the claim is made in the write.
+    # Written with something claimable, the claim is made in the write;
+    # closed unread, it is given back.
     run timeout 10 python3 -c '
 import os, sys
 fd = os.open(sys.argv[1] + "/ctl", os.O_RDWR)
@@ -1588,7 +1613,7 @@ os.write(fd, b"CLAIM FROM jobs WAIT;")
 os.close(fd)
 ' "$M"
     assert_success
-    assert_equal "$(jqc '[.claims, .held]' "$(cat "$M/jobs/stats")")" '[1,1]'
+    assert_equal "$(jqc '[.claims, .held, .ready]' "$(cat "$M/jobs/stats")")" '[0,0,1]'
 }
 
 # fill_big N — the collection big with records 1…N, each { n: I, pad: 400
