@@ -33,10 +33,9 @@ struct CtlFile {
     uid_t uid;       /* who wrote last: named in the log */
     bool (*interrupted)(void *ctx);
     bool (*abandoned)(void *ctx);
-    LangUnclaims claims;  /* the claims whose answers are in "out", each
+    LangUnclaims claims; /* the claims whose answers are in "out", each
                             "at" the start of the output of the write or
                             read that made it */
-    size_t claims_placed; /* how many of "claims" have their "at" */
 };
 
 CtlFile *
@@ -62,16 +61,15 @@ out_reset(CtlFile *c)
     lang_buf_reset(&c->out);
     c->read_pos = 0;
     lang_unclaims_truncate(&c->claims, 0);
-    c->claims_placed = 0;
 }
 
-/* Notes that the claims made since the last call were answered in the
- * output that starts at "start". */
+/* Notes that the claims from the "from"-th on were answered in the output
+ * that starts at "start". */
 static void
-claims_place(CtlFile *c, size_t start)
+claims_place(CtlFile *c, size_t from, size_t start)
 {
-    for (; c->claims_placed < c->claims.n; c->claims_placed++)
-        c->claims.v[c->claims_placed].at = start;
+    for (size_t i = from; i < c->claims.n; i++)
+        c->claims.v[i].at = start;
 }
 
 /* The first of the claims whose output nobody has begun to read (a
@@ -143,7 +141,7 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
     /* Lines not yet read stay ahead of this write's. */
     if (c->read_pos == c->out.len)
         out_reset(c);
-    size_t start = c->out.len;
+    size_t start = c->out.len, made = c->claims.n;
     LangError err = {0};
     /* The kernel cuts a write() longer than max_write into pieces, and only
      * the first piece's error reaches the writer as an errno: a full piece
@@ -155,7 +153,7 @@ fs_ctl_write(CtlFile *c, const char *data, size_t size, uint32_t uid, uint32_t g
                        (FS_CTL_MAX_WRITE - 4096) >> 10);
     else
         lang_session_start(c->session, data, size, &c->out, c->out.len + CTL_CHUNK, &err);
-    claims_place(c, start);
+    claims_place(c, made, start);
     if (err.code)
         add_error(c, &err);
     pthread_mutex_unlock(&c->lock);
@@ -193,7 +191,7 @@ produce(CtlFile *c, bool nonblock)
         pthread_cond_broadcast(&c->idle);
         blocked_reads--;
     }
-    claims_place(c, 0);
+    claims_place(c, 0, 0); /* everything was read before: all of it is new */
     if (err.code)
         add_error(c, &err);
     return err.code == LANG_INTERRUPTED ? -EINTR : 0;
