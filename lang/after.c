@@ -6,8 +6,7 @@
  * delayed until AFTER_NEVER (lang_record_filing), so no claim finds it and
  * finding the head costs what it did however many are blocked; the store
  * knows nothing of dependencies.  What ties them together lives in a table
- * no user can name (AFTER_TABLE: a control character opens its name, which
- * no statement or file name may hold):
+ * no user can name (LANG_AFTER_TABLE, hidden: see lang_hidden_table):
  *
  *   'd' [u32 table][u16 len][key][u32 waiting table][waiting key]
  *        → the id the waiting record's "after" shows for record
@@ -32,49 +31,26 @@
 #include "engine.h"
 #include "exec.h"
 
-/* The name of the table that holds the dependencies. */
-static const char AFTER_TABLE[] = "\001after";
-
-bool
-lang_after_table_name(const char *name)
-{
-    return name[0] == AFTER_TABLE[0];
-}
-
-/* The id of the dependencies' table into "*id": STORE_NOTFOUND when it
- * does not exist yet, unless "make" (then it is made). */
+/* The id of the dependencies' table into "*id" (see lang_hidden_table). */
 static int
 after_table(StoreTxn *txn, bool make, uint32_t *id)
 {
-    int rc = store_table_get(txn, AFTER_TABLE, id, NULL);
-    if (rc != STORE_NOTFOUND || !make)
-        return rc;
-    TableDef def = {.uid = -1, .gid = -1, .mode = -1, .decl = {.name = (char *)AFTER_TABLE}};
-    Buf b = {0};
-    lang_table_def_encode(&def, &b);
-    rc = store_table_create(txn, AFTER_TABLE, (StoreBytes){b.data, b.len}, id);
-    lang_buf_free(&b);
-    /* another transaction (a server's) made it meanwhile */
-    return rc == STORE_EXISTS ? store_table_get(txn, AFTER_TABLE, id, NULL) : rc;
+    return lang_hidden_table(txn, LANG_AFTER_TABLE, make, id);
 }
 
 /* Appends table id "table", big-endian, to "out". */
 static void
 table_put(Buf *out, uint32_t table)
 {
-    unsigned char b[4];
-    be_put32(b, table);
-    lang_buf_append(out, b, 4);
+    lang_buf_put_be(out, table, 4);
 }
 
 /* Appends [u32 table][u16 len][key] to "out". */
 static void
 record_ref(Buf *out, uint32_t table, StoreBytes key)
 {
-    unsigned char len[2];
-    be_put16(len, (uint16_t)key.len);
     table_put(out, table);
-    lang_buf_append(out, len, 2);
+    lang_buf_put_be(out, key.len, 2);
     lang_buf_append(out, key.data, key.len);
 }
 

@@ -111,22 +111,33 @@ typedef enum SchemaMode {
     SCHEMA_LESS,
 } SchemaMode;
 
+/* The most AT MOST … PER clauses a queue declares. */
+#define LANG_PER_MAX 4
+
+/* One AT MOST n PER f clause: at most "limit" records sharing a value of
+ * field "field" held at once.  In ALTER QUEUE's DROP, "limit" 0 drops the
+ * clause of "field" (NULL: every one). */
+typedef struct PerKey {
+    int64_t limit;
+    char *field;
+} PerKey;
+
 /* What DEFINE QUEUE / DEFINE COLLECTION declares. */
 typedef struct TableDecl {
     char *name;
     bool if_not_exists; /* DEFINE … IF NOT EXISTS name */
     /* queue only: */
-    int64_t timeout_ns;     /* TIMEOUT d (required for a queue) */
-    int64_t attempts;       /* ATTEMPTS n; 0 = not given (unlimited) */
-    char *priority_by;      /* PRIORITY BY f, or NULL */
-    char *not_before;       /* NOT BEFORE f, or NULL */
-    int64_t deduplicate_ns; /* DEDUPLICATE d; 0 = not given */
-    int64_t per_group;      /* AT MOST n PER f: n; 0 = not given */
-    char *per_field;        /* … and its field f, or NULL */
-    int64_t rate;           /* AT MOST n EVERY d: n; 0 = not given */
-    int64_t rate_window_ns; /* … and its window d */
-    int64_t keep_ns;        /* KEEP d: a finish keeps the record done for d; 0 = not given */
-    bool coalesce;          /* COALESCE: a CREATE of an outstanding identity is demand */
+    int64_t timeout_ns;       /* TIMEOUT d (required for a queue) */
+    int64_t attempts;         /* ATTEMPTS n; 0 = not given (unlimited) */
+    char *priority_by;        /* PRIORITY BY f, or NULL */
+    char *not_before;         /* NOT BEFORE f, or NULL */
+    int64_t deduplicate_ns;   /* DEDUPLICATE d; 0 = not given */
+    PerKey per[LANG_PER_MAX]; /* AT MOST n PER f clauses, as declared */
+    size_t nper;              /* … how many */
+    int64_t rate;             /* AT MOST n EVERY d: n; 0 = not given */
+    int64_t rate_window_ns;   /* … and its window d */
+    int64_t keep_ns;          /* KEEP d: a finish keeps the record done for d; 0 = not given */
+    bool coalesce;            /* COALESCE: a CREATE of an outstanding identity is demand */
     /* both kinds: */
     SchemaMode schema; /* SCHEMAFULL | SCHEMALESS | neither */
     char *graph;       /* IN g, or NULL */

@@ -133,9 +133,15 @@ lang_buf_put_int(Buf *b, int64_t v)
 void
 lang_buf_put_u64be(Buf *b, uint64_t v)
 {
+    lang_buf_put_be(b, v, 8);
+}
+
+void
+lang_buf_put_be(Buf *b, uint64_t v, int n)
+{
     unsigned char bytes[8];
-    be_put64(bytes, v);
-    lang_buf_append(b, bytes, sizeof bytes);
+    be_put(bytes, v, n);
+    lang_buf_append(b, bytes, (size_t)n);
 }
 
 void

@@ -39,6 +39,8 @@ void lang_buf_put_int(Buf *b, int64_t v);
 void lang_buf_put_digits(Buf *b, uint64_t v, int width);
 /* Appends "v" as 8 big-endian bytes (so byte order equals numeric order). */
 void lang_buf_put_u64be(Buf *b, uint64_t v);
+/* Appends the low "n" bytes of "v" (n from 1 to 8), big-endian. */
+void lang_buf_put_be(Buf *b, uint64_t v, int n);
 /* Empties the buffer, keeping its allocation. */
 void lang_buf_reset(Buf *b);
 /* Releases the allocation; the Buf is empty and reusable afterwards. */

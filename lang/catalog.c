@@ -30,6 +30,36 @@ get_int(const Value *o, const char *key)
     return v && (v->kind == VAL_INT || v->kind == VAL_DURATION) ? v->u.i : 0;
 }
 
+/* AT MOST … PER clauses from the "from"th on, as [{"limit","field"}, …]. */
+static Value
+per_keys_value(const TableDecl *d, size_t from)
+{
+    Value a = lang_value_array();
+    for (size_t i = from; i < d->nper; i++) {
+        Value per = lang_value_object();
+        lang_value_object_set(&per, "limit", lang_value_int(d->per[i].limit));
+        lang_value_object_set(&per, "field", lang_value_cstring(d->per[i].field));
+        lang_value_array_push(&a, per);
+    }
+    return a;
+}
+
+/* Appends to "d" the AT MOST … PER clauses of array "a" (per_keys_value's
+ * form), skipping what is malformed. */
+static void
+per_keys_from_value(const Value *a, TableDecl *d)
+{
+    for (size_t i = 0; a && a->kind == VAL_ARRAY && i < a->u.arr.len && d->nper < LANG_PER_MAX;
+         i++) {
+        char *field = get_str(&a->u.arr.items[i], "field");
+        int64_t limit = get_int(&a->u.arr.items[i], "limit");
+        if (field && limit > 0)
+            d->per[d->nper++] = (PerKey){limit, field};
+        else
+            free(field);
+    }
+}
+
 void
 lang_table_def_encode(const TableDef *def, Buf *out)
 {
@@ -45,10 +75,13 @@ lang_table_def_encode(const TableDef *def, Buf *out)
     set_str(&o, "not_before", d->not_before);
     if (d->deduplicate_ns)
         lang_value_object_set(&o, "deduplicate", lang_value_duration(d->deduplicate_ns));
-    if (d->per_group && d->per_field) {
-        lang_value_object_set(&o, "per_group", lang_value_int(d->per_group));
-        set_str(&o, "per_field", d->per_field);
+    /* the first key as a definition stored before several existed has it */
+    if (d->nper) {
+        lang_value_object_set(&o, "per_group", lang_value_int(d->per[0].limit));
+        set_str(&o, "per_field", d->per[0].field);
     }
+    if (d->nper > 1)
+        lang_value_object_set(&o, "per_more", per_keys_value(d, 1));
     if (d->rate) {
         lang_value_object_set(&o, "rate", lang_value_int(d->rate));
         lang_value_object_set(&o, "rate_window", lang_value_duration(d->rate_window_ns));
@@ -111,8 +144,13 @@ table_def_from_value(const Value *o, TableDef *def)
     d->not_before = get_str(o, "not_before");
     d->deduplicate_ns = get_int(o, "deduplicate");
     /* absent from a definition stored before AT MOST existed: none */
-    d->per_field = get_str(o, "per_field");
-    d->per_group = d->per_field ? get_int(o, "per_group") : 0;
+    char *field = get_str(o, "per_field");
+    if (field && get_int(o, "per_group") > 0)
+        d->per[d->nper++] = (PerKey){get_int(o, "per_group"), field};
+    else
+        free(field);
+    if (d->nper)
+        per_keys_from_value(lang_value_object_get(o, "per_more"), d);
     d->rate = get_int(o, "rate");
     d->rate_window_ns = d->rate ? get_int(o, "rate_window") : 0;
     if (d->rate_window_ns <= 0)
@@ -171,7 +209,8 @@ lang_table_def_copy(const TableDef *src, TableDef *dst)
     d->name = d->name ? lang_xstrdup(d->name) : NULL;
     d->priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
     d->not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
-    d->per_field = d->per_field ? lang_xstrdup(d->per_field) : NULL;
+    for (size_t i = 0; i < d->nper; i++)
+        d->per[i].field = lang_xstrdup(d->per[i].field);
     d->graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     if (src->nfields) {
         dst->fields = lang_xcalloc(src->nfields, sizeof *dst->fields);
@@ -269,13 +308,35 @@ lang_table_def_decode(StoreBytes bytes, TableDef *def)
     return 0;
 }
 
+bool
+lang_hidden_table_name(const char *name)
+{
+    return (unsigned char)name[0] < 0x20;
+}
+
+int
+lang_hidden_table(StoreTxn *txn, const char *name, bool make, uint32_t *id)
+{
+    int rc = store_table_get(txn, name, id, NULL);
+    if (rc != STORE_NOTFOUND || !make)
+        return rc;
+    TableDef def = {.uid = -1, .gid = -1, .mode = -1, .decl = {.name = (char *)name}};
+    Buf b = {0};
+    lang_table_def_encode(&def, &b);
+    rc = store_table_create(txn, name, (StoreBytes){b.data, b.len}, id);
+    lang_buf_free(&b);
+    /* another transaction (a server's) made it meanwhile */
+    return rc == STORE_EXISTS ? store_table_get(txn, name, id, NULL) : rc;
+}
+
 LangErrorCode
 lang_table_def_load(StoreTxn *txn, const char *name, TableDef *def, LangError *err)
 {
     memset(def, 0, sizeof *def);
     StoreBytes bytes;
     uint32_t id;
-    int rc = lang_after_table_name(name) ? STORE_NOTFOUND : store_table_get(txn, name, &id, &bytes);
+    int rc =
+        lang_hidden_table_name(name) ? STORE_NOTFOUND : store_table_get(txn, name, &id, &bytes);
     if (rc == STORE_NOTFOUND)
         return lang_error_set(err, LANG_NO_SUCH_TABLE, "no table named '%s'", name);
     if (rc)
@@ -390,9 +451,9 @@ table_def_statement(const TableDef *def, Buf *out)
             lang_buf_puts(out, " DEDUPLICATE ");
             lang_duration_format(d->deduplicate_ns, out);
         }
-        if (d->per_group && d->per_field) {
-            lang_buf_printf(out, " AT MOST %lld PER ", (long long)d->per_group);
-            path_format(d->per_field, out);
+        for (size_t i = 0; i < d->nper; i++) {
+            lang_buf_printf(out, " AT MOST %lld PER ", (long long)d->per[i].limit);
+            path_format(d->per[i].field, out);
         }
         if (d->rate) {
             lang_buf_printf(out, " AT MOST %lld EVERY ", (long long)d->rate);
@@ -486,11 +547,11 @@ lang_table_def_info(const TableDef *def)
                               d->deduplicate_ns ? lang_value_duration(d->deduplicate_ns)
                                                 : lang_value_null());
         /* AT MOST … PER and EVERY: shown only when declared */
-        if (d->per_group && d->per_field) {
-            Value per = lang_value_object();
-            lang_value_object_set(&per, "limit", lang_value_int(d->per_group));
-            lang_value_object_set(&per, "field", lang_value_cstring(d->per_field));
-            lang_value_object_set(&o, "at_most_per", per);
+        if (d->nper) {
+            Value keys = per_keys_value(d, 0);
+            /* the first as an object, as before several were possible */
+            lang_value_object_set(&o, "at_most_per", lang_value_clone(&keys.u.arr.items[0]));
+            lang_value_object_set(&o, "at_most_per_keys", keys);
         }
         if (d->rate) {
             Value every = lang_value_object();

@@ -35,9 +35,21 @@
 /* The NOT BEFORE instant a blocked record is filed with: never, until the
  * last record it waits for finishes (after.c). */
 #define AFTER_NEVER INT64_MAX
-/* True when "name" is the table that holds what blocked records wait for
- * (after.c), which no user sees or names. */
-bool lang_after_table_name(const char *name);
+/* The NOT BEFORE instant a record passed over for a full group of an AT
+ * MOST … PER key past the first is filed with, until its group has room
+ * (perkeys.c). */
+#define PER_PARKED (INT64_MAX - 1)
+/* The tables lang keeps for itself, which no user sees or names: what
+ * blocked records wait for (after.c), and the holds and passed-over
+ * records of AT MOST … PER keys past the first (perkeys.c).  A control
+ * character opens each name, which no statement or file name may hold. */
+#define LANG_AFTER_TABLE "\001after"
+#define LANG_PERKEYS_TABLE "\002perkeys"
+/* True when "name" is one of those tables. */
+bool lang_hidden_table_name(const char *name);
+/* The id of hidden table "name" into "*id": STORE_NOTFOUND when it does
+ * not exist yet, unless "make" (then it is made).  A StoreStatus. */
+int lang_hidden_table(StoreTxn *txn, const char *name, bool make, uint32_t *id);
 
 /* ---- table definitions (catalog.c) ---- */
 
@@ -174,11 +186,18 @@ LangErrorCode lang_records_create(StoreTxn *txn, const TableDef *def, const Reco
 /* How queue "def" files a record of identity "key" and "fields": its
  * claim-order key (PRIORITY BY) into "order", its NOT BEFORE instant into
  * "*not_before" (0: none) and its AT MOST … PER group into "group" (the
- * order encoding of the PER field's value; nothing when the queue has no
- * PER or the field is absent or null).  TooLarge when the group's encoding
- * is longer than STORE_MAX_KEY. */
+ * first AT MOST … PER key, lang_record_group 0).  TooLarge when the
+ * encoding of a group of any key is longer than STORE_MAX_KEY. */
 LangErrorCode lang_record_filing(const TableDef *def, const Value *key, const Value *fields,
                                  Buf *order, int64_t *not_before, Buf *group, LangError *err);
+/* The group of "fields" for the "i"th AT MOST … PER key of queue "def"
+ * into "out": the order encoding of the key's field's value
+ * (lang_value_key_encode: equal values, 1 and 1.0 too, give equal bytes),
+ * or nothing when the queue has no such key or the field is absent or
+ * null.  TooLarge, naming record "key", when the encoding is longer than
+ * STORE_MAX_KEY. */
+LangErrorCode lang_record_group(const TableDef *def, size_t i, const Value *key,
+                                const Value *fields, Buf *out, LangError *err);
 /* Files every record of queue "def" anew (store_queue_refile) after ALTER
  * QUEUE changed "old" into "def": with "by_fields" (its PRIORITY BY, NOT
  * BEFORE or PER field changed) each by lang_record_filing under "def" — a

@@ -226,7 +226,8 @@ static const Case cases[] = {
     {"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 10 EVERY 1s SCHEMALESS AT MOST 2 PER host.name;"
      "INFO FOR TABLE crawl;",
      "null\n{\"at_most_every\":{\"limit\":10,\"window\":\"1s\"},\"at_most_per\":{\"field\":"
-     "\"host.name\",\"limit\":2},\"attempts\":null,\"deduplicate\":null,\"definition\":"
+     "\"host.name\",\"limit\":2},\"at_most_per_keys\":[{\"field\":\"host.name\",\"limit\":2}],"
+     "\"attempts\":null,\"deduplicate\":null,\"definition\":"
      "\"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 2 PER host.name AT MOST 10 EVERY 1s SCHEMALESS\","
      "\"fields\":{},\"graph\":null,\"indexes\":{},\"kind\":\"queue\",\"name\":\"crawl\","
      "\"not_before\":null,\"paused\":false,\"priority_by\":null,\"schemafull\":false,"
@@ -667,9 +668,7 @@ test_def_compat(void)
     lang_table_def_encode(&old, &b);
     TableDef got;
     CHECK(lang_table_def_decode((StoreBytes){b.data, b.len}, &got) == 0, "decode an old one");
-    CHECK(got.decl.per_group == 0 && !got.decl.per_field && got.decl.rate == 0 &&
-              got.decl.rate_window_ns == 0,
-          "no limits");
+    CHECK(got.decl.nper == 0 && got.decl.rate == 0 && got.decl.rate_window_ns == 0, "no limits");
     StoreQueue q;
     got.id = 3;
     const StoreQueue *sq = lang_record_queue(&got, &q);
@@ -679,8 +678,8 @@ test_def_compat(void)
     TableDef both = {.is_queue = true,
                      .decl = {.name = "crawl",
                               .timeout_ns = 60000000000,
-                              .per_group = 2,
-                              .per_field = "host",
+                              .per = {{2, "host"}, {1, "account"}, {5, "a.b"}},
+                              .nper = 3,
                               .rate = 10,
                               .rate_window_ns = 1000000000}};
     lang_buf_reset(&b);
@@ -688,10 +687,12 @@ test_def_compat(void)
     CHECK(lang_table_def_decode((StoreBytes){b.data, b.len}, &got) == 0, "decode");
     got.id = 4;
     sq = lang_record_queue(&got, &q);
-    CHECK(got.decl.per_group == 2 && got.decl.per_field &&
-              strcmp(got.decl.per_field, "host") == 0 && got.decl.rate == 10 &&
+    CHECK(got.decl.nper == 3 && got.decl.per[0].limit == 2 &&
+              strcmp(got.decl.per[0].field, "host") == 0 && got.decl.per[1].limit == 1 &&
+              strcmp(got.decl.per[1].field, "account") == 0 && got.decl.per[2].limit == 5 &&
+              strcmp(got.decl.per[2].field, "a.b") == 0 && got.decl.rate == 10 &&
               got.decl.rate_window_ns == 1000000000,
-          "both limits");
+          "both limits, the keys in declared order");
     CHECK(sq && sq->table == 4 && sq->per_group == 2 && sq->rate == 10 &&
               sq->rate_window_ns == 1000000000,
           "what the store is told");
@@ -705,7 +706,7 @@ static void
 test_group_bytes(void)
 {
     TableDef def = {.is_queue = true,
-                    .decl = {.name = "q", .timeout_ns = 1, .per_group = 1, .per_field = "a.b"}};
+                    .decl = {.name = "q", .timeout_ns = 1, .per = {{1, "a.b"}}, .nper = 1}};
     Value key = lang_value_int(1);
     static const char *const same[][2] = {
         {"{a: {b: 1}}", "{a: {b: 1.0}}"},

@@ -259,4 +259,36 @@ int lang_after_drop(StoreTxn *txn, const TableDef *def);
 /* How many records of "def" are blocked (0 when it never used AFTER). */
 int64_t lang_after_blocked(StoreTxn *txn, const TableDef *def);
 
+/* ---- AT MOST … PER keys past the first (perkeys.c) ---- */
+
+/* True when queue "def" declares more than one AT MOST … PER key: its
+ * claims go through lang_perkeys_claim and the end of each of its holds is
+ * told to lang_perkeys_hold_ended. */
+bool lang_perkeys_used(const TableDef *def);
+/* store_claim of queue "def" (lang_perkeys_used) that also keeps the keys
+ * past the first: a record taken whose group of such a key is full is
+ * given back and passed over (kept out of claims until the group has
+ * room), and the claim takes the next; "fn" is called only with the
+ * records it keeps.  A claim of one named record passes over nothing: it
+ * takes it or not.  A StoreStatus, or what "fn" returned. */
+int lang_perkeys_claim(StoreTxn *txn, const TableDef *def, const StoreClaim *c,
+                       int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before),
+                       void *ctx, int64_t *claimed);
+/* After a hold of record "key" of "def" ended — or may have: a finish,
+ * a release, a retry, a claim given back — with "value" its stored value:
+ * its groups' room goes to what waits behind them.  Nothing when "def"
+ * does not use several keys.  A StoreStatus. */
+int lang_perkeys_hold_ended(StoreTxn *txn, const TableDef *def, StoreBytes key, StoreBytes value);
+/* After ALTER QUEUE changed the keys past the first of "def" (its records
+ * refiled by their fields): counts the holds of its keys anew.  A
+ * StoreStatus. */
+int lang_perkeys_reset(StoreTxn *txn, const TableDef *def);
+/* Before table "def" is dropped: what its keys kept goes.  A StoreStatus. */
+int lang_perkeys_drop(StoreTxn *txn, const TableDef *def);
+/* How many records of "def" wait behind full groups of keys past the
+ * first ("*parked"), and how many groups of each such key have records
+ * waiting behind them (full[1 ..); full[0] is left 0). */
+void lang_perkeys_counts(StoreTxn *txn, const TableDef *def, int64_t *parked,
+                         int64_t full[LANG_PER_MAX]);
+
 #endif

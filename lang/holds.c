@@ -125,9 +125,12 @@ lang_exec_claim(Exec *x, const Stmt *st)
             c.key = (StoreBytes){key.data, key.len};
         }
         int64_t claimed;
-        if (x->alone)
+        bool keys = lang_perkeys_used(&def);
+        if (x->alone && !keys)
             store_txn_last(x->txn); /* nothing follows the claim but its answer */
-        int rc = store_claim(x->txn, lang_record_queue(&def, &q), &c, claimed_one, &run, &claimed);
+        int rc = keys ? lang_perkeys_claim(x->txn, &def, &c, claimed_one, &run, &claimed)
+                      : store_claim(x->txn, lang_record_queue(&def, &q), &c, claimed_one, &run,
+                                    &claimed);
         if (rc && !x->err->code && t->id.kind == VAL_RECORD)
             lang_record_missing(rc, &def, t->id.u.rec.key, "claiming", x->err);
         else if (rc && !x->err->code)
@@ -186,6 +189,15 @@ release_reason(const Stmt *st)
     return (StoreBytes){why, why ? strlen(why) : 0};
 }
 
+/* Tells the keys of "def" past the first that a hold of "sr" ended (see
+ * lang_perkeys_hold_ended). */
+static LangErrorCode
+hold_ended(Exec *x, const TableDef *def, const StoreRecord *sr)
+{
+    int rc = lang_perkeys_hold_ended(x->txn, def, sr->key, sr->value);
+    return rc ? lang_store_error(rc, "letting a group's room go", x->err) : LANG_OK;
+}
+
 /* Ends the hold on "r" (loaded), delaying it until "delay_to" when that is
  * non-zero and recording "reason" when it is not empty, and answers it. */
 static LangErrorCode
@@ -200,8 +212,8 @@ end_hold(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, StoreB
                            r->hold, delay_to, reason, &sr);
     if (rc)
         lang_record_missing(rc, def, &r->key, "releasing a hold", x->err);
-    else
-        answer_stored(x, def, &sr, results);
+    else if (!answer_stored(x, def, &sr, results))
+        hold_ended(x, def, &sr);
     lang_buf_free(&key);
     return x->err->code;
 }
@@ -313,6 +325,22 @@ released_one(void *ctx, const StoreRecord *sr)
     return answer_stored(r->x, r->def, sr, r->results) ? -1 : 0;
 }
 
+/* Tells the keys of "def" past the first that the hold of each record in
+ * "released" (RELEASE ALL's answer) ended. */
+static void
+holds_ended(Exec *x, const TableDef *def, const Value *released)
+{
+    for (size_t i = 0; lang_perkeys_used(def) && i < released->u.arr.len && !x->err->code; i++) {
+        const Value *id = lang_value_object_get(&released->u.arr.items[i], "id");
+        Buf kb = {0};
+        StoreRecord sr;
+        lang_record_key_encode(id->u.rec.key, &kb);
+        if (!store_record_get(x->txn, def->id, (StoreBytes){kb.data, kb.len}, &sr))
+            hold_ended(x, def, &sr);
+        lang_buf_free(&kb);
+    }
+}
+
 /* release_all -> RELEASE ALL FROM table [FOR CONSUMER name] [NOT BEFORE expr]
  *                [BECAUSE text] */
 LangErrorCode
@@ -333,6 +361,7 @@ lang_exec_release_all(Exec *x, const Stmt *st)
                                    release_reason(st), released_one, &run);
         if (rc && !x->err->code)
             lang_store_error(rc, "releasing holds", x->err);
+        holds_ended(x, &def, &results);
     }
     lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);
@@ -388,16 +417,19 @@ retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Valu
     StoreQueue q;
     StoreRecord sr;
     lang_record_key_encode(key, &kb);
-    /* a blocked record stays so: its wait ends with what it waits for */
+    /* a blocked record stays so: its wait ends with what it waits for;
+     * one passed over for a full group waits for its room */
     if (delay_to && store_record_get(x->txn, def->id, (StoreBytes){kb.data, kb.len}, &sr) == 0 &&
-        sr.not_before == AFTER_NEVER)
+        sr.not_before >= PER_PARKED)
         delay_to = 0;
     int rc = store_retry(x->txn, lang_record_queue(def, &q), (StoreBytes){kb.data, kb.len},
                          delay_to, &sr);
     lang_buf_free(&kb);
     if (rc)
         return lang_record_missing(rc, def, key, "retrying a record", x->err);
-    return answer_stored(x, def, &sr, results);
+    if (!answer_stored(x, def, &sr, results))
+        hold_ended(x, def, &sr);
+    return x->err->code;
 }
 
 /* What a RETRY ALL runs with: the instant its records are delayed to (0:
@@ -485,6 +517,10 @@ unclaim_run(StoreTxn *txn, void *ctx)
         int rc = def.is_queue ? store_unclaim(txn, lang_record_queue(&def, &q), &undo->before,
                                               undo->hold, &back)
                               : STORE_OK;
+        StoreRecord sr;
+        if (!rc && def.is_queue && back && lang_perkeys_used(&def) &&
+            !(rc = store_record_get(txn, def.id, undo->before.key, &sr)))
+            rc = lang_perkeys_hold_ended(txn, &def, sr.key, sr.value);
         if (rc)
             lang_store_error(rc, "giving a claim back", u->err);
         lang_table_def_free(&def);

@@ -8,12 +8,18 @@
  *    LANG_AT_MOST_MAX (1000000).
  *  - ALTER QUEUE takes every clause of DEFINE QUEUE, in any order, and
  *    DROP of each optional one: DROP ATTEMPTS, DROP DEDUPLICATE, DROP
- *    PRIORITY BY, DROP NOT BEFORE, DROP AT MOST PER, DROP AT MOST EVERY,
- *    DROP KEEP, DROP COALESCE, DROP IN (SCHEMALESS undoes SCHEMAFULL).
+ *    PRIORITY BY, DROP NOT BEFORE, DROP AT MOST PER [f], DROP AT MOST
+ *    EVERY, DROP KEEP, DROP COALESCE, DROP IN (SCHEMALESS undoes
+ *    SCHEMAFULL).
+ *  - AT MOST … PER may be given up to LANG_PER_MAX times, each of another
+ *    field; in ALTER QUEUE each adds a key or changes its limit, and DROP
+ *    AT MOST PER f drops one (without f: every one).
  *  - COALESCE and DEDUPLICATE refuse each other in one DEFINE QUEUE
  *    (ParseError); ALTER QUEUE refuses a queue left with both (exec).
  *  - DEFINE FIELD takes TYPE and REQUIRED in either order. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "lang.h"
 #include "parse.h"
@@ -103,6 +109,55 @@ attempts(ParseState *ps, TableDecl *d)
     return true;
 }
 
+/* True when "t" opens a clause of ALTER QUEUE. */
+static bool
+queue_clause_opens(const Token *t)
+{
+    static const char *const opens[] = {"TIMEOUT",     "ATTEMPTS",   "PRIORITY", "NOT",
+                                        "DEDUPLICATE", "KEEP",       "COALESCE", "AT",
+                                        "SCHEMAFULL",  "SCHEMALESS", "IN"};
+    for (size_t i = 0; i < sizeof opens / sizeof *opens; i++)
+        if (is_kw(t, opens[i]))
+            return true;
+    return false;
+}
+
+/* The clause of "d" whose field is "field", or -1. */
+static int
+per_key_of(const TableDecl *d, const char *field)
+{
+    for (size_t i = 0; i < d->nper; i++)
+        if (d->per[i].field && field && strcmp(d->per[i].field, field) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Appends AT MOST "limit" PER the field that follows ("what" names it)
+ * to "d": up to LANG_PER_MAX clauses, each of another field.  A "limit"
+ * of 0 is ALTER's DROP AT MOST PER [field]: the field may be left out. */
+static void
+per_key(ParseState *ps, TableDecl *d, int64_t limit, const char *what)
+{
+    const Token *t = &ps->tok;
+    char *field = NULL;
+    if (limit || !(at_end(ps) || is_kw(t, "DROP") || queue_clause_opens(t)))
+        if (!(field = path_text(ps, what)))
+            return;
+    if (d->nper == LANG_PER_MAX)
+        lang_parse_error(ps, t, "at most %d AT MOST … PER clauses may be given", LANG_PER_MAX);
+    else if (!field ? d->nper > 0 : d->nper && !d->per[d->nper - 1].field)
+        lang_parse_error(ps, t,
+                         "DROP AT MOST PER without a field drops every key: no other "
+                         "AT MOST … PER may be given beside it");
+    else if (per_key_of(d, field) >= 0)
+        lang_parse_error(ps, t, "AT MOST … PER %s given twice", field);
+    if (FAILED(ps)) {
+        free(field);
+        return;
+    }
+    d->per[d->nper++] = (PerKey){limit, field};
+}
+
 /* atmost -> AT MOST INT (PER pathtext | EVERY duration)
  * (INT from 1 to LANG_AT_MOST_MAX) */
 static const char *
@@ -124,10 +179,9 @@ at_most(ParseState *ps, TableDecl *d, unsigned *given)
     int64_t n = t->i;
     next(ps);
     if (is_kw(&ps->tok, "PER")) {
-        if (clause_bit(ps, given, CLAUSE_PER, "AT MOST … PER")) {
-            d->per_group = n;
-            d->per_field = path_text(ps, "a field name after AT MOST n PER");
-        }
+        next(ps);
+        per_key(ps, d, n, "a field name after AT MOST n PER");
+        *given |= CLAUSE_PER;
         return "AT MOST … PER";
     }
     if (is_kw(&ps->tok, "EVERY")) {
@@ -373,9 +427,10 @@ lang_parse_define(ParseState *ps, Stmt *s)
 
 /* dropclause -> ATTEMPTS | DEDUPLICATE | PRIORITY BY | NOT BEFORE
  *             | AT MOST (PER | EVERY) | KEEP | COALESCE | IN
- * (after ALTER QUEUE's DROP: the clause is given, its value left absent) */
+ * (after ALTER QUEUE's DROP: the clause is given, its value left absent;
+ * DROP AT MOST PER [pathtext] appends the key with limit 0: see PerKey) */
 static void
-alter_drop(ParseState *ps, unsigned *given)
+alter_drop(ParseState *ps, TableDecl *d, unsigned *given)
 {
     static const struct {
         const char *kw, *then, *name; /* then: the word that must follow, or NULL */
@@ -385,7 +440,6 @@ alter_drop(ParseState *ps, unsigned *given)
         {"DEDUPLICATE", NULL, "DEDUPLICATE", CLAUSE_DEDUPLICATE},
         {"PRIORITY", "BY", "PRIORITY BY", CLAUSE_PRIORITY_BY},
         {"NOT", "BEFORE", "NOT BEFORE", CLAUSE_NOT_BEFORE},
-        {"PER", NULL, "AT MOST … PER", CLAUSE_PER},       /* after AT MOST */
         {"EVERY", NULL, "AT MOST … EVERY", CLAUSE_EVERY}, /* after AT MOST */
         {"KEEP", NULL, "KEEP", CLAUSE_KEEP},
         {"COALESCE", NULL, "COALESCE", CLAUSE_COALESCE},
@@ -396,9 +450,14 @@ alter_drop(ParseState *ps, unsigned *given)
         next(ps);
         if (!lang_parse_expect_kw(ps, "MOST", "MOST after DROP AT"))
             return;
+        if (accept_kw(ps, "PER")) {
+            per_key(ps, d, 0, "a field name after DROP AT MOST PER");
+            *given |= CLAUSE_PER;
+            return;
+        }
     }
     for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {
-        bool limit = drops[i].bit == CLAUSE_PER || drops[i].bit == CLAUSE_EVERY;
+        bool limit = drops[i].bit == CLAUSE_EVERY;
         if (limit != at_most || !is_kw(&ps->tok, drops[i].kw))
             continue;
         if (clause_bit(ps, given, drops[i].bit, drops[i].name) && drops[i].then) {
@@ -432,7 +491,7 @@ lang_parse_alter(ParseState *ps, Stmt *s)
     while (!FAILED(ps) && !at_end(ps)) {
         const Token *t = &ps->tok;
         if (accept_kw(ps, "DROP")) {
-            alter_drop(ps, given);
+            alter_drop(ps, d, given);
         } else if (is_kw(t, "TIMEOUT")) {
             if (clause_bit(ps, given, CLAUSE_TIMEOUT, "TIMEOUT"))
                 lang_parse_duration(ps, &d->timeout_ns, "TIMEOUT");

@@ -47,7 +47,8 @@ lang_table_decl_free(TableDecl *d)
     free(d->name);
     free(d->priority_by);
     free(d->not_before);
-    free(d->per_field);
+    for (size_t i = 0; i < d->nper; i++)
+        free(d->per[i].field);
     free(d->graph);
 }
 

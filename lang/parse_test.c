@@ -137,8 +137,9 @@ dump_clauses(const TableDecl *d, Buf *b)
         lang_buf_puts(b, " dedup=");
         lang_duration_format(d->deduplicate_ns, b);
     }
-    if (d->per_group)
-        lang_buf_printf(b, " per=%" PRId64 "/%s", d->per_group, d->per_field);
+    for (size_t i = 0; i < d->nper; i++)
+        lang_buf_printf(b, " per=%" PRId64 "/%s", d->per[i].limit,
+                        d->per[i].field ? d->per[i].field : "*");
     if (d->rate) {
         lang_buf_printf(b, " every=%" PRId64 "/", d->rate);
         lang_duration_format(d->rate_window_ns, b);
@@ -406,13 +407,20 @@ static const struct {
     {"ALTER QUEUE jobs TIMEOUT 5m ATTEMPTS 3;",
      "alter jobs given=timeout,attempts timeout=5m attempts=3"},
     {"ALTER QUEUE jobs DROP ATTEMPTS DEDUPLICATE 1m;", "alter jobs given=attempts,dedup dedup=1m"},
+    {"DEFINE QUEUE crawl TIMEOUT 30s AT MOST 1 PER account AT MOST 4 PER host AT MOST 2 PER a.b",
+     "queue crawl timeout=30s per=1/account per=4/host per=2/a.b"},
     {"ALTER QUEUE q ATTEMPTS 2 TIMEOUT 1s PRIORITY BY a.b NOT BEFORE due AT MOST 3 PER host "
      "AT MOST 5 EVERY 2s SCHEMAFULL IN g DEDUPLICATE 1h;",
      "alter q given=timeout,attempts,priority,notbefore,dedup,per,every,schema,in timeout=1s "
      "attempts=2 priority=a.b notbefore=due dedup=1h per=3/host every=5/2s full in=g"},
     {"ALTER QUEUE q DROP PRIORITY BY DROP NOT BEFORE DROP AT MOST PER DROP AT MOST EVERY "
      "DROP IN DROP DEDUPLICATE DROP ATTEMPTS SCHEMALESS;",
-     "alter q given=attempts,priority,notbefore,dedup,per,every,schema,in less"},
+     "alter q given=attempts,priority,notbefore,dedup,per,every,schema,in per=0/* less"},
+    {"ALTER QUEUE q DROP AT MOST PER host TIMEOUT 1s",
+     "alter q given=timeout,per timeout=1s per=0/host"},
+    {"ALTER QUEUE q DROP AT MOST PER TIMEOUT 1s", "alter q given=timeout,per timeout=1s per=0/*"},
+    {"ALTER QUEUE q AT MOST 4 PER host DROP AT MOST PER a.b",
+     "alter q given=per per=4/host per=0/a.b"},
     {"alter queue q at most 1 per account;", "alter q given=per per=1/account"},
     {"DEFINE QUEUE crawl TIMEOUT 1m AT MOST 2 PER host AT MOST 10 EVERY 1s;",
      "queue crawl timeout=1m per=2/host every=10/1s"},
@@ -593,7 +601,10 @@ static const struct {
      "ERROR: expected ATTEMPTS, DEDUPLICATE, PRIORITY BY, NOT BEFORE, "
      "AT MOST PER, AT MOST EVERY, KEEP, COALESCE or IN after DROP"},
     {"ALTER QUEUE jobs DROP ATTEMPTS ATTEMPTS 3", "ERROR: ATTEMPTS given twice"},
-    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER", "ERROR: AT MOST … PER given twice"},
+    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER",
+     "ERROR: DROP AT MOST PER without a field drops every key: no other AT MOST … PER may be "
+     "given beside it"},
+    {"ALTER QUEUE jobs AT MOST 1 PER a DROP AT MOST PER a", "ERROR: AT MOST … PER a given twice"},
     {"ALTER QUEUE jobs DROP IN IN g", "ERROR: IN given twice"},
     {"ALTER QUEUE jobs DROP PRIORITY", "ERROR: expected BY after DROP PRIORITY, found end of text"},
     {"ALTER QUEUE jobs DROP AT MOST 3",
@@ -615,8 +626,11 @@ static const struct {
      "ERROR: expected a duration (such as 30s or 5m) after AT MOST n EVERY"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 2 EVERY 0s",
      "ERROR: AT MOST n EVERY must be a positive duration"},
-    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER b",
-     "ERROR: AT MOST … PER given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 2 PER a",
+     "ERROR: AT MOST … PER a given twice"},
+    {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a AT MOST 1 PER b AT MOST 1 PER c AT MOST 1 PER d "
+     "AT MOST 1 PER e",
+     "ERROR: at most 4 AT MOST … PER clauses may be given"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 EVERY 1s AT MOST 2 EVERY 1m",
      "ERROR: AT MOST … EVERY given twice"},
     {"DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER a ATTEMPTS 2",

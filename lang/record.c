@@ -103,7 +103,7 @@ lang_record_from_store(const StoreRecord *sr, const TableDef *def, Record *r, La
         memcpy(r->errors, sr->errors.data, sr->errors.len);
         r->errors_len = sr->errors.len;
     }
-    if (r->not_before && r->not_before != AFTER_NEVER && def->is_queue && def->decl.not_before)
+    if (r->not_before && r->not_before < PER_PARKED && def->is_queue && def->decl.not_before)
         set_not_before(def, &r->fields, r->not_before);
     return LANG_OK;
 }
@@ -229,7 +229,7 @@ lang_record_queue(const TableDef *def, StoreQueue *q)
     *q = (StoreQueue){.table = def->id,
                       .timeout_ns = d->timeout_ns,
                       .max_attempts = d->attempts,
-                      .per_group = d->per_field ? d->per_group : 0,
+                      .per_group = d->nper ? d->per[0].limit : 0,
                       .rate = d->rate_window_ns > 0 ? d->rate : 0,
                       .rate_window_ns = d->rate ? d->rate_window_ns : 0,
                       .paused = def->paused,
@@ -246,7 +246,7 @@ lang_record_is_held(const Record *r, int64_t now)
 int64_t
 lang_record_not_before(const Record *r, const TableDef *def)
 {
-    return def->decl.not_before ? r->not_before : 0;
+    return def->decl.not_before && r->not_before != PER_PARKED ? r->not_before : 0;
 }
 
 /* The instant the NOT BEFORE field of "fields" names, or 0; AFTER_NEVER
@@ -377,18 +377,15 @@ order_key(const TableDef *def, const Value *fields, Buf *out)
         out->len = STORE_MAX_KEY - 16;
 }
 
-/* The AT MOST … PER group of "fields" on queue "def" into "out": the order
- * encoding of the PER field's value (lang_value_key_encode: equal values,
- * 1 and 1.0 too, give equal bytes), or nothing when the queue declares no
- * PER or the field is absent or null.  TooLarge, naming record "key", when
- * the encoding is longer than STORE_MAX_KEY. */
-static LangErrorCode
-group_key(const TableDef *def, const Value *key, const Value *fields, Buf *out, LangError *err)
+LangErrorCode
+lang_record_group(const TableDef *def, size_t i, const Value *key, const Value *fields, Buf *out,
+                  LangError *err)
 {
-    if (!def->is_queue || !def->decl.per_group || !def->decl.per_field)
+    if (!def->is_queue || i >= def->decl.nper)
         return LANG_OK;
+    const char *field = def->decl.per[i].field;
     LangPath path;
-    lang_path_split(def->decl.per_field, &path);
+    lang_path_split(field, &path);
     const Value *v = lang_path_get(fields, path.parts, path.len);
     lang_path_free(&path);
     if (!v || v->kind == VAL_NONE || v->kind == VAL_NULL)
@@ -400,8 +397,8 @@ group_key(const TableDef *def, const Value *key, const Value *fields, Buf *out, 
     Buf name = {0};
     lang_record_id_format(&id, &name);
     lang_error_set(err, LANG_TOO_LARGE,
-                   "the AT MOST … PER field '%s' of %s takes %zu bytes, more than %d",
-                   def->decl.per_field, name.data, out->len, STORE_MAX_KEY);
+                   "the AT MOST … PER field '%s' of %s takes %zu bytes, more than %d", field,
+                   name.data, out->len, STORE_MAX_KEY);
     lang_buf_free(&name);
     return LANG_TOO_LARGE;
 }
@@ -412,7 +409,14 @@ lang_record_filing(const TableDef *def, const Value *key, const Value *fields, B
 {
     order_key(def, fields, order);
     *not_before = fields_not_before(def, fields);
-    return group_key(def, key, fields, group, err);
+    LangErrorCode rc = lang_record_group(def, 0, key, fields, group, err);
+    /* the other keys' groups are perkeys.c's: only their size is checked */
+    for (size_t i = 1; !rc && def->is_queue && i < def->decl.nper; i++) {
+        Buf other = {0};
+        rc = lang_record_group(def, i, key, fields, &other, err);
+        lang_buf_free(&other);
+    }
+    return rc;
 }
 
 /* The value bytes of identity "key" and "fields" (RECORD_VALUE_FORMAT). */
@@ -563,7 +567,9 @@ refile_one(void *ctx, const StoreRecord *sr, StoreFiling *out)
         lang_record_filing(rf->def, &rf->r.key, &rf->r.fields, &rf->order, &out->not_before,
                            &rf->group, rf->err))
         return -1;
-    if (rf->same_not_before)
+    /* a record passed over for a full group is filed by its fields: the
+     * keys are refiled too (lang_perkeys_reset) */
+    if (rf->same_not_before && sr->not_before != PER_PARKED)
         out->not_before = sr->not_before;
     out->order = (StoreBytes){rf->order.data, rf->order.len};
     out->group = (StoreBytes){rf->group.data, rf->group.len};

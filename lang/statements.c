@@ -156,7 +156,8 @@ decl_copy(const TableDecl *d)
     c.name = lang_xstrdup(d->name);
     c.priority_by = d->priority_by ? lang_xstrdup(d->priority_by) : NULL;
     c.not_before = d->not_before ? lang_xstrdup(d->not_before) : NULL;
-    c.per_field = d->per_field ? lang_xstrdup(d->per_field) : NULL;
+    for (size_t i = 0; i < d->nper; i++)
+        c.per[i].field = lang_xstrdup(d->per[i].field);
     c.graph = d->graph ? lang_xstrdup(d->graph) : NULL;
     return c;
 }
@@ -240,6 +241,58 @@ str_same(const char *a, const char *b)
     return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+/* True when "a" and "b" declare the same AT MOST … PER keys from the
+ * "from"th on ("from" 0 and 1 both compare the first's field and limit
+ * only with 0; 1 compares the rest). */
+static bool
+per_same(const TableDecl *a, const TableDecl *b, size_t from)
+{
+    size_t to = from ? LANG_PER_MAX : 1;
+    for (size_t i = from; i < to; i++) {
+        bool ha = i < a->nper, hb = i < b->nper;
+        if (ha != hb || (ha && (a->per[i].limit != b->per[i].limit ||
+                                !str_same(a->per[i].field, b->per[i].field))))
+            return false;
+    }
+    return true;
+}
+
+/* ALTER's AT MOST … PER clauses "set" applied to "d": each adds a key, or
+ * changes the limit of the key of its field; a limit of 0 drops the key
+ * of its field (NULL: every key); dropping one not declared is no error.
+ * ParseError when that would make more than LANG_PER_MAX keys. */
+static LangErrorCode
+per_alter(Exec *x, TableDecl *d, const TableDecl *set)
+{
+    for (size_t j = 0; j < set->nper; j++) {
+        const PerKey *e = &set->per[j];
+        size_t i = 0;
+        while (i < d->nper && !(e->field && strcmp(d->per[i].field, e->field) == 0))
+            i++;
+        if (e->limit && i < d->nper) {
+            d->per[i].limit = e->limit;
+        } else if (e->limit && d->nper == LANG_PER_MAX) {
+            return lang_error_set(x->err, LANG_PARSE_ERROR,
+                                  "a queue takes at most %d AT MOST … PER clauses: drop one first",
+                                  LANG_PER_MAX);
+        } else if (e->limit) {
+            d->per[d->nper++] = (PerKey){e->limit, lang_xstrdup(e->field)};
+        } else {
+            /* dropped: the one of its field, or all of them */
+            for (size_t k = e->field ? i : 0; k < d->nper && (!e->field || k == i); k++) {
+                free(d->per[k].field);
+                d->per[k].field = NULL;
+            }
+            size_t n = 0;
+            for (size_t k = 0; k < d->nper; k++)
+                if (d->per[k].field)
+                    d->per[n++] = d->per[k];
+            d->nper = n;
+        }
+    }
+    return LANG_OK;
+}
+
 /* alter -> ALTER QUEUE name clause {clause}: the owner changes any clause
  * of the queue's definition, or drops an optional one, without touching a
  * record's value or hold: holds already taken keep their deadline.  A
@@ -267,9 +320,9 @@ alter_queue(Exec *x, const Stmt *st, TableDef *def)
         str_replace(&d->priority_by, set->priority_by);
     if (given & CLAUSE_NOT_BEFORE)
         str_replace(&d->not_before, set->not_before);
-    if (given & CLAUSE_PER) {
-        d->per_group = set->per_group;
-        str_replace(&d->per_field, set->per_field);
+    if ((given & CLAUSE_PER) && per_alter(x, d, set)) {
+        lang_table_def_free(&old);
+        return x->err->code;
     }
     if (given & CLAUSE_EVERY) {
         d->rate = set->rate;
@@ -290,13 +343,19 @@ alter_queue(Exec *x, const Stmt *st, TableDef *def)
                               "the other");
     }
     const TableDecl *o = &old.decl;
+    /* other keys past the first: what waits for their groups is refiled
+     * by its fields and their holds counted anew (lang_perkeys_reset) —
+     * as after any refile by fields, which files those records too */
+    bool keys = !per_same(o, d, 1);
     bool by_fields = !str_same(o->priority_by, d->priority_by) ||
-                     !str_same(o->not_before, d->not_before) ||
-                     !str_same(o->per_field, d->per_field);
+                     !str_same(o->not_before, d->not_before) || !per_same(o, d, 0) ||
+                     (keys && o->nper > 1);
+    keys = keys || (by_fields && d->nper > 1);
     /* dropping KEEP removes the done records the refile finds */
-    bool refile = by_fields || o->attempts != d->attempts || o->per_group != d->per_group ||
-                  (o->keep_ns && !d->keep_ns);
+    bool refile = by_fields || o->attempts != d->attempts || (o->keep_ns && !d->keep_ns);
     LangErrorCode rc = refile ? lang_record_refile(x->txn, &old, def, by_fields, x->err) : LANG_OK;
+    if (!rc && keys && lang_perkeys_reset(x->txn, def))
+        rc = lang_store_error(STORE_IO, "counting the holds of AT MOST … PER", x->err);
     lang_table_def_free(&old);
     return rc ? rc : save_def(x, def);
 }
@@ -567,10 +626,21 @@ upsert_record(Exec *x, const Stmt *st, TableDef *def)
 static int
 delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 {
-    Buf kb = {0};
+    Buf kb = {0}, value = {0};
     lang_record_key_encode(key, &kb);
-    int rc = lang_after_delete(x, def, (StoreBytes){kb.data, kb.len}, hold);
+    StoreBytes k = {kb.data, kb.len};
+    StoreRecord sr;
+    /* with several AT MOST … PER keys, its groups' room goes on */
+    bool keys = lang_perkeys_used(def);
+    int rc = keys ? store_record_get(x->txn, def->id, k, &sr) : STORE_OK;
+    if (!rc && keys)
+        lang_buf_append(&value, sr.value.data, sr.value.len);
+    if (!rc)
+        rc = lang_after_delete(x, def, k, hold);
+    if (!rc && keys)
+        rc = lang_perkeys_hold_ended(x->txn, def, k, (StoreBytes){value.data, value.len});
     lang_buf_free(&kb);
+    lang_buf_free(&value);
     return rc;
 }
 
@@ -584,7 +654,7 @@ delete_stored(Exec *x, const TableDef *def, const Value *key, int64_t hold)
 static bool
 delete_settled(Exec *x, const TableDef *def, const Target *t, int64_t fence, bool last)
 {
-    if (last && !def->after_used)
+    if (last && !def->after_used && !lang_perkeys_used(def))
         store_txn_last(x->txn); /* what follows a delete that fails only reads */
     int rc = delete_stored(x, def, t->id.u.rec.key, fence);
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT)
@@ -750,6 +820,8 @@ drop_table(Exec *x, const Stmt *st, TableDef *def)
                               def->is_queue ? "queue" : "collection",
                               want == 1 ? "QUEUE" : "COLLECTION");
     int rc = lang_after_drop(x->txn, def);
+    if (!rc)
+        rc = lang_perkeys_drop(x->txn, def);
     return answer_null(x, rc ? rc : store_table_drop(x->txn, name), "dropping a table");
 }
 

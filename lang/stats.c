@@ -35,10 +35,12 @@ typedef struct Figures {
     int64_t now;
     int64_t records, ready, held, delayed, dead; /* records: the outstanding ones */
     int64_t done;                                /* done (KEEP), until reaped */
-    int64_t blocked;              /* waiting for other records (AFTER): not in "delayed" */
-    int64_t grouped, groups_full; /* AT MOST … PER: see StoreQueueCounts */
-    int64_t oldest_ready;         /* the head's available_at; 0: nothing ready */
-    int64_t counters[4];          /* claims, releases, lapses, deletes */
+    int64_t blocked;                    /* waiting for other records (AFTER): not in "delayed" */
+    int64_t grouped, groups_full;       /* AT MOST … PER: see StoreQueueCounts, with
+                                   * the keys past the first (perkeys.c) */
+    int64_t full_per_key[LANG_PER_MAX]; /* groups_full of each key */
+    int64_t oldest_ready;               /* the head's available_at; 0: nothing ready */
+    int64_t counters[4];                /* claims, releases, lapses, deletes */
     LangError *err;
 } Figures;
 
@@ -105,11 +107,17 @@ count_figures(StoreTxn *txn, Figures *f)
         f->delayed = (int64_t)c.delayed;
         f->dead = (int64_t)c.idle;
     }
-    f->grouped = (int64_t)c.grouped;
-    f->groups_full = (int64_t)c.groups_full;
+    /* records passed over for a full group of a key past the first are
+     * filed delayed until PER_PARKED (perkeys.c) */
+    int64_t parked;
+    lang_perkeys_counts(txn, f->def, &parked, f->full_per_key);
+    f->full_per_key[0] = (int64_t)c.groups_full;
+    f->grouped = (int64_t)c.grouped + parked;
+    for (int i = 0; i < LANG_PER_MAX; i++)
+        f->groups_full += f->full_per_key[i];
     /* blocked records are filed delayed until never (after.c) */
     f->blocked = lang_after_blocked(txn, f->def);
-    f->delayed = f->delayed > f->blocked ? f->delayed - f->blocked : 0;
+    f->delayed = f->delayed > f->blocked + parked ? f->delayed - f->blocked - parked : 0;
     if (!c.has_head || !f->ready)
         return LANG_OK;
     StoreRecord sr;
@@ -142,6 +150,12 @@ queue_figures(StoreTxn *txn, const TableDef *def, void *ctx)
     lang_value_object_set(&o, "blocked", lang_value_int(f.blocked));
     lang_value_object_set(&o, "grouped", lang_value_int(f.grouped));
     lang_value_object_set(&o, "groups_at_limit", lang_value_int(f.groups_full));
+    if (def->decl.nper > 1) {
+        Value per = lang_value_object();
+        for (size_t i = 0; i < def->decl.nper; i++)
+            lang_value_object_set(&per, def->decl.per[i].field, lang_value_int(f.full_per_key[i]));
+        lang_value_object_set(&o, "groups_at_limit_per_key", per);
+    }
     double age =
         f.oldest_ready && so->now > f.oldest_ready ? (double)(so->now - f.oldest_ready) / 1e9 : 0.0;
     lang_value_object_set(&o, "oldest_ready_age_seconds", lang_value_float(age));

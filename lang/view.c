@@ -420,7 +420,7 @@ each_table(void *ctx, const char *name, uint32_t id, StoreBytes def)
     (void)id;
     (void)def;
     TablesWalk *w = ctx;
-    if (lang_after_table_name(name))
+    if (lang_hidden_table_name(name))
         return 0;
     int stop = w->fn(w->ctx, name);
     if (stop)
@@ -632,7 +632,8 @@ rmdir_change(StoreTxn *txn, TableDef *def, const OwnerRun *r)
         lang_error_set(r->err, LANG_NOT_EMPTY, "table '%s' holds records", r->name);
         return -1;
     }
-    if (rc || (rc = lang_after_drop(txn, def)) || (rc = store_table_drop(txn, r->name))) {
+    if (rc || (rc = lang_after_drop(txn, def)) || (rc = lang_perkeys_drop(txn, def)) ||
+        (rc = store_table_drop(txn, r->name))) {
         lang_store_error(rc, "dropping a table", r->err);
         return -1;
     }

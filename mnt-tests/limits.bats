@@ -39,12 +39,12 @@ print(calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int((
 
 # group_worker MNT LOG N — claims from MNT/q (by `cat claim`, or with N odd
 # by `cat wait`) until q is empty, and logs each hold in LOG:
-#   claim ID ACCOUNT HOLD CLAIMED_UNTIL
+#   claim ID ACCOUNT HOLD CLAIMED_UNTIL HOST
 #   end ID HOLD KIND NS     (KIND finish or release: NS read before the rm or
 #                            mv, so the hold ended after it; KIND lapse: the
 #                            hold was left to lapse at its claimed_until)
 group_worker() {
-    local mnt=$1 log=$2 n=$3 job id hold until account held t
+    local mnt=$1 log=$2 n=$3 job id hold until account host held t
     local stop=$(( $(date +%s) + 60 ))
     while [ "$(date +%s)" -lt "$stop" ]; do
         if [ $((n % 2)) -eq 1 ]; then
@@ -63,8 +63,9 @@ group_worker() {
         hold=$(jq -r .hold <<<"$job")
         until=$(jq -r .claimed_until <<<"$job")
         account=$(jq -r .account <<<"$job")
+        host=$(jq -r .host <<<"$job")
         held="$mnt/q/held/$id~$hold"
-        echo "claim $id $account $hold $until" >>"$log"
+        echo "claim $id $account $hold $until $host" >>"$log"
         sleep "0.0$((RANDOM % 10))"
         case $((RANDOM % 10)) in
             0 | 1)   # walk away: the hold lapses after the TIMEOUT
@@ -88,6 +89,22 @@ group_worker() {
     return 1
 }
 
+# three_workers LOG — runs group_worker 1, 2 and 3 on $M side by side,
+# logging to LOG, until q is empty; fails when one fails or q is not.
+three_workers() {
+    local log=$1 n pid failed=0
+    : >"$log"
+    WORKERS=
+    for n in 1 2 3; do
+        group_worker "$M" "$log" "$n" 3>&- &
+        WORKERS="$WORKERS $!"
+    done
+    for pid in $WORKERS; do wait "$pid" || failed=1; done
+    WORKERS=
+    [ "$failed" -eq 0 ] || fail "a worker failed, or did not see the queue empty within 60 s: $(cat "$log")"
+    assert_equal "$(ls "$M/q")" ""
+}
+
 @test "AT MOST 1 PER account: three workers never hold two records of one account at once; all finish" {
     {
         echo "DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER account;"
@@ -97,53 +114,146 @@ group_worker() {
     } | sql >/dev/null || fail "could not set up the queue"
     mount_fs
     local log="$BATS_TEST_TMPDIR/log"
-    : >"$log"
-    WORKERS=
-    for n in 1 2 3; do
-        group_worker "$M" "$log" "$n" 3>&- &
-        WORKERS="$WORKERS $!"
-    done
-    local failed=0
-    for pid in $WORKERS; do wait "$pid" || failed=1; done
-    WORKERS=
-    [ "$failed" -eq 0 ] || fail "a worker failed, or did not see the queue empty within 60 s: $(cat "$log")"
-    assert_equal "$(ls "$M/q")" ""
-    # Every hold of one account ended before the next of that account
-    # began: the next's claim instant (claimed_until - TIMEOUT, the
-    # store's) is after the end of the one before (read before its rm or
-    # mv, or its claimed_until when it lapsed).  Every record finished once.
-    run python3 -c '
+    three_workers "$log"
+    # At no instant was an account held twice: a hold runs from its claim
+    # instant (claimed_until - TIMEOUT, the store's) to the instant read
+    # before its rm or mv, or its claimed_until when it lapsed.  Every
+    # record finished once.
+    run holds_within "$log" account=1
+    assert_success
+    echo "# $output" >&3
+    stats=$(cat "$M/q/stats")
+    assert_equal "$(jqc '[.records, .grouped, .groups_at_limit, .deletes]' "$stats")" '[0,0,0,8]'
+}
+
+# holds_within LOG FIELD=LIMIT… — from group_worker's LOG (holds of a 1 s
+# TIMEOUT), that no group of any FIELD (account or host) was ever held by
+# more than its LIMIT at once, and that every record finished once; prints
+# how many holds there were and how many were left to lapse.
+holds_within() {
+    python3 -c '
 import calendar, sys, time
 def ns(d):
     whole, _, frac = d.rstrip("Z").partition(".")
     return calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) * 10**9 + int((frac + "0" * 9)[:9])
-holds, finished = {}, {}
+holds, finished, ids = {}, {}, set()
 for line in open(sys.argv[1]):
     w = line.split()
     if w[0] == "claim":
         until = ns(w[4])
-        holds[w[3]] = {"id": w[1], "account": w[2], "start": until - 10**9, "until": until}
+        holds[w[3]] = {"id": w[1], "account": w[2], "host": w[5], "start": until - 10**9, "until": until}
+        ids.add(w[1])
     else:
         h = holds[w[2]]
         h["end"] = h["until"] if w[3] == "lapse" else min(int(w[4]), h["until"])
         if w[3] == "finish":
             finished[w[1]] = finished.get(w[1], 0) + 1
-for account in ("a", "b"):
-    mine = sorted((h for h in holds.values() if h["account"] == account), key=lambda h: h["start"])
-    for one, two in zip(mine, mine[1:]):
-        if two["start"] < one["end"]:
-            print("account %s: q:%s held from %d while q:%s was held until %d"
-                  % (account, two["id"], two["start"], one["id"], one["end"]))
-            sys.exit(1)
-if sorted(finished) != [str(i) for i in range(1, 9)] or set(finished.values()) != {1}:
+for spec in sys.argv[2:]:
+    field, limit = spec.split("=")
+    groups = {}
+    for h in holds.values():
+        groups.setdefault(h[field], []).append(h)
+    for group, mine in groups.items():
+        # the holds running at each instant one begins
+        for one in mine:
+            at = [h["id"] for h in mine if h["start"] <= one["start"] < h["end"]]
+            if len(at) > int(limit):
+                print("%s %s: %s held at once (at most %s)" % (field, group, at, limit))
+                sys.exit(1)
+if set(finished) != ids or set(finished.values()) != {1}:
     print("finished:", finished)
     sys.exit(1)
 print(len(holds), "holds,", sum(1 for line in open(sys.argv[1]) if " lapse " in line), "left to lapse")
-' "$log"
+' "$@"
+}
+
+@test "AT MOST 1 PER account AT MOST 2 PER host: three workers with lapses never hold over either limit; all finish" {
+    {
+        echo "DEFINE QUEUE q TIMEOUT 1s AT MOST 1 PER account AT MOST 2 PER host;"
+        for i in $(seq 1 16); do
+            echo "CREATE q:$i = {account: 'a$((i % 4))', host: 'h$(((i / 4) % 2))', n: $i};"
+        done
+    } | sql >/dev/null || fail "could not set up the queue"
+    mount_fs
+    stats=$(cat "$M/q/stats")
+    assert_equal "$(jqc '[.records, .ready, .grouped]' "$stats")" '[16,4,12]'
+    local log="$BATS_TEST_TMPDIR/log"
+    three_workers "$log"
+    run holds_within "$log" account=1 host=2
     assert_success
     echo "# $output" >&3
     stats=$(cat "$M/q/stats")
-    assert_equal "$(jqc '[.records, .grouped, .groups_at_limit, .deletes]' "$stats")" '[0,0,0,8]'
+    assert_equal "$(jqc '[.records, .grouped, .groups_at_limit, .groups_at_limit_per_key, .deletes]' "$stats")" \
+        '[0,0,0,{"account":0,"host":0},16]'
+}
+
+@test "AT MOST … PER host past the first key: a full host's records wait, out of claims, and come back in claim order when it has room" {
+    {
+        echo "DEFINE QUEUE q TIMEOUT 1m AT MOST 5 PER account AT MOST 1 PER host;"
+        for i in 1 2 3 4 5 6; do
+            echo "CREATE q:$i = {account: 'a', host: 'h$((i % 2))'};"
+        done
+    } | sql >/dev/null || fail "could not set up the queue"
+    mount_fs
+    # one of each host; the other four wait behind them
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:1","q:2"]'
+    stats=$(cat "$M/q/stats")
+    assert_equal "$(jqc '[.records, .held, .ready, .delayed, .grouped, .groups_at_limit]' "$stats")" '[6,2,0,0,4,2]'
+    assert_equal "$(jqc .groups_at_limit_per_key "$stats")" '{"account":0,"host":2}'
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '[]'
+    # a named claim of a record whose host is full takes nothing
+    assert_equal "$(ctl 'CLAIM q:3;' | jq -c '[.[].id]')" '[]'
+    # a waiting record reads as it was: no hold, no attempt counted
+    assert_equal "$(jqc '[.attempts, .hold]' "$(cat "$M/q/3")")" '[null,null]'
+    # a finish lets the next of its host go, in claim order; a release too
+    rm "$M/q/1"
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:3"]'
+    ctl 'RELEASE q:2;' >/dev/null
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:2"]'
+    # RELEASE ALL, then the rest in order as each finishes
+    ctl 'RELEASE ALL FROM q;' >/dev/null
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:2","q:3"]'
+    rm "$M/q/2" "$M/q/3"
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:4","q:5"]'
+    rm "$M/q/4" "$M/q/5"
+    assert_equal "$(ctl 'CLAIM 6 FROM q;' | jq -c '[.[].id]')" '["q:6"]'
+    rm "$M/q/6"
+    stats=$(cat "$M/q/stats")
+    assert_equal "$(jqc '[.records, .grouped, .groups_at_limit, .claims]' "$stats")" '[0,0,0,9]'
+}
+
+@test "ALTER QUEUE adds and drops AT MOST … PER keys one at a time; INFO writes them back in declared order" {
+    {
+        echo "DEFINE QUEUE q TIMEOUT 1m AT MOST 1 PER account;"
+        for i in 1 2 3 4; do
+            echo "CREATE q:$i = {account: 'a$i', host: 'h'};"
+        done
+    } | sql >/dev/null || fail "could not set up the queue"
+    mount_fs
+    assert_equal "$(ctl 'CLAIM 1 FROM q;' | jq -c '[.[].id]')" '["q:1"]'
+    # the held record counts in its host from the ALTER on
+    ctl 'ALTER QUEUE q AT MOST 1 PER host;' >/dev/null
+    assert_equal "$(ctl 'INFO FOR TABLE q;' | jq -r .definition)" \
+        'DEFINE QUEUE q TIMEOUT 1m AT MOST 1 PER account AT MOST 1 PER host'
+    assert_equal "$(ctl 'CLAIM 4 FROM q;' | jq -c '[.[].id]')" '[]'
+    assert_equal "$(jqc '[.grouped, .groups_at_limit_per_key]' "$(cat "$M/q/stats")")" '[3,{"account":1,"host":1}]'
+    # a larger limit takes effect at once
+    ctl 'ALTER QUEUE q AT MOST 2 PER host;' >/dev/null
+    assert_equal "$(ctl 'CLAIM 4 FROM q;' | jq -c '[.[].id]')" '["q:2"]'
+    # dropping the key lets the rest go
+    ctl 'ALTER QUEUE q DROP AT MOST PER host;' >/dev/null
+    assert_equal "$(ctl 'INFO FOR TABLE q;' | jq -r .definition)" 'DEFINE QUEUE q TIMEOUT 1m AT MOST 1 PER account'
+    assert_equal "$(jqc '[.grouped, .delayed, .ready]' "$(cat "$M/q/stats")")" '[0,0,2]'
+    assert_equal "$(ctl 'CLAIM 4 FROM q;' | jq -c '[.[].id]')" '["q:3","q:4"]'
+    # up to four keys; a fifth is refused and changes nothing
+    ctl 'ALTER QUEUE q AT MOST 1 PER b AT MOST 1 PER c AT MOST 1 PER d;' >/dev/null
+    run ctl 'ALTER QUEUE q AT MOST 1 PER e;'
+    assert_failure
+    assert_output --partial ParseError
+    assert_equal "$(ctl 'INFO FOR TABLE q;' | jq -c '[.at_most_per_keys[].field]')" '["account","b","c","d"]'
+    # dropping every key
+    ctl 'ALTER QUEUE q DROP AT MOST PER;' >/dev/null
+    assert_equal "$(ctl 'INFO FOR TABLE q;' | jq -r .definition)" 'DEFINE QUEUE q TIMEOUT 1m'
 }
 
 # rate_worker MNT LOG — takes records from MNT/r with `cat claim` until r is

@@ -38,6 +38,21 @@ SH
     export PATH
 }
 
+# run_until_finished SCRIPT N — runs SCRIPT (which starts queuefs-work)
+# until its log, $BATS_TEST_TMPDIR/log, shows N records finished or 10 s
+# have passed, stops it with SIGTERM, and asserts that N finished.
+run_until_finished() {
+    bash -c "$1" 2>"$BATS_TEST_TMPDIR/log" 3>&- &
+    local pid=$! i
+    for i in $(seq 200); do
+        [ "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" -ge "$2" ] && break
+        sleep 0.05
+    done
+    kill -TERM "$pid"
+    wait "$pid" || true
+    assert_equal "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" "$2"
+}
+
 # Datetimes and the instance's hex vary from run to run.
 normalize() {
     sed -E 's/"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z"/"DATETIME"/g'
@@ -137,16 +152,44 @@ normalize() {
     [[ $cmd == queuefs-work* ]] || fail "no queuefs-work line in the README: $cmd"
     cmd=${cmd//'~/queues'/$M}
     cmd=${cmd/queuefs-work/$BATS_TEST_DIRNAME/../scripts/queuefs-work}
-    bash -c "$cmd" 2>"$BATS_TEST_TMPDIR/log" 3>&- &
-    local pid=$! i
-    for i in $(seq 200); do
-        [ "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" -ge 2 ] && break
-        sleep 0.05
-    done
-    kill -TERM "$pid"; wait "$pid" || true
-    assert_equal "$(grep -c outcome=finished "$BATS_TEST_TMPDIR/log")" 2
+    run_until_finished "$cmd" 2
     run ls "$M/jobs"
     assert_output ""
+}
+
+@test "readme: 'A crawler: several limits at once' never fetches two of one account at once, and fetches all" {
+    # A fake curl that logs when each URL's fetch starts and ends.
+    mkdir -p "$BATS_TEST_TMPDIR/bin"
+    cat >"$BATS_TEST_TMPDIR/bin/curl" <<SH
+#!/bin/sh
+for a; do case \$a in http*) url=\$a ;; esac; done
+echo "start \$url \$(date +%s%N)" >>"$BATS_TEST_TMPDIR/fetches"
+sleep 0.3
+echo "end \$url \$(date +%s%N)" >>"$BATS_TEST_TMPDIR/fetches"
+SH
+    chmod +x "$BATS_TEST_TMPDIR/bin/curl"
+    PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+    mount_fs
+    local block
+    block=$(example "A crawler: several limits at once")
+    [[ $block == *'AT MOST 4 PER host'* ]] || fail "no example in the README's 'A crawler: several limits at once'"
+    block=${block//'~/queues'/$M}
+    block=${block//queuefs-ctl/$BATS_TEST_DIRNAME/../scripts/queuefs-ctl}
+    block=${block/queuefs-work/$BATS_TEST_DIRNAME/../scripts/queuefs-work}
+    run_until_finished "$block" 3
+    assert_equal "$(ls "$M/fetch")" ""
+    # account a1's two fetches one after the other; a2's beside them
+    run python3 -c '
+import sys
+t = {}
+for line in open(sys.argv[1]):
+    what, url, ns = line.split()
+    t[(what, url.rsplit("/", 1)[1])] = int(ns)
+one, two = sorted(("1", "2"), key=lambda u: t[("start", u)])
+assert t[("start", two)] >= t[("end", one)], "a1 fetched twice at once: %s" % t
+assert t[("start", "3")] < t[("end", one)] or t[("start", "3")] < t[("end", two)], "a2 waited: %s" % t
+' "$BATS_TEST_TMPDIR/fetches"
+    assert_success
 }
 
 @test "readme: 'What finished, and demand' keeps one build for two pushes and shows it done" {
