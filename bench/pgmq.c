@@ -14,6 +14,11 @@
  *                 worker has it, read_ct + 1, vt moved on — one statement),
  *                 then its delete: a claim and a finish, two commits, as
  *                 queuefs's cat claim and rm are
+ *   read-delete-batch
+ *                 pgmq's read of ROWS (-b, default 1,000) messages at once
+ *                 (read with qty), then one delete of them all by an array
+ *                 of their ids (pgmq's delete of msg_ids[]); ops are
+ *                 messages
  *
  * A read that finds nothing ends that worker.  Prints the line run.h
  * describes. */
@@ -24,7 +29,7 @@
 
 #include "run.h"
 
-typedef enum Mode { SETUP, SEND, READ_DELETE } Mode;
+typedef enum Mode { SETUP, SEND, READ_DELETE, READ_DELETE_BATCH } Mode;
 
 typedef struct Config {
     Mode mode;
@@ -38,7 +43,7 @@ typedef struct Worker {
 } Worker;
 
 static const char usage[] = "usage: bench/pgmq [-w WORKERS] [-t SECONDS] [-n UNITS] [-b ROWS] "
-                            "setup|send|read-delete CONNINFO\n";
+                            "setup|send|read-delete|read-delete-batch CONNINFO\n";
 
 /* pgmq's queue table (pgmq.q_<name>) and its index on vt. */
 static const char setup_sql[] =
@@ -55,6 +60,18 @@ static const char read_sql[] =
     " UPDATE pgmq_jobs m SET vt = clock_timestamp() + interval '30 seconds',"
     " read_ct = read_ct + 1 FROM cte WHERE m.msg_id = cte.msg_id"
     " RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, m.message";
+
+/* pgmq's read(queue, vt => 30, qty => $1). */
+static const char read_batch_sql[] =
+    "WITH cte AS (SELECT msg_id FROM pgmq_jobs WHERE vt <= clock_timestamp()"
+    " ORDER BY msg_id ASC LIMIT $1::int FOR UPDATE SKIP LOCKED)"
+    " UPDATE pgmq_jobs m SET vt = clock_timestamp() + interval '30 seconds',"
+    " read_ct = read_ct + 1 FROM cte WHERE m.msg_id = cte.msg_id"
+    " RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, m.message";
+
+/* pgmq's delete(queue, msg_ids[]). */
+static const char delete_batch_sql[] =
+    "DELETE FROM pgmq_jobs WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id";
 
 /* pgmq's delete(queue, msg_id). */
 static const char delete_sql[] = "DELETE FROM pgmq_jobs WHERE msg_id = $1::bigint RETURNING msg_id";
@@ -104,6 +121,14 @@ setup(int i, void *arg)
         PQclear(res);
         res = PQprepare(conn, "send", send_sql, 0, NULL);
     }
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        res = PQprepare(conn, "read_batch", read_batch_sql, 0, NULL);
+    }
+    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        res = PQprepare(conn, "delete_batch", delete_batch_sql, 0, NULL);
+    }
     /* (the table may not be there yet in setup mode: nothing to prepare) */
     if (PQresultStatus(res) != PGRES_COMMAND_OK && cfg->mode != SETUP) {
         failed(conn, res, "prepare");
@@ -116,6 +141,43 @@ setup(int i, void *arg)
         abort();
     *w = (Worker){cfg, conn};
     return w;
+}
+
+/* Reads up to the batch's ROWS messages and deletes them by an array of
+ * their ids: the messages, 0 when none was visible, -1 on an error. */
+static long
+read_delete_batch(Worker *w)
+{
+    char n[32];
+    snprintf(n, sizeof n, "%ld", w->cfg->rows);
+    const char *args[] = {n};
+    PGresult *res = PQexecPrepared(w->conn, "read_batch", 1, args, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return failed(w->conn, res, "read");
+    long got = PQntuples(res);
+    /* the ids as an array literal: {1,2,3} */
+    size_t cap = 2 + (size_t)got * 21, len = 0;
+    char *ids = malloc(cap + 1);
+    if (!ids)
+        abort();
+    ids[len++] = '{';
+    for (long i = 0; i < got; i++)
+        len += (size_t)snprintf(ids + len, cap + 1 - len, "%s%s", i ? "," : "",
+                                PQgetvalue(res, (int)i, 0));
+    ids[len++] = '}';
+    ids[len] = 0;
+    PQclear(res);
+    if (!got) {
+        free(ids);
+        return 0;
+    }
+    const char *del[] = {ids};
+    res = PQexecPrepared(w->conn, "delete_batch", 1, del, NULL, NULL, 0);
+    free(ids);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != got)
+        return failed(w->conn, res, "delete");
+    PQclear(res);
+    return got;
 }
 
 static long
@@ -158,6 +220,7 @@ unit(void *state)
         PQclear(res);
         return 1;
     }
+    case READ_DELETE_BATCH: return read_delete_batch(w);
     }
     return -1;
 }
@@ -181,10 +244,11 @@ main(int argc, char **argv)
     if (first < 0)
         return 2;
     const char *mode = argv[first];
-    cfg.mode = strcmp(mode, "setup") == 0         ? SETUP
-               : strcmp(mode, "send") == 0        ? SEND
-               : strcmp(mode, "read-delete") == 0 ? READ_DELETE
-                                                  : (Mode)-1;
+    cfg.mode = strcmp(mode, "setup") == 0               ? SETUP
+               : strcmp(mode, "send") == 0              ? SEND
+               : strcmp(mode, "read-delete") == 0       ? READ_DELETE
+               : strcmp(mode, "read-delete-batch") == 0 ? READ_DELETE_BATCH
+                                                        : (Mode)-1;
     if ((int)cfg.mode < 0) {
         fputs(usage, stderr);
         return 2;
