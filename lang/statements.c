@@ -692,10 +692,61 @@ delete_target(Exec *x, const Stmt *st, const TableDef *def, const Target *t, int
     return x->err->code;
 }
 
+/* A DELETE of several records of one table — each named, with no fence
+ * but a hold number's, and no WHERE — on a table whose deletes need no
+ * more than the store's (no AFTER, no AT MOST … PER key past the first):
+ * the store's deletes of them all in one call (store_records_delete), one
+ * statement on a server.  "w" has loaded the first target's table.  True
+ * when that settled the statement: done, or failed — for a record missing
+ * or fenced off, the delete of that record alone says why, as the DELETE
+ * of each in turn would have. */
+static bool
+delete_many(Exec *x, const Stmt *st, TargetWalk *w)
+{
+    const TableDef *def = &w->def;
+    size_t n = 1 + st->u.del.nmore;
+    if (st->u.del.where || n < 2 || def->after_used || lang_perkeys_used(def))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const Target *t = i ? &st->u.del.more[i - 1].target : &st->u.del.target;
+        int64_t fence = i ? st->u.del.more[i - 1].fence : st->u.del.fence;
+        if (t->id.kind != VAL_RECORD || fence < 0 || strcmp(t->table, def->decl.name) != 0)
+            return false;
+    }
+    Buf kb = {0};
+    size_t *at = lang_xcalloc(n, sizeof *at);
+    StoreBytes *keys = lang_xcalloc(n, sizeof *keys);
+    int64_t *holds = lang_xcalloc(n, sizeof *holds);
+    for (size_t i = 0; i < n; i++) {
+        at[i] = kb.len;
+        lang_record_key_encode(
+            i ? st->u.del.more[i - 1].target.id.u.rec.key : st->u.del.target.id.u.rec.key, &kb);
+        holds[i] = i ? st->u.del.more[i - 1].fence : st->u.del.fence;
+    }
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (StoreBytes){kb.data + at[i], (i + 1 < n ? at[i + 1] : kb.len) - at[i]};
+    StoreQueue q;
+    size_t failed = 0;
+    int rc =
+        store_records_delete(x->txn, def->id, lang_record_queue(def, &q), keys, holds, n, &failed);
+    const Target *t = failed ? &st->u.del.more[failed - 1].target : &st->u.del.target;
+    if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT) {
+        int64_t fence = holds[failed];
+        lang_exec_each_record(x, def, t, NULL, false, delete_one, &fence);
+    }
+    if (rc && !x->err->code)
+        lang_record_missing(rc, def, t->id.u.rec.key, "deleting a record", x->err);
+    lang_buf_free(&kb);
+    free(at);
+    free(keys);
+    free(holds);
+    return true;
+}
+
 /* delete -> DELETE [FROM] target [WHERE expr] | DELETE records [WHERE expr]:
- * each target in turn, in the statement's one transaction, so that the
- * first that fails (a missing record, a fence that does not hold) leaves
- * all of them as they were. */
+ * each target in turn (or all at once: delete_many), in the statement's
+ * one transaction, so that the first that fails (a missing record, a
+ * fence that does not hold) leaves all of them as they were. */
 static LangErrorCode
 delete_records(Exec *x, const Stmt *st)
 {
@@ -706,7 +757,7 @@ delete_records(Exec *x, const Stmt *st)
     const Target *t;
     int64_t fence;
     bool fresh;
-    while (lang_target_next(x, &w, &t, &fence, &fresh))
+    while (lang_target_next(x, &w, &t, &fence, &fresh) && !(w.next == 1 && delete_many(x, st, &w)))
         delete_target(x, st, &w.def, t, fence, x->alone && st->u.del.nmore == 0);
     lang_target_walk_end(&w);
     if (x->err->code)

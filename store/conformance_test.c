@@ -507,6 +507,73 @@ test_many(void)
     CHECK(n.records == 4 && n.ready == 3 && n.done == 0, "4 records, 3 ready, none done");
 }
 
+/* Records deleted many at once: as one at a time would, in their order —
+ * fenced by their holds, the first that fails named, a record marked to
+ * run again handed out anew, a KEEP queue's made done. */
+static void
+test_delete_many(void)
+{
+    StoreQueue q = queue_new(st, "dmany", 30000 * MS, 0);
+    StoreTxn *t = begin(st, true);
+    const char *names[] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        StoreRecord r = {.key = bytes_of(names[i]), .value = bytes_of("v")};
+        CHECK(store_record_create(t, q.table, &q, &r) == STORE_OK, "create %s", names[i]);
+    }
+    commit(t);
+    Claimed c = claim_expect(st, &q, 2, NULL, "a,b", "claim a and b");
+    int64_t hold_b = c.hold, hold_a = hold_b - 1;
+    StoreBytes keys[4] = {bytes_of("a"), bytes_of("b"), bytes_of("c"), bytes_of("c")};
+    int64_t holds[4] = {hold_a, hold_b + 100, 0, 0};
+    size_t failed = 99;
+    t = begin(st, true);
+    CHECK(store_records_delete(t, q.table, &q, keys, holds, 3, &failed) == STORE_CONFLICT &&
+              failed == 1,
+          "b's fence does not hold: CONFLICT at index 1 (%zu)", failed);
+    store_txn_abort(t);
+    t = begin(st, true);
+    holds[1] = hold_b;
+    CHECK(store_records_delete(t, q.table, &q, keys, holds, 4, &failed) == STORE_NOTFOUND &&
+              failed == 3,
+          "c given twice: NOTFOUND at index 3 (%zu)", failed);
+    store_txn_abort(t);
+    StoreBytes more[2] = {bytes_of("x"), bytes_of("a")};
+    t = begin(st, true);
+    CHECK(store_records_delete(t, q.table, &q, more, holds, 2, &failed) == STORE_NOTFOUND &&
+              failed == 0,
+          "x missing: NOTFOUND at index 0 (%zu)", failed);
+    store_txn_abort(t);
+    t = begin(st, true);
+    CHECK(store_record_rerun(t, &q, bytes_of("b")) == STORE_OK, "b marked to run again");
+    commit(t);
+    t = begin(st, true);
+    failed = 99;
+    CHECK(store_records_delete(t, q.table, &q, keys, holds, 3, &failed) == STORE_OK && failed == 99,
+          "a, b and c at once");
+    StoreRecord r;
+    CHECK(store_record_get(t, q.table, bytes_of("a"), &r) == STORE_NOTFOUND &&
+              store_record_get(t, q.table, bytes_of("c"), &r) == STORE_NOTFOUND,
+          "a and c removed");
+    CHECK(store_record_get(t, q.table, bytes_of("b"), &r) == STORE_OK && r.hold == 0 &&
+              r.attempts == 0 && !r.rerun,
+          "b handed out anew");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.records == 3 && n.ready == 3 && n.deletes == 3, "3 left, all ready; 3 deletes (%llu)",
+          (unsigned long long)n.deletes);
+    /* on a queue that keeps, each is made done */
+    q.keep_ns = 3600000 * MS;
+    StoreBytes de[2] = {bytes_of("d"), bytes_of("e")};
+    int64_t none[2] = {0, 0};
+    t = begin(st, true);
+    CHECK(store_records_delete(t, q.table, &q, de, none, 2, NULL) == STORE_OK, "d and e at once");
+    CHECK(store_record_get(t, q.table, bytes_of("d"), &r) == STORE_OK && r.completed_at != 0,
+          "d done");
+    commit(t);
+    n = counts_of(st, &q);
+    CHECK(n.done == 2 && n.ready == 1, "2 done, b ready");
+}
+
 static void
 test_dedup(void)
 {
@@ -1484,18 +1551,32 @@ test_claim_position(void)
 int
 main(void)
 {
-    static const TestCase cases[] = {test_records,        test_claim_order,
-                                     test_claim_named,    test_paused,
-                                     test_refile,         test_lapse_and_ceiling,
-                                     test_queue_rules,    test_release_touch_fence,
-                                     test_release_all,    test_unclaim,
-                                     test_identity,       test_many,
-                                     test_dedup,          test_waiting_walk,
-                                     test_queue_filing,   test_queue_scale,
-                                     test_counts,         test_counts_two_queues,
-                                     test_last,           test_notification,
-                                     test_races,          test_errors,
-                                     test_keep,           test_rerun,
-                                     test_claim_position, NULL};
+    static const TestCase cases[] = {test_records,
+                                     test_claim_order,
+                                     test_claim_named,
+                                     test_paused,
+                                     test_refile,
+                                     test_lapse_and_ceiling,
+                                     test_queue_rules,
+                                     test_release_touch_fence,
+                                     test_release_all,
+                                     test_unclaim,
+                                     test_identity,
+                                     test_many,
+                                     test_delete_many,
+                                     test_dedup,
+                                     test_waiting_walk,
+                                     test_queue_filing,
+                                     test_queue_scale,
+                                     test_counts,
+                                     test_counts_two_queues,
+                                     test_last,
+                                     test_notification,
+                                     test_races,
+                                     test_errors,
+                                     test_keep,
+                                     test_rerun,
+                                     test_claim_position,
+                                     NULL};
     return test_store_main("conformance_test", &st, cases);
 }

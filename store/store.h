@@ -503,6 +503,15 @@ int store_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, cons
  *   - else (a done record, or a queue that keeps none) it is removed. */
 int store_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes key,
                         int64_t hold);
+/* Deletes the "n" records keys[0 .. n), each fenced by holds[i] as
+ * store_record_delete's "hold", as n calls of store_record_delete would in
+ * that order, in one call: a server backend sends one statement for the
+ * plain removals of them all.  On a failure (STORE_NOTFOUND, STORE_CONFLICT,
+ * …) "*failed" (may be NULL) is the index of the first record that failed,
+ * and the transaction is to be aborted: some of them may have been
+ * deleted. */
+int store_records_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreBytes *keys,
+                         const int64_t *holds, size_t n, size_t *failed);
 /* Calls "fn" for each record of the table in key order, starting at the
  * first key >= "from" (from.len == 0: the first record), until "fn" returns
  * non-zero (that value is returned).  The record passed is valid during the

@@ -400,6 +400,17 @@ lmdb_records_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const St
 }
 
 int
+lmdb_records_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreBytes *keys,
+                    const int64_t *holds, size_t n, size_t *failed)
+{
+    int rc = STORE_OK;
+    for (size_t i = 0; i < n && rc == STORE_OK; i++)
+        if ((rc = lmdb_record_delete(txn, table, q, keys[i], holds[i])) && failed)
+            *failed = i;
+    return rc;
+}
+
+int
 lmdb_record_update(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *r)
 {
     StoreRecord n;

@@ -325,6 +325,56 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
     return pg_group_fix(txn, q, was_in, PG_NO_BYTES);
 }
 
+/* Whether record "key" is among the keys "res" answers (RECORDS_DELETE:
+ * removed), which it marks taken in "taken" so that a key given twice is
+ * found once. */
+static bool
+removed(const PGresult *res, bool *taken, StoreBytes key)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        StoreBytes k = pg_bytes(res, i, 0);
+        if (!taken[i] && k.len == key.len && memcmp(k.data, key.data, k.len) == 0)
+            return taken[i] = true;
+    }
+    return false;
+}
+
+int
+pg_records_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreBytes *keys,
+                  const int64_t *holds, size_t n, size_t *failed)
+{
+    PGresult *res = NULL;
+    int rc = STORE_OK;
+    /* the plain removals in one statement, where a finish can be one */
+    if (n > 1 && (!q || (!q->keep_ns && !q->per_group))) {
+        PgArray k = {0}, h = {0};
+        pg_array_reset(&k, PG_OID_BYTEA);
+        pg_array_reset(&h, PG_OID_INT8);
+        for (size_t i = 0; i < n; i++) {
+            pg_array_add(&k, keys[i].data, keys[i].len);
+            pg_array_add_i64(&h, holds[i]);
+        }
+        res = PG_RUN(txn, RECORDS_DELETE, &rc, .table = table, .keys = pg_array_bytes(&k),
+                     .holds = pg_array_bytes(&h), .catalog = pg_txn_version_to_check(txn));
+        free(k.data);
+        free(h.data);
+        if (!res)
+            return rc;
+        if (q && PQntuples(res))
+            pg_count(txn, table, 0, 0, 0, PQntuples(res));
+    }
+    bool *taken = res ? calloc((size_t)PQntuples(res) + 1, sizeof *taken) : NULL;
+    if (res && !taken)
+        return STORE_IO;
+    /* the rest one by one, in order: the first that fails says why */
+    for (size_t i = 0; i < n && rc == STORE_OK; i++)
+        if (!(res && removed(res, taken, keys[i])) &&
+            (rc = pg_record_delete(txn, table, q, keys[i], holds[i])) && failed)
+            *failed = i;
+    free(taken);
+    return rc;
+}
+
 int
 pg_record_pages(StoreTxn *txn, uint32_t table, StoreBytes from,
                 int (*page)(void *ctx, const PGresult *res, int n), void *ctx)
