@@ -238,6 +238,7 @@ lmdb_table_drop(StoreTxn *txn, const char *name)
             return rc;
     KeyBuf ck;
     lmdb_counts_key_build(&ck, id);
+    lmdb_counts_forget(txn, id);
     kv = lmdb_key_val(&ck);
     rc = lmdb_del(txn->st, txn->txn, txn->st->main, &kv, NULL);
     return rc == MDB_NOTFOUND ? STORE_OK : lmdb_status_of(rc);

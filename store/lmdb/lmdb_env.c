@@ -209,6 +209,8 @@ store_format_upgrade(Store *st, MDB_txn *txn, uint32_t version)
         rc = lmdb_upgrade_columns(&t);
     if (rc == STORE_OK && version < STORE_FORMAT_RATE_CHUNKS)
         rc = lmdb_rate_upgrade(&t);
+    if (rc == STORE_OK)
+        rc = lmdb_counts_flush(&t);
     return rc ? rc : store_format_mark(st, txn);
 }
 

@@ -302,6 +302,9 @@ struct Store {
     void *upgrade_ctx;
 };
 
+/* How many tables' counts a transaction keeps unwritten at once. */
+#define COUNTS_PENDING 4
+
 struct StoreTxn {
     const StoreOps *ops; /* &store_lmdb_ops: first (backend.h) */
     Store *st;
@@ -310,6 +313,14 @@ struct StoreTxn {
     bool reserve; /* it may use the reserve (store_txn_use_reserve) */
     bool lazy;    /* need not be durable on return (store_txn_lazy) */
     int64_t now;  /* store_txn_now's instant; 0: not asked yet */
+    /* What lmdb_counts_add added to the counts of up to COUNTS_PENDING
+     * tables and has not written yet (table 0: a free place): written by
+     * lmdb_counts_flush, once, before the transaction commits, rather than
+     * at each record it touches. */
+    struct {
+        uint32_t table;
+        int64_t delta[CNT_N];
+    } pending[COUNTS_PENDING];
 };
 
 /* A record's stored header, decoded; pointers are into the stored value. */
@@ -724,8 +735,15 @@ int lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N]);
 /* Builds the key of the counts of "table": "records"[T]. */
 void lmdb_counts_key_build(KeyBuf *k, uint32_t table);
 
-/* Adds "delta" to the counts of "table": one write, none when all are 0. */
+/* Adds "delta" to the counts of "table", kept in "t" until
+ * lmdb_counts_flush (lmdb_counts_get sees them meanwhile). */
 int lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N]);
+/* Writes the counts "t" keeps unwritten: before it commits (or the
+ * nested transaction of a group's request does). */
+int lmdb_counts_flush(StoreTxn *t);
+/* Forgets what "t" keeps unwritten of the counts of "table" (its counts
+ * are being set whole, or removed). */
+void lmdb_counts_forget(StoreTxn *t, uint32_t table);
 
 /* Notes in "delta" that one entry of count "cls" came (by +1) or went
  * (by -1); cls < 0 (no index entry) counts nothing. */

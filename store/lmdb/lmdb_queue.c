@@ -16,8 +16,9 @@ lmdb_counts_key_build(KeyBuf *k, uint32_t table)
     k->len += 4;
 }
 
-int
-lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
+/* The counts of "table" as stored, without what "t" keeps unwritten. */
+static int
+counts_stored(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
 {
     KeyBuf k;
     lmdb_counts_key_build(&k, table);
@@ -36,12 +37,42 @@ lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
     return STORE_OK;
 }
 
+/* The place "t" keeps the unwritten counts of "table" in, or NULL. */
+static int64_t *
+counts_pending(StoreTxn *t, uint32_t table)
+{
+    for (int i = 0; i < COUNTS_PENDING; i++)
+        if (t->pending[i].table == table)
+            return t->pending[i].delta;
+    return NULL;
+}
+
+int
+lmdb_counts_get(StoreTxn *t, uint32_t table, uint64_t n[CNT_N])
+{
+    int rc = counts_stored(t, table, n);
+    const int64_t *delta = counts_pending(t, table);
+    for (int i = 0; delta && i < CNT_N; i++)
+        n[i] += (uint64_t)delta[i];
+    return rc;
+}
+
+void
+lmdb_counts_forget(StoreTxn *t, uint32_t table)
+{
+    for (int i = 0; i < COUNTS_PENDING; i++)
+        if (t->pending[i].table == table)
+            memset(&t->pending[i], 0, sizeof t->pending[i]);
+}
+
 /* Stores "n" as the counts of "table": without the last counts while they
  * are 0 — the done count, then the group counts — in the shorter forms
- * of the builds before KEEP and AT MOST … PER. */
+ * of the builds before KEEP and AT MOST … PER.  What "t" kept unwritten
+ * of them is forgotten: "n" is the whole of them. */
 static int
 counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
 {
+    lmdb_counts_forget(t, table);
     unsigned char buf[8 * CNT_N];
     int len = n[CNT_DONE]                            ? CNT_N
               : n[CNT_GROUPED] || n[CNT_GROUPS_FULL] ? CNT_N_UNKEPT
@@ -55,6 +86,21 @@ counts_put(StoreTxn *t, uint32_t table, const uint64_t n[CNT_N])
 }
 
 int
+lmdb_counts_flush(StoreTxn *t)
+{
+    int rc = STORE_OK;
+    for (int i = 0; i < COUNTS_PENDING && !rc; i++) {
+        uint32_t table = t->pending[i].table;
+        uint64_t n[CNT_N];
+        if (!table)
+            continue;
+        if (!(rc = lmdb_counts_get(t, table, n)))
+            rc = counts_put(t, table, n);
+    }
+    return rc;
+}
+
+int
 lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N])
 {
     bool any = false;
@@ -62,13 +108,21 @@ lmdb_counts_add(StoreTxn *t, uint32_t table, const int64_t delta[CNT_N])
         any = any || delta[i] != 0;
     if (!any)
         return STORE_OK;
-    uint64_t n[CNT_N];
-    int rc = lmdb_counts_get(t, table, n);
-    if (rc)
-        return rc;
+    int64_t *pending = counts_pending(t, table);
+    if (!pending) {
+        int rc = (pending = counts_pending(t, 0)) ? STORE_OK : lmdb_counts_flush(t);
+        if (rc)
+            return rc;
+        if (!pending)
+            pending = counts_pending(t, 0);
+        /* a place's table is set as its first delta comes */
+        for (int i = 0; i < COUNTS_PENDING; i++)
+            if (t->pending[i].delta == pending)
+                t->pending[i].table = table;
+    }
     for (int i = 0; i < CNT_N; i++)
-        n[i] += (uint64_t)delta[i];
-    return counts_put(t, table, n);
+        pending[i] += delta[i];
+    return STORE_OK;
 }
 
 void

@@ -101,6 +101,11 @@ lmdb_txn_commit(StoreTxn *txn)
 {
     Store *st = txn->st;
     bool write = txn->write;
+    int flushed = write ? lmdb_counts_flush(txn) : STORE_OK;
+    if (flushed) {
+        lmdb_txn_abort(txn);
+        return flushed;
+    }
     if (write && !txn->reserve && lmdb_reserve_check(st, txn->txn)) {
         lmdb_txn_abort(txn);
         return STORE_FULL;
@@ -160,6 +165,8 @@ group_run_one(Store *st, MDB_txn *parent, WriteReq *r, bool nested, int *full)
     }
     StoreTxn t = {.ops = &store_lmdb_ops, .st = st, .txn = txn, .write = true};
     res = r->fn(&t, r->ctx);
+    if (res == 0)
+        res = lmdb_counts_flush(&t);
     if (res == 0 && !t.reserve)
         res = lmdb_reserve_check(st, txn);
     r->reserve = t.reserve;
