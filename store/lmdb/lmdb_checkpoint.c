@@ -378,11 +378,38 @@ lmdb_pages_forget(CheckpointPages *p)
     *p = (CheckpointPages){0};
 }
 
-static int
-page_cmp(const void *a, const void *b)
+/* Sorts the "n" page numbers "a" in ascending order: a radix sort, 16
+ * bits a pass and as many passes as the greatest needs (a data file's
+ * page numbers take one or two), since a checkpoint sorts the whole free
+ * list each time and a comparison sort of it was about 6% of a busy
+ * daemon's time. */
+static void
+pages_sort(uint64_t *a, size_t n)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    uint64_t max = 0;
+    for (size_t i = 0; i < n; i++)
+        max = a[i] > max ? a[i] : max;
+    uint64_t *tmp = malloc(n * sizeof *tmp);
+    size_t *count = malloc(65537 * sizeof *count);
+    if (!tmp || !count)
+        abort();
+    uint64_t *from = a, *to = tmp;
+    for (int shift = 0; shift < 64 && (max >> shift); shift += 16) {
+        memset(count, 0, 65537 * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            count[((from[i] >> shift) & 0xffff) + 1]++;
+        for (size_t d = 0; d < 65536; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            to[count[(from[i] >> shift) & 0xffff]++] = from[i];
+        uint64_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != a)
+        memcpy(a, from, n * sizeof *a);
+    free(tmp);
+    free(count);
 }
 
 /* Reads into "out" the pages of transaction "id", read by "txn" (of that
@@ -428,7 +455,7 @@ pages_read(MDB_txn *txn, uint64_t id, unsigned char meta[2][CHECKPOINT_META_LEN]
         return rc;
     }
     if (out->n)
-        qsort(out->free, out->n, sizeof *out->free, page_cmp);
+        pages_sort(out->free, out->n);
     return 0;
 }
 
