@@ -9,8 +9,10 @@
  * group first (PG_GROUP_LOCK_OF), and every write that changes a group's
  * holds or ready records puts the group right after it (PG_GROUP_FIX);
  * its claims are functions of the schema (store/pg/pg_schema.c).  A
- * rate-limited queue's claim (AT MOST … EVERY) locks the queue's row of
- * hand-outs first (PG_RATE_ROOM) and notes what it handed out. */
+ * rate-limited queue's claim (AT MOST … EVERY) of an ungrouped queue's
+ * head minds the window in its own statement (PG_CLAIM_HEAD_RATE,
+ * PG_CLAIM_FROM_RATE); any other locks the queue's row of hand-outs first
+ * (PG_RATE_ROOM) and notes what it handed out (PG_RATE_NOTE). */
 #include "pg_internal.h"
 
 #include "bigendian.h"
@@ -132,10 +134,10 @@ claim_one(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t until
 /* Hands out the records claim "res" claimed (the record as now stored,
  * then its columns before the claim: PG_CLAIM_HEAD's columns): counts the
  * claims and lapses unless the statement did ("counted"), notes the
- * hand-outs of a rate-limited queue, and calls "fn" for each, in claim
- * order. */
+ * hand-outs of a rate-limited queue unless the statement did ("noted"),
+ * and calls "fn" for each, in claim order. */
 static int
-hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
+hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted, bool noted,
          int (*fn)(void *ctx, const StoreRecord *now, const StoreRecord *before), void *ctx,
          int64_t *claimed)
 {
@@ -145,7 +147,7 @@ hand_out(StoreTxn *txn, const StoreQueue *q, const PGresult *res, bool counted,
     if (!counted)
         pg_count(txn, q->table, n, 0, lapses, 0);
     *claimed = n;
-    if ((rc = rate_note(txn, q, n)))
+    if (!noted && (rc = rate_note(txn, q, n)))
         return rc;
     for (int i = 0; fn && i < n; i++) {
         StoreRecord r, before;
@@ -191,12 +193,13 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
         return STORE_OK;
     PGresult *res = PG_RUN(txn, CLAIM_NAMED, &rc, .table = q->table, .key = c->key,
                            .now = pg_txn_now(txn), CLAIMING(q, c, until));
-    return res ? hand_out(txn, q, res, false, fn, ctx, claimed) : rc;
+    return res ? hand_out(txn, q, res, false, false, fn, ctx, claimed) : rc;
 }
 
 /* The arguments of a claim of "n" from the head of queue "q" by claim "c"
- * (CLAIM_HEAD, CLAIM_HEAD_REAP, CLAIM_FROM, CLAIM_FROM_REAP), counted by
- * the statement when "counted", as designated initialisers. */
+ * (CLAIM_HEAD, CLAIM_HEAD_REAP, CLAIM_HEAD_RATE and the CLAIM_FROM of
+ * each), counted by the statement when "counted", as designated
+ * initialisers. */
 #define CLAIMING_HEAD(txn, q, c, n_, counted) \
     .table = (q)->table, .timeout = (q)->timeout_ns, .n = (n_), .ceiling = (q)->max_attempts, \
     .consumer = (c)->consumer, .instance = (c)->instance, .catalog = pg_txn_version_to_check(txn), \
@@ -204,12 +207,16 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
 /* Those of CLAIM_FROM's that say where it starts: PgHint "h". */
 #define STARTING(h) \
     .snap = (h).snap, .from_ord = (h).from_ord, .from_seq = (h).from_seq, .from_wake = (h).from_wake
+/* Those of CLAIM_HEAD_RATE's and CLAIM_FROM_RATE's of their own: queue
+ * "q"'s KEEP and AT MOST … EVERY. */
+#define RATING(q) .keep = (q)->keep_ns, .rate = (q)->rate, .window = (q)->rate_window_ns
 
 /* The claim of "n" from the head of ungrouped queue "q": from the
  * position kept for the queue while the xmin is held back (pg_hint.c),
  * else from the start of the claim's indexes — each the statement of a
- * queue that keeps (reaping) or not.  The position it found is kept when
- * the claim is its whole transaction ("counted"). */
+ * rate-limited queue (which minds its window, and reaps), of a queue that
+ * keeps (reaping) or of neither.  The position it found is kept when the
+ * claim is its whole transaction ("counted"). */
 static PGresult *
 claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, bool counted,
            int *rc)
@@ -217,7 +224,12 @@ claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, b
     PgHint h;
     pg_hint_get(txn->st, q->table, txn->catalog_version, &h);
     PGresult *res;
-    if (!h.hinted)
+    if (q->rate > 0)
+        res = !h.hinted ? PG_RUN(txn, CLAIM_HEAD_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
+                                 RATING(q))
+                        : PG_RUN(txn, CLAIM_FROM_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
+                                 STARTING(h), RATING(q));
+    else if (!h.hinted)
         res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, rc,
                                       CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
                              : PG_RUN(txn, CLAIM_HEAD, rc, CLAIMING_HEAD(txn, q, c, n, counted));
@@ -243,8 +255,11 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     if (!bytes_ok(c->consumer) || !bytes_ok(c->instance))
         return STORE_TOOBIG;
     int64_t room = INT64_MAX;
+    /* The claim of an ungrouped queue's head minds AT MOST … EVERY in its
+     * own statement (claim_head); any other takes its room first. */
+    bool head = !c->key.len && !pg_grouped(q);
     int rc = pg_groups_fix(txn); /* what this transaction changed first */
-    if (rc || (!q->paused && (c->key.len || c->n > 0) &&
+    if (rc || (!q->paused && !head && (c->key.len || c->n > 0) &&
                (rc = rate_room(txn, q, c->key.len ? 1 : c->n, &room))))
         return rc;
     if (c->key.len) {
@@ -267,7 +282,7 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
         counted = pg_txn_commits_with_next(txn);
         res = claim_head(txn, q, c, n, counted, &rc);
     }
-    return res ? hand_out(txn, q, res, counted, fn, ctx, claimed) : rc;
+    return res ? hand_out(txn, q, res, counted, head, fn, ctx, claimed) : rc;
 }
 
 int
