@@ -489,8 +489,11 @@ ro_view() {
     run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT n FROM jobs;"
     assert_failure
     [[ $stderr == *"stopped uncleanly and is not recovered yet"* ]] || fail "stderr: $stderr"
-    # The owner's next open recovers it; then it reads, both records there.
-    run sql "SELECT n FROM jobs ORDER BY n;"
+    # The owner's next open recovers it (saying on stderr what it replayed,
+    # when the daemon died before its checkpoint); then it reads, both
+    # records there.
+    run --separate-stderr sql "SELECT n FROM jobs ORDER BY n;"
+    assert_success
     assert_output '[{"n":1},{"n":2}]'
     run --separate-stderr "$QUEUEFS_SQL" "$DISK" "SELECT n FROM jobs ORDER BY n;"
     assert_success
