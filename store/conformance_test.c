@@ -1359,6 +1359,27 @@ test_keep(void)
     n = counts_of(st, &k);
     CHECK(n.done == 0 && n.records == 1, "none left after the claim: %" PRIu64, n.done);
 
+    /* A KEEP made shorter (ALTER QUEUE): the writes after it reap by the
+     * shorter one — a claim, and a finish. */
+    StoreQueue s = queue_new(st, "keep-shorter", 30000 * MS, 0);
+    s.keep_ns = 3600000 * MS;
+    add(st, &s, "a", "v", NULL, 0);
+    add(st, &s, "b", "v", NULL, 0);
+    add(st, &s, "c", "v", NULL, 0);
+    c = claim_expect(st, &s, 1, NULL, "a", "claim a, KEEP 1h");
+    CHECK(finish(&s, "a", c.hold) == STORE_OK, "finish a: done for an hour");
+    c = claim_expect(st, &s, 1, NULL, "b", "claim b, KEEP 1h");
+    s.keep_ns = 100 * MS;
+    sleep_ms(150);
+    CHECK(finish(&s, "b", c.hold) == STORE_OK && get(st, s.table, "a", &r) == STORE_NOTFOUND &&
+              get(st, s.table, "b", &r) == STORE_OK && r.completed_at != 0,
+          "KEEP 100ms: a finish reaps what the hour kept, and keeps its own");
+    sleep_ms(150);
+    claim_expect(st, &s, 1, NULL, "c", "claim c once b's KEEP is over");
+    n = counts_of(st, &s);
+    CHECK(get(st, s.table, "b", &r) == STORE_NOTFOUND && n.done == 0 && n.records == 1,
+          "the claim reaped b: %" PRIu64 " done left", n.done);
+
     /* A refile without KEEP removes the done records. */
     StoreQueue d = queue_new(st, "keep-drop", 30000 * MS, 0);
     d.keep_ns = 3600000 * MS;

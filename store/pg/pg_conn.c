@@ -272,6 +272,7 @@ pg_conn_ready(Store *st, PgConn *c, bool fresh)
     /* The server may be another (a standby promoted, a restore), whose
      * transaction ids are not those the claims' positions were found by. */
     pg_hint_forget(st, 0);
+    pg_reap_forget(st);
     return 0;
 }
 
@@ -304,6 +305,8 @@ store_free(Store *st)
     pthread_mutex_destroy(&st->catalog_mu);
     pg_hint_forget(st, 0);
     pthread_mutex_destroy(&st->hint_mu);
+    pg_reap_forget(st);
+    pthread_mutex_destroy(&st->reap_mu);
     if (st->stop_pipe[0] >= 0) {
         close(st->stop_pipe[0]);
         close(st->stop_pipe[1]);
@@ -335,6 +338,7 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
     pthread_cond_init(&st->notify_cv, NULL);
     pthread_mutex_init(&st->catalog_mu, NULL);
     pthread_mutex_init(&st->hint_mu, NULL);
+    pthread_mutex_init(&st->reap_mu, NULL);
     char msg[512] = "";
     PgConn *c = &st->pool[st->opened++];
     int rc = STORE_IO;

@@ -122,6 +122,9 @@ struct Store {
     /* Where claims of the head start, a table each (pg_hint.c). */
     pthread_mutex_t hint_mu;
     struct PgHintEntry *hints;
+    /* Before when queues' writes need not reap, a table each (pg_reap.c). */
+    pthread_mutex_t reap_mu;
+    struct PgReapEntry *reaps;
 };
 
 /* A cached definition (Store.tables). */
@@ -376,6 +379,16 @@ void pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used,
                  const PGresult *res);
 /* Forgets the position of "table" (0: of every table). */
 void pg_hint_forget(Store *st, uint32_t table);
+
+/* ---- pg_reap.c: whether a write of a queue that keeps need reap ---- */
+
+/* True when a claim or finish of queue "q" in "txn" should remove the
+ * queue's expired done records (the statements that reap: REAPED); false
+ * while none can have expired, or when "q" keeps none.  May run a probe
+ * (REAP_NEXT) in "txn" first. */
+bool pg_reap_wanted(StoreTxn *txn, const StoreQueue *q);
+/* Forgets every table's instants. */
+void pg_reap_forget(Store *st);
 
 /* ---- pg_sql.c: the statements of pg_stmts.def ---- */
 

@@ -215,11 +215,11 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
  * position kept for the queue while the xmin is held back (pg_hint.c),
  * else from the start of the claim's indexes — each the statement of a
  * rate-limited queue (which minds its window, and reaps), of a queue that
- * keeps (reaping) or of neither.  The position it found is kept when the
- * claim is its whole transaction ("counted"). */
+ * keeps when "reap" (pg_reap_wanted), or of neither.  The position it
+ * found is kept when the claim is its whole transaction ("counted"). */
 static PGresult *
 claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, bool counted,
-           int *rc)
+           bool reap, int *rc)
 {
     PgHint h;
     pg_hint_get(txn->st, q->table, txn->catalog_version, &h);
@@ -230,14 +230,13 @@ claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, b
                         : PG_RUN(txn, CLAIM_FROM_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                                  STARTING(h), RATING(q));
     else if (!h.hinted)
-        res = q->keep_ns > 0 ? PG_RUN(txn, CLAIM_HEAD_REAP, rc,
-                                      CLAIMING_HEAD(txn, q, c, n, counted), .keep = q->keep_ns)
-                             : PG_RUN(txn, CLAIM_HEAD, rc, CLAIMING_HEAD(txn, q, c, n, counted));
+        res = reap ? PG_RUN(txn, CLAIM_HEAD_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
+                            .keep = q->keep_ns)
+                   : PG_RUN(txn, CLAIM_HEAD, rc, CLAIMING_HEAD(txn, q, c, n, counted));
     else
-        res = q->keep_ns > 0
-                  ? PG_RUN(txn, CLAIM_FROM_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
-                           STARTING(h), .keep = q->keep_ns)
-                  : PG_RUN(txn, CLAIM_FROM, rc, CLAIMING_HEAD(txn, q, c, n, counted), STARTING(h));
+        res = reap ? PG_RUN(txn, CLAIM_FROM_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
+                            STARTING(h), .keep = q->keep_ns)
+                   : PG_RUN(txn, CLAIM_FROM, rc, CLAIMING_HEAD(txn, q, c, n, counted), STARTING(h));
     if (!res)
         pg_hint_forget(txn->st, q->table);
     else if (counted && PQntuples(res) > 0)
@@ -279,8 +278,9 @@ pg_claim(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c,
     } else {
         /* The transaction's instant is the server's to put in: this claim
          * may be the statement that begins it. */
+        bool reap = q->rate == 0 && pg_reap_wanted(txn, q);
         counted = pg_txn_commits_with_next(txn);
-        res = claim_head(txn, q, c, n, counted, &rc);
+        res = claim_head(txn, q, c, n, counted, reap, &rc);
     }
     return res ? hand_out(txn, q, res, counted, head, fn, ctx, claimed) : rc;
 }

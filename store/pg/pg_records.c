@@ -302,15 +302,22 @@ pg_record_delete(StoreTxn *txn, uint32_t table, const StoreQueue *q, StoreBytes 
         return rc;
     bool counted;
     PGresult *res;
-    /* A removal first, unless the queue keeps (RECORD_DELETE: the record
-     * may be marked to run again, then it removes nothing); then, for a
-     * queue's finish that found nothing to do, the finish of every case
-     * (RECORD_FINISH), on the record as it is now. */
-    for (int look = q && q->keep_ns > 0; look < (q ? 2 : 1); look++) {
+    /* The usual case first — a removal (RECORD_DELETE), or on a queue
+     * that keeps and need not reap now, the record made done
+     * (RECORD_DONE) — which does nothing to a record marked to run again;
+     * then, for a queue's finish that found nothing to do, or one that
+     * reaps, the finish of every case (RECORD_FINISH), on the record as it
+     * is now. */
+    enum { REMOVE, MAKE_DONE, FINISH } look = REMOVE;
+    if (q && q->keep_ns > 0)
+        look = pg_reap_wanted(txn, q) ? FINISH : MAKE_DONE;
+    for (; look <= (q ? FINISH : REMOVE); look = look == REMOVE ? FINISH : look + 1) {
         counted = q && pg_txn_commits_with_next(txn); /* by the statement */
-        res = look ? PG_RUN(txn, RECORD_FINISH, &rc, FINISHING(txn, table, key, hold, counted),
-                            .keep = q->keep_ns)
-                   : PG_RUN(txn, RECORD_DELETE, &rc, FINISHING(txn, table, key, hold, counted));
+        res = look == FINISH ? PG_RUN(txn, RECORD_FINISH, &rc,
+                                      FINISHING(txn, table, key, hold, counted), .keep = q->keep_ns)
+              : look == MAKE_DONE
+                  ? PG_RUN(txn, RECORD_DONE, &rc, FINISHING(txn, table, key, hold, counted))
+                  : PG_RUN(txn, RECORD_DELETE, &rc, FINISHING(txn, table, key, hold, counted));
         if (!res)
             return rc;
         if (PQntuples(res))
