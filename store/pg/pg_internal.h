@@ -237,6 +237,12 @@ pg_array_bytes(const PgArray *a)
  * STORE_EXHAUSTED for a sequence at its end, ...) and the transaction left
  * to roll back. */
 PGresult *pg_run(StoreTxn *txn, const PgStmt *args, int *rc);
+/* Runs the statement "args" is of as pg_run does, in a savepoint of its
+ * own, in one round trip with it and its release (the transaction begun
+ * first, when it has not).  When a unique index refuses it
+ * (unique_violation), what it did is undone and the transaction goes on:
+ * NULL with *rc STORE_EXISTS.  Any other failure is pg_run's. */
+PGresult *pg_run_undoable(StoreTxn *txn, const PgStmt *args, int *rc);
 /* True when the next statement of "txn", if one that can (the claim of
  * the head, a delete), carries its commit (store_txn_last): such a
  * statement then counts itself, the commit adding nothing. */

@@ -308,6 +308,61 @@ pipe_free(Pipe *p, int keep)
     PQclear(p->extra);
 }
 
+/* The savepoint pg_run_undoable sets. */
+#define UNDO_POINT "queuefs_undo"
+
+PGresult *
+pg_run_undoable(StoreTxn *txn, const PgStmt *args, int *rc)
+{
+    if (!txn->started)
+        pg_txn_now(txn); /* begun first: its instant is bound already */
+    if (txn->failed || !txn->started || (txn->committed && (*rc = txn_after_commit(txn)))) {
+        *rc = STORE_IO;
+        return NULL;
+    }
+    PgStmt s = *args;
+    PgBound a;
+    pg_stmt_bind(args, &a);
+    Pipe p;
+    pipe_open(&p, txn->c);
+    pipe_sql(&p, "SAVEPOINT " UNDO_POINT);
+    int at = pipe_stmt(&p, s, &a);
+    pipe_sql(&p, "RELEASE " UNDO_POINT);
+    if (!pipe_end(&p)) {
+        store_error_detail_set("%s: %s", txn->st->server, p.why);
+        txn->failed = true;
+        pipe_free(&p, -1);
+        *rc = STORE_IO;
+        return NULL;
+    }
+    PGresult *res = p.res[at], *failed = NULL;
+    for (int i = 0; i < p.n && !failed; i++)
+        if (p.res[i] && PQresultStatus(p.res[i]) != PGRES_COMMAND_OK &&
+            PQresultStatus(p.res[i]) != PGRES_TUPLES_OK)
+            failed = p.res[i]; /* (NULL: a prepare whose failure is the next's) */
+    const char *state = failed ? PQresultErrorField(failed, PG_DIAG_SQLSTATE) : NULL;
+    if (failed == res && state && !strcmp(state, "23505")) {
+        /* refused: undone, and the transaction goes on */
+        pipe_free(&p, -1);
+        *rc = pg_run_sql(txn, "ROLLBACK TO " UNDO_POINT "; RELEASE " UNDO_POINT);
+        if (!*rc)
+            *rc = STORE_EXISTS;
+        return NULL;
+    }
+    if (failed) {
+        for (int i = 0; i < p.n; i++)
+            if (p.res[i] == failed)
+                p.res[i] = NULL;
+        pipe_free(&p, -1);
+        *rc = txn_failed(txn, failed);
+        return NULL;
+    }
+    pipe_free(&p, at);
+    stmt_done(txn, s, res);
+    *rc = STORE_OK;
+    return res;
+}
+
 /* ---- transactions ---- */
 
 /* Notes what the clock's read that began "txn" answered ("res"): its
