@@ -546,6 +546,21 @@ test_many_whole(void)
           "arrivals in the records' order");
     commit(t);
     CHECK(counts_of(st, &q).records == N, "a thousand stored");
+    /* the transaction's last change (store_txn_last): stored with its
+     * commit, or refused and then stored not at all */
+    StoreQueue l = queue_new(st, "manylast", 30000 * MS, 0);
+    t = begin(st, true);
+    store_txn_last(t);
+    CHECK(store_records_create(t, l.table, &l, &rs[1], 20, &failed) == STORE_OK,
+          "twenty, the transaction's last change");
+    commit(t);
+    CHECK(counts_of(st, &l).records == 20, "twenty stored");
+    t = begin(st, true);
+    store_txn_last(t);
+    CHECK(store_records_create(t, l.table, &l, &rs[11], 20, &failed) == STORE_EXISTS && failed == 0,
+          "twenty more, the first taken: EXISTS at 0 (%zu)", failed);
+    store_txn_abort(t);
+    CHECK(counts_of(st, &l).records == 20, "none of those stored");
     /* on a queue that keeps, a done record among twenty is replaced */
     StoreQueue k = queue_new(st, "manydone", 30000 * MS, 0);
     k.keep_ns = 3600000 * MS;
