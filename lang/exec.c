@@ -231,6 +231,7 @@ session_run_stmts(StoreTxn *txn, void *ctx)
          * store together: a server's round trips are a few, not a few a
          * record (the lines of a write to new, a BEGIN … COMMIT). */
         k = lang_creates_run(r->stmts + i, r->n - i);
+        x.alone = k > 1 ? k == r->n : r->n == 1;
         if (k > 1 ? lang_exec_creates(&x, r->stmts + i, k, r->ends + i)
                   : lang_exec_stmt(&x, r->stmts[i]))
             return -1;

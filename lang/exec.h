@@ -50,8 +50,9 @@ typedef struct Exec {
     LangError *err;
     Buf *changed; /* UPDATE: collects the changed records' store keys
                               (lang_keys_push) instead of answering them */
-    bool alone;   /* the statement is all its transaction does: its
-                              last change may say so (store_txn_last) */
+    bool alone;   /* the statement (a run of CREATEs: the run) is all
+                              its transaction does: its last change may say
+                              so (store_txn_last) */
     bool unread;  /* nobody reads its answer (a write to new): a run of
                               CREATEs (lang_exec_creates) answers nothing */
 } Exec;

@@ -494,9 +494,10 @@ lang_creates_run(Stmt *const *stmts, size_t n)
 
 /* Stores the records rs[0 .. n) of a run of CREATEs, whose contents are
  * checked: their identities drawn, then the records created, each in one
- * call of the store. */
+ * call of the store — the last change of the transaction when "last"
+ * (store_txn_last: its commit may go with it). */
 static LangErrorCode
-creates_store(Exec *x, const TableDef *def, Record *rs, size_t n)
+creates_store(Exec *x, const TableDef *def, Record *rs, size_t n, bool last)
 {
     Value *keys = lang_xcalloc(n ? n : 1, sizeof *keys);
     LangErrorCode rc = n ? lang_identity_next(x, def, n, keys) : LANG_OK;
@@ -505,6 +506,8 @@ creates_store(Exec *x, const TableDef *def, Record *rs, size_t n)
     free(keys);
     if (!rc && n)
         rc = lang_identity_note(x, def, &rs[n - 1].key);
+    if (!rc && last)
+        store_txn_last(x->txn); /* nothing follows but the answers */
     return rc ? rc : lang_records_create(x->txn, def, rs, n, x->err);
 }
 
@@ -530,7 +533,7 @@ lang_exec_creates(Exec *x, Stmt *const *stmts, size_t n, size_t *ends)
     }
     LangError bad = *x->err;
     *x->err = (LangError){0};
-    LangErrorCode rc = creates_store(x, &def, rs, m);
+    LangErrorCode rc = creates_store(x, &def, rs, m, x->alone && m == n);
     if (!rc && m < n)
         *x->err = bad, rc = bad.code;
     for (size_t i = 0; i < n && !rc; i++) {

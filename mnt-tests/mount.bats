@@ -774,6 +774,26 @@ finally:
         "[[\"jobs:$first\",1],[\"jobs:$((first + 1))\",2]]"
 }
 
+@test "new: a write of 1,000 lines whose last the schema refuses stores none of them; 1,000 good ones, all" {
+    # (On PostgreSQL the good lines go to the server as one INSERT that
+    # carries the commit when nothing follows it: not when a line failed.)
+    sql "DEFINE QUEUE jobs TIMEOUT 30s SCHEMAFULL; DEFINE FIELD n ON jobs TYPE int REQUIRED;" >/dev/null
+    mount_fs
+    local good
+    good=$(seq 1 999 | sed 's/.*/{"n":&}/')
+    # (the newline after the last line added here: $(…) drops it)
+    run errno_of 'fd = os.open(a[2], os.O_WRONLY | os.O_APPEND)
+try:
+    os.write(fd, (a[3] + "\n").encode())
+finally:
+    os.close(fd)' "$M/jobs/new" "$(printf '%s\n{"n":"last"}' "$good")"
+    assert_output EINVAL
+    assert_equal "$(count_records jobs)" 0
+    printf '%s\n{"n":1000}\n' "$good" >>"$M/jobs/new"
+    assert_equal "$(count_records jobs)" 1000
+    assert_equal "$(sql 'SELECT n FROM jobs ORDER BY n DESC LIMIT 1' | jq -c '[.[].n]')" "[1000]"
+}
+
 @test "new: store-assigned identities follow arrival order across writes, and after a named line" {
     sql "DEFINE QUEUE jobs TIMEOUT 30s;" >/dev/null
     mount_fs

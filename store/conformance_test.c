@@ -507,6 +507,83 @@ test_many(void)
     CHECK(n.records == 4 && n.ready == 3 && n.done == 0, "4 records, 3 ready, none done");
 }
 
+/* A thousand records created at once, as a write of a thousand lines to
+ * a queue's "new" does: whole or not at all — a key taken, by a record
+ * stored before or another of the call's, fails the call naming the
+ * first, and the transaction aborted leaves none of them. */
+static void
+test_many_whole(void)
+{
+    enum { N = 1000 };
+    StoreQueue q = queue_new(st, "manywhole", 30000 * MS, 0);
+    static char keys[N][16];
+    static StoreRecord rs[N + 1]; /* k0999, then k0000 .. k0999 */
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof keys[i], "k%04d", i);
+        rs[i + 1] = (StoreRecord){.key = bytes_of(keys[i]), .value = bytes_of("v")};
+    }
+    rs[0] = rs[N];
+    StoreTxn *t = begin(st, true);
+    CHECK(store_record_create(t, q.table, &q, &rs[0]) == STORE_OK, "k0999 stored first");
+    commit(t);
+    /* the thousand with the stored key last, then first */
+    for (size_t at = N - 1, c = 0; c < 2; c++, at = 0) {
+        size_t failed = 99;
+        t = begin(st, true);
+        CHECK(store_records_create(t, q.table, &q, &rs[1 - c], N, &failed) == STORE_EXISTS &&
+                  failed == at,
+              "a thousand, the key at %zu taken: EXISTS there (%zu)", at, failed);
+        store_txn_abort(t);
+        CHECK(counts_of(st, &q).records == 1, "none of the thousand stored (%zu)", at);
+    }
+    size_t failed = 99;
+    t = begin(st, true);
+    CHECK(store_records_create(t, q.table, &q, &rs[1], N - 1, &failed) == STORE_OK && failed == 99,
+          "the other 999 at once");
+    StoreRecord a, b;
+    CHECK(store_record_get(t, q.table, rs[1].key, &a) == STORE_OK &&
+              store_record_get(t, q.table, rs[N - 1].key, &b) == STORE_OK && a.seq < b.seq,
+          "arrivals in the records' order");
+    commit(t);
+    CHECK(counts_of(st, &q).records == N, "a thousand stored");
+    /* the transaction's last change (store_txn_last): stored with its
+     * commit, or refused and then stored not at all */
+    StoreQueue l = queue_new(st, "manylast", 30000 * MS, 0);
+    t = begin(st, true);
+    store_txn_last(t);
+    CHECK(store_records_create(t, l.table, &l, &rs[1], 20, &failed) == STORE_OK,
+          "twenty, the transaction's last change");
+    commit(t);
+    CHECK(counts_of(st, &l).records == 20, "twenty stored");
+    t = begin(st, true);
+    store_txn_last(t);
+    CHECK(store_records_create(t, l.table, &l, &rs[11], 20, &failed) == STORE_EXISTS && failed == 0,
+          "twenty more, the first taken: EXISTS at 0 (%zu)", failed);
+    store_txn_abort(t);
+    CHECK(counts_of(st, &l).records == 20, "none of those stored");
+    /* on a queue that keeps, a done record among twenty is replaced */
+    StoreQueue k = queue_new(st, "manydone", 30000 * MS, 0);
+    k.keep_ns = 3600000 * MS;
+    t = begin(st, true);
+    CHECK(store_record_create(t, k.table, &k, &rs[11]) == STORE_OK, "k0010 stored");
+    commit(t);
+    Claimed c = claim_expect(st, &k, 1, NULL, "k0010", "claim k0010");
+    CHECK(finish(&k, "k0010", c.hold) == STORE_OK, "k0010 done (KEEP)");
+    StoreRecord twenty[20];
+    for (int i = 0; i < 20; i++)
+        twenty[i] = (StoreRecord){.key = rs[i + 1].key, .value = bytes_of("new")};
+    t = begin(st, true);
+    CHECK(store_records_create(t, k.table, &k, twenty, 20, &failed) == STORE_OK,
+          "twenty at once, k0010 over its done record");
+    StoreRecord r;
+    CHECK(store_record_get(t, k.table, twenty[10].key, &r) == STORE_OK &&
+              bytes_eq(r.value, "new") && r.completed_at == 0 && r.attempts == 0,
+          "k0010 created anew: new work");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &k);
+    CHECK(n.records == 20 && n.ready == 20 && n.done == 0, "20 records, all ready, none done");
+}
+
 /* Records deleted many at once: as one at a time would, in their order —
  * fenced by their holds, the first that fails named, a record marked to
  * run again handed out anew, a KEEP queue's made done. */
@@ -1572,32 +1649,19 @@ test_claim_position(void)
 int
 main(void)
 {
-    static const TestCase cases[] = {test_records,
-                                     test_claim_order,
-                                     test_claim_named,
-                                     test_paused,
-                                     test_refile,
-                                     test_lapse_and_ceiling,
-                                     test_queue_rules,
-                                     test_release_touch_fence,
-                                     test_release_all,
-                                     test_unclaim,
-                                     test_identity,
-                                     test_many,
-                                     test_delete_many,
-                                     test_dedup,
-                                     test_waiting_walk,
-                                     test_queue_filing,
-                                     test_queue_scale,
-                                     test_counts,
-                                     test_counts_two_queues,
-                                     test_last,
-                                     test_notification,
-                                     test_races,
-                                     test_errors,
-                                     test_keep,
-                                     test_rerun,
-                                     test_claim_position,
-                                     NULL};
+    static const TestCase cases[] = {test_records,        test_claim_order,
+                                     test_claim_named,    test_paused,
+                                     test_refile,         test_lapse_and_ceiling,
+                                     test_queue_rules,    test_release_touch_fence,
+                                     test_release_all,    test_unclaim,
+                                     test_identity,       test_many,
+                                     test_many_whole,     test_delete_many,
+                                     test_dedup,          test_waiting_walk,
+                                     test_queue_filing,   test_queue_scale,
+                                     test_counts,         test_counts_two_queues,
+                                     test_last,           test_notification,
+                                     test_races,          test_errors,
+                                     test_keep,           test_rerun,
+                                     test_claim_position, NULL};
     return test_store_main("conformance_test", &st, cases);
 }

@@ -253,6 +253,14 @@ pg_table_rename(StoreTxn *txn, const char *from, const char *to)
 
 /* ---- identities ---- */
 
+/* qsort order of identities: ascending. */
+static int
+id_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 int
 pg_identity_next(StoreTxn *txn, uint32_t table, size_t n, int64_t *out)
 {
@@ -264,8 +272,12 @@ pg_identity_next(StoreTxn *txn, uint32_t table, size_t n, int64_t *out)
         if ((size_t)PQntuples(res) <= i || PQgetisnull(res, (int)i, 0))
             return STORE_EXHAUSTED;
         out[i] = pg_i64(res, (int)i, 0);
+    }
+    if (n > 1)
+        qsort(out, n, sizeof *out, id_cmp); /* in the order drawn */
+    if (n) {
         txn->drawn_table = table;
-        txn->drawn_id = out[i];
+        txn->drawn_id = out[n - 1];
     }
     return STORE_OK;
 }

@@ -240,6 +240,17 @@ pg_array_bytes(const PgArray *a)
  * STORE_EXHAUSTED for a sequence at its end, ...) and the transaction left
  * to roll back. */
 PGresult *pg_run(StoreTxn *txn, const PgStmt *args, int *rc);
+/* Runs the statement "args" is of as pg_run does, in a savepoint of its
+ * own, in one round trip with it and its release (the transaction begun
+ * first, when it has not) — and with the COMMIT too when the caller said
+ * it is the transaction's last change (store_txn_last), nothing else is
+ * left for the commit and "settled": its answer leaves nothing to do
+ * there (no group to put right).  When a unique index refuses it
+ * (unique_violation), what it did is undone and the transaction goes on,
+ * uncommitted: NULL with *rc STORE_EXISTS.  Any other failure is
+ * pg_run's; a connection lost before the answers came is STORE_IO, and
+ * not run again (it may have committed). */
+PGresult *pg_run_undoable(StoreTxn *txn, const PgStmt *args, bool settled, int *rc);
 /* True when the next statement of "txn", if one that can (the claim of
  * the head, a delete), carries its commit (store_txn_last): such a
  * statement then counts itself, the commit adding nothing. */

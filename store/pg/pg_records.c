@@ -4,7 +4,8 @@
  *
  * Each write is one statement of store/pg/pg_stmts.def (but the finish
  * of a record marked to run again on a queue without KEEP: RECORD_DELETE,
- * then RECORD_FINISH); the counters they keep are added up in the
+ * then RECORD_FINISH; and a create of many records a key of which is
+ * there: RECORDS_ADD, refused, then RECORDS_CREATE); the counters they keep are added up in the
  * transaction and written at its commit, to a row of the connection's
  * own, so no row is rewritten by every claim.  On a grouped queue (AT
  * MOST … PER) a write that may move a ready record of a group locks the
@@ -186,18 +187,21 @@ filing_check(const StoreQueue *q, const StoreRecord *r)
 }
 
 /* What a create of records rs[0 .. n) makes of the keys RECORDS_CREATE
- * answered in "res" (those it created, in the records' order): every
- * one's group to put right, or STORE_EXISTS for the first it did not
- * create, into "*failed" (may be NULL). */
+ * answered in "res" (those it created, in the records' order; NULL:
+ * every one, as RECORDS_ADD's success says): every one's group to put
+ * right, or STORE_EXISTS for the first it did not create, into "*failed"
+ * (may be NULL). */
 static int
 creates_settled(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreRecord *rs, size_t n,
                 const PGresult *res, size_t *failed)
 {
-    int m = PQntuples(res), j = 0;
+    int m = res ? PQntuples(res) : (int)n, j = 0;
     for (size_t i = 0; i < n; i++) {
-        StoreBytes k = j < m ? pg_bytes(res, j, 0) : PG_NO_BYTES;
+        StoreBytes k = res && j < m ? pg_bytes(res, j, 0) : PG_NO_BYTES;
         const StoreRecord *r = &rs[i];
-        bool made = j < m && k.len == r->key.len && (!k.len || !memcmp(k.data, r->key.data, k.len));
+        bool made =
+            j < m &&
+            (!res || (k.len == r->key.len && (!k.len || !memcmp(k.data, r->key.data, k.len))));
         if (!made) {
             if (failed)
                 *failed = i;
@@ -212,6 +216,12 @@ creates_settled(StoreTxn *txn, uint32_t table, const StoreQueue *q, const StoreR
     }
     return STORE_OK;
 }
+
+/* The fewest records a create sends as a plain INSERT in a savepoint
+ * (RECORDS_ADD) before the INSERT that finds a key taken (RECORDS_CREATE):
+ * fewer go as that one alone, as they did before, whose cost is no more
+ * than the savepoint's for so few, and which takes no subtransaction. */
+#define ADD_MIN 16
 
 /* The arrays RECORDS_CREATE binds, in the order of its arguments. */
 enum { A_KEYS, A_VALS, A_ORDS, A_NOT_BEFORES, A_GRPS, A_COUNT };
@@ -237,13 +247,19 @@ pg_records_create(StoreTxn *txn, uint32_t table, const StoreQueue *q, const Stor
         pg_array_add_i64(&a[A_NOT_BEFORES], q ? r->not_before : 0);
         pg_array_add(&a[A_GRPS], grp.data, grp.len);
     }
+#define CREATES_ARGS \
+    .table = table, .keys = pg_array_bytes(&a[A_KEYS]), .vals = pg_array_bytes(&a[A_VALS]), \
+    .now = pg_txn_now(txn), .ords = pg_array_bytes(&a[A_ORDS]), \
+    .not_befores = pg_array_bytes(&a[A_NOT_BEFORES]), .grps = pg_array_bytes(&a[A_GRPS]), \
+    .queued = q != NULL, .keep = q ? q->keep_ns : 0
     PGresult *res = NULL;
-    if (rc == STORE_OK && n)
-        res = PG_RUN(
-            txn, RECORDS_CREATE, &rc, .table = table, .keys = pg_array_bytes(&a[A_KEYS]),
-            .vals = pg_array_bytes(&a[A_VALS]), .now = pg_txn_now(txn),
-            .ords = pg_array_bytes(&a[A_ORDS]), .not_befores = pg_array_bytes(&a[A_NOT_BEFORES]),
-            .grps = pg_array_bytes(&a[A_GRPS]), .queued = q != NULL, .keep = q ? q->keep_ns : 0);
+    bool add = rc == STORE_OK && n >= ADD_MIN;
+    if (add && pg_run_undoable(txn, PG_ARGS(RECORDS_ADD, CREATES_ARGS), !pg_grouped(q), &rc))
+        rc = creates_settled(txn, table, q, rs, n, NULL, failed);
+    /* fewer, or a key taken: the INSERT that finds which */
+    if (add ? rc == STORE_EXISTS : rc == STORE_OK && n)
+        res = PG_RUN(txn, RECORDS_CREATE, &rc, CREATES_ARGS);
+#undef CREATES_ARGS
     if (res)
         rc = creates_settled(txn, table, q, rs, n, res, failed);
     for (int j = 0; j < A_COUNT; j++)

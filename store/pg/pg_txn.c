@@ -9,7 +9,10 @@
  * one that can count itself (the claim of the head, a delete), it goes
  * with the clock's read alone, without BEGIN, as one implicit transaction
  * the server commits at the pipeline's end: a claim or a finish is then
- * one round trip.  A read transaction begins at once.  The transaction that finds its connection broken when
+ * one round trip.  A statement run in a savepoint of its own (a create of
+ * many records: pg_run_undoable) goes with the savepoint and its release,
+ * and with the COMMIT when the caller said it is the last change.  A read
+ * transaction begins at once.  The transaction that finds its connection broken when
  * it begins connects again, once; one that saw it break later fails with
  * STORE_IO.  store_write runs its function again after a deadlock or
  * serialization failure.  A commit that may have made something claimable
@@ -306,6 +309,76 @@ pipe_free(Pipe *p, int keep)
         if (i != keep)
             PQclear(p->res[i]);
     PQclear(p->extra);
+}
+
+/* The savepoint pg_run_undoable sets. */
+#define UNDO_POINT "queuefs_undo"
+
+PGresult *
+pg_run_undoable(StoreTxn *txn, const PgStmt *args, bool settled, int *rc)
+{
+    if (!txn->started)
+        pg_txn_now(txn); /* begun first: its instant is bound already */
+    if (txn->failed || !txn->started || (txn->committed && (*rc = txn_after_commit(txn)))) {
+        *rc = STORE_IO;
+        return NULL;
+    }
+    bool commit = settled && txn->last && txn_nothing_pending(txn);
+    txn->last = false;
+    PgStmt s = *args;
+    PgBound a;
+    pg_stmt_bind(args, &a);
+    Pipe p;
+    pipe_open(&p, txn->c);
+    pipe_sql(&p, "SAVEPOINT " UNDO_POINT);
+    int at = pipe_stmt(&p, s, &a);
+    pipe_sql(&p, "RELEASE " UNDO_POINT);
+    if (commit)
+        pipe_sql(&p, "COMMIT");
+    if (!pipe_end(&p)) {
+        /* (not sent again, even on a new connection: it may have committed) */
+        store_error_detail_set("%s: %s", txn->st->server, p.why);
+        txn->failed = true;
+        pipe_free(&p, -1);
+        *rc = STORE_IO;
+        return NULL;
+    }
+    PGresult *res = p.res[at], *failed = NULL;
+    for (int i = 0; i < p.n && !failed; i++)
+        if (p.res[i] && PQresultStatus(p.res[i]) != PGRES_COMMAND_OK &&
+            PQresultStatus(p.res[i]) != PGRES_TUPLES_OK)
+            failed = p.res[i]; /* (NULL: a prepare whose failure is the next's) */
+    const char *state = failed ? PQresultErrorField(failed, PG_DIAG_SQLSTATE) : NULL;
+    txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
+    if (failed == res && state && !strcmp(state, "23505") && txn->started) {
+        /* refused: undone (a COMMIT after it was not carried out), and the
+         * transaction goes on */
+        pipe_free(&p, -1);
+        *rc = pg_run_sql(txn, "ROLLBACK TO " UNDO_POINT "; RELEASE " UNDO_POINT);
+        if (!*rc)
+            *rc = STORE_EXISTS;
+        return NULL;
+    }
+    if (!failed && commit && strcmp(PQcmdStatus(p.res[p.n - 1]), "COMMIT") != 0)
+        failed = p.res[p.n - 1];
+    if (failed) {
+        for (int i = 0; i < p.n; i++)
+            if (p.res[i] == failed)
+                p.res[i] = NULL;
+        pipe_free(&p, -1);
+        *rc = txn_failed(txn, failed);
+        if (!*rc)
+            *rc = STORE_IO;
+        return NULL;
+    }
+    pipe_free(&p, at);
+    stmt_done(txn, s, res);
+    if (commit) {
+        txn->committed = true;
+        txn->committed_changes = PQntuples(res) > 0 || atoi(PQcmdTuples(res)) > 0;
+    }
+    *rc = STORE_OK;
+    return res;
 }
 
 /* ---- transactions ---- */
