@@ -342,7 +342,7 @@ read_queue(const char *arg, WorkConfig *cfg, char *timeout, size_t timeout_len)
     Buf text = {0}, answer = {0};
     lang_buf_printf(&text, "INFO FOR TABLE %s;\n", cfg->table);
     bool wrote = false;
-    int rc = work_ctl_exchange(cfg, text.data, text.len, &answer, &wrote);
+    int rc = work_ctl_exchange(cfg, NULL, text.data, text.len, &answer, &wrote);
     lang_buf_free(&text);
     if (rc < 0 || !wrote) {
         while (answer.len && answer.data[answer.len - 1] == '\n')
@@ -393,7 +393,7 @@ check_rearm(const char *arg, WorkConfig *cfg, const Rearm *rearm, Buf *clause)
         &text, "RELEASE ALL FROM %s FOR CONSUMER 'queuefs-work.check.%s.%d%u' NOT BEFORE %s;\n",
         cfg->table, host, (int)getpid(), nonce, clause->data);
     bool wrote = false;
-    work_ctl_exchange(cfg, text.data, text.len, &answer, &wrote);
+    work_ctl_exchange(cfg, NULL, text.data, text.len, &answer, &wrote);
     if (work_ctl_error(answer.data, &error)) {
         /* "NAME: message at line L, column C": the message alone. */
         const char *msg = strstr(error.data, ": ");

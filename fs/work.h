@@ -153,13 +153,15 @@ void work_log_flush(void);
  * and '"' escaped, when it holds a blank, a '"' or a '\'. */
 void work_log_id(const char *name, Buf *out);
 
-/* One exchange with a ctl session of its own: opens "cfg"'s ctl, writes
- * "text" in one write(), reads the answer to its end into "answer"
- * (reset first).  0, with "*wrote" false when the write was refused (the
- * answer then holds the error line); -1 when ctl could not be opened
- * ("answer" holds why). */
-int work_ctl_exchange(const WorkConfig *cfg, const char *text, size_t len, Buf *answer,
-                      bool *wrote);
+/* One exchange with a ctl session: writes "text" to it in one write(),
+ * reads the answer to its end into "answer" (reset first).  "session"
+ * NULL: a session of its own, opened on "cfg"'s ctl and closed here;
+ * otherwise the caller's, opened when "*session" is -1 and kept open (-1
+ * again when a read failed).  0, with "*wrote" false when the write was
+ * refused (the answer then holds the error line); -1 when ctl could not
+ * be opened ("answer" holds why). */
+int work_ctl_exchange(const WorkConfig *cfg, int *session, const char *text, size_t len,
+                      Buf *answer, bool *wrote);
 /* The first {"error":…} line of "answer" as "NAME: message" into "out";
  * false when it holds none. */
 bool work_ctl_error(const char *answer, Buf *out);
@@ -171,9 +173,10 @@ bool work_ctl_error(const char *answer, Buf *out);
  * has one).  With --batch, all in one commit of fenced statements through
  * ctl; otherwise, or when that commit fails, each through its fenced
  * held/ name, so that a record whose hold is gone is logged lost and the
- * others' outcome stands. */
-void work_end(const WorkConfig *cfg, int worker, const WorkGroup *g, const size_t *idx,
-              size_t count);
+ * others' outcome stands.  "session" is the worker's ctl session (see
+ * work_ctl_exchange). */
+void work_end(const WorkConfig *cfg, int *session, int worker, const WorkGroup *g,
+              const size_t *idx, size_t count);
 /* Logs record "r" of "g" as "outcome" with "extra" (NULL or "delay=…"). */
 void work_log_record(int worker, const WorkGroup *g, const WorkRecord *r, WorkOutcome outcome,
                      const char *extra);

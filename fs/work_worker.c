@@ -1,7 +1,7 @@
 /* work_worker.c — a worker of queuefs-work: one process, one event loop.
  *
  * Over and over, a worker claims (`open MOUNT/QUEUE/wait`, or with --batch
- * `CLAIM n FROM q WAIT 1s` through a ctl session of its own), runs the
+ * `CLAIM n FROM q WAIT 1s` through a ctl session of the worker's), runs the
  * command once for what it claimed and ends the records (work_end.c).
  * While the command runs, one ppoll() waits for everything at once: the
  * command's exit (SIGCHLD), its stderr (passed on line by line; the last
@@ -108,6 +108,7 @@ typedef struct Worker {
     size_t env_base; /* where a command's own begin */
     Buf claim;       /* what the last claim read */
     Buf why;         /* why the last claim failed */
+    int ctl;         /* with --batch, its ctl session for claims and ends, or -1 */
 } Worker;
 
 /* True when "path" exists (as `test -e`). */
@@ -145,7 +146,7 @@ keeper_end(Worker *w, Keeper *k)
     size_t *idx = lang_xcalloc(k->g.n, sizeof *idx);
     for (size_t i = 0; i < k->g.n; i++)
         idx[i] = i;
-    work_end(w->cfg, w->id, &k->g, idx, k->g.n);
+    work_end(w->cfg, &w->ctl, w->id, &k->g, idx, k->g.n);
     free(idx);
     work_group_free(&k->g);
     free(k);
@@ -289,7 +290,7 @@ claim_batch(Worker *w)
     Buf text = {0};
     lang_buf_printf(&text, "CLAIM %d FROM %s WAIT 1s;\n", w->cfg->batch, w->cfg->table);
     bool wrote = false;
-    int rc = work_ctl_exchange(w->cfg, text.data, text.len, &w->claim, &wrote);
+    int rc = work_ctl_exchange(w->cfg, &w->ctl, text.data, text.len, &w->claim, &wrote);
     lang_buf_free(&text);
     signals_take(&w->unblocked);
     if (rc < 0 || !wrote) {
@@ -521,7 +522,7 @@ records_end(Worker *w, WorkGroup *g, const WorkRun *run, const bool *named)
             r->delay_ms = 0;
         now[n_now++] = i;
     }
-    work_end(cfg, w->id, g, now, n_now);
+    work_end(cfg, &w->ctl, w->id, g, now, n_now);
     /* One keeper a delay. */
     for (size_t j = 0; j < n_kept; j++) {
         if (!g->recs[kept[j]].id)
@@ -573,7 +574,7 @@ run_claim(Worker *w)
         /* Claimed as the stop came: handed back unrun. */
         for (size_t i = 0; i < g.n; i++)
             g.recs[i].end = WORK_RETURNED;
-        work_end(w->cfg, w->id, &g, all, g.n);
+        work_end(w->cfg, &w->ctl, w->id, &g, all, g.n);
     } else {
         Buf in = {0}, out = {0}, running = {0};
         if (w->cfg->batch == 0) {
@@ -627,6 +628,7 @@ worker_init(Worker *w, const WorkConfig *cfg, int id)
     memset(w, 0, sizeof *w);
     w->cfg = cfg;
     w->id = id;
+    w->ctl = -1;
     w->tick_ms = cfg->touch_ms > 0 && cfg->touch_ms < 1000 ? cfg->touch_ms : 1000;
     static const int handled[] = {SIGTERM, SIGINT, SIGCHLD, SIGALRM};
     sigemptyset(&w->handled);
@@ -682,5 +684,7 @@ work_worker_run(const WorkConfig *cfg, int id)
     lang_buf_free(&w.claim);
     lang_buf_free(&w.why);
     free(w.envp);
+    if (w.ctl >= 0)
+        close(w.ctl);
     return rc;
 }
