@@ -420,7 +420,18 @@ check_rearm(const char *arg, WorkConfig *cfg, const Rearm *rearm, Buf *clause)
     cfg->rearm_when = lang_buf_steal(&when);
 }
 
-static volatile sig_atomic_t stopping;
+/* Frees what locate_queue and check_rearm allocated for "cfg". */
+static void
+config_free(WorkConfig *cfg)
+{
+    free((char *)cfg->queue);
+    free(cfg->table);
+    free(cfg->mount_dir);
+    free(cfg->ctl_path);
+    free(cfg->wait_path);
+    free(cfg->held_dir);
+    free(cfg->rearm_when);
+}
 
 /* Starts the workers and waits for them; SIGTERM and SIGINT are passed
  * on as SIGTERM.  Returns the exit status. */
@@ -434,6 +445,7 @@ run_workers(const WorkConfig *cfg)
     sigaddset(&set, SIGCHLD);
     pid_t *pids = lang_xcalloc((size_t)cfg->workers, sizeof *pids);
     int live = 0, failed = 0;
+    bool stopping = false;
     for (int i = 0; i < cfg->workers; i++) {
         fflush(NULL);
         pid_t pid = fork();
@@ -451,7 +463,7 @@ run_workers(const WorkConfig *cfg)
     while (live > 0) {
         int sig = sigwaitinfo(&set, NULL);
         if (sig == SIGTERM || sig == SIGINT) {
-            stopping = 1;
+            stopping = true;
             for (int i = 0; i < cfg->workers; i++) {
                 if (pids[i] > 0)
                     kill(pids[i], SIGTERM);
@@ -517,5 +529,7 @@ main(int argc, char **argv)
     work_note("%s", note.data);
     lang_buf_free(&note);
     lang_buf_free(&clause);
-    return run_workers(&cfg);
+    int status = run_workers(&cfg);
+    config_free(&cfg);
+    return status;
 }

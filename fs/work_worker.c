@@ -63,6 +63,9 @@ alarm_set(int64_t first_ns, int64_t interval_ms)
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/* SIGTERM's and SIGINT's handler: the worker stops claiming.  In the
+ * open of wait, SIGALRM comes every 50 ms until the open returns, in case
+ * this came just before it began. */
 static void
 on_stop(int sig)
 {
@@ -72,6 +75,8 @@ on_stop(int sig)
         alarm_set(50 * MS, 50);
 }
 
+/* SIGCHLD's handler (the command exited) and SIGALRM's (its only work is
+ * to interrupt the open of wait). */
 static void
 on_signal(int sig)
 {
