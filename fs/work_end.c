@@ -62,16 +62,26 @@ work_ms_format(int64_t ms, Buf *out)
         lang_buf_puts(out, "0s");
 }
 
-/* Appends the time now, UTC to the millisecond: 2026-11-30T10:36:22.465Z. */
+/* Appends the time now, UTC to the millisecond: 2026-11-30T10:36:22.465Z.
+ * (The date and time to the second are kept from one call to the next:
+ * a batch logs a line a record.) */
 static void
 put_time(Buf *out)
 {
+    static time_t second = -1;
+    static char prefix[96];
     int64_t now = work_clock_ns(CLOCK_REALTIME);
     time_t secs = (time_t)(now / 1000000000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    lang_buf_printf(out, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                    tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(now / 1000000 % 1000));
+    if (secs != second) {
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        snprintf(prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        second = secs;
+    }
+    lang_buf_puts(out, prefix);
+    lang_buf_put_digits(out, (uint64_t)(now / 1000000 % 1000), 3);
+    lang_buf_putc(out, 'Z');
 }
 
 void
@@ -155,18 +165,28 @@ work_log_record(int worker, const WorkGroup *g, const WorkRecord *r, WorkOutcome
 {
     int64_t us = (work_clock_ns(CLOCK_MONOTONIC) - g->start_ns) / 1000;
     put_time(&log_lines);
-    lang_buf_printf(&log_lines, " worker=%d id=", worker);
+    lang_buf_puts(&log_lines, " worker=");
+    lang_buf_put_int(&log_lines, worker);
+    lang_buf_puts(&log_lines, " id=");
     work_log_id(r->name, &log_lines);
-    lang_buf_printf(&log_lines, " attempt=%lld outcome=%s status=", (long long)r->attempts,
-                    outcome_names[outcome]);
+    lang_buf_puts(&log_lines, " attempt=");
+    lang_buf_put_int(&log_lines, r->attempts);
+    lang_buf_puts(&log_lines, " outcome=");
+    lang_buf_puts(&log_lines, outcome_names[outcome]);
+    lang_buf_puts(&log_lines, " status=");
     if (g->status < 0)
         lang_buf_putc(&log_lines, '-');
     else
         lang_buf_put_int(&log_lines, g->status);
-    lang_buf_printf(&log_lines, " duration=%lld.%03llds", (long long)(us / 1000000),
-                    (long long)(us / 1000 % 1000));
-    if (extra && *extra)
-        lang_buf_printf(&log_lines, " %s", extra);
+    lang_buf_puts(&log_lines, " duration=");
+    lang_buf_put_int(&log_lines, us / 1000000);
+    lang_buf_putc(&log_lines, '.');
+    lang_buf_put_digits(&log_lines, (uint64_t)(us / 1000 % 1000), 3);
+    lang_buf_putc(&log_lines, 's');
+    if (extra && *extra) {
+        lang_buf_putc(&log_lines, ' ');
+        lang_buf_puts(&log_lines, extra);
+    }
     lang_buf_putc(&log_lines, '\n');
 }
 
