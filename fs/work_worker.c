@@ -144,15 +144,22 @@ backoff_for(const WorkConfig *cfg, int64_t attempts)
 
 /* ---- keepers ---- */
 
+/* Ends every record of "g" as its "end" says (work_end). */
+static void
+group_end(Worker *w, const WorkGroup *g)
+{
+    size_t *all = lang_xcalloc(g->n, sizeof *all);
+    for (size_t i = 0; i < g->n; i++)
+        all[i] = i;
+    work_end(w->cfg, &w->ctl, w->id, g, all, g->n);
+    free(all);
+}
+
 /* Ends keeper "k": its records are released, logged with their delay. */
 static void
 keeper_end(Worker *w, Keeper *k)
 {
-    size_t *idx = lang_xcalloc(k->g.n, sizeof *idx);
-    for (size_t i = 0; i < k->g.n; i++)
-        idx[i] = i;
-    work_end(w->cfg, &w->ctl, w->id, &k->g, idx, k->g.n);
-    free(idx);
+    group_end(w, &k->g);
     work_group_free(&k->g);
     free(k);
 }
@@ -572,14 +579,11 @@ run_claim(Worker *w)
         return;
     }
     g.start_ns = work_clock_ns(CLOCK_MONOTONIC);
-    size_t *all = lang_xcalloc(g.n, sizeof *all);
-    for (size_t i = 0; i < g.n; i++)
-        all[i] = i;
     if (got_stop) {
         /* Claimed as the stop came: handed back unrun. */
         for (size_t i = 0; i < g.n; i++)
             g.recs[i].end = WORK_RETURNED;
-        work_end(w->cfg, &w->ctl, w->id, &g, all, g.n);
+        group_end(w, &g);
     } else {
         Buf in = {0}, out = {0}, running = {0};
         if (w->cfg->batch == 0) {
@@ -605,7 +609,6 @@ run_claim(Worker *w)
         lang_buf_free(&out);
         lang_buf_free(&running);
     }
-    free(all);
     work_group_free(&g);
 }
 
