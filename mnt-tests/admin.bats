@@ -75,7 +75,7 @@ teardown() {
     run "$QUEUEFS_CTL" --version
     assert_success
     assert_output "queuefs-ctl $want"
-    run "$BATS_TEST_DIRNAME/../scripts/queuefs-work" --version
+    run "$QUEUEFS_BUILD/queuefs-work" --version
     assert_success
     assert_output "queuefs-work $want"
 }

@@ -101,7 +101,7 @@ $output"
     local version cmd page
     version=$(sed -n 's/^AC_INIT(\[queuefs\], \[\([^]]*\)\].*/\1/p' "$TOP/configure.ac")
     [ -n "$version" ] || fail "no version in configure.ac's AC_INIT"
-    for cmd in queuefs queuefs-sql scripts/queuefs-ctl scripts/queuefs-work; do
+    for cmd in queuefs queuefs-sql queuefs-work scripts/queuefs-ctl; do
         run "$TOP/$cmd" --version
         assert_success
         assert_output --regexp "^${cmd#scripts/} ${version//./\\.}( |\$)"

@@ -151,7 +151,7 @@ normalize() {
     cmd=$(example "A worker with queuefs-work")
     [[ $cmd == queuefs-work* ]] || fail "no queuefs-work line in the README: $cmd"
     cmd=${cmd//'~/queues'/$M}
-    cmd=${cmd/queuefs-work/$BATS_TEST_DIRNAME/../scripts/queuefs-work}
+    cmd=${cmd/queuefs-work/$QUEUEFS_BUILD/queuefs-work}
     run_until_finished "$cmd" 2
     run ls "$M/jobs"
     assert_output ""
@@ -175,7 +175,7 @@ SH
     [[ $block == *'AT MOST 4 PER host'* ]] || fail "no example in the README's 'A crawler: several limits at once'"
     block=${block//'~/queues'/$M}
     block=${block//queuefs-ctl/$BATS_TEST_DIRNAME/../scripts/queuefs-ctl}
-    block=${block/queuefs-work/$BATS_TEST_DIRNAME/../scripts/queuefs-work}
+    block=${block/queuefs-work/$QUEUEFS_BUILD/queuefs-work}
     run_until_finished "$block" 3
     assert_equal "$(ls "$M/fetch")" ""
     # account a1's two fetches one after the other; a2's beside them

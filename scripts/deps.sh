@@ -3,7 +3,7 @@
 # packages queuefs builds and tests with are installed.  As root it installs
 # what is missing with apt-get; otherwise it prints the command and fails.
 
-# What building and running queuefs needs (jq: queuefs-work; tzdata: the
+# What building and running queuefs needs (jq: the README's examples; tzdata: the
 # time zones of NOT BEFORE CRON … IN 'zone'), and what the
 # test suite needs besides (clang: the fuzz targets; clang-format: make
 # format-check; systemd: checking the unit file; rsync: the tools walked
