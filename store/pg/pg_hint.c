@@ -114,7 +114,7 @@ snapshot_lag(StoreBytes snap)
 
 /* The columns of PG_RECORD_COLS pg_hint_put reads: order key, arrival
  * number, and the claim's instant. */
-enum { COL_SEQ = 2, COL_CLAIMED = 6, COL_ORD = 12 };
+enum { COL_SEQ = 2, COL_CLAIMED = PG_RECORD_CLAIMED, COL_ORD = 12 };
 
 void
 pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, const PGresult *res)

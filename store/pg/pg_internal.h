@@ -280,7 +280,9 @@ PgDelta *pg_delta(StoreTxn *txn, uint32_t table);
     "key, value, seq, since, written, changed, claimed, attempts, hold, claimed_until, " \
     "consumer, instance, ord, not_before, errors, grp, completed_at, rerun"
 #define PG_RECORD_NCOLS 18
-/* The column of PG_RECORD_COLS that is the record's group. */
+/* The columns of PG_RECORD_COLS that are the record's last claim's
+ * instant and its group. */
+#define PG_RECORD_CLAIMED 6
 #define PG_RECORD_GRP 15
 void pg_record_of(const PGresult *res, int row, int col, StoreRecord *r);
 
@@ -378,6 +380,8 @@ typedef struct PgHint {
  * before-columns: its snapshot (h_snap) and whether the due records were
  * as many as it takes at once (h_due_full). */
 #define PG_HINT_COL (PG_RECORD_NCOLS + 9)
+/* The column h_quiet of CLAIM_HEAD's and CLAIM_HEAD_REAP's answer. */
+#define PG_QUIET_COL (PG_HINT_COL + 2)
 /* Where the next claim of "table" under catalog version "catalog" starts,
  * into "*out": "hinted" while the last claim's snapshot showed the xmin
  * held back and a position is kept; pg_hint_free frees it. */
@@ -391,13 +395,29 @@ void pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used,
 /* Forgets the position of "table" (0: of every table). */
 void pg_hint_forget(Store *st, uint32_t table);
 
-/* ---- pg_reap.c: whether a write of a queue that keeps need reap ---- */
+/* ---- pg_reap.c: whether a write of a queue need reap, or look for due
+ * records ---- */
 
 /* True when a claim or finish of queue "q" in "txn" should remove the
  * queue's expired done records (the statements that reap: REAPED); false
  * while none can have expired, or when "q" keeps none.  May run a probe
  * (REAP_NEXT) in "txn" first. */
 bool pg_reap_wanted(StoreTxn *txn, const StoreQueue *q);
+/* How long at most claims go without looking for due records (pg_reap.c),
+ * in nanoseconds: a plain number, which pg_stmts.def writes into SQL. */
+#define PG_DUE_SPELL_NS 1000000000
+/* True when no waiting record of queue "q" can be due yet, as far as
+ * this process knows: a claim of its head need not look for them
+ * (CLAIM_READY), "changes" being store_changes() now. */
+bool pg_due_quiet(Store *st, const StoreQueue *q, uint64_t changes);
+/* Keeps what a claim of "q"'s head at server instant "now" found: no
+ * waiting record due before "quiet" (its h_quiet; 0: some were), while
+ * store_changes() was "changes" (read before the claim was sent). */
+void pg_due_learn(Store *st, const StoreQueue *q, uint64_t changes, int64_t now, int64_t quiet);
+/* What a look at "table"'s counts found: a waiting record due at "at"
+ * (0: one to claim now, of any kind) — no claim goes without looking
+ * for due records from then on. */
+void pg_due_lower(Store *st, uint32_t table, int64_t at);
 /* Forgets every table's instants. */
 void pg_reap_forget(Store *st);
 

@@ -215,8 +215,10 @@ claim_named(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t unt
  * position kept for the queue while the xmin is held back (pg_hint.c),
  * else from the start of the claim's indexes — each the statement of a
  * rate-limited queue (which minds its window, and reaps), of a queue that
- * keeps when "reap" (pg_reap_wanted), or of neither.  The position it
- * found is kept when the claim is its whole transaction ("counted"). */
+ * keeps when "reap" (pg_reap_wanted), or of neither; of the ready records
+ * alone while none waiting can be due (pg_due_quiet), else learning till
+ * when none will be.  The position it found is kept when the claim is its
+ * whole transaction ("counted"). */
 static PGresult *
 claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, bool counted,
            bool reap, int *rc)
@@ -224,16 +226,22 @@ claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, b
     PgHint h;
     pg_hint_get(txn->st, q->table, txn->catalog_version, &h);
     PGresult *res;
+    uint64_t changes = pg_changes(txn->st);
     if (q->rate > 0)
         res = !h.hinted ? PG_RUN(txn, CLAIM_HEAD_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                                  RATING(q))
                         : PG_RUN(txn, CLAIM_FROM_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                                  STARTING(h), RATING(q));
-    else if (!h.hinted)
+    else if (!h.hinted && !reap && pg_due_quiet(txn->st, q, changes))
+        res = PG_RUN(txn, CLAIM_READY, rc, CLAIMING_HEAD(txn, q, c, n, counted));
+    else if (!h.hinted) {
         res = reap ? PG_RUN(txn, CLAIM_HEAD_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                             .keep = q->keep_ns)
                    : PG_RUN(txn, CLAIM_HEAD, rc, CLAIMING_HEAD(txn, q, c, n, counted));
-    else
+        if (res && PQntuples(res) > 0)
+            pg_due_learn(txn->st, q, changes, pg_i64(res, 0, PG_RECORD_CLAIMED),
+                         pg_i64(res, 0, PG_QUIET_COL));
+    } else
         res = reap ? PG_RUN(txn, CLAIM_FROM_REAP, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                             STARTING(h), .keep = q->keep_ns)
                    : PG_RUN(txn, CLAIM_FROM, rc, CLAIMING_HEAD(txn, q, c, n, counted), STARTING(h));
@@ -537,6 +545,7 @@ pg_queue_counts(StoreTxn *txn, uint32_t table, StoreQueueCounts *out)
     uint64_t *const counts[] = {&out->records, &out->ready, &out->held, &out->delayed, &out->idle};
     counts_read(res, counts, 5, 6, out);
     out->next_wake = pg_i64(res, 0, 5);
+    pg_due_lower(txn->st, table, out->has_head ? 0 : out->next_wake);
     /* The counters as committed, and this transaction's changes to them. */
     const PgDelta *d = NULL;
     for (int i = 0; i < txn->ndeltas; i++)
