@@ -19,6 +19,16 @@
  *                 (read with qty), then one delete of them all by an array
  *                 of their ids (pgmq's delete of msg_ids[]); ops are
  *                 messages
+ *   records-floor the floor of queuefs's own table on the same server (a
+ *                 database queuefs's schema is in, its queue "jobs"
+ *                 filled): the least a claim and a finish can be there —
+ *                 one UPDATE of the first ready record in claim order,
+ *                 locked and skipped when another worker has it, filed
+ *                 held as queuefs's claim files it (attempts, hold,
+ *                 deadline, wake), then its DELETE; two commits, with
+ *                 none of queuefs's counters, clock, catalog check,
+ *                 fences or answer.  What its cycle costs the server
+ *                 bounds what any claim and finish on that table can
  *
  * A read that finds nothing ends that worker.  Prints the line run.h
  * describes. */
@@ -29,7 +39,7 @@
 
 #include "run.h"
 
-typedef enum Mode { SETUP, SEND, READ_DELETE, READ_DELETE_BATCH } Mode;
+typedef enum Mode { SETUP, SEND, READ_DELETE, READ_DELETE_BATCH, RECORDS_FLOOR } Mode;
 
 typedef struct Config {
     Mode mode;
@@ -43,7 +53,7 @@ typedef struct Worker {
 } Worker;
 
 static const char usage[] = "usage: bench/pgmq [-w WORKERS] [-t SECONDS] [-n UNITS] [-b ROWS] "
-                            "setup|send|read-delete|read-delete-batch CONNINFO\n";
+                            "setup|send|read-delete|read-delete-batch|records-floor CONNINFO\n";
 
 /* pgmq's queue table (pgmq.q_<name>) and its index on vt. */
 static const char setup_sql[] =
@@ -81,6 +91,19 @@ static const char send_sql[] =
     "INSERT INTO pgmq_jobs (vt, message) SELECT clock_timestamp(), jsonb_build_object('n', g)"
     " FROM generate_series(1, $1::int) g";
 
+/* records-floor's claim of the head of queue "jobs", and its finish. */
+#define FLOOR_TABLE "(SELECT id FROM queuefs.tables WHERE name = 'jobs'::bytea)"
+#define FLOOR_NOW "((extract(epoch FROM now()) * 1000000)::int8 * 1000)"
+static const char floor_claim_sql[] =
+    "UPDATE queuefs.records r SET state = 1, attempts = r.attempts + 1,"
+    " hold = nextval('queuefs.holds'), claimed = " FLOOR_NOW ", changed = " FLOOR_NOW ","
+    " claimed_until = " FLOOR_NOW " + 300000000000, wake = " FLOOR_NOW " + 300000000000"
+    " WHERE r.table_id = " FLOOR_TABLE " AND r.key = (SELECT key FROM queuefs.records"
+    "  WHERE table_id = " FLOOR_TABLE " AND state = 0 ORDER BY ord, seq LIMIT 1"
+    "  FOR NO KEY UPDATE SKIP LOCKED) RETURNING r.key, r.value";
+static const char floor_delete_sql[] =
+    "DELETE FROM queuefs.records WHERE table_id = " FLOOR_TABLE " AND key = $1::bytea";
+
 static long rows_option = 1000;
 
 static int
@@ -112,22 +135,22 @@ setup(int i, void *arg)
         PQfinish(conn);
         return NULL;
     }
-    PGresult *res = PQprepare(conn, "read", read_sql, 0, NULL);
-    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+    /* The statements of the mode's table, by name. */
+    static const char *const pgmq_stmts[][2] = {{"read", read_sql},
+                                                {"delete", delete_sql},
+                                                {"send", send_sql},
+                                                {"read_batch", read_batch_sql},
+                                                {"delete_batch", delete_batch_sql},
+                                                {NULL, NULL}};
+    static const char *const floor_stmts[][2] = {
+        {"read", floor_claim_sql}, {"delete", floor_delete_sql}, {NULL, NULL}};
+    /* (queuefs's sessions plan so: pg_conn.c) */
+    PGresult *res = PQexec(
+        conn, cfg->mode == RECORDS_FLOOR ? "SET plan_cache_mode = force_generic_plan" : "SELECT 1");
+    for (const char *const(*st)[2] = cfg->mode == RECORDS_FLOOR ? floor_stmts : pgmq_stmts;
+         (*st)[0] && PQresultStatus(res) != PGRES_FATAL_ERROR; st++) {
         PQclear(res);
-        res = PQprepare(conn, "delete", delete_sql, 0, NULL);
-    }
-    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        res = PQprepare(conn, "send", send_sql, 0, NULL);
-    }
-    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        res = PQprepare(conn, "read_batch", read_batch_sql, 0, NULL);
-    }
-    if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        res = PQprepare(conn, "delete_batch", delete_batch_sql, 0, NULL);
+        res = PQprepare(conn, (*st)[0], (*st)[1], 0, NULL);
     }
     /* (the table may not be there yet in setup mode: nothing to prepare) */
     if (PQresultStatus(res) != PGRES_COMMAND_OK && cfg->mode != SETUP) {
@@ -202,7 +225,8 @@ unit(void *state)
         PQclear(res);
         return w->cfg->rows;
     }
-    case READ_DELETE: {
+    case READ_DELETE:
+    case RECORDS_FLOOR: {
         res = PQexecPrepared(w->conn, "read", 0, NULL, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_TUPLES_OK)
             return failed(w->conn, res, "read");
@@ -210,12 +234,14 @@ unit(void *state)
             PQclear(res);
             return 0;
         }
-        char id[32];
+        char id[2 * 1024 + 3]; /* a message's id, or a record's key in hex */
         snprintf(id, sizeof id, "%s", PQgetvalue(res, 0, 0));
         PQclear(res);
         const char *args[] = {id};
         res = PQexecPrepared(w->conn, "delete", 1, args, NULL, NULL, 0);
-        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        if (w->cfg->mode == RECORDS_FLOOR
+                ? PQresultStatus(res) != PGRES_COMMAND_OK || strcmp(PQcmdTuples(res), "1") != 0
+                : PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
             return failed(w->conn, res, "delete");
         PQclear(res);
         return 1;
@@ -248,6 +274,7 @@ main(int argc, char **argv)
                : strcmp(mode, "send") == 0              ? SEND
                : strcmp(mode, "read-delete") == 0       ? READ_DELETE
                : strcmp(mode, "read-delete-batch") == 0 ? READ_DELETE_BATCH
+               : strcmp(mode, "records-floor") == 0     ? RECORDS_FLOOR
                                                         : (Mode)-1;
     if ((int)cfg.mode < 0) {
         fputs(usage, stderr);
