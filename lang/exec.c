@@ -84,26 +84,100 @@ lang_exec_where(Exec *x, const Expr *where, const Value *view, bool *yes)
     return LANG_OK;
 }
 
+/* How many records a paged walk (WALK_OWN_ONLY) reads at once. */
+#define WALK_PAGE 1000
+
+/* One page of a table's records in key order (a paged walk): each not
+ * expired, decoded; "last" the store key of the last one read, where the
+ * next page starts (that record passed over). */
+typedef struct PageWalk {
+    const TableDef *def;
+    int64_t now;
+    Record page[WALK_PAGE];
+    size_t n, read;
+    Buf last;
+    bool after_last; /* the page starts at "last", which it passes over */
+} PageWalk;
+
+static int
+collect_record(void *ctx, const StoreRecord *sr)
+{
+    PageWalk *w = ctx;
+    if (w->after_last && sr->key.len == w->last.len &&
+        memcmp(sr->key.data, w->last.data, sr->key.len) == 0)
+        return 0;
+    w->last.len = 0;
+    lang_buf_append(&w->last, sr->key.data, sr->key.len);
+    LangError ignored = {0};
+    w->page[w->n] = (Record){0};
+    if (!lang_record_expired(w->def, sr, w->now) &&
+        lang_record_from_store(sr, w->def, &w->page[w->n], &ignored) == LANG_OK)
+        w->n++;
+    else
+        lang_record_free(&w->page[w->n]);
+    return ++w->read == WALK_PAGE ? -1 : 0; /* -1: the page is full */
+}
+
+/* Runs "step" on record "r" when "where" holds for it. */
+static void
+step_record(Exec *x, const TableDef *def, Record *r, const Expr *where, RecordStep *step, void *ctx)
+{
+    Value view = lang_record_view(r, def, lang_exec_now(x));
+    bool yes;
+    if (!lang_exec_where(x, where, &view, &yes) && yes)
+        step(x, def, r, &view, ctx);
+    lang_value_free(&view);
+}
+
+/* lang_exec_each_record of a whole table whose steps change no record
+ * but their own (WALK_OWN_ONLY): a page at a time. */
+static LangErrorCode
+each_record_paged(Exec *x, const TableDef *def, const Expr *where, RecordStep *step, void *ctx)
+{
+    PageWalk *w = lang_xcalloc(1, sizeof *w);
+    w->def = def;
+    w->now = lang_exec_now(x);
+    Buf from = {0};
+    int rc = STORE_OK;
+    do {
+        w->n = w->read = 0;
+        from.len = 0;
+        lang_buf_append(&from, w->last.data, w->last.len);
+        rc = store_record_each(x->txn, def->id, (StoreBytes){from.data, from.len}, collect_record,
+                               w);
+        w->after_last = true;
+        for (size_t i = 0; i < w->n; i++) {
+            if (!x->err->code)
+                step_record(x, def, &w->page[i], where, step, ctx);
+            lang_record_free(&w->page[i]);
+        }
+    } while (rc == -1 && !x->err->code);
+    lang_buf_free(&from);
+    lang_buf_free(&w->last);
+    free(w);
+    if (rc > 0 && !x->err->code)
+        lang_store_error(rc, "reading records", x->err);
+    return x->err->code;
+}
+
 LangErrorCode
 lang_exec_each_record(Exec *x, const TableDef *def, const Target *t, const Expr *where,
-                      bool skip_absent, RecordStep *step, void *ctx)
+                      unsigned walk, RecordStep *step, void *ctx)
 {
+    if ((walk & WALK_OWN_ONLY) && t->id.kind != VAL_RECORD)
+        return each_record_paged(x, def, where, step, ctx);
     Value keys;
     lang_exec_target_keys(x, def, t, &keys);
     for (size_t i = 0; i < keys.u.arr.len && !x->err->code; i++) {
         Record r = {0};
         LangError absent = {0};
         if (lang_record_load(x->txn, def, &keys.u.arr.items[i], &r, &absent)) {
-            if (!skip_absent || absent.code != LANG_NO_SUCH_RECORD)
+            if (!(walk & WALK_SKIP_ABSENT) || absent.code != LANG_NO_SUCH_RECORD)
                 *x->err = absent;
             lang_record_free(&r);
             continue;
         }
-        Value view = lang_record_view(&r, def, lang_exec_now(x));
-        bool yes;
-        if (!lang_exec_where(x, where, &view, &yes) && yes)
-            step(x, def, &r, &view, ctx);
-        lang_value_free(&view);
+        step_record(x, def, &r, where, step, ctx);
         lang_record_free(&r);
     }
     lang_value_free(&keys);

@@ -157,14 +157,23 @@ LangErrorCode lang_exec_target_keys(Exec *x, const TableDef *def, const Target *
  * change it, but not keep it) and "view", the record as users see it (it
  * may take it, leaving lang_value_none()).  It sets x->err to stop. */
 typedef void RecordStep(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx);
+/* How lang_exec_each_record walks (flags). */
+enum {
+    /* a record the target names that does not exist is passed over, not
+     * NoSuchRecord */
+    WALK_SKIP_ABSENT = 1,
+    /* each step changes no record but its own, and creates none: a whole
+     * table is read a page at a time (one read of the store a page, not
+     * one a record), each page before its records' steps */
+    WALK_OWN_ONLY = 2,
+};
 /* Runs "step" on each record of "def" that target "t" names and "where"
- * (NULL: always) holds for, in turn, until x->err is set: by reading the
- * identities or a record, by WHERE, or by "step".  A record "t" names
- * that does not exist is NoSuchRecord, or passed over when "skip_absent".
- * Returns x->err->code. */
+ * (NULL: always) holds for, in turn, in key order, until x->err is set: by
+ * reading the identities or a record, by WHERE, or by "step".  A record
+ * "t" names that does not exist is NoSuchRecord (but see "walk", of the
+ * flags above).  Returns x->err->code. */
 LangErrorCode lang_exec_each_record(Exec *x, const TableDef *def, const Target *t,
-                                    const Expr *where, bool skip_absent, RecordStep *step,
-                                    void *ctx);
+                                    const Expr *where, unsigned walk, RecordStep *step, void *ctx);
 
 /* ---- the statements (statements.c and holds.c) ----
  * Each runs "st" in x->txn, writing its result line to x->out. */

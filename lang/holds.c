@@ -408,44 +408,111 @@ done:
     return lang_exec_answer_records(x, &results);
 }
 
-/* Retries record "key" of "def": ends any hold and sets its attempts back
- * to 0, delayed until "delay_to" when non-zero; answers it. */
+/* The instant RETRY's "delay_to" (0: none) delays record "r" to: none for
+ * a blocked record, which stays so — its wait ends with what it waits
+ * for — or one passed over for a full group, which waits for its room. */
+static int64_t
+retry_delay(const Record *r, int64_t delay_to)
+{
+    return r->not_before >= PER_PARKED ? 0 : delay_to;
+}
+
+/* Retries record "r" of "def": ends any hold and sets its attempts back
+ * to 0, delayed until "delay_to" when non-zero (retry_delay); answers
+ * it. */
 static LangErrorCode
-retry_one(Exec *x, const TableDef *def, const Value *key, int64_t delay_to, Value *results)
+retry_one(Exec *x, const TableDef *def, const Record *r, int64_t delay_to, Value *results)
 {
     Buf kb = {0};
     StoreQueue q;
     StoreRecord sr;
-    lang_record_key_encode(key, &kb);
-    /* a blocked record stays so: its wait ends with what it waits for;
-     * one passed over for a full group waits for its room */
-    if (delay_to && store_record_get(x->txn, def->id, (StoreBytes){kb.data, kb.len}, &sr) == 0 &&
-        sr.not_before >= PER_PARKED)
-        delay_to = 0;
+    lang_record_key_encode(&r->key, &kb);
     int rc = store_retry(x->txn, lang_record_queue(def, &q), (StoreBytes){kb.data, kb.len},
-                         delay_to, &sr);
+                         retry_delay(r, delay_to), &sr);
     lang_buf_free(&kb);
     if (rc)
-        return lang_record_missing(rc, def, key, "retrying a record", x->err);
+        return lang_record_missing(rc, def, &r->key, "retrying a record", x->err);
     if (!answer_stored(x, def, &sr, results))
         hold_ended(x, def, &sr);
     return x->err->code;
 }
 
+/* How many records a RETRY ALL gives the store at once. */
+#define RETRY_BATCH 1000
+
 /* What a RETRY ALL runs with: the instant its records are delayed to (0:
- * none), and its answer so far. */
+ * none), its answer so far, and the records it found and has not yet
+ * retried: their keys (encoded one after another in "keys", each ending
+ * at ends[i]; and as values) and the instant each is delayed to. */
 typedef struct RetryRun {
+    Exec *x;
+    const TableDef *def;
     int64_t delay_to;
     Value *results;
+    bool batched; /* retrying one record changes no other (retry_batched) */
+    Buf keys;
+    size_t ends[RETRY_BATCH];
+    Value ids[RETRY_BATCH];
+    int64_t not_befores[RETRY_BATCH];
+    size_t n;
 } RetryRun;
 
-/* Retries record "r", which the RETRY ALL's WHERE holds for. */
+/* True when retrying a record of "def" changes no other record's view or
+ * place: no AT MOST … PER group to make room in, no dependency, no key
+ * past the first — so the records a RETRY ALL found can be retried
+ * together after the walk found them. */
+static bool
+retry_batched(const TableDef *def)
+{
+    return !def->decl.nper && !def->after_used && !lang_perkeys_used(def);
+}
+
+/* Answers a record store_records_retry retried. */
+static int
+retried_stored(void *ctx, const StoreRecord *sr)
+{
+    RetryRun *run = ctx;
+    return answer_stored(run->x, run->def, sr, run->results) ? -1 : 0;
+}
+
+/* Retries the records "run" found and has not yet retried, all in one
+ * store call. */
+static void
+retry_flush(RetryRun *run)
+{
+    Exec *x = run->x;
+    StoreBytes keys[RETRY_BATCH];
+    for (size_t i = 0, at = 0; i < run->n; at = run->ends[i++])
+        keys[i] = (StoreBytes){run->keys.data + at, run->ends[i] - at};
+    StoreQueue q;
+    size_t failed = 0;
+    int rc = run->n ? store_records_retry(x->txn, lang_record_queue(run->def, &q), keys,
+                                          run->not_befores, run->n, retried_stored, run, &failed)
+                    : STORE_OK;
+    if (rc && !x->err->code)
+        lang_record_missing(rc, run->def, &run->ids[failed], "retrying a record", x->err);
+    for (size_t i = 0; i < run->n; i++)
+        lang_value_free(&run->ids[i]);
+    run->keys.len = run->n = 0;
+}
+
+/* Retries record "r", which the RETRY ALL's WHERE holds for: at once, or
+ * with the next RETRY_BATCH found (RetryRun.batched). */
 static void
 retried_one(Exec *x, const TableDef *def, Record *r, Value *view, void *ctx)
 {
     (void)view;
     RetryRun *run = ctx;
-    retry_one(x, def, &r->key, run->delay_to, run->results);
+    if (!run->batched) {
+        retry_one(x, def, r, run->delay_to, run->results);
+        return;
+    }
+    lang_record_key_encode(&r->key, &run->keys);
+    run->ends[run->n] = run->keys.len;
+    run->ids[run->n] = lang_value_clone(&r->key);
+    run->not_befores[run->n++] = retry_delay(r, run->delay_to);
+    if (run->n == RETRY_BATCH)
+        retry_flush(run);
 }
 
 /* retry -> RETRY record [NOT BEFORE expr]
@@ -457,16 +524,28 @@ lang_exec_retry(Exec *x, const Stmt *st)
 {
     TableDef def;
     Value results = lang_value_array();
-    RetryRun run = {0, &results};
+    int64_t delay_to;
     if (st->kind == ST_RETRY) {
         Record r = {0};
-        if (!hold_open(x, st, &def, &r, &run.delay_to))
-            retry_one(x, &def, &r.key, run.delay_to, &results);
+        if (!hold_open(x, st, &def, &r, &delay_to))
+            retry_one(x, &def, &r, delay_to, &results);
         lang_record_free(&r);
     } else if (!lang_queue_load(x, st->u.release.target.table, ACCESS_WRITE, &def) &&
-               !release_delay(x, &def, st, &run.delay_to)) {
-        lang_exec_each_record(x, &def, &st->u.release.target, st->u.release.where, false,
-                              retried_one, &run);
+               !release_delay(x, &def, st, &delay_to)) {
+        RetryRun *run = lang_xcalloc(1, sizeof *run);
+        *run = (RetryRun){.x = x,
+                          .def = &def,
+                          .delay_to = delay_to,
+                          .results = &results,
+                          .batched = retry_batched(&def)};
+        lang_exec_each_record(x, &def, &st->u.release.target, st->u.release.where,
+                              run->batched ? WALK_OWN_ONLY : 0, retried_one, run);
+        if (!x->err->code)
+            retry_flush(run);
+        for (size_t i = 0; i < run->n; i++)
+            lang_value_free(&run->ids[i]);
+        lang_buf_free(&run->keys);
+        free(run);
     }
     lang_table_def_free(&def);
     return lang_exec_answer_records(x, &results);

@@ -611,7 +611,7 @@ update_records(Exec *x, const Stmt *st, TableDef *def)
 {
     Value results = lang_value_array();
     UpdateRun run = {st, &results};
-    lang_exec_each_record(x, def, &st->u.write.target, st->u.write.where, false, update_one, &run);
+    lang_exec_each_record(x, def, &st->u.write.target, st->u.write.where, 0, update_one, &run);
     return lang_exec_answer_records(x, &results);
 }
 
@@ -691,7 +691,7 @@ delete_target(Exec *x, const Stmt *st, const TableDef *def, const Target *t, int
     bool settled = t->id.kind == VAL_RECORD && !st->u.del.where && fence >= 0 &&
                    delete_settled(x, def, t, fence, last);
     if (!settled)
-        lang_exec_each_record(x, def, t, st->u.del.where, false, delete_one, &fence);
+        lang_exec_each_record(x, def, t, st->u.del.where, 0, delete_one, &fence);
     return x->err->code;
 }
 
@@ -735,7 +735,7 @@ delete_many(Exec *x, const Stmt *st, TargetWalk *w)
     const Target *t = failed ? &st->u.del.more[failed - 1].target : &st->u.del.target;
     if (rc == STORE_NOTFOUND || rc == STORE_CONFLICT) {
         int64_t fence = holds[failed];
-        lang_exec_each_record(x, def, t, NULL, false, delete_one, &fence);
+        lang_exec_each_record(x, def, t, NULL, 0, delete_one, &fence);
     }
     if (rc && !x->err->code)
         lang_record_missing(rc, def, t->id.u.rec.key, "deleting a record", x->err);
@@ -834,7 +834,8 @@ select_records(Exec *x, const Stmt *st, TableDef *def)
 {
     Value views = lang_value_array(), rows = lang_value_array();
     /* SELECT of a record that does not exist answers [] */
-    lang_exec_each_record(x, def, &st->u.select.from, st->u.select.where, true, keep_view, &views);
+    lang_exec_each_record(x, def, &st->u.select.from, st->u.select.where,
+                          WALK_SKIP_ABSENT | WALK_OWN_ONLY, keep_view, &views);
     if (!x->err->code && st->u.select.norder && views.u.arr.len) {
         sort_stmt = st;
         qsort(views.u.arr.items, views.u.arr.len, sizeof(Value), compare_rows);

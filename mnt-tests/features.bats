@@ -52,6 +52,23 @@ mount_dead() {
     assert_equal "$(jqc '[.[] | .id]' "$output")" '["q:1","q:2"]'
 }
 
+@test "RETRY ALL and SELECT over more records than one read of the store: every match once, in order" {
+    mount_fs
+    ctl "DEFINE QUEUE big TIMEOUT 1h ATTEMPTS 1 NOT BEFORE due;" >/dev/null
+    seq 2500 | sed 's/.*/{"n":&}/' >"$M/big/new"
+    for _ in 1 2 3; do ctl "CLAIM 1000 FROM big;" >/dev/null; done
+    ctl "RELEASE ALL FROM big;" >/dev/null
+    assert_equal "$(jqc '[.dead, .ready]' "$(cat "$M/big/stats")")" '[2500,0]'
+    run ctl "RETRY ALL FROM big WHERE n > 600 NOT BEFORE 1h;"
+    assert_success
+    assert_equal "$(jqc '[.[] | .id] == [range(601; 2501) | "big:\(.)"]' "$output")" true
+    assert_equal "$(jqc '[.[] | select(.attempts != 0 or .due == null)] | length' "$output")" 0
+    assert_equal "$(jqc '[.dead, .delayed, .held]' "$(cat "$M/big/stats")")" '[600,1900,0]'
+    run ctl "SELECT * FROM big WHERE n <= 600 OR n > 2499;"
+    assert_success
+    assert_equal "$(jqc '[.[] | .n] == [range(1; 601), 2500]' "$output")" true
+}
+
 @test "RETRY refuses what RELEASE refuses: no such record, NOT BEFORE without the field" {
     mount_dead
     assert_equal "$(ctl_errno 'RETRY q:9;')" "ENOENT NoSuchRecord"

@@ -1711,37 +1711,97 @@ test_claim_due(void)
     claim_alone(&q, 2, "a,d", "a, given back elsewhere, its delay over");
 }
 
+/* What a test of store_records_retry sees of the records it retried. */
+typedef struct Retried {
+    char keys[16];
+    size_t n, stop_after;
+    int64_t attempts, not_before[8];
+} Retried;
+
+static int
+note_retried(void *ctx, const StoreRecord *r)
+{
+    Retried *seen = ctx;
+    if (seen->n < 8 && r->key.len == 1) {
+        seen->keys[seen->n] = *(const char *)r->key.data;
+        seen->not_before[seen->n] = r->not_before;
+    }
+    seen->attempts += r->attempts + (r->hold != 0);
+    return ++seen->n == seen->stop_after ? 7 : 0;
+}
+
+/* Records retried many at once: as one at a time would, in their order —
+ * a live hold ended and counted as a release, a dead record claimable
+ * again, each with its own delay, a key given twice retried twice, the
+ * first that fails named, and the caller's non-zero answer returned. */
+static void
+test_retry_many(void)
+{
+    StoreQueue q = queue_new(st, "rmany", 30000 * MS, 1);
+    for (const char *k = "abcde"; *k; k++)
+        add(st, &q, (char[]){*k, 0}, "v", NULL, 0);
+    claim_expect(st, &q, 2, NULL, "a,b", "claim a and b");
+    StoreTxn *t = begin(st, true);
+    StoreRecord r;
+    CHECK(store_record_get(t, q.table, bytes_of("b"), &r) == STORE_OK, "read b");
+    CHECK(store_release(t, &q, bytes_of("b"), r.hold, 0, bytes_of("no"), NULL) == STORE_OK,
+          "b released: dead at ATTEMPTS 1");
+    commit(t);
+    StoreQueueCounts before = counts_of(st, &q);
+    CHECK(before.held == 1 && before.idle == 1 && before.ready == 3, "a held, b dead, 3 ready");
+
+    int64_t later = store_now(st) + 3600000 * MS;
+    StoreBytes keys[4] = {bytes_of("a"), bytes_of("b"), bytes_of("c"), bytes_of("c")};
+    int64_t nbs[4] = {0, later, 0, 0};
+    Retried seen = {0};
+    size_t failed = 99;
+    t = begin(st, true);
+    CHECK(store_records_retry(t, &q, keys, nbs, 4, note_retried, &seen, &failed) == STORE_OK &&
+              failed == 99,
+          "a, b, c and c at once");
+    CHECK(seen.n == 4 && memcmp(seen.keys, "abcc", 4) == 0 && seen.attempts == 0,
+          "each answered in order, back to attempt 0 with no hold (%.4s)", seen.keys);
+    CHECK(seen.not_before[0] == 0 && seen.not_before[1] == later && seen.not_before[2] == 0,
+          "b alone delayed");
+    commit(t);
+    StoreQueueCounts n = counts_of(st, &q);
+    CHECK(n.ready == 4 && n.delayed == 1 && n.held == 0 && n.idle == 0,
+          "4 ready, b delayed (%llu ready)", (unsigned long long)n.ready);
+    CHECK(n.releases == before.releases + 1, "a's live hold counted as a release (%llu)",
+          (unsigned long long)(n.releases - before.releases));
+    claim_expect(st, &q, 5, NULL, "a,c,d,e", "a claimable again, b waits");
+
+    StoreBytes bad[3] = {bytes_of("c"), bytes_of("x"), bytes_of("a")};
+    t = begin(st, true);
+    seen = (Retried){0};
+    CHECK(store_records_retry(t, &q, bad, nbs, 3, note_retried, &seen, &failed) == STORE_NOTFOUND &&
+              failed == 1,
+          "x missing: NOTFOUND at index 1 (%zu)", failed);
+    store_txn_abort(t);
+    t = begin(st, true);
+    seen = (Retried){.stop_after = 2};
+    CHECK(store_records_retry(t, &q, keys, nbs, 4, note_retried, &seen, NULL) == 7 && seen.n == 2,
+          "the caller's answer stops it and is returned");
+    store_txn_abort(t);
+}
+
 int
 main(void)
 {
-    static const TestCase cases[] = {test_records,
-                                     test_claim_order,
-                                     test_claim_named,
-                                     test_paused,
-                                     test_refile,
-                                     test_lapse_and_ceiling,
-                                     test_queue_rules,
-                                     test_release_touch_fence,
-                                     test_release_all,
-                                     test_unclaim,
-                                     test_identity,
-                                     test_many,
-                                     test_many_whole,
-                                     test_delete_many,
-                                     test_dedup,
-                                     test_waiting_walk,
-                                     test_queue_filing,
-                                     test_queue_scale,
-                                     test_counts,
-                                     test_counts_two_queues,
-                                     test_last,
-                                     test_notification,
-                                     test_races,
-                                     test_errors,
-                                     test_keep,
-                                     test_rerun,
-                                     test_claim_position,
-                                     test_claim_due,
-                                     NULL};
+    static const TestCase cases[] = {test_records,        test_claim_order,
+                                     test_claim_named,    test_paused,
+                                     test_refile,         test_lapse_and_ceiling,
+                                     test_queue_rules,    test_release_touch_fence,
+                                     test_release_all,    test_unclaim,
+                                     test_identity,       test_many,
+                                     test_many_whole,     test_delete_many,
+                                     test_dedup,          test_waiting_walk,
+                                     test_queue_filing,   test_queue_scale,
+                                     test_counts,         test_counts_two_queues,
+                                     test_last,           test_notification,
+                                     test_races,          test_errors,
+                                     test_keep,           test_rerun,
+                                     test_claim_position, test_claim_due,
+                                     test_retry_many,     NULL};
     return test_store_main("conformance_test", &st, cases);
 }

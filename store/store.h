@@ -582,6 +582,17 @@ int store_touch(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t hold
  * (a done record is finished: CREATE queues it again). */
 int store_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
                 StoreRecord *out);
+/* Retries the "n" records keys[0 .. n), record i delayed until
+ * not_befores[i] as store_retry's "not_before", as n calls of store_retry
+ * would in that order, in one call: a server backend sends one statement
+ * for them all on a queue without AT MOST … PER.  Calls "fn" with each
+ * record as now stored, in that order.  On a failure (STORE_NOTFOUND, …)
+ * "*failed" (may be NULL) is the index of the first record that failed,
+ * and the transaction is to be aborted: some of them may have been
+ * retried. */
+int store_records_retry(StoreTxn *txn, const StoreQueue *q, const StoreBytes *keys,
+                        const int64_t *not_befores, size_t n,
+                        int (*fn)(void *ctx, const StoreRecord *r), void *ctx, size_t *failed);
 /* COALESCE: marks record "key", while a hold of it runs, to run once
  * more (StoreRecord.rerun): its finish (store_record_delete) hands it out
  * again as new work.  The mark stays until then, across releases and

@@ -251,6 +251,22 @@ lmdb_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_befor
     return end_hold(txn, q, &r, not_before, (StoreBytes){NULL, 0}, true, out);
 }
 
+int
+lmdb_records_retry(StoreTxn *txn, const StoreQueue *q, const StoreBytes *keys,
+                   const int64_t *not_befores, size_t n, int (*fn)(void *ctx, const StoreRecord *r),
+                   void *ctx, size_t *failed)
+{
+    int rc = STORE_OK;
+    for (size_t i = 0; i < n && !rc; i++) {
+        StoreRecord r;
+        if ((rc = lmdb_retry(txn, q, keys[i], not_befores[i], &r)) == STORE_OK)
+            rc = fn(ctx, &r);
+        else if (failed)
+            *failed = i;
+    }
+    return rc;
+}
+
 /* What store_release_all collects: the keys of the holds it ends. */
 typedef struct HoldList {
     StoreBytes who, instance;

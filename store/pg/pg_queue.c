@@ -409,6 +409,52 @@ pg_retry(StoreTxn *txn, const StoreQueue *q, StoreBytes key, int64_t not_before,
 }
 
 int
+pg_records_retry(StoreTxn *txn, const StoreQueue *q, const StoreBytes *keys,
+                 const int64_t *not_befores, size_t n, int (*fn)(void *ctx, const StoreRecord *r),
+                 void *ctx, size_t *failed)
+{
+    PGresult *res = NULL;
+    int rc = STORE_OK, rows = 0, row = 0;
+    /* all in one statement where no group's lock is to be taken */
+    if (n > 1 && !q->per_group) {
+        PgArray k = {0}, nb = {0};
+        pg_array_reset(&k, PG_OID_BYTEA);
+        pg_array_reset(&nb, PG_OID_INT8);
+        for (size_t i = 0; i < n; i++) {
+            pg_array_add(&k, keys[i].data, keys[i].len);
+            pg_array_add_i64(&nb, not_befores[i]);
+        }
+        res = PG_RUN(txn, RECORDS_RETRY, &rc, .table = q->table, .keys = pg_array_bytes(&k),
+                     .not_befores = pg_array_bytes(&nb), .now = pg_txn_now(txn));
+        free(k.data);
+        free(nb.data);
+        if (!res)
+            return rc;
+        rows = PQntuples(res);
+        int64_t ended = 0;
+        for (int i = 0; i < rows; i++)
+            ended += pg_bool(res, i, PG_RECORD_NCOLS);
+        if (ended)
+            pg_count(txn, q->table, 0, ended, 0, 0);
+    }
+    /* the statement's rows in the keys' order; those it has none for
+     * (missing, done, given twice) one by one: the first that fails says
+     * why */
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        StoreRecord r;
+        if (row < rows && pg_i64(res, row, PG_RECORD_NCOLS + 1) == (int64_t)i + 1)
+            pg_record_of(res, row++, 0, &r);
+        else if ((rc = pg_retry(txn, q, keys[i], not_befores[i], &r)) != STORE_OK) {
+            if (failed)
+                *failed = i;
+            break;
+        }
+        rc = fn(ctx, &r);
+    }
+    return rc;
+}
+
+int
 pg_unclaim(StoreTxn *txn, const StoreQueue *q, const StoreRecord *before, int64_t hold,
            bool *given_back)
 {
