@@ -1124,7 +1124,7 @@ schema_as() {
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" "$version"
 }
 
-@test "postgresql: a schema of version 2 (no errors) is brought to version 6 in place by the first process that writes: its records kept, a release's reason kept from then on" {
+@test "postgresql: a schema of version 2 (no errors) is brought to version 7 in place by the first process that writes: its records kept, a release's reason kept from then on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};" >/dev/null
     # Version 2 as it was: no errors column, nor the functions that keep it
     # (nor what versions 4 and 5 add).
@@ -1135,12 +1135,12 @@ schema_as() {
          DROP COLUMN filed_xid"
     run sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'upgraded';"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 7
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
         '[{"last_error":"upgraded","n":1},{"n":2}]'
 }
 
-@test "postgresql: a schema of version 3 (no KEEP) is brought to version 6 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
+@test "postgresql: a schema of version 3 (no KEEP) is brought to version 7 in place by the first process that writes: its records, holds and errors kept, a grouped queue's claims work on" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m AT MOST 1 PER g; CREATE jobs:1 = {n: 1, g: 'a'};
          CREATE jobs:2 = {n: 2, g: 'a'}; CREATE jobs:3 = {n: 3, g: 'b'};" >/dev/null
     sql "CLAIM jobs:1; RELEASE jobs:1 BECAUSE 'before'; CLAIM jobs:3;" >/dev/null
@@ -1150,7 +1150,7 @@ schema_as() {
         "ALTER TABLE queuefs.records DROP COLUMN completed_at, DROP COLUMN rerun, DROP COLUMN filed_xid"
     run sql "CLAIM FROM jobs;"
     assert_success
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 7
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
         WHERE schemaname = 'queuefs' AND indexname = 'records_done'")" 1
     assert_equal "$(sql 'SELECT n, last_error FROM jobs;' | jq -c .)" \
@@ -1160,7 +1160,7 @@ schema_as() {
         '[1,3]'
 }
 
-@test "postgresql: a schema of version 4 (claims from the head) is brought to version 6 in place by the first process that writes: its records and holds kept, claims in claim order from where the last left off" {
+@test "postgresql: a schema of version 4 (claims from the head) is brought to version 7 in place by the first process that writes: its records and holds kept, claims in claim order from where the last left off" {
     sql "DEFINE QUEUE jobs TIMEOUT 5m; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};
          CREATE jobs:3 = {n: 3}; CLAIM jobs:1;" >/dev/null
     # Version 4 as it was: no filed_xid, nor its index (nor what version 6
@@ -1170,7 +1170,7 @@ schema_as() {
         "${RATES_AS_V5[@]/#/-c}" -c "UPDATE queuefs.version SET version = 4" >/dev/null
     mount_fs
     assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 7
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT count(*) FROM pg_indexes
         WHERE schemaname = 'queuefs' AND indexname = 'records_filed'")" 1
     # A record given back, and one made before the upgrade, are still found
@@ -1182,7 +1182,33 @@ schema_as() {
         '[1,2,3]'
 }
 
-@test "postgresql: a schema of version 5 (AT MOST … EVERY's instants in one array) is brought to version 6 in place by the first process that writes: the window goes on from the instants it kept, and ALTER QUEUE moves it" {
+@test "postgresql: a schema of version 6 (held records in records_filed) is brought to version 7 in place by the first process that writes: a claim files its record in two indexes, a held-back xmin's claims still find records given back and holds lapsed" {
+    sql "DEFINE QUEUE jobs TIMEOUT 2s; CREATE jobs:1 = {n: 1}; CREATE jobs:2 = {n: 2};
+         CREATE jobs:3 = {n: 3}; CLAIM jobs:1;" >/dev/null
+    # Version 6 as it was: every ready or waiting record in records_filed.
+    schema_as 6 "DROP INDEX queuefs.records_filed" \
+        "CREATE INDEX records_filed ON queuefs.records (table_id, filed_xid) WHERE state IN (0, 1)"
+    mount_fs
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 7
+    # The index holds the ready record alone, not the two held (its entries
+    # counted once VACUUM took the dead one of jobs:2 away).
+    assert_equal "$(psql -qXAt "$STORE" -c "VACUUM queuefs.records" \
+        -c "CREATE EXTENSION IF NOT EXISTS pageinspect" \
+        -c "SELECT count(*) FROM bt_page_items('queuefs.records_filed', 1)")" 1
+    # Claims from a position (an xmin held back by an open transaction, a
+    # thousand transactions and more behind) find a record given back, and
+    # holds that lapsed.
+    pin_xmin
+    yes 'SELECT txid_current();' | head -n 1100 | psql -qXAt "$STORE" >/dev/null
+    echo 'RELEASE jobs:2;' >"$M/ctl"
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 2
+    assert_equal "$(jqr .n "$(cat "$M/jobs/claim")")" 3
+    sleep 2.2
+    assert_equal "$(cat "$M/jobs/claim" "$M/jobs/claim" "$M/jobs/claim" | jq -s -c '[.[].n] | sort')" '[1,2,3]'
+}
+
+@test "postgresql: a schema of version 5 (AT MOST … EVERY's instants in one array) is brought to version 7 in place by the first process that writes: the window goes on from the instants it kept, and ALTER QUEUE moves it" {
     sql "DEFINE QUEUE r TIMEOUT 5m AT MOST 3 EVERY 1h; CREATE r:1 = {}; CREATE r:2 = {};
          CREATE r:3 = {}; CREATE r:4 = {}; CREATE r:5 = {}; CREATE r:6 = {};" >/dev/null
     assert_equal "$(sql "CLAIM 2 FROM r;" | jq length)" 2
@@ -1195,7 +1221,7 @@ schema_as() {
     schema_as 5 "UPDATE queuefs.rates SET stamps = '$stamps'"
     # The window of 3 holds the 2: room for one more, then none.
     assert_equal "$(sql "CLAIM 5 FROM r;" | jq length)" 1
-    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 6
+    assert_equal "$(psql -qXAt "$STORE" -c "SELECT version FROM queuefs.version")" 7
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT handed, low, cardinality(stamps)
         FROM queuefs.rates JOIN queuefs.rate_slots USING (table_id)")" "3|0|3"
     assert_equal "$(psql -qXAt "$STORE" -c "SELECT (SELECT stamps[1:2] FROM queuefs.rate_slots)

@@ -14,7 +14,9 @@
  * claim order) and its instant (every record then waiting it took or
  * refiled when due, unless more were due than it takes at once: then the
  * instant it started from).  What a transaction that snapshot did not see
- * filed since is found by its transaction id.  A record another
+ * filed since is found by its transaction id — but for a hold, found by
+ * its deadline, later than that instant unless its claim committed after
+ * it (pg_schema.c's version 7).  A record another
  * transaction had locked then — a claim that went on to fail, a write
  * that changed nothing — may be passed over until the position is renewed.
  *

@@ -436,7 +436,11 @@ void pg_stmt_bind(const PgStmt *args, PgBound *out);
  * 0, or a StoreStatus with a message in errbuf. */
 int pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen);
 /* The schema version this build creates and reads. */
-#define PG_SCHEMA_VERSION 6
+#define PG_SCHEMA_VERSION 7
+/* The records index records_filed holds (pg_schema.c's version 7), which
+ * a statement's WHERE repeats for the index to serve it: the ready, and
+ * those waiting for anything but their hold's deadline. */
+#define PG_FILED_PREDICATE "(state = 0 OR (state = 1 AND wake <> claimed_until))"
 
 /* ---- the backend's operations (backend.h: store.h's meaning) ---- */
 

@@ -450,6 +450,21 @@ static const char schema_v6_sql[] =
     "END $$;"
     "UPDATE queuefs.version SET version = 6;";
 
+/* Version 7: records_filed leaves out the records filed to wait for their
+ * hold's deadline (state 1, wake = claimed_until), so that a claim, which
+ * files its record so, writes two index entries, not three (the primary
+ * key's and records_waiting's).  A claim from a position finds such a
+ * record by its deadline (CLAIM_FROM's "due_on": at or after the
+ * position's instant) — one whose claim committed after its own deadline
+ * passed (a transaction held open past TIMEOUT) may so be found lapsed
+ * only once a claim starts at the head again (pg_hint.c: PG_HINT_LIFE at
+ * most). */
+static const char schema_v7_sql[] =
+    "DROP INDEX IF EXISTS queuefs.records_filed;"
+    "CREATE INDEX records_filed ON queuefs.records (table_id, filed_xid)"
+    "  WHERE " PG_FILED_PREDICATE ";"
+    "UPDATE queuefs.version SET version = 7;";
+
 /* Runs "sql" (simple protocol); 0, or STORE_IO with the server's message. */
 static int
 exec_ok(PGconn *conn, const char *sql, char *errbuf, size_t errlen, PGresult **keep)
@@ -522,6 +537,8 @@ schema_upgrade(PGconn *conn, char *errbuf, size_t errlen)
         rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL);
     if (!rc && version <= 5)
         rc = exec_ok(conn, schema_v6_sql, errbuf, errlen, NULL);
+    if (!rc && version <= 6)
+        rc = exec_ok(conn, schema_v7_sql, errbuf, errlen, NULL);
     if (!rc)
         rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     return rc;
@@ -546,8 +563,9 @@ pg_schema_ensure(PGconn *conn, bool read_only, char *errbuf, size_t errlen)
             !(rc = exec_ok(conn, schema_v2_sql, errbuf, errlen, NULL)) &&
             !(rc = exec_ok(conn, schema_v3_sql, errbuf, errlen, NULL)) &&
             !(rc = exec_ok(conn, schema_v4_sql, errbuf, errlen, NULL)) &&
-            !(rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL)))
-            rc = exec_ok(conn, schema_v6_sql, errbuf, errlen, NULL);
+            !(rc = exec_ok(conn, schema_v5_sql, errbuf, errlen, NULL)) &&
+            !(rc = exec_ok(conn, schema_v6_sql, errbuf, errlen, NULL)))
+            rc = exec_ok(conn, schema_v7_sql, errbuf, errlen, NULL);
         if (!rc)
             rc = exec_ok(conn, "COMMIT", errbuf, errlen, NULL);
     }
