@@ -33,6 +33,21 @@ void store_error_detail_clear(void);
  * trailing newlines dropped). */
 void store_error_detail_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A fork() of the process while a backend's own thread (LMDB's checkpoint
+ * ticker, PostgreSQL's notifier and listener) is allocating would hand the
+ * child a locked allocator under a malloc that has no fork handlers of its
+ * own (the sanitizers' in this toolchain): the child's first allocation
+ * would wait for ever.  So such a thread holds this lock shared while it
+ * works (store_fork_hold … store_fork_release), and a fork takes it whole
+ * (pthread_atfork, set up by store_fork_guard before the first such thread
+ * starts): a fork waits for that work to end.  Only those threads are
+ * covered: threads of the caller's that allocate while it forks are the
+ * caller's to keep still (the tests that fork do so from one thread;
+ * queuefs itself forks only before its threads start).  (store/fork.c) */
+void store_fork_guard(void);
+void store_fork_hold(void);
+void store_fork_release(void);
+
 extern const StoreOps store_lmdb_ops;
 extern const StoreOps store_pg_ops;
 

@@ -713,44 +713,6 @@ checkpoint_tick(Store *st)
     lmdb_sync_unlock(st);
 }
 
-/* A fork() while a ticker is in the middle of a checkpoint, allocating,
- * would hand the child a locked allocator under a malloc that has no fork
- * handlers of its own (the sanitizers' in this toolchain): the child's
- * first allocation would wait for ever.  Every store's ticks hold this
- * lock shared, and a fork of the process takes it whole: a fork waits for
- * the checkpoint under way (a sync of the disk, at worst).  Only the
- * ticker is covered: threads of the caller's that allocate while it forks
- * are the caller's to keep still (the tests that fork do so from one
- * thread; queuefs itself forks only before its threads start). */
-static pthread_rwlock_t fork_lock = PTHREAD_RWLOCK_INITIALIZER;
-static pthread_once_t fork_hooked = PTHREAD_ONCE_INIT;
-
-static void
-fork_prepare(void)
-{
-    pthread_rwlock_wrlock(&fork_lock);
-}
-
-static void
-fork_parent(void)
-{
-    pthread_rwlock_unlock(&fork_lock);
-}
-
-/* The child's only thread is not the one that locked it (another thread
- * id): the lock is made anew. */
-static void
-fork_child(void)
-{
-    pthread_rwlock_init(&fork_lock, NULL);
-}
-
-static void
-fork_hook(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
 /* The checkpoint thread: checkpoint_tick() every CHECKPOINT_INTERVAL_MS
  * until the store closes.  It says it has started ("ticking") before its
  * first wait, which lmdb_checkpoint_ticker_start waits for. */
@@ -773,9 +735,9 @@ checkpoint_ticker(void *arg)
         if (st->stopping)
             break;
         pthread_mutex_unlock(&st->tick_mu);
-        pthread_rwlock_rdlock(&fork_lock);
+        store_fork_hold(); /* it allocates */
         checkpoint_tick(st);
-        pthread_rwlock_unlock(&fork_lock);
+        store_fork_release();
         pthread_mutex_lock(&st->tick_mu);
     }
     pthread_mutex_unlock(&st->tick_mu);
@@ -785,7 +747,7 @@ checkpoint_ticker(void *arg)
 int
 lmdb_checkpoint_ticker_start(Store *st)
 {
-    pthread_once(&fork_hooked, fork_hook);
+    store_fork_guard();
     /* The thread takes no signals: they stay with the caller's threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -795,8 +757,8 @@ lmdb_checkpoint_ticker_start(Store *st)
     if (rc)
         return rc;
     /* A thread starting up allocates (its runtime's own state) outside
-     * fork_lock: wait until it is in its loop, where it allocates only
-     * under the lock. */
+     * the fork lock (backend.h): wait until it is in its loop, where it
+     * allocates only under the lock. */
     pthread_mutex_lock(&st->tick_mu);
     while (!st->ticking)
         pthread_cond_wait(&st->tick_cv, &st->tick_mu);

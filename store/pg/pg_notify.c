@@ -109,6 +109,7 @@ notify_loop(void *arg)
             break; /* closing, with every change told */
         st->notify_pending = false;
         pthread_mutex_unlock(&st->change_mu);
+        store_fork_hold();
         if (!conn || PQstatus(conn) != CONNECTION_OK) {
             PQfinish(conn);
             conn = pg_connect(st, NULL, 0);
@@ -118,6 +119,7 @@ notify_loop(void *arg)
         PGresult *res = conn ? PQexec(conn, "NOTIFY queuefs") : NULL;
         bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
+        store_fork_release();
         pthread_mutex_lock(&st->change_mu);
         if (!ok && st->stopping)
             break;
@@ -131,7 +133,9 @@ notify_loop(void *arg)
         }
     }
     pthread_mutex_unlock(&st->change_mu);
+    store_fork_hold();
     PQfinish(conn);
+    store_fork_release();
     return NULL;
 }
 
@@ -151,6 +155,7 @@ listen_loop(void *arg)
     PGconn *conn = NULL;
     for (;;) {
         if (!conn) {
+            store_fork_hold();
             conn = pg_connect(st, NULL, 0);
             PGresult *res = conn ? PQexec(conn, "LISTEN queuefs") : NULL;
             bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
@@ -158,6 +163,9 @@ listen_loop(void *arg)
             if (!ok) {
                 PQfinish(conn);
                 conn = NULL;
+            }
+            store_fork_release();
+            if (!ok) {
                 if (listener_pause(st, 1000))
                     break;
                 continue;
@@ -171,28 +179,31 @@ listen_loop(void *arg)
             break;
         if (!p[0].revents)
             continue;
-        if (!PQconsumeInput(conn)) {
+        store_fork_hold();
+        bool lost = !PQconsumeInput(conn), any = false;
+        PGnotify *n;
+        if (lost) {
             PQfinish(conn);
             conn = NULL;
-            changes_bump(st);
-            continue;
         }
-        bool any = false;
-        PGnotify *n;
-        while ((n = PQnotifies(conn))) {
+        while (!lost && (n = PQnotifies(conn))) {
             any = true;
             PQfreemem(n);
         }
-        if (any)
+        store_fork_release();
+        if (lost || any)
             changes_bump(st);
     }
+    store_fork_hold();
     PQfinish(conn);
+    store_fork_release();
     return NULL;
 }
 
 void
 pg_notify_start(Store *st)
 {
+    store_fork_guard(); /* they allocate: see backend.h */
     if (pthread_create(&st->listener, NULL, listen_loop, st) == 0)
         st->listening = true;
     if (pthread_create(&st->notifier, NULL, notify_loop, st) == 0)
