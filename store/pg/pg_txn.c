@@ -7,9 +7,10 @@
  * Its counters and COMMIT go in one round trip too — or, when the caller
  * said that first statement is its last change (store_txn_last) and it is
  * one that can count itself (the claim of the head, a delete), it goes
- * with the clock's read alone, without BEGIN, as one implicit transaction
- * the server commits at the pipeline's end: a claim or a finish is then
- * one round trip.  A statement run in a savepoint of its own (a create of
+ * alone, without BEGIN, as one implicit transaction the server commits at
+ * the pipeline's end, and answers the clock's read itself: a claim or a
+ * finish is then one round trip and one statement (a second round trip
+ * reads the clock when it answers no row).  A statement run in a savepoint of its own (a create of
  * many records: pg_run_undoable) goes with the savepoint and its release,
  * and with the COMMIT when the caller said it is the last change.  A read
  * transaction begins at once.  The transaction that finds its connection broken when
@@ -383,17 +384,20 @@ pg_run_undoable(StoreTxn *txn, const PgStmt *args, bool settled, int *rc)
 
 /* ---- transactions ---- */
 
-/* Notes what the clock's read that began "txn" answered ("res"): its
- * instant, the catalog's version (a cache older than that is forgotten,
- * and a transaction that used it before it began is run again), the
- * server's clock.  0, or STORE_IO. */
+/* Notes what the clock's read of "txn" answered, in its columns "col" and
+ * "col" + 1 of row 0 of "res" (TXN_CLOCK's, or the last two of a
+ * PG_COMMITS statement's): its instant, the catalog's version (a cache
+ * older than that is forgotten, and a transaction that used it before
+ * it began is run again), the server's clock, read at "sent" by this
+ * process's.  0, or STORE_IO. */
 static int
-txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
+txn_clocked(StoreTxn *txn, const PGresult *res, int col, int64_t sent)
 {
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1 ||
+        PQnfields(res) < col + 2)
         return STORE_IO;
-    txn->now = pg_i64(res, 0, 0) * 1000;
-    int64_t version = pg_i64(res, 0, 1);
+    txn->now = pg_i64(res, 0, col);
+    int64_t version = pg_i64(res, 0, col + 1);
     Store *st = txn->st;
     pthread_mutex_lock(&st->catalog_mu);
     if (version > st->catalog_version) {
@@ -403,7 +407,6 @@ txn_clocked(StoreTxn *txn, const PGresult *res, int64_t sent)
     pthread_mutex_unlock(&st->catalog_mu);
     bool stale = txn->cache_used && version != txn->catalog_version;
     txn->catalog_version = version;
-    txn->started = true;
     /* The server began the transaction after this process sent its BEGIN
      * and before the answer came: timed from the sending, the offset puts
      * the server's clock ahead by the request's way there at most, never
@@ -435,15 +438,47 @@ txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *failure)
     return rc ? rc : STORE_IO;
 }
 
+/* The clock's read (TXN_CLOCK) of "txn" as a statement of its own, sent
+ * at "sent", outside any transaction; txn_clocked's value. */
+static int
+txn_clock_apart(StoreTxn *txn, int64_t sent)
+{
+    static const PgBound none = {0};
+    Pipe p;
+    pipe_open(&p, txn->c);
+    int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
+    bool carried = pipe_end(&p);
+    int rc = carried ? txn_clocked(txn, p.res[clock], 0, sent) : STORE_IO;
+    if (rc && !txn->failed) {
+        store_error_detail_set("%s: %s", txn->st->server,
+                               carried ? PQresultErrorMessage(p.res[clock]) : p.why);
+        txn->failed = true;
+    }
+    pipe_free(&p, -1);
+    return rc;
+}
+
+/* Notes the clock of "txn", whose statement "res" (PG_COMMITS, sent at
+ * "sent") began and committed it: the last two columns of its first row,
+ * or when it answered none, a read of the clock after it (on a version
+ * moved meanwhile, the statement, which changed nothing, runs again with
+ * the transaction). */
+static int
+txn_clocked_by(StoreTxn *txn, const PGresult *res, int64_t sent)
+{
+    return PQntuples(res) > 0 ? txn_clocked(txn, res, PQnfields(res) - 2, sent)
+                              : txn_clock_apart(txn, sent);
+}
+
 /* Begins "txn" on its connection, in one round trip: BEGIN, the clock's
  * read and, when "out" is not NULL, statement "s" with "a", whose answer
  * (whatever its status) goes to "*out" — or, with "commit" (which needs
- * a statement), the clock's read and "s" alone: a pipeline without BEGIN
- * is one implicit transaction, committed at its end (READ COMMITTED, the
- * sessions' default: pg_conn.c).  0; STORE_IO with "*broken" when the connection
- * failed before the answers came (without "commit", nothing happened: it
- * may be connected again and begun again); or the status of a failed
- * BEGIN, clock or commit. */
+ * a PG_COMMITS statement), "s" alone, whose rows answer the clock too: a
+ * pipeline without BEGIN is one implicit transaction, committed at its
+ * end (READ COMMITTED, the sessions' default: pg_conn.c).  0; STORE_IO
+ * with "*broken" when the connection failed before the answers came
+ * (without "commit", nothing happened: it may be connected again and
+ * begun again); or the status of a failed BEGIN, clock or commit. */
 static int
 txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool commit, bool *broken,
                char why[256])
@@ -459,7 +494,7 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
         pipe_sql(&p, begin);
         opened = p.n - 1;
     }
-    int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
+    int clock = commit ? -1 : pipe_stmt(&p, PG_TXN_CLOCK, &none);
     int at = out ? pipe_stmt(&p, s, a) : -1;
     *broken = !pipe_end(&p);
     if (*broken)
@@ -469,10 +504,12 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
         ;
     else if (opened >= 0 && PQresultStatus(p.res[opened]) != PGRES_COMMAND_OK)
         rc = txn_failed(txn, p.res[opened]), p.res[opened] = NULL;
+    else if (clock < 0)
+        rc = STORE_OK; /* read from the statement's answer, below */
     else if (PQresultStatus(p.res[clock]) != PGRES_TUPLES_OK)
         rc = txn_failed(txn, p.res[clock]), p.res[clock] = NULL;
     else
-        rc = txn_clocked(txn, p.res[clock], sent);
+        rc = txn_clocked(txn, p.res[clock], 0, sent);
     if (rc == STORE_OK && txn->failed)
         rc = STORE_IO;
     /* Begun, unless implicit ("commit": then ended) or BEGIN failed; a ROLLBACK ends
@@ -481,10 +518,12 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
         txn->started = PQtransactionStatus(txn->c->conn) != PQTRANS_IDLE;
     if (!*broken && commit && PQresultStatus(p.res[at]) == PGRES_TUPLES_OK) {
         /* The statement was carried out: how its transaction ended stands,
-         * even when the clock found the cache stale (the statement then
+         * even when the clock finds the cache stale (the statement then
          * changed nothing: CATALOG_IS). */
         int committed = txn_committed(txn, p.res[at], p.extra);
         p.extra = NULL;
+        if (!rc)
+            rc = txn_clocked_by(txn, p.res[at], sent);
         if (!rc)
             rc = committed;
     }
