@@ -394,7 +394,8 @@ static int
 txn_clocked(StoreTxn *txn, const PGresult *res, int col, int64_t sent)
 {
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) < 1 ||
-        PQnfields(res) < col + 2)
+        PQnfields(res) < col + 2 || PQftype(res, col) != PG_OID_INT8 ||
+        PQftype(res, col + 1) != PG_OID_INT8)
         return STORE_IO;
     txn->now = pg_i64(res, 0, col);
     int64_t version = pg_i64(res, 0, col + 1);
