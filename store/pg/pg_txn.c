@@ -10,15 +10,15 @@
  * alone, without BEGIN, as one implicit transaction the server commits at
  * the pipeline's end, and answers the clock's read itself: a claim or a
  * finish is then one round trip and one statement (a second round trip
- * reads the clock when it answers no row).  A statement run in a savepoint of its own (a create of
- * many records: pg_run_undoable) goes with the savepoint and its release,
- * and with the COMMIT when the caller said it is the last change.  A read
- * transaction begins at once.  The transaction that finds its connection broken when
- * it begins connects again, once; one that saw it break later fails with
- * STORE_IO.  store_write runs its function again after a deadlock or
- * serialization failure.  A commit that may have made something claimable
- * moves store_changes() on and has the other processes told
- * (pg_notify.c). */
+ * reads the clock when it answers no row).  A statement run in a
+ * savepoint of its own (a create of many records: pg_run_undoable) goes
+ * with the savepoint and its release, and with the COMMIT when the caller
+ * said it is the last change.  A read transaction begins at once.  The
+ * transaction that finds its connection broken when it begins connects
+ * again, once; one that saw it break later fails with STORE_IO.
+ * store_write runs its function again after a deadlock or serialization
+ * failure.  A commit that may have made something claimable moves
+ * store_changes() on and has the other processes told (pg_notify.c). */
 #include "pg_internal.h"
 
 #include <stdio.h>
@@ -524,9 +524,9 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
         int committed = txn_committed(txn, p.res[at], p.extra);
         p.extra = NULL;
         if (!rc)
-            rc = txn_clocked_by(txn, p.res[at], sent);
-        if (!rc)
             rc = committed;
+        if (!rc)
+            rc = txn_clocked_by(txn, p.res[at], sent);
     }
     if (!rc && out)
         *out = p.res[at];
