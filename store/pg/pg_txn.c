@@ -439,15 +439,17 @@ txn_committed(StoreTxn *txn, const PGresult *stmt, PGresult *failure)
     return rc ? rc : STORE_IO;
 }
 
+/* What TXN_CLOCK is bound with: nothing. */
+static const PgBound no_args = {0};
+
 /* The clock's read (TXN_CLOCK) of "txn" as a statement of its own, sent
  * at "sent", outside any transaction; txn_clocked's value. */
 static int
 txn_clock_apart(StoreTxn *txn, int64_t sent)
 {
-    static const PgBound none = {0};
     Pipe p;
     pipe_open(&p, txn->c);
-    int clock = pipe_stmt(&p, PG_TXN_CLOCK, &none);
+    int clock = pipe_stmt(&p, PG_TXN_CLOCK, &no_args);
     bool carried = pipe_end(&p);
     int rc = carried ? txn_clocked(txn, p.res[clock], 0, sent) : STORE_IO;
     if (rc && !txn->failed) {
@@ -484,7 +486,6 @@ static int
 txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool commit, bool *broken,
                char why[256])
 {
-    static const PgBound none = {0};
     const char *begin = txn->write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
                                    : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
     Pipe p;
@@ -495,7 +496,7 @@ txn_begin_once(StoreTxn *txn, PgStmt s, const PgBound *a, PGresult **out, bool c
         pipe_sql(&p, begin);
         opened = p.n - 1;
     }
-    int clock = commit ? -1 : pipe_stmt(&p, PG_TXN_CLOCK, &none);
+    int clock = commit ? -1 : pipe_stmt(&p, PG_TXN_CLOCK, &no_args);
     int at = out ? pipe_stmt(&p, s, a) : -1;
     *broken = !pipe_end(&p);
     if (*broken)
