@@ -1617,8 +1617,8 @@ test_claim_position(void)
     claim_alone(&q, 1, "d", "the head while b waits");
     sleep_ms(350);
     claim_alone(&q, 2, "b,e", "b, its delay over, before the head");
-    /* Many filed since: the claim starts at the head, and finds what is
-     * before where the last one got to. */
+    /* Many filed since: the claim reads them, and finds what is before
+     * where the last one got to. */
     StoreTxn *many = begin(st, true);
     char key[16];
     int made = 0;

@@ -192,6 +192,29 @@ conn_slot(PgConn *c, int i)
     PQclear(res);
 }
 
+/* Notes in "c", just connected, when its server started ("" when it
+ * could not tell). */
+static void
+conn_started(PgConn *c)
+{
+    PGresult *res = PQexec(c->conn, "SELECT pg_postmaster_start_time()::text");
+    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+    snprintf(c->started, sizeof c->started, "%s", ok ? PQgetvalue(res, 0, 0) : "");
+    PQclear(res);
+}
+
+/* Readies pool connection "c" of "st", just connected: its row of the
+ * counters, and when its server started — which may be another (a standby
+ * promoted, a restart, a restore), whose transaction ids are not those the
+ * claims' positions were found by (pg_hint.c). */
+static void
+conn_made(Store *st, PgConn *c)
+{
+    conn_slot(c, (int)(c - st->pool));
+    conn_started(c);
+    pg_hint_server(st, c);
+}
+
 /* Takes a connection of the pool for a transaction, opening one when none
  * is free and the pool has room, else waiting for one. */
 PgConn *
@@ -268,10 +291,7 @@ pg_conn_ready(Store *st, PgConn *c, bool fresh)
         store_error_detail_set("%s: %s", st->server, msg);
         return STORE_IO;
     }
-    conn_slot(c, (int)(c - st->pool));
-    /* The server may be another (a standby promoted, a restore), whose
-     * transaction ids are not those the claims' positions were found by. */
-    pg_hint_forget(st, 0);
+    conn_made(st, c);
     pg_reap_forget(st);
     return 0;
 }
@@ -347,7 +367,7 @@ pg_open(const char *location, const StoreOptions *opts, Store **out, char *errbu
         pipe2(st->stop_pipe, O_CLOEXEC) != 0)
         rc = STORE_IO, snprintf(msg, sizeof msg, "pipe: %s", strerror(errno));
     if (!rc) {
-        conn_slot(c, 0);
+        conn_made(st, c);
         st->server = server_name(c->conn);
         pg_notify_start(st);
         *out = st;

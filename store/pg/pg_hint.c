@@ -24,12 +24,15 @@
  * here: what a transaction does after its claim is of the claim's own
  * transaction id, which its snapshot counts as seen.  A position is of
  * the catalog version its claim ran under (a queue redefined starts at the
- * head again); PG_HINT_LIFE after a claim last started at the head, one
- * claim at a time does again, until one of them has answered a new
- * position; and every position is forgotten when a connection is made
- * anew (the server may be another, one whose transaction ids are not the
- * ones a snapshot named) — so a position wrong by any mistake costs at
- * most that long. */
+ * head again); PG_HINT_LIFE after a claim last started at the head (or
+ * PG_HINT_WALKS times as long as it took, when longer), one claim at a
+ * time does again, until one of them has answered a new position — so a
+ * position wrong by any mistake costs at most that long; and every
+ * position is forgotten when a connection reaches a server that started
+ * at another instant than the one they were found on (a standby promoted,
+ * a restart, a restore: one whose transaction ids may not be the ones a
+ * snapshot named) — not when the pool only grows, whose new connections'
+ * first claims would each walk from the head. */
 #include "pg_internal.h"
 
 #include <stdio.h>
@@ -37,8 +40,13 @@
 #include <string.h>
 
 /* How long positions found one from another are used after the claim
- * that started at the head which the first was found by. */
+ * that started at the head which the first was found by: this long, or
+ * PG_HINT_WALKS times as long as that claim took, whichever is longer —
+ * so that while the xmin is held back, when a walk from the head grows
+ * with every cycle since, such walks take a hundredth of a connection's
+ * time at most however long it is held. */
 #define PG_HINT_LIFE (10 * 1000000000LL)
+#define PG_HINT_WALKS 100
 
 /* How far behind its xmax a snapshot's xmin is when the xmin is held
  * back: a few hundred transactions run at once at most otherwise. */
@@ -52,6 +60,7 @@ typedef struct PgHintEntry {
     int64_t catalog;  /* its catalog version */
     int64_t born;     /* when the last claim that started at the head answered (local ns) */
     int64_t renewing; /* when a claim went to the head to renew it (0: none) */
+    int64_t walked;   /* how long the last claim that started at the head took (ns) */
     PgHint hint;
 } PgHintEntry;
 
@@ -73,19 +82,32 @@ bytes_copy(const char *p, size_t len)
     return (StoreBytes){.data = d, .len = len};
 }
 
+/* Whether "c" is connected to the server positions are kept for (under
+ * hint_mu). */
+static bool
+server_kept(const Store *st, const PgConn *c)
+{
+    return *c->started && !strcmp(c->started, st->hint_server);
+}
+
 void
-pg_hint_get(Store *st, uint32_t table, int64_t catalog, PgHint *out)
+pg_hint_get(Store *st, const PgConn *c, uint32_t table, int64_t catalog, PgHint *out)
 {
     *out = (PgHint){0};
     int64_t now = pg_local_now();
     pthread_mutex_lock(&st->hint_mu);
-    for (PgHintEntry *e = st->hints; e; e = e->next)
+    for (PgHintEntry *e = server_kept(st, c) ? st->hints : NULL; e; e = e->next)
         if (e->table == table) {
             /* Past its life, one claim at a time starts at the head to
              * renew it (while the xmin is held back, such a claim walks
-             * every entry since the pin); the others go on from it. */
-            bool renew = e->held_back && now - e->born >= PG_HINT_LIFE &&
-                         (!e->renewing || now - e->renewing >= PG_HINT_LIFE / 10);
+             * every entry since the pin); the others go on from it.  One
+             * that answered no position is tried again after a tenth of
+             * PG_HINT_LIFE, or a walk's time PG_HINT_WALKS times over. */
+            int64_t spell = e->walked * PG_HINT_WALKS;
+            int64_t life = spell > PG_HINT_LIFE ? spell : PG_HINT_LIFE;
+            int64_t again = spell > PG_HINT_LIFE / 10 ? spell : PG_HINT_LIFE / 10;
+            bool renew = e->held_back && now - e->born >= life &&
+                         (!e->renewing || now - e->renewing >= again);
             if (renew)
                 e->renewing = now;
             if (e->held_back && e->catalog == catalog && !renew) {
@@ -119,7 +141,8 @@ snapshot_lag(StoreBytes snap)
 enum { COL_SEQ = 2, COL_CLAIMED = PG_RECORD_CLAIMED, COL_ORD = 12 };
 
 void
-pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, const PGresult *res)
+pg_hint_put(Store *st, const PgConn *c, uint32_t table, int64_t catalog, const PgHint *used,
+            const PGresult *res, int64_t took)
 {
     /* Row 0 is the first claimed in claim order; every record its snapshot
      * showed ready was at or after it unless another transaction had it
@@ -135,6 +158,11 @@ pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, cons
     h.snap = bytes_copy(PQgetvalue(res, 0, PG_HINT_COL), (size_t)PQgetlength(res, 0, PG_HINT_COL));
     bool held_back = snapshot_lag(h.snap) > PG_HINT_LAG;
     pthread_mutex_lock(&st->hint_mu);
+    if (!server_kept(st, c)) {
+        pthread_mutex_unlock(&st->hint_mu);
+        pg_hint_free(&h);
+        return;
+    }
     PgHintEntry *e = st->hints;
     while (e && e->table != table)
         e = e->next;
@@ -148,6 +176,8 @@ pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, cons
     pg_hint_free(&e->hint);
     e->hint = h;
     e->held_back = held_back;
+    if (!used->hinted)
+        e->walked = took;
     if (!used->hinted || e->catalog != catalog) {
         e->born = pg_local_now();
         e->renewing = 0;
@@ -156,10 +186,10 @@ pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used, cons
     pthread_mutex_unlock(&st->hint_mu);
 }
 
-void
-pg_hint_forget(Store *st, uint32_t table)
+/* pg_hint_forget, under hint_mu. */
+static void
+hints_drop(Store *st, uint32_t table)
 {
-    pthread_mutex_lock(&st->hint_mu);
     for (PgHintEntry **p = &st->hints; *p;) {
         PgHintEntry *e = *p;
         if (table && e->table != table) {
@@ -169,6 +199,24 @@ pg_hint_forget(Store *st, uint32_t table)
         *p = e->next;
         pg_hint_free(&e->hint);
         free(e);
+    }
+}
+
+void
+pg_hint_forget(Store *st, uint32_t table)
+{
+    pthread_mutex_lock(&st->hint_mu);
+    hints_drop(st, table);
+    pthread_mutex_unlock(&st->hint_mu);
+}
+
+void
+pg_hint_server(Store *st, const PgConn *c)
+{
+    pthread_mutex_lock(&st->hint_mu);
+    if (!server_kept(st, c)) {
+        hints_drop(st, 0);
+        snprintf(st->hint_server, sizeof st->hint_server, "%s", c->started);
     }
     pthread_mutex_unlock(&st->hint_mu);
 }

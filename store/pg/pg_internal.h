@@ -77,6 +77,7 @@ typedef struct PgConn {
     uint64_t prepared[(PG_STMT_COUNT + 63) / 64]; /* statements prepared on it */
     bool busy;                                    /* a transaction has it */
     bool rolling_back;                            /* a ROLLBACK was sent, its answer not read */
+    char started[64]; /* when its server started (pg_postmaster_start_time; "": unknown) */
 } PgConn;
 
 #define PG_POOL_MAX 32
@@ -122,6 +123,7 @@ struct Store {
     /* Where claims of the head start, a table each (pg_hint.c). */
     pthread_mutex_t hint_mu;
     struct PgHintEntry *hints;
+    char hint_server[64]; /* when the server they were found on started */
     /* Before when queues' writes need not reap, a table each (pg_reap.c). */
     pthread_mutex_t reap_mu;
     struct PgReapEntry *reaps;
@@ -382,18 +384,24 @@ typedef struct PgHint {
 #define PG_HINT_COL (PG_RECORD_NCOLS + 9)
 /* The column h_quiet of CLAIM_HEAD's and CLAIM_HEAD_REAP's answer. */
 #define PG_QUIET_COL (PG_HINT_COL + 2)
-/* Where the next claim of "table" under catalog version "catalog" starts,
- * into "*out": "hinted" while the last claim's snapshot showed the xmin
- * held back and a position is kept; pg_hint_free frees it. */
-void pg_hint_get(Store *st, uint32_t table, int64_t catalog, PgHint *out);
+/* Where the next claim of "table" under catalog version "catalog" on
+ * connection "c" starts, into "*out": "hinted" while the last claim's
+ * snapshot showed the xmin held back and a position found on c's server
+ * is kept; pg_hint_free frees it. */
+void pg_hint_get(Store *st, const PgConn *c, uint32_t table, int64_t catalog, PgHint *out);
 void pg_hint_free(PgHint *h);
-/* Keeps the position a claim of the head that was its whole transaction,
- * started at "used" (not "hinted": at the head), answered in "res" (it
- * claimed a record at least). */
-void pg_hint_put(Store *st, uint32_t table, int64_t catalog, const PgHint *used,
-                 const PGresult *res);
+/* Keeps the position a claim of the head on "c" that was its whole
+ * transaction, started at "used" (not "hinted": at the head), answered in
+ * "res" (it claimed a record at least), "took" ns from its sending to its
+ * answer — unless c's server is not the one positions are kept for. */
+void pg_hint_put(Store *st, const PgConn *c, uint32_t table, int64_t catalog, const PgHint *used,
+                 const PGresult *res, int64_t took);
 /* Forgets the position of "table" (0: of every table). */
 void pg_hint_forget(Store *st, uint32_t table);
+/* Notes that connection "c" was made: every position is forgotten, and
+ * positions are kept for c's server from then on, unless it is the server
+ * they were found on. */
+void pg_hint_server(Store *st, const PgConn *c);
 
 /* ---- pg_reap.c: whether a write of a queue need reap, or look for due
  * records ---- */

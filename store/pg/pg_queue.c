@@ -224,9 +224,10 @@ claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, b
            bool reap, int *rc)
 {
     PgHint h;
-    pg_hint_get(txn->st, q->table, txn->catalog_version, &h);
+    pg_hint_get(txn->st, txn->c, q->table, txn->catalog_version, &h);
     PGresult *res;
     uint64_t changes = pg_changes(txn->st);
+    int64_t sent = pg_local_now();
     if (q->rate > 0)
         res = !h.hinted ? PG_RUN(txn, CLAIM_HEAD_RATE, rc, CLAIMING_HEAD(txn, q, c, n, counted),
                                  RATING(q))
@@ -248,7 +249,8 @@ claim_head(StoreTxn *txn, const StoreQueue *q, const StoreClaim *c, int64_t n, b
     if (!res)
         pg_hint_forget(txn->st, q->table);
     else if (counted && PQntuples(res) > 0)
-        pg_hint_put(txn->st, q->table, txn->catalog_version, &h, res);
+        pg_hint_put(txn->st, txn->c, q->table, txn->catalog_version, &h, res,
+                    pg_local_now() - sent);
     pg_hint_free(&h);
     return res;
 }
