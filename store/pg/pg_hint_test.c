@@ -7,6 +7,7 @@
  * server started keeps none.  And a position is of its catalog version and
  * of a snapshot whose xmin is held back. */
 #include "pg_internal.h"
+#include "bigendian.h"
 
 #include "../../tests/unit_test.h"
 
@@ -37,11 +38,9 @@ claim_answer(int64_t seq, int64_t claimed, const char *snap)
     for (int i = 0; i < PG_HINT_COL + 2; i++)
         PQsetvalue(res, 0, i, "", 0);
     unsigned char be[8];
-    for (int i = 0; i < 8; i++)
-        be[i] = (unsigned char)((uint64_t)seq >> (56 - 8 * i));
+    be_put64(be, (uint64_t)seq);
     PQsetvalue(res, 0, 2, (char *)be, 8);
-    for (int i = 0; i < 8; i++)
-        be[i] = (unsigned char)((uint64_t)claimed >> (56 - 8 * i));
+    be_put64(be, (uint64_t)claimed);
     PQsetvalue(res, 0, PG_RECORD_CLAIMED, (char *)be, 8);
     PQsetvalue(res, 0, PG_HINT_COL, (char *)snap, (int)strlen(snap));
     PQsetvalue(res, 0, PG_HINT_COL + 1, "\0", 1);
